@@ -1,0 +1,386 @@
+"""ConfigDef: declared configuration keys, parsed once into typed values.
+
+Modelled on Kafka's ``org.apache.kafka.common.config.ConfigDef``: every plugin declares its keys once
+(type, default, validator, importance, doc); parsing checks every key and reports every problem at once;
+docs, ``kconnect plugins describe`` and the REST validate endpoint are generated from the declaration.
+
+>>> cd = (ConfigDef()
+...       .define("file", Type.STRING, doc="Source file.")
+...       .define("batch.size", Type.INT, 2000, Range.at_least(1), doc="Lines per poll."))
+>>> cfg = cd.parse({"file": "/tmp/in.txt"})
+>>> cfg["batch.size"]
+2000
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from ..errors import ConfigError, ConfigProblem
+from .validators import Validator
+
+__all__ = [
+    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "NO_DEFAULT", "HIDDEN",
+]
+
+HIDDEN = "[hidden]"
+
+
+class _NoDefault:
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+
+NO_DEFAULT: Any = _NoDefault()
+
+
+class Type(enum.Enum):
+    """Kafka's config types (``ConfigDef.Type``)."""
+
+    STRING = "STRING"
+    INT = "INT"
+    SHORT = "SHORT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    BOOLEAN = "BOOLEAN"
+    LIST = "LIST"
+    CLASS = "CLASS"
+    PASSWORD = "PASSWORD"
+
+
+class Importance(enum.Enum):
+    HIGH = "HIGH"
+    MEDIUM = "MEDIUM"
+    LOW = "LOW"
+
+
+class Password:
+    """A secret value. Its ``str``/``repr`` is ``[hidden]``; call :meth:`value` to use it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str | None):
+        self._value = value
+
+    def value(self) -> str | None:
+        return self._value
+
+    def __repr__(self) -> str:
+        return HIDDEN
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Password) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __reduce__(self):  # picklable: executors need credentials
+        return (Password, (self._value,))
+
+
+_INT_RANGE = {Type.SHORT: (-(2**15), 2**15 - 1), Type.INT: (-(2**31), 2**31 - 1),
+              Type.LONG: (-(2**63), 2**63 - 1)}
+
+
+def _parse_value(key: "ConfigKey", raw: Any) -> Any:
+    """Parse one raw value (string from a file, or a Python value) into the key's type; raise ValueError."""
+    t = key.type
+    if raw is None:
+        return None
+    if t in (Type.STRING, Type.CLASS):
+        if isinstance(raw, type):
+            return f"{raw.__module__}.{raw.__qualname__}"
+        if not isinstance(raw, str):
+            raise ValueError("Expected value to be a string, but it was a " + type(raw).__name__)
+        return raw.strip() if t is Type.CLASS else raw
+    if t is Type.PASSWORD:
+        if isinstance(raw, Password):
+            return raw
+        if not isinstance(raw, str):
+            raise ValueError("Expected value to be a string")
+        return Password(raw)
+    if t is Type.BOOLEAN:
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+            return raw.strip().lower() == "true"
+        raise ValueError("Expected value to be either true or false")
+    if t in _INT_RANGE:
+        if isinstance(raw, bool):
+            raise ValueError("Not a number of type " + t.value)
+        try:
+            v = int(raw.strip()) if isinstance(raw, str) else raw
+        except ValueError:
+            raise ValueError("Not a number of type " + t.value) from None
+        if not isinstance(v, int):
+            raise ValueError("Not a number of type " + t.value)
+        lo, hi = _INT_RANGE[t]
+        if not lo <= v <= hi:
+            raise ValueError(f"Not a number of type {t.value} (out of range)")
+        return v
+    if t is Type.DOUBLE:
+        try:
+            return float(raw.strip()) if isinstance(raw, str) else float(raw)
+        except (TypeError, ValueError):
+            raise ValueError("Not a number of type DOUBLE") from None
+    if t is Type.LIST:
+        if isinstance(raw, str):
+            return [] if not raw.strip() else [item.strip() for item in raw.split(",")]
+        if isinstance(raw, (list, tuple)):
+            return [str(item).strip() for item in raw]
+        raise ValueError("Expected a comma-separated list")
+    raise AssertionError(t)
+
+
+def _render(key: "ConfigKey", value: Any) -> str:
+    """The value as it may appear in a message: passwords are never shown."""
+    if key.type is Type.PASSWORD:
+        return HIDDEN
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One declared key."""
+
+    name: str
+    type: Type
+    default: Any = NO_DEFAULT
+    validator: Validator | None = None
+    importance: Importance = Importance.MEDIUM
+    doc: str = ""
+    group: str | None = None
+    display_name: str | None = None
+    dependents: tuple[str, ...] = ()
+    internal: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is NO_DEFAULT
+
+    def default_text(self) -> str | None:
+        """The default as Kafka's REST API and docs show it (``None`` when required)."""
+        if self.required or self.default is None:
+            return None if self.required else ""
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        if isinstance(self.default, (list, tuple)):
+            return ",".join(map(str, self.default))
+        return str(self.default)
+
+    def parse(self, raw: Any) -> Any:
+        """Parse and validate ``raw``; raise :class:`ConfigError` naming this key."""
+        try:
+            value = _parse_value(self, raw)
+        except ValueError as e:
+            raise ConfigError([ConfigProblem(self.name, f"Invalid value {_render(self, raw)} for "
+                                                        f"configuration {self.name}: {e}")]) from None
+        if self.validator is not None and value is not None:
+            check_value = value.value() if isinstance(value, Password) else value
+            reason = self.validator(check_value)
+            if reason:
+                raise ConfigError([ConfigProblem(
+                    self.name, f"Invalid value {_render(self, value)} for configuration {self.name}: {reason}")])
+        return value
+
+
+Check = Callable[["Config"], Iterable[ConfigProblem]]
+
+
+class ConfigDef:
+    """An ordered set of :class:`ConfigKey` declarations plus cross-key checks."""
+
+    def __init__(self, keys: Iterable[ConfigKey] = (), checks: Iterable[Check] = ()):
+        self._keys: dict[str, ConfigKey] = {}
+        self._checks: list[Check] = list(checks)
+        for k in keys:
+            self._add(k)
+
+    # -- declaration ------------------------------------------------------------------------------
+    def define(self, name: str, type: Type, default: Any = NO_DEFAULT, validator: Validator | None = None,
+               importance: Importance = Importance.MEDIUM, doc: str = "", *, group: str | None = None,
+               display_name: str | None = None, dependents: Sequence[str] = (),
+               internal: bool = False) -> "ConfigDef":
+        """Declare a key; returns ``self`` so definitions chain."""
+        if default is not NO_DEFAULT and default is not None and type is not Type.PASSWORD:
+            # Defaults are written as Python values; normalise them through the parser once.
+            default = _parse_value(ConfigKey(name, type), default)
+        self._add(ConfigKey(name, type, default, validator, importance, doc, group, display_name,
+                            tuple(dependents), internal))
+        return self
+
+    def check(self, fn: Check) -> "ConfigDef":
+        """Add a cross-key check run after every key parsed: ``fn(config) -> iterable of ConfigProblem``."""
+        self._checks.append(fn)
+        return self
+
+    def _add(self, key: ConfigKey) -> None:
+        if key.name in self._keys:
+            raise ValueError(f"Configuration {key.name!r} is defined twice")
+        self._keys[key.name] = key
+
+    def merge(self, *others: "ConfigDef") -> "ConfigDef":
+        """A new ConfigDef with this one's keys followed by the others' (later definitions must be new)."""
+        out = ConfigDef(self._keys.values(), self._checks)
+        for o in others:
+            for k in o._keys.values():
+                if k.name not in out._keys:
+                    out._add(k)
+            out._checks.extend(c for c in o._checks if c not in out._checks)
+        return out
+
+    def without(self, *names: str) -> "ConfigDef":
+        return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks)
+
+    # -- introspection ----------------------------------------------------------------------------
+    @property
+    def keys(self) -> Mapping[str, ConfigKey]:
+        return dict(self._keys)
+
+    def names(self) -> list[str]:
+        return list(self._keys)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._keys
+
+    def __iter__(self) -> Iterator[ConfigKey]:
+        return iter(self._keys.values())
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    # -- parsing ----------------------------------------------------------------------------------
+    def parse(self, props: Mapping[str, Any], *, context: str | None = None,
+              allowed_prefixes: Sequence[str] = (), allowed_keys: Iterable[str] = (),
+              ignore_unknown: bool = False) -> "Config":
+        """Parse ``props`` into a :class:`Config`; raise one :class:`ConfigError` listing every problem.
+
+        Keys are matched case-insensitively when no exact match exists (Spark lower-cases option keys).
+        Keys under ``allowed_prefixes`` or in ``allowed_keys`` are left to their owner (kept in
+        ``Config.originals``); any other unknown key fails with a "did you mean" suggestion unless
+        ``ignore_unknown``.
+        """
+        problems: list[ConfigProblem] = []
+        lower = {n.lower(): n for n in self._keys}
+        given: dict[str, Any] = {}
+        allowed = {k.lower() for k in allowed_keys}
+        prefixes = tuple(p.lower() for p in allowed_prefixes)
+        for raw_key, raw in props.items():
+            name = raw_key if raw_key in self._keys else lower.get(raw_key.lower())
+            if name is not None:
+                given[name] = raw
+            elif ignore_unknown or raw_key.lower() in allowed or raw_key.lower().startswith(prefixes):
+                continue
+            else:
+                problems.append(ConfigProblem(raw_key, unknown_key_message(raw_key, self._keys)))
+        values: dict[str, Any] = {}
+        for key in self._keys.values():
+            if key.name in given:
+                try:
+                    values[key.name] = key.parse(given[key.name])
+                except ConfigError as e:
+                    problems.extend(e.problems)
+            elif key.required:
+                problems.append(ConfigProblem(
+                    key.name, f'Missing required configuration "{key.name}" which has no default value.'))
+            else:
+                values[key.name] = key.default
+        cfg = Config(self, values, props)
+        if not problems:
+            for chk in self._checks:
+                problems.extend(chk(cfg))
+        if problems:
+            raise ConfigError(problems, context=context)
+        return cfg
+
+    def validate(self, props: Mapping[str, Any]) -> dict[str, list[str]]:
+        """Per-key error messages (empty lists for good keys), as Kafka's REST validate reports them."""
+        errors: dict[str, list[str]] = {k: [] for k in self._keys}
+        try:
+            self.parse(props, ignore_unknown=True)
+        except ConfigError as e:
+            for p in e.problems:
+                errors.setdefault(p.key, []).append(p.message)
+        return errors
+
+    # -- documentation ----------------------------------------------------------------------------
+    def to_rest(self) -> list[dict[str, Any]]:
+        """Kafka's ``ConfigKeyInfo`` list (``GET /connector-plugins/{plugin}/config``)."""
+        out = []
+        for order, k in enumerate(k for k in self._keys.values() if not k.internal):
+            out.append({
+                "name": k.name, "type": k.type.value, "required": k.required,
+                "default_value": k.default_text(), "importance": k.importance.value,
+                "documentation": k.doc, "group": k.group, "order": order if k.group else -1,
+                "width": "NONE", "display_name": k.display_name or k.name,
+                "dependents": list(k.dependents),
+            })
+        return out
+
+    def to_markdown(self) -> str:
+        """A reference table of every key, generated from the declaration."""
+        rows = ["| Key | Type | Default | Valid values | Importance | Description |",
+                "|---|---|---|---|---|---|"]
+        for k in self._keys.values():
+            if k.internal:
+                continue
+            default = "*required*" if k.required else f"`{k.default_text()}`" if k.default_text() else '`""`' \
+                if k.default == "" else "null" if k.default is None else f"`{k.default_text()}`"
+            valid = k.validator.describe() if k.validator else ""
+            doc = " ".join(k.doc.split()).replace("|", "\\|")
+            rows.append(f"| `{k.name}` | {k.type.value.lower()} | {default} | {valid} | "
+                        f"{k.importance.value.lower()} | {doc} |")
+        return "\n".join(rows)
+
+
+def unknown_key_message(key: str, known: Iterable[str]) -> str:
+    known = list(known)
+    close = difflib.get_close_matches(key.lower(), [k.lower() for k in known], n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        original = next(k for k in known if k.lower() == close[0])
+        hint = f'; did you mean "{original}"?'
+    return f'Unknown configuration "{key}"{hint}'
+
+
+@dataclass(frozen=True)
+class Config(Mapping[str, Any]):
+    """Typed, parsed configuration values. ``repr`` and :meth:`masked` never show passwords."""
+
+    definition: ConfigDef = field(repr=False)
+    values: Mapping[str, Any]
+    originals: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def password(self, key: str) -> str | None:
+        v = self.values[key]
+        return v.value() if isinstance(v, Password) else v
+
+    def with_prefix(self, prefix: str, *, strip: bool = True) -> dict[str, Any]:
+        """The original (raw) entries under ``prefix`` (matched case-insensitively)."""
+        p = prefix.lower()
+        return {(k[len(prefix):] if strip else k): v for k, v in self.originals.items()
+                if k.lower().startswith(p)}
+
+    def masked(self) -> dict[str, str]:
+        """String form of every value with passwords replaced by ``[hidden]``."""
+        return {k: (HIDDEN if isinstance(v, Password) else _render(self.definition.keys[k], v))
+                for k, v in self.values.items() if v is not None}
+
+    def __repr__(self) -> str:
+        return f"Config({self.masked()!r})"

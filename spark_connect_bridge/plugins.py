@@ -1,0 +1,188 @@
+"""Plugin resolution: connector.class, transforms.<alias>.type, predicates.<alias>.type and converters.
+
+A plugin name resolves, in this order, from:
+
+1. the built-in catalogs (``connectors/catalog.py``, ``transforms/catalog.py``, ``converters/catalog.py``):
+   our short names, Kafka's aliases (``FileStreamSource``, ``FileStreamSourceConnector``) and the
+   Kafka/Confluent/Debezium Java class names of the plugins we implement;
+2. plugins registered under the entry-point groups ``spark_connect_bridge.connectors``,
+   ``spark_connect_bridge.transforms``, ``spark_connect_bridge.predicates`` and
+   ``spark_connect_bridge.converters`` (the entry-point name is the alias);
+3. a dotted Python path to a class (``my_pkg.sources.MySource`` or ``my_pkg.sources:MySource``).
+
+Catalog entries name their class as ``"module:attribute"`` strings so that resolving one plugin imports only
+its own module. An unknown name is a :class:`~spark_connect_bridge.errors.PluginNotFoundError` that lists the
+known names and the nearest match.
+
+>>> resolve_class("connector", "FileStreamSource").__name__  # doctest: +SKIP
+'FileStreamSourceConnector'
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Iterable, Literal
+
+from .errors import ConfigError, ConfigProblem, PluginNotFoundError
+
+__all__ = ["PluginSpec", "Family", "resolve_class", "resolve_spec", "all_specs", "plugin_type_of", "FAMILIES"]
+
+Family = Literal["connector", "transformation", "predicate", "converter"]
+# Kafka's plugin types (REST /connector-plugins "type") accepted by each family.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "connector": ("source", "sink"),
+    "transformation": ("transformation",),
+    "predicate": ("predicate",),
+    "converter": ("converter", "header_converter"),
+}
+_GROUPS = {"connector": "spark_connect_bridge.connectors", "transformation": "spark_connect_bridge.transforms",
+           "predicate": "spark_connect_bridge.predicates", "converter": "spark_connect_bridge.converters"}
+_CATALOGS = ("spark_connect_bridge.connectors.catalog", "spark_connect_bridge.transforms.catalog",
+             "spark_connect_bridge.converters.catalog")
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """One plugin: its Kafka plugin type, where its class lives, and every name it answers to.
+
+    ``names[0]`` is the class name reported by ``GET /connector-plugins`` (the Java class name for plugins
+    that stand in for a Java one).
+    """
+
+    type: str
+    target: str
+    names: tuple[str, ...]
+    doc: str = ""
+
+    @property
+    def class_name(self) -> str:
+        return self.names[0]
+
+    @property
+    def family(self) -> str:
+        return next(f for f, types in FAMILIES.items() if self.type in types)
+
+    def load(self) -> type:
+        module, _, attr = self.target.partition(":")
+        obj: object = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+        assert isinstance(obj, type), self.target
+        return obj
+
+
+def connector_names(java_or_py_name: str, *extra: str) -> tuple[str, ...]:
+    """Kafka's alias rules for a connector class: the full name, the simple name, and the simple name
+    without its ``Connector`` suffix."""
+    simple = java_or_py_name.rsplit(".", 1)[-1]
+    names = [java_or_py_name, simple]
+    if simple.endswith("Connector") and len(simple) > len("Connector"):
+        names.append(simple[: -len("Connector")])
+    names.extend(extra)
+    return tuple(dict.fromkeys(names))
+
+
+def plugin_type_of(cls: type) -> str | None:
+    """A plugin class declares its Kafka plugin type as the class attribute ``plugin_type``."""
+    return getattr(cls, "plugin_type", None)
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_specs() -> tuple[PluginSpec, ...]:
+    specs: list[PluginSpec] = []
+    for mod in _CATALOGS:
+        specs.extend(importlib.import_module(mod).CATALOG)
+    return tuple(specs)
+
+
+def _entry_point_specs(family: str) -> list[PluginSpec]:
+    out = []
+    for ep in metadata.entry_points(group=_GROUPS[family]):
+        target = ep.value.replace(" ", "")
+        # The type is known only after import; keep the family's first type until then.
+        out.append(PluginSpec(FAMILIES[family][0], target, (ep.name, target.replace(":", "."))))
+    return out
+
+
+def all_specs(family: str | None = None) -> list[PluginSpec]:
+    """Every known plugin (built-in and entry points), optionally of one family."""
+    fams = [family] if family else list(FAMILIES)
+    out: list[PluginSpec] = []
+    for f in fams:
+        out.extend(s for s in _builtin_specs() if s.type in FAMILIES[f])
+        out.extend(_entry_point_specs(f))
+    return out
+
+
+def resolve_spec(family: str, name: str) -> PluginSpec | None:
+    """The catalog or entry-point spec answering to ``name`` (exact match first, then case-insensitive)."""
+    specs = all_specs(family)
+    for s in specs:
+        if name in s.names:
+            return s
+    low = name.lower()
+    for s in specs:
+        if low in (n.lower() for n in s.names):
+            return s
+    return None
+
+
+def _import_path(name: str) -> type | None:
+    if ":" in name:
+        module, _, attr = name.partition(":")
+    elif "." in name:
+        module, _, attr = name.rpartition(".")
+    else:
+        return None
+    try:
+        obj: object = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj if isinstance(obj, type) else None
+
+
+def resolve_class(family: str, name: str, *, key: str = "connector.class") -> type:
+    """Resolve ``name`` to a plugin class of ``family``; raise a ConfigError naming ``key`` otherwise."""
+    if family not in FAMILIES:
+        raise ValueError(f"unknown plugin family {family!r}")
+    spec = resolve_spec(family, name)
+    cls = spec.load() if spec is not None else _import_path(name)
+    if cls is None:
+        raise PluginNotFoundError([ConfigProblem(key, _not_found_message(family, name, key))])
+    ptype = plugin_type_of(cls)
+    if ptype not in FAMILIES[family]:
+        raise ConfigError([ConfigProblem(key, f"Invalid value {name} for configuration {key}: class "
+                                              f"{cls.__module__}.{cls.__qualname__} is not a {family} plugin "
+                                              f"(its plugin_type is {ptype!r}; expected one of "
+                                              f"{', '.join(FAMILIES[family])})")])
+    return cls
+
+
+def known_names(family: str) -> list[str]:
+    return sorted({n for s in all_specs(family) for n in s.names})
+
+
+def _not_found_message(family: str, name: str, key: str) -> str:
+    names = known_names(family)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
+    short = sorted({s.names[1] if len(s.names) > 1 else s.names[0] for s in all_specs(family)})
+    hint = f' Did you mean "{close[0]}"?' if close else ""
+    return (f"Invalid value {name} for configuration {key}: no {family} plugin named {name!r}.{hint} "
+            f"Known {family} plugins: {', '.join(short) or '(none)'}; a dotted Python path to a class also works.")
+
+
+def describe_all(families: Iterable[str] | None = None) -> list[dict[str, str]]:
+    """``GET /connector-plugins`` rows: ``{"class", "type", "version"}``."""
+    from . import __version__
+
+    rows = []
+    for f in families or FAMILIES:
+        for s in all_specs(f):
+            rows.append({"class": s.class_name, "type": s.type, "version": __version__})
+    return rows

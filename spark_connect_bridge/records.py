@@ -1,0 +1,61 @@
+"""The record model: the column names of Spark's own Kafka source.
+
+A record DataFrame has ``key``, ``value``, ``topic``, ``partition``, ``offset``, ``timestamp`` and ``headers``
+(``array<struct<key:string,value:binary>>``). ``key`` and ``value`` are typed (struct or primitive) until a
+converter serializes them to binary, and binary until a converter parses them. After the source-side
+converters a record DataFrame can be written with Spark's ``kafka`` sink as it is.
+
+For a source record, ``partition`` is the index of the connector's source partition (its task's share of
+the input, e.g. a file or a table) and ``offset`` a position in it that only grows (a byte position, a row
+sequence number, an LSN): together they are the coordinates errors and dead-letter records carry.
+
+>>> record_schema(StringType(), StringType()).fieldNames()
+['key', 'value', 'topic', 'partition', 'offset', 'timestamp', 'headers']
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.types import (ArrayType, BinaryType, DataType, IntegerType, LongType, StringType, StructField,
+                               StructType, TimestampType)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["KEY", "VALUE", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS", "HEADERS_TYPE",
+           "RECORD_COLUMNS", "record_schema", "arrow_schema", "is_record_schema"]
+
+KEY, VALUE, TOPIC, PARTITION, OFFSET, TIMESTAMP, HEADERS = (
+    "key", "value", "topic", "partition", "offset", "timestamp", "headers")
+RECORD_COLUMNS = (KEY, VALUE, TOPIC, PARTITION, OFFSET, TIMESTAMP, HEADERS)
+
+HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+HEADERS_TYPE = ArrayType(HEADER_TYPE)
+
+
+def record_schema(key_type: DataType = BinaryType(), value_type: DataType = BinaryType()) -> StructType:
+    """The record schema with the given key and value types (binary by default, like Spark's Kafka source)."""
+    return StructType([
+        StructField(KEY, key_type),
+        StructField(VALUE, value_type),
+        StructField(TOPIC, StringType()),
+        StructField(PARTITION, IntegerType()),
+        StructField(OFFSET, LongType()),
+        StructField(TIMESTAMP, TimestampType()),
+        StructField(HEADERS, HEADERS_TYPE),
+    ])
+
+
+def is_record_schema(schema: StructType) -> bool:
+    """True when ``schema`` has the record columns ``key``/``value`` plus ``topic`` (the rest optional)."""
+    names = set(schema.fieldNames())
+    return {VALUE, TOPIC} <= names
+
+
+def arrow_schema(schema: StructType) -> "pa.Schema":
+    """The Arrow schema Spark expects for ``schema`` from a Python data source (exact on pyspark ≥ 4.2:
+    nullable fields, ``timestamp[us, tz=UTC]``)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")
