@@ -1,0 +1,102 @@
+"""Record errors as Column expressions: how transforms and converters report a record that fails.
+
+Kafka Connect handles a failing record per record in Java. Here a stage (a transform or a converter) computes,
+with Column expressions only, a boolean ``failed`` and a ``message`` for each row, and hands them to
+:func:`checked`. What happens next depends on the DataFrame:
+
+* **strict** (no ``_kc_error`` column; ``errors.tolerance=none`` or a bare ``df.transform(...)``): every updated
+  column is wrapped in ``when(failed, raise_error(message))``, so the query fails on the first bad record with
+  a message naming the stage, the class and the record's topic/partition/offset;
+* **tolerant** (the pipeline added ``_kc_error`` with :func:`enable_error_column`; ``errors.tolerance=all``):
+  the first failure of each row is recorded in ``_kc_error`` (stage, class name, alias, exception class,
+  message) and later stages leave that row's error alone; the pipeline then splits the batch into good rows
+  and failed rows for the dead-letter sink.
+
+Stage names are Kafka's (``TRANSFORMATION``, ``KEY_CONVERTER``, ``VALUE_CONVERTER``, ``HEADER_CONVERTER``,
+``TASK_PUT``, ``TASK_POLL``).
+
+>>> df2 = checked(df, {"value": F.try_cast("value", "int")},              # doctest: +SKIP
+...               failed=F.col("value").isNotNull() & F.try_cast("value", "int").isNull(),
+...               message=F.lit("cannot cast"), stage="TRANSFORMATION", class_name="Cast$Value")
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+__all__ = ["ERROR_COL", "ERROR_TYPE", "DATA_EXCEPTION", "has_error_column", "enable_error_column", "checked",
+           "coordinates", "drop_where", "ok"]
+
+ERROR_COL = "_kc_error"
+ERROR_TYPE = StructType([StructField(n, StringType()) for n in
+                         ("stage", "class_name", "alias", "exception_class", "message")])
+DATA_EXCEPTION = "org.apache.kafka.connect.errors.DataException"
+
+
+def has_error_column(df: DataFrame) -> bool:
+    return ERROR_COL in df.columns
+
+
+def enable_error_column(df: DataFrame) -> DataFrame:
+    """Switch ``df`` to tolerant mode: add an all-null ``_kc_error`` column (idempotent)."""
+    if has_error_column(df):
+        return df
+    return df.withColumn(ERROR_COL, F.lit(None).cast(ERROR_TYPE))
+
+
+def ok(df: DataFrame) -> Column:
+    """True for rows that have not failed (always true in strict mode)."""
+    return F.col(ERROR_COL).isNull() if has_error_column(df) else F.lit(True)
+
+
+def coordinates(df: DataFrame) -> Column:
+    """`` (topic=t, partition=p, offset=o)`` for the columns that exist, as a string Column."""
+    parts = []
+    for name in ("topic", "partition", "offset"):
+        if name in df.columns:
+            parts.append(F.concat(F.lit(f"{name}="), F.coalesce(F.col(name).cast("string"), F.lit("null"))))
+    if not parts:
+        return F.lit("")
+    return F.concat(F.lit(" ("), F.concat_ws(", ", *parts), F.lit(")"))
+
+
+def checked(df: DataFrame, updates: Mapping[str, Column], *, failed: Column | None, message: Column | str | None,
+            stage: str, class_name: str, alias: str | None = None,
+            exception_class: str = DATA_EXCEPTION) -> DataFrame:
+    """Apply ``updates`` (column name -> new expression) with per-record failure detection.
+
+    ``failed`` is a boolean Column (null counts as false); ``message`` a string Column or literal that says
+    what went wrong for that row (the record's coordinates are appended here).
+    """
+    if failed is None:
+        return df.withColumns(dict(updates)) if updates else df
+    msg = F.lit(message) if isinstance(message, str) else message if message is not None else F.lit("failed")
+    failed = F.coalesce(failed, F.lit(False))
+    who = f"{stage} {class_name}" + (f" (alias {alias})" if alias else "")
+    full = F.concat(F.lit(f"{who} failed: "), msg, coordinates(df))
+    if has_error_column(df):
+        err = F.when(F.col(ERROR_COL).isNull() & failed,
+                     F.struct(F.lit(stage).alias("stage"), F.lit(class_name).alias("class_name"),
+                              F.lit(alias).cast("string").alias("alias"),
+                              F.lit(exception_class).alias("exception_class"),
+                              full.alias("message"))).otherwise(F.col(ERROR_COL))
+        return df.withColumns({**updates, ERROR_COL: err})
+    if not updates:
+        # Nothing to attach the check to: keep a checked copy of an existing column.
+        first = df.columns[0]
+        updates = {first: F.col(first)}
+    # raise_error is folded into each updated column so that column pruning can never drop the check.
+    guarded = {name: F.when(failed, F.raise_error(full)).otherwise(expr) for name, expr in updates.items()}
+    return df.withColumns(guarded)
+
+
+def drop_where(df: DataFrame, condition: Column) -> DataFrame:
+    """Drop rows where ``condition`` holds, but never a row that already failed (it goes to the DLQ)."""
+    keep = ~F.coalesce(condition, F.lit(False))
+    if has_error_column(df):
+        keep = keep | F.col(ERROR_COL).isNotNull()
+    return df.filter(keep)
