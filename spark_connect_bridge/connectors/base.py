@@ -1,0 +1,183 @@
+"""The connector SPI: what a source or sink connector implements to run as the ``kconnect`` data source.
+
+A **source connector** (Kafka's SourceConnector + SourceTask) declares its config, the record schema it emits,
+its source partitions and their positions; Spark's micro-batch engine does the rest:
+
+* driver, once per trigger: :meth:`SourceConnector.latest_offsets` (bounded by admission control),
+  :meth:`SourceConnector.plan` (ranges grouped into ``tasks.max`` Spark input partitions) and, after Spark has
+  committed the batch, :meth:`SourceConnector.commit` (acknowledge upstream);
+* executors: :meth:`SourceConnector.read_range` yields Arrow record batches for one partition's range
+  ``(start, end]``. It is a pure function of its arguments: a replayed batch reads the same records.
+
+A **sink connector** (SinkConnector + SinkTask) writes Arrow batches on executors
+(:meth:`SinkConnector.write`, returning a picklable commit message) and makes a micro-batch visible on the
+driver in :meth:`SinkConnector.commit`, which receives the batch id and a stable application id so that a
+replayed batch is recognised.
+
+Connector objects are pickled to executors: keep only the parsed :class:`~spark_connect_bridge.config.Config`
+and plain values on them; open clients inside the methods.
+
+A minimal source:
+
+>>> class Counter(SourceConnector):                        # doctest: +SKIP
+...     config_def = ConfigDef().define("topic", Type.STRING)
+...     def schema(self): return record_schema(NullType(), LongType())
+...     def initial_offsets(self): return {partition_key({"n": 0}): {"i": 0}}
+...     def latest_offsets(self, start, max_records, until): ...
+...     def read_range(self, partition, start, end): ...
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator, Mapping, Sequence
+
+from ..config import Config, ConfigDef
+from ..config.common import COMMON, SINK, SOURCE
+from .offsets import Offsets, parse_partition_key
+
+__all__ = ["SourceConnector", "SinkConnector", "ReadRange", "ReadTask", "WriteContext", "CommitContext",
+           "connector_config_def"]
+
+
+@dataclass(frozen=True)
+class ReadRange:
+    """One source partition's range of a micro-batch: records after ``start`` up to and including ``end``.
+
+    ``start`` is ``None`` when the partition is new in this batch (read from its beginning)."""
+
+    partition: dict[str, Any]
+    start: dict[str, Any] | None
+    end: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """What one Spark input partition reads: a list of ranges (pickled to an executor)."""
+
+    index: int
+    ranges: tuple[ReadRange, ...]
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """Executor-side context of a sink write."""
+
+    app_id: str
+    batch_id: int | None
+    partition_id: int
+    attempt: int
+
+
+@dataclass(frozen=True)
+class CommitContext:
+    """Driver-side context of a sink commit: ``batch_id`` is None for a batch (non-streaming) write."""
+
+    app_id: str
+    batch_id: int | None
+    overwrite: bool = False
+
+
+class _Plugin:
+    plugin_type: ClassVar[str]
+    config_def: ClassVar[ConfigDef] = ConfigDef()
+    #: The Java class this connector stands in for (for REST/plugin listings), if any.
+    kafka_class: ClassVar[str | None] = None
+
+    def __init__(self, config: Config, *, name: str):
+        self.config = config
+        self.name = name
+
+    @classmethod
+    def version(cls) -> str:
+        from .. import __version__
+
+        return __version__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, config={self.config!r})"
+
+
+class SourceConnector(_Plugin, abc.ABC):
+    """Base of source connectors. Subclasses declare ``config_def`` and implement the abstract methods."""
+
+    plugin_type = "source"
+    #: Bound of one micro-batch when neither ``max.records.per.trigger`` nor the trigger sets one.
+    default_max_records_per_trigger: ClassVar[int | None] = None
+
+    # -- driver ------------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def schema(self) -> Any:
+        """The Spark record schema (:func:`spark_connect_bridge.records.record_schema`) this source emits."""
+
+    @abc.abstractmethod
+    def initial_offsets(self) -> Offsets:
+        """Positions before the first record (what a new query starts from)."""
+
+    @abc.abstractmethod
+    def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
+        """Positions up to which records are available now: at most ``max_records`` past ``start``
+        (``None``: no bound) and never beyond ``until`` (the Trigger.AvailableNow target, or ``None``).
+        Called on every trigger: keep it cheap."""
+
+    def plan(self, start: Offsets, end: Offsets) -> list[ReadTask]:
+        """Split ``(start, end]`` into at most ``tasks.max`` read tasks (round-robin over changed partitions)."""
+        ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
+                  if start.get(k) != v]
+        n = max(1, min(int(self.config.get("tasks.max", 1)), len(ranges)))
+        groups: list[list[ReadRange]] = [[] for _ in range(n)]
+        for i, r in enumerate(ranges):
+            groups[i % n].append(r)
+        return [ReadTask(i, tuple(g)) for i, g in enumerate(groups) if g]
+
+    def commit(self, end: Offsets) -> None:
+        """Acknowledge upstream everything up to ``end``: called after Spark committed the batch."""
+
+    def stop(self) -> None:
+        """Release driver resources. Spark does not call this on a clean stop: never rely on it."""
+
+    def lag(self, current: Offsets) -> int | None:
+        """Records available beyond ``current``, where the source knows it (for status and progress)."""
+        return None
+
+    # -- executor ----------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def read_range(self, rng: ReadRange) -> Iterator[Any]:
+        """Yield ``pyarrow.RecordBatch`` objects for the records of ``rng``, deterministically."""
+
+
+class SinkConnector(_Plugin, abc.ABC):
+    """Base of sink connectors."""
+
+    plugin_type = "sink"
+    #: How the sink delivers: "exactly-once" (replayed batches recognised) or "at-least-once".
+    delivery: ClassVar[str] = "at-least-once"
+
+    def validate_input(self, schema: Any) -> None:
+        """Driver: check the input DataFrame schema before any data moves (raise ConfigError/DataError)."""
+
+    @abc.abstractmethod
+    def write(self, batches: Iterator[Any], ctx: WriteContext) -> Any:
+        """Executor: write Arrow record batches; return a picklable commit message (or None)."""
+
+    @abc.abstractmethod
+    def commit(self, messages: Sequence[Any], ctx: CommitContext) -> None:
+        """Driver: make the batch visible atomically; skip it when ``ctx.batch_id`` was already committed."""
+
+    def abort(self, messages: Sequence[Any], ctx: CommitContext) -> None:
+        """Driver: discard what :meth:`write` staged."""
+
+
+def connector_config_def(cls: type) -> ConfigDef:
+    """The full declaration of a connector class: its own keys, then the common ones of its kind."""
+    kind = SOURCE if getattr(cls, "plugin_type", None) == "source" else SINK
+    return cls.config_def.merge(COMMON, kind)
+
+
+def stable_app_id(*parts: str) -> str:
+    """A short stable id (e.g. of a checkpoint location) for sink transaction ids."""
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+

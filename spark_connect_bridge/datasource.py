@@ -1,0 +1,299 @@
+"""The ``kconnect`` Python data source: adapts any connector of the SPI to Spark readers and writers.
+
+After ``pip install`` Spark discovers it by itself (the ``pyspark_kconnect`` module exports it as
+``DefaultSource``); :func:`spark_connect_bridge.register` registers it explicitly (Spark Connect, notebooks).
+
+>>> df = (spark.readStream.format("kconnect")                         # doctest: +SKIP
+...       .option("connector.class", "FileStreamSource")
+...       .option("file", "/tmp/in.txt").option("topic", "lines").load())
+>>> (df.writeStream.format("kconnect").option("connector.class", "FileStreamSink")   # doctest: +SKIP
+...    .option("file", "/tmp/out.txt").option("checkpointLocation", "/tmp/ckpt").start())
+
+Offsets are canonical JSON maps (``connectors/offsets.py``); ``tasks.max`` bounds the input partitions of a
+micro-batch; ``max.records.per.trigger`` bounds its size (admission control on pyspark ≥ 4.2, and inside
+``latestOffset`` on 4.0/4.1); sinks commit once per batch id and recognise a replayed batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from pyspark.sql.datasource import (DataSource, DataSourceArrowWriter, DataSourceReader, DataSourceStreamReader,
+                                    InputPartition, WriterCommitMessage)
+
+try:  # pyspark >= 4.1
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
+    _ARROW_STREAM_WRITER = True
+except ImportError:  # pragma: no cover - pyspark 4.0
+    from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase
+    _ARROW_STREAM_WRITER = False
+
+try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+except ImportError:  # pragma: no cover - pyspark 4.0/4.1
+    ReadAllAvailable = ReadMaxRows = None
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        pass
+
+__all__ = ["KConnectDataSource", "register"]
+
+log = logging.getLogger(__name__)
+
+
+def register(spark: Any) -> None:
+    """Register the ``kconnect`` data source on ``spark`` (classic or Spark Connect session).
+
+    Not needed where the package is installed on the Spark driver and executors (Spark discovers it); needed
+    for Spark Connect clients whose server lacks the package, together with
+    ``pyspark.cloudpickle.register_pickle_by_value(spark_connect_bridge)`` for the executors.
+    """
+    spark.dataSource.register(KConnectDataSource)
+
+
+class KConnectDataSource(DataSource):
+    """One data source for every connector; ``connector.class`` chooses which."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kconnect"
+
+    def __init__(self, options: Mapping[str, str]):
+        super().__init__(options)
+        self._connectors: dict[str, Any] = {}
+
+    def _connector(self, kind: str) -> Any:
+        if kind not in self._connectors:
+            from .connectors.factory import build_connector
+
+            caller = 'spark.readStream/read.format("kconnect")' if kind == "source" else \
+                'df.writeStream/write.format("kconnect")'
+            self._connectors[kind] = build_connector(dict(self.options), kind=kind, stages_applied=False,
+                                                     caller=caller)
+        return self._connectors[kind]
+
+    def schema(self) -> Any:
+        return self._connector("source").schema()
+
+    def reader(self, schema: Any) -> "DataSourceReader":
+        return _BatchReader(self._connector("source"), schema)
+
+    def streamReader(self, schema: Any) -> "DataSourceStreamReader":
+        return _StreamReader(self._connector("source"), schema)
+
+    def writer(self, schema: Any, overwrite: bool) -> "DataSourceArrowWriter":
+        sink = self._connector("sink")
+        sink.validate_input(schema)
+        return _BatchWriter(sink, schema, overwrite, _app_id(self.options))
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> Any:
+        sink = self._connector("sink")
+        sink.validate_input(schema)
+        return _StreamWriter(sink, schema, overwrite, _app_id(self.options))
+
+
+def _app_id(options: Mapping[str, str]) -> str:
+    """A stable identity for sink commits: the query's checkpoint location when Spark passes it."""
+    from .connectors.base import stable_app_id
+
+    ckpt = options.get("checkpointlocation")
+    if ckpt:
+        return "ckpt-" + stable_app_id(str(ckpt).rstrip("/"))
+    name = options.get("queryname")
+    return "query-" + stable_app_id(name) if name else "write-" + uuid.uuid4().hex[:16]
+
+
+# ---------------------------------------------------------------------------------------------- readers
+def _read_task(connector: Any, task: Any, schema: Any) -> Iterator[Any]:
+    """Executor: yield the task's record batches, cast to exactly the schema Spark expects."""
+    import pyarrow as pa
+
+    from .records import arrow_schema
+
+    target = arrow_schema(schema)
+    for rng in task.ranges:
+        for batch in connector.read_range(rng):
+            if batch.num_rows == 0:
+                continue
+            if not batch.schema.equals(target):
+                batch = pa.Table.from_batches([batch]).select(target.names).cast(target).to_batches()[0]
+            yield batch
+
+
+class _BatchReader(DataSourceReader):
+    """``spark.read.format("kconnect")``: everything available now, from the initial positions."""
+
+    def __init__(self, connector: Any, schema: Any):
+        self.connector, self.schema = connector, schema
+
+    def partitions(self) -> list[InputPartition]:
+        start = self.connector.initial_offsets()
+        end = self.connector.latest_offsets(start, None, None)
+        tasks = self.connector.plan(start, end)
+        return [InputPartition(t) for t in tasks] or [InputPartition(None)]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        if partition.value is None:
+            return iter(())
+        return _read_task(self.connector, partition.value, self.schema)
+
+
+class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("kconnect")``. Runs in Spark's long-lived driver-side runner process; the
+    executors' copies only run :meth:`read`."""
+
+    def __init__(self, connector: Any, schema: Any):
+        self.connector, self.schema = connector, schema
+        self._position: dict | None = None  # last offset seen (pyspark < 4.2 passes no start)
+        self._until: dict | None = None  # Trigger.AvailableNow target
+
+    def _max_records(self, limit: Any = None) -> int | None:
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            return int(limit.max_rows)
+        if limit is not None and ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return None
+        return self._configured_max()
+
+    def _configured_max(self) -> int | None:
+        n = self.connector.config.get("max.records.per.trigger")
+        return n if n is not None else self.connector.default_max_records_per_trigger
+
+    def getDefaultReadLimit(self) -> Any:  # noqa: N802 - Spark's name
+        n = self._configured_max()
+        return ReadMaxRows(n) if n is not None else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
+        start = self._position or self.connector.initial_offsets()
+        self._until = self.connector.latest_offsets(start, None, None)
+
+    def initialOffset(self) -> dict:  # noqa: N802
+        from .connectors.offsets import canonical
+
+        return canonical(self.connector.initial_offsets())
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:  # noqa: N802
+        from .connectors.offsets import canonical
+
+        if start is None:  # pyspark 4.0/4.1
+            start = self._position if self._position is not None else self.initialOffset()
+        end = canonical(self.connector.latest_offsets(start, self._max_records(limit), self._until))
+        return end
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        self._position = end
+        tasks = self.connector.plan(start, end)
+        return [InputPartition(t) for t in tasks]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        return _read_task(self.connector, partition.value, self.schema)
+
+    def commit(self, end: dict) -> None:
+        self._position = end
+        self.connector.commit(end)
+
+    def stop(self) -> None:
+        self.connector.stop()
+
+
+# ---------------------------------------------------------------------------------------------- writers
+@dataclass
+class _Message(WriterCommitMessage):
+    payload: Any
+
+
+def _topic_filter(config: Any) -> Any:
+    """A pyarrow filter for the sink's ``topics`` / ``topics.regex`` (None: keep every record)."""
+    topics = config.get("topics") or []
+    regex = config.get("topics.regex") or ""
+    if not topics and not regex:
+        return None
+    import pyarrow.compute as pc
+
+    def keep(batch: Any) -> Any:
+        if "topic" not in batch.schema.names:
+            return batch
+        col = batch.column(batch.schema.get_field_index("topic"))
+        mask = pc.is_in(col, value_set=__import__("pyarrow").array(topics, type=col.type)) if topics else \
+            pc.match_substring_regex(col, pattern=f"^(?:{regex})$")
+        return batch.filter(pc.fill_null(mask, False))
+
+    return keep
+
+
+class _WriteMixin:
+    def _write_batches(self, batches: Iterator[Any]) -> _Message:
+        from pyspark import TaskContext
+
+        from .connectors.base import WriteContext
+
+        tc = TaskContext.get()
+        bid = tc.getLocalProperty("streaming.sql.batchId") if tc else None
+        ctx = WriteContext(self.app_id, int(bid) if bid is not None else None,
+                           tc.partitionId() if tc else 0, tc.attemptNumber() if tc else 0)
+        keep = _topic_filter(self.sink.config)
+        if keep is not None:
+            batches = (keep(b) for b in batches)
+        return _Message(self.sink.write(batches, ctx))
+
+    @staticmethod
+    def _payloads(messages: Any) -> list[Any]:
+        return [m.payload for m in messages if m is not None and m.payload is not None]
+
+
+class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
+    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str):
+        self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
+
+    def write(self, iterator: Iterator[Any]) -> _Message:
+        return self._write_batches(iterator)
+
+    def commit(self, messages: list) -> None:
+        from .connectors.base import CommitContext
+
+        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, None, self.overwrite))
+
+    def abort(self, messages: list) -> None:
+        from .connectors.base import CommitContext
+
+        self.sink.abort(self._payloads(messages), CommitContext(self.app_id, None, self.overwrite))
+
+
+class _StreamWriter(_WriteMixin, _StreamWriterBase):
+    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str):
+        self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
+
+    def write(self, iterator: Iterator[Any]) -> _Message:
+        if not _ARROW_STREAM_WRITER:  # pragma: no cover - pyspark 4.0 gives rows
+            iterator = _rows_to_batches(iterator, self.schema)
+        return self._write_batches(iterator)
+
+    def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - Spark's name
+        from .connectors.base import CommitContext
+
+        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
+
+    def abort(self, messages: list, batchId: int) -> None:  # noqa: N803
+        from .connectors.base import CommitContext
+
+        self.sink.abort(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
+
+
+def _rows_to_batches(rows: Iterator[Any], schema: Any, size: int = 10_000) -> Iterator[Any]:  # pragma: no cover
+    import pyarrow as pa
+
+    from .records import arrow_schema
+
+    target = arrow_schema(schema)
+    buf: list[dict] = []
+    for r in rows:
+        buf.append(r.asDict(recursive=True))
+        if len(buf) >= size:
+            yield pa.RecordBatch.from_pylist(buf, schema=target)
+            buf = []
+    if buf:
+        yield pa.RecordBatch.from_pylist(buf, schema=target)
+
+
