@@ -13,3 +13,20 @@ CATALOG = [
                connector_names("io.confluent.kafka.connect.datagen.DatagenConnector", "datagen"),
                "Generates mock records from quickstart schemas (Confluent's kafka-connect-datagen)."),
 ]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.jdbc:JdbcSourceConnector",
+               connector_names("io.confluent.connect.jdbc.JdbcSourceConnector", "jdbc-source"),
+               "Copies tables or query results from PostgreSQL, MariaDB/MySQL or SQLite (Confluent's JDBC source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.jdbc:JdbcSinkConnector",
+               connector_names("io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink"),
+               "Writes records to PostgreSQL, MariaDB/MySQL or SQLite tables, exactly once (Confluent's JDBC sink)."),
+    PluginSpec("source", "spark_connect_bridge.connectors.postgres_cdc:PostgresConnector",
+               connector_names("io.debezium.connector.postgresql.PostgresConnector", "postgres-cdc"),
+               "Change data capture from PostgreSQL logical decoding, with Debezium's configs and events."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.delta:DeltaSinkConnector",
+               connector_names("spark_connect_bridge.connectors.delta.DeltaSinkConnector", "delta-sink"),
+               "Appends or MERGEs records into a Delta table, exactly once."),
+    PluginSpec("source", "spark_connect_bridge.connectors.delta:DeltaSourceConnector",
+               connector_names("spark_connect_bridge.connectors.delta.DeltaSourceConnector", "delta-source"),
+               "Streams a Delta table's new versions (appends and change data)."),
+]
