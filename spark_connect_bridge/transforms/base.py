@@ -1,0 +1,287 @@
+"""The machinery every SMT and predicate shares: config parsing, Key/Value variants, running one stage.
+
+A transformation declares ``config_def`` and implements :meth:`Transformation.plan`, which looks at the input
+DataFrame's schema (never its data) and returns a :class:`Step`: the new column expressions, a per-row
+failure condition with its message, a per-row drop condition and column-metadata changes. :func:`run_step`
+applies a Step, honouring a predicate: non-matching records keep their columns (both branches are unified to
+one Spark type, or the stage is rejected with a ConfigError naming ``transforms.<alias>.predicate``).
+Record failures go through :func:`~spark_connect_bridge.record_errors.checked` and drops through
+:func:`~spark_connect_bridge.record_errors.drop_where`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, MapType, StructField, StructType
+
+from ..config import Config, ConfigDef
+from ..errors import ConfigError, ConfigProblem
+from ..record_errors import checked, drop_where, ok
+
+__all__ = ["Transformation", "KeyOrValue", "Predicate", "Step", "run_step", "key_value_variants",
+           "kind", "type_name", "TRANSFORMATION"]
+
+TRANSFORMATION = "TRANSFORMATION"
+KAFKA_PKG = "org.apache.kafka.connect.transforms"
+
+
+def kind(dtype: DataType | None) -> str:
+    """``struct`` (schema'd), ``map`` (schemaless Map), ``array`` or ``primitive``."""
+    if isinstance(dtype, StructType):
+        return "struct"
+    if isinstance(dtype, MapType):
+        return "map"
+    if dtype is not None and dtype.typeName() == "array":
+        return "array"
+    return "primitive"
+
+
+def type_name(dtype: DataType | None) -> str:
+    return "missing" if dtype is None else dtype.simpleString()
+
+
+def _kw_to_key(name: str) -> str:
+    return name.replace("_", ".")
+
+
+class _Configurable:
+    """Parse a config mapping or keyword arguments once through ``config_def``."""
+
+    config_def: ClassVar[ConfigDef] = ConfigDef()
+    plugin_type: ClassVar[str]
+    kafka_class: ClassVar[str] = ""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, *, alias: str | None = None,
+                 predicate: "Predicate | None" = None, negate: bool = False, **kwargs: Any):
+        props: dict[str, Any] = dict(config or {})
+        for k, v in kwargs.items():
+            props[_kw_to_key(k)] = v
+        self.alias = alias
+        self.predicate = predicate
+        self.negate = negate
+        self.originals = dict(props)
+        problems: list[ConfigProblem] = []
+        try:
+            self.config: Config = self.config_def.parse(props)
+        except ConfigError as e:
+            problems.extend(e.problems)
+        else:
+            problems.extend(self.validate(self.config))
+        if negate and predicate is None:
+            problems.append(ConfigProblem("negate", "Invalid value true for configuration negate: negate is "
+                                                    "only allowed together with a predicate"))
+        if problems:
+            raise ConfigError(problems, context=self.class_name)
+        self.configure(self.config)
+
+    # -- hooks -------------------------------------------------------------------------------------
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        """Cross-key checks (keys unprefixed); every problem is reported at once."""
+        return []
+
+    def configure(self, config: Config) -> None:
+        """Derive the attributes the transform needs (runs only on a valid config)."""
+
+    @property
+    def class_name(self) -> str:
+        return self.kafka_class or f"{type(self).__module__}.{type(self).__qualname__}"
+
+    @classmethod
+    def doc(cls) -> str:
+        return " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+
+    def __repr__(self) -> str:
+        shown = {k: v for k, v in self.originals.items()}
+        return f"{type(self).__qualname__}({shown!r})"
+
+
+@dataclass
+class Step:
+    """What one stage does, as Column expressions over the stage's *input* columns."""
+
+    updates: dict[str, Column] = field(default_factory=dict)
+    failed: Column | None = None
+    message: Column | None = None
+    drop: Column | None = None
+    metadata: dict[str, dict] = field(default_factory=dict)
+
+    def fail(self, condition: Column, message: str | Column) -> "Step":
+        msg = F.lit(message) if isinstance(message, str) else message
+        if self.failed is None:
+            self.failed, self.message = condition, msg
+        else:
+            self.message = F.when(F.coalesce(self.failed, F.lit(False)), self.message).otherwise(msg)
+            self.failed = F.coalesce(self.failed, F.lit(False)) | condition
+        return self
+
+
+class Transformation(_Configurable):
+    """Base class of every SMT: ``df.transform(smt)`` applies it."""
+
+    plugin_type: ClassVar[str] = "transformation"
+
+    def plan(self, df: DataFrame) -> Step:
+        raise NotImplementedError
+
+    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None) -> DataFrame:
+        """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records."""
+        alias = alias or self.alias
+        if condition is None and self.predicate is not None:
+            condition = self.predicate.test(df)
+            if self.negate:
+                condition = ~condition
+        return run_step(df, self.plan(df), condition=condition, class_name=self.class_name, alias=alias,
+                        predicate_key=f"transforms.{alias}.predicate" if alias else "predicate")
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        return self.apply(df)
+
+
+class KeyOrValue(Transformation):
+    """An SMT with ``$Key`` and ``$Value`` variants: ``target`` names the column it reads and writes."""
+
+    target: ClassVar[str] = ""
+
+    def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any):
+        if not self.target:
+            raise TypeError(f"{type(self).__name__} has Key and Value variants: use {type(self).__name__}.Key "
+                            f"or {type(self).__name__}.Value")
+        super().__init__(config, **kwargs)
+
+
+def key_value_variants(cls: type[KeyOrValue]) -> type[KeyOrValue]:
+    """Class decorator: add ``cls.Key`` and ``cls.Value`` (Kafka's ``X$Key``/``X$Value``)."""
+    simple = cls.__name__
+    base = getattr(cls, "kafka_base", f"{KAFKA_PKG}.{simple}")
+    for target in ("key", "value"):
+        name = target.capitalize()
+        sub = type(name, (cls,), {"target": target, "kafka_class": f"{base}${name}",
+                                  "__doc__": cls.__doc__, "__module__": cls.__module__,
+                                  "__qualname__": f"{simple}.{name}"})
+        setattr(cls, name, sub)
+    return cls
+
+
+class Predicate(_Configurable):
+    """Base class of every predicate: :meth:`test` returns a boolean Column (null counts as false)."""
+
+    plugin_type: ClassVar[str] = "predicate"
+
+    def test(self, df: DataFrame) -> Column:
+        raise NotImplementedError
+
+
+# -- running a step ---------------------------------------------------------------------------------
+def _strip(dt: DataType) -> DataType:
+    """The type without nullability and metadata, for comparisons."""
+    if isinstance(dt, StructType):
+        return StructType([StructField(f.name, _strip(f.dataType)) for f in dt.fields])
+    if isinstance(dt, MapType):
+        return MapType(_strip(dt.keyType), _strip(dt.valueType))
+    if dt.typeName() == "array":
+        from pyspark.sql.types import ArrayType
+        return ArrayType(_strip(dt.elementType))  # type: ignore[attr-defined]
+    return dt
+
+
+def _unify(old: DataType, new: DataType) -> DataType | None:
+    """A type both branches of a predicated stage can take, or None."""
+    if _strip(old) == _strip(new):
+        return new
+    if isinstance(old, StructType) and isinstance(new, StructType):
+        fields: list[StructField] = []
+        names = new.fieldNames() + [n for n in old.fieldNames() if n not in new.fieldNames()]
+        for n in names:
+            a = old[n] if n in old.fieldNames() else None
+            b = new[n] if n in new.fieldNames() else None
+            if a is not None and b is not None:
+                t = _unify(a.dataType, b.dataType)
+                if t is None:
+                    return None
+                fields.append(StructField(n, t, True, b.metadata))
+            else:
+                f = b or a
+                assert f is not None
+                fields.append(StructField(n, f.dataType, True, f.metadata))
+        return StructType(fields)
+    return None
+
+
+def _coerce(col: Column, have: DataType, want: DataType) -> Column:
+    """Reshape ``col`` of type ``have`` to the unified type ``want`` (missing struct fields become null)."""
+    if _strip(have) == _strip(want):
+        return col
+    assert isinstance(have, StructType) and isinstance(want, StructType)
+    parts = []
+    for f in want.fields:
+        if f.name in have.fieldNames():
+            parts.append(_coerce(col.getField(f.name), have[f.name].dataType, f.dataType)
+                         .alias(f.name, metadata=f.metadata))
+        else:
+            parts.append(F.lit(None).cast(f.dataType).alias(f.name, metadata=f.metadata))
+    return F.when(col.isNull(), F.lit(None).cast(want)).otherwise(F.struct(*parts))
+
+
+def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name: str, alias: str | None,
+             predicate_key: str = "predicate") -> DataFrame:
+    """Apply ``step`` to ``df``: drops first (stopping the chain for those records), then updates."""
+    updates, failed, drop = dict(step.updates), step.failed, step.drop
+    if condition is not None:
+        cond = F.coalesce(condition, F.lit(False))
+        if updates:
+            schema = df.schema
+            new_types = df.select(*[e.alias(n) for n, e in updates.items()]).schema
+            problems = []
+            for n, e in list(updates.items()):
+                old_t, new_t = schema[n].dataType, new_types[n].dataType
+                t = _unify(old_t, new_t)
+                if t is None:
+                    problems.append(ConfigProblem(predicate_key, (
+                        f"Invalid value for configuration {predicate_key}: {class_name} changes column '{n}' from "
+                        f"{old_t.simpleString()} to {new_t.simpleString()}, but a predicated stage leaves "
+                        f"non-matching records unchanged and one DataFrame column holds one type; these types "
+                        f"cannot be unified (only equal types, or structs merged by field name, can)")))
+                    continue
+                updates[n] = F.when(cond, _coerce(e, new_t, t)).otherwise(_coerce(F.col(n), old_t, t))
+            for n, md in step.metadata.items():
+                if md != dict(schema[n].metadata):
+                    problems.append(ConfigProblem(predicate_key, (
+                        f"Invalid value for configuration {predicate_key}: {class_name} changes the schema "
+                        f"metadata of column '{n}', which is one per column, not per record: it cannot depend "
+                        f"on a predicate")))
+            if problems:
+                raise ConfigError(problems)
+        failed = None if failed is None else (F.coalesce(failed, F.lit(False)) & cond)
+        drop = None if drop is None else (F.coalesce(drop, F.lit(False)) & cond)
+    if drop is not None:
+        df = drop_where(df, drop & ok(df))
+    if updates or failed is not None:
+        df = checked(df, updates, failed=failed, message=step.message, stage=TRANSFORMATION,
+                     class_name=class_name, alias=alias)
+    for n, md in step.metadata.items():
+        df = df.withMetadata(n, md)
+    return df
+
+
+def prefix_problems(problems: list[ConfigProblem], prefix: str, known: list[str]) -> list[ConfigProblem]:
+    """Re-key a plugin's problems (``fields``) under its full config key (``transforms.mask.fields``)."""
+    out = []
+    names = set(known)
+    for p in problems:
+        key = p.key
+        names_here = names | {key}
+
+        def quoted(m: re.Match[str]) -> str:
+            inner = m.group(1)
+            return f'"{prefix}{inner}"' if inner in names_here and inner else m.group(0)
+
+        msg = re.sub(r'"([^"]*)"', quoted, p.message)
+        if key:
+            msg = msg.replace(f"for configuration {key}:", f"for configuration {prefix}{key}:")
+        out.append(ConfigProblem(f"{prefix}{key}" if key else prefix.rstrip("."), msg))
+    return out

@@ -1,0 +1,203 @@
+"""Cast: change the type of top-level fields, or of the whole key/value, with Kafka's conversion rules."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, ShortType, StringType, TimestampNTZType,
+                               TimestampType)
+
+from ..config import Config, ConfigDef, Importance, Type, ValidList
+from ..errors import ConfigProblem
+from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .columns import map_put, map_value_type_problem, rebuild_struct, same_type
+from .replace_field import REPLACE_NULL_DOC
+from .values import connect_to_string
+
+__all__ = ["Cast", "TARGETS", "cast_column"]
+
+TARGETS: dict[str, DataType] = {
+    "int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
+    "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(), "string": StringType(),
+}
+_UNSUPPORTED = ("bytes", "array", "map", "struct")
+_CONNECT = {ByteType: "INT8", ShortType: "INT16", IntegerType: "INT32", LongType: "INT64", FloatType: "FLOAT32",
+            DoubleType: "FLOAT64", BooleanType: "BOOLEAN", StringType: "STRING", BinaryType: "BYTES"}
+_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
+_INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+
+def _connect(dt: DataType) -> str:
+    return _CONNECT.get(type(dt), dt.simpleString().upper())
+
+
+def _wrap(x: Column, to: DataType) -> Column:
+    """Java's narrowing of a long to ``to`` (keep the low bits, two's complement): 300 → int8 44."""
+    bits = _BITS[type(to)]
+    if bits == 64:
+        return x.cast("long")
+    low = x.cast("long").bitwiseAND(F.lit((1 << bits) - 1))
+    return F.when(low >= F.lit(1 << (bits - 1)), low - F.lit(1 << bits)).otherwise(low).cast(to)
+
+
+def _saturate(d: Column, bits: int) -> Column:
+    """Java's ``(int) d`` / ``(long) d``: truncate toward zero, NaN → 0, saturate at the bounds."""
+    hi, lo = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+    t = "int" if bits == 32 else "long"
+    return (F.when(F.isnan(d), F.lit(0).cast(t)).when(d >= F.lit(float(hi)), F.lit(hi).cast(t))
+            .when(d <= F.lit(float(lo)), F.lit(lo).cast(t)).otherwise(d.cast(t)))
+
+
+def cast_column(c: Column, src: DataType, md: dict | None, to: DataType) -> tuple[Column, Column | None, str]:
+    """``c`` (of Spark type ``src``) cast to ``to`` with Kafka's rules: (value, per-row failure, message)."""
+    msg = f"Unable to convert value of type {_connect(src)} to {_connect(to)}"
+    is_int = isinstance(to, _INTEGRAL)
+    # Logical types cast to numbers through their physical form.
+    if isinstance(src, DateType) and not isinstance(to, StringType):
+        c, src = F.unix_date(c), IntegerType()
+    elif isinstance(src, (TimestampType, TimestampNTZType)) and not isinstance(to, StringType):
+        c, src = F.unix_millis(c.cast("timestamp")), LongType()
+    if isinstance(to, StringType):
+        return connect_to_string(c, src, md), None, msg
+    if isinstance(src, _INTEGRAL):
+        if is_int:
+            return _wrap(c, to), None, msg
+        if isinstance(to, BooleanType):
+            return c != F.lit(0), None, msg
+        return c.cast(to), None, msg
+    if isinstance(src, (FloatType, DoubleType)):
+        d = c.cast("double")
+        if isinstance(to, LongType):
+            return _saturate(d, 64), None, msg
+        if is_int:
+            return _wrap(_saturate(d, 32), to), None, msg
+        if isinstance(to, BooleanType):
+            return _saturate(d, 64) != F.lit(0), None, msg
+        return c.cast(to), None, msg
+    if isinstance(src, DecimalType):
+        as_long = c.try_cast("long")
+        if is_int:
+            return _wrap(as_long, to), c.isNotNull() & as_long.isNull(), f"{msg}: out of range"
+        if isinstance(to, BooleanType):
+            return as_long != F.lit(0), c.isNotNull() & as_long.isNull(), f"{msg}: out of range"
+        return c.cast(to), None, msg
+    if isinstance(src, BooleanType):
+        if isinstance(to, BooleanType):
+            return c, None, msg
+        return F.when(c.isNull(), F.lit(None)).when(c, F.lit(1)).otherwise(F.lit(0)).cast(to), None, msg
+    if isinstance(src, StringType):
+        if isinstance(to, BooleanType):
+            return F.lower(c) == F.lit("true"), None, msg
+        t = F.trim(c)
+        if is_int:
+            v = F.when(t.rlike(r"^[+-]?[0-9]+$"), t.try_cast(to))
+        else:
+            v = t.try_cast(to)
+        return v, c.isNotNull() & v.isNull(), "Unable to parse the string as " + _connect(to)
+    return c, c.isNotNull(), f"Cast transformation does not support casting from {type_name(src)}" + (
+        "" if not isinstance(src, BinaryType) else f" to {_connect(to)} (BYTES casts only to string)")
+
+
+def _parse_spec(items: list[str]) -> tuple[DataType | None, dict[str, DataType], list[str]]:
+    whole: DataType | None = None
+    fields: dict[str, DataType] = {}
+    problems: list[str] = []
+    bare = 0
+    for item in items:
+        parts = item.split(":")
+        if len(parts) > 2:
+            problems.append(f"Invalid rename mapping: {item} (expected field:type or a single type)")
+            continue
+        name, tname = (None, parts[0]) if len(parts) == 1 else (parts[0].strip(), parts[1])
+        t = tname.strip().lower()
+        if t in _UNSUPPORTED:
+            problems.append(f"Cast transformation does not support casting to {t.upper()}; supported types are "
+                            f"{', '.join(TARGETS)}")
+            continue
+        if t not in TARGETS:
+            problems.append(f"Invalid type found in casting spec: {tname.strip()}; supported types are "
+                            f"{', '.join(TARGETS)}")
+            continue
+        if name is None:
+            bare += 1
+            whole = TARGETS[t]
+        else:
+            fields[name] = TARGETS[t]
+    if bare and (len(items) > 1):
+        problems.append("Cast transformations that specify a type to cast the entire value to may only specify "
+                        "a single cast in their spec")
+    return whole, fields, problems
+
+
+@key_value_variants
+class Cast(KeyOrValue):
+    """Cast fields, or the whole key/value, to another primitive type: ``spec`` is ``field:type,...`` or
+    one bare ``type``. Types: int8, int16, int32, int64, float32, float64, boolean, string. Numbers narrow as
+    Java does (300 → int8 44, 3.99 → int32 3); booleans become 1/0; strings parse (failure fails the record),
+    and become boolean true only for "true" (any case); anything becomes a string with Java's text (bytes as
+    Base64). A tombstone passes through. With a schemaless Map, listed fields missing from the Map are added
+    as null, and the target type must be the Map's value type (one Spark column, one value type).
+    """
+
+    config_def = (
+        ConfigDef()
+        .define("spec", Type.LIST, validator=ValidList.non_empty_list(), importance=Importance.HIGH,
+                doc="List of fields and the type to cast them to of the form field1:type,field2:type to cast "
+                    "fields of Maps or Structs. A single type to cast the entire value. Valid types are int8, "
+                    "int16, int32, int64, float32, float64, boolean, and string.")
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        _, _, problems = _parse_spec(config["spec"])
+        return [ConfigProblem("spec", f"Invalid value {','.join(config['spec'])} for configuration spec: {p}")
+                for p in problems]
+
+    def configure(self, config: Config) -> None:
+        self.whole, self.fields, _ = _parse_spec(config["spec"])
+        self.spec = ",".join(config["spec"])
+
+    def plan(self, df: DataFrame) -> Step:
+        sf = df.schema[self.target]
+        op, dtype = F.col(self.target), sf.dataType
+        k = kind(dtype)
+        step = Step()
+        if self.whole is not None:
+            if k != "primitive":
+                return step.fail(op.isNotNull(), f"Cast transformation does not support casting of "
+                                                 f"{type_name(dtype)} as a whole; use field:type")
+            new, bad, msg = cast_column(op, dtype, dict(sf.metadata), self.whole)
+            step.updates[self.target] = new
+            step.metadata[self.target] = {} if not same_type(dtype, self.whole) else dict(sf.metadata)
+            if bad is not None:
+                step.fail(bad, msg)
+            return step
+        if k == "struct":
+            parts = []
+            for f in dtype.fields:
+                c = op.getField(f.name)
+                if f.name in self.fields:
+                    to = self.fields[f.name]
+                    c, bad, msg = cast_column(c, f.dataType, dict(f.metadata), to)
+                    if bad is not None:
+                        step.fail(bad, f"{msg} (field {f.name})")
+                    md = dict(f.metadata) if same_type(f.dataType, to) else {}
+                else:
+                    md = dict(f.metadata)
+                parts.append(c.alias(f.name, metadata=md))
+            step.updates[self.target] = rebuild_struct(op, parts)
+            return step
+        if k == "map":
+            entries = []
+            for name, to in self.fields.items():
+                if not same_type(to, dtype.valueType):
+                    raise map_value_type_problem("spec", self.spec, dtype, to, f"casting {name} to {_connect(to)}")
+                c, bad, msg = cast_column(F.try_element_at(op, F.lit(name)), dtype.valueType, None, to)
+                if bad is not None:
+                    step.fail(op.isNotNull() & bad, f"{msg} (field {name})")
+                entries.append((name, c))
+            step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
+            return step
+        return step.fail(op.isNotNull(), f"Only Struct or Map objects supported for [cast types], found: "
+                                         f"{type_name(dtype)}")

@@ -1,0 +1,67 @@
+"""ExtractField: replace the key or value with one of its fields (nested paths with V2 syntax)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..config import CaseInsensitiveValidString, Config, ConfigDef, Importance, Type
+from ..errors import ConfigProblem
+from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .fieldpath import SYNTAX_VERSIONS, parse_path, resolve
+from .replace_field import REPLACE_NULL_DOC
+
+__all__ = ["ExtractField", "FIELD_SYNTAX_DOC"]
+
+FIELD_SYNTAX_DOC = ("Field syntax version: V1 (default) takes the field name as it is; V2 reads nested paths "
+                    "separated by dots, with backticks around a step that contains dots (`a.b`.c).")
+
+
+@key_value_variants
+class ExtractField(KeyOrValue):
+    """Replace the key or value with the field ``field`` (a nested path with ``field.syntax.version=V2``).
+    A tombstone stays null. Schemaless Maps: a missing field gives null; an intermediate value that is not a
+    Map fails the record. Structs: a field the schema lacks fails every record (``Unknown field``)."""
+
+    config_def = (
+        ConfigDef()
+        .define("field", Type.STRING, importance=Importance.MEDIUM, doc="Field name to extract.")
+        .define("field.syntax.version", Type.STRING, "V1", CaseInsensitiveValidString(*SYNTAX_VERSIONS),
+                Importance.HIGH, FIELD_SYNTAX_DOC)
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        try:
+            parse_path(config["field"], config["field.syntax.version"])
+        except ValueError as e:
+            return [ConfigProblem("field", f"Invalid value {config['field']} for configuration field: {e}")]
+        return []
+
+    def configure(self, config: Config) -> None:
+        self.path = config["field"]
+        self.steps = parse_path(config["field"], config["field.syntax.version"])
+
+    def plan(self, df: DataFrame) -> Step:
+        op = F.col(self.target)
+        dtype = df.schema[self.target].dataType
+        k = kind(dtype)
+        if k not in ("struct", "map"):
+            return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [field extraction], "
+                                               f"found: {type_name(dtype)}")
+        r = resolve(op, dtype, self.steps)
+        if r.dtype is None and r.not_a_map is None:
+            if k == "struct":
+                # Kafka: IllegalArgumentException, even for a null value (the schema lookup fails first).
+                return Step().fail(F.lit(True), f"Unknown field: {self.path}")
+            # A struct inside a schemaless Map lacks the field: always null.
+            return Step({self.target: F.lit(None).cast("string")}, metadata={self.target: {}})
+        step = Step()
+        if r.not_a_map is not None:
+            step.fail(r.not_a_map, f"Only Map objects supported in absence of schema for [field extraction], "
+                                   f"found a non-Map on the path {self.path}")
+            if r.dtype is None:
+                return step
+        step.updates[self.target] = r.column
+        step.metadata[self.target] = r.metadata
+        return step

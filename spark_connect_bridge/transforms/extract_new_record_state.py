@@ -1,0 +1,198 @@
+"""Debezium's ExtractNewRecordState ("unwrap"): replace a change-event envelope with the row state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from ..config import Config, ConfigDef, Importance, Type, ValidString
+from ..errors import ConfigProblem
+from .base import Step, Transformation, _coerce, _unify
+from .insert_header import append_headers
+from .values import header_bytes
+
+__all__ = ["ExtractNewRecordState", "is_envelope"]
+
+MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone")
+_ENVELOPE_FIELDS = ("op", "ts_ms", "ts_us", "ts_ns")
+_TX_FIELDS = ("id", "total_order", "data_collection_order")
+
+
+def is_envelope(dtype: object, metadata: dict) -> bool:
+    """A Debezium envelope: a struct with ``before``/``after`` structs and ``op``, whose schema name (when
+    known) ends in ``.Envelope``."""
+    if not isinstance(dtype, StructType):
+        return False
+    names = dtype.fieldNames()
+    if not {"before", "after", "op"} <= set(names):
+        return False
+    if not isinstance(dtype["after"].dataType, StructType):
+        return False
+    name = metadata.get("connect.name")
+    return name is None or str(name).endswith(".Envelope")
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """One ``add.fields``/``add.headers`` item: where the value lives and the name it gets."""
+
+    struct: str | None
+    field: str
+    name: str
+
+    @classmethod
+    def parse(cls, item: str, prefix: str) -> "_Ref":
+        ref, _, new = item.partition(":")
+        struct, dot, fld = ref.partition(".")
+        if not dot:
+            fld = struct
+            struct = (None if fld in _ENVELOPE_FIELDS else "transaction" if fld in _TX_FIELDS else "source")
+            default = fld
+        else:
+            default = f"{struct}_{fld}"
+        return cls(struct, fld, prefix + (new.strip() if new else default))
+
+    def column(self, value: Column, dtype: StructType) -> tuple[Column, object, dict] | None:
+        if self.struct is None:
+            if self.field not in dtype.fieldNames():
+                return None
+            f = dtype[self.field]
+            return value.getField(self.field), f.dataType, dict(f.metadata)
+        if self.struct not in dtype.fieldNames() or not isinstance(dtype[self.struct].dataType, StructType):
+            return None
+        st = dtype[self.struct].dataType
+        if self.field not in st.fieldNames():
+            return None
+        f = st[self.field]
+        return value.getField(self.struct).getField(self.field), f.dataType, dict(f.metadata)
+
+
+class ExtractNewRecordState(Transformation):
+    """Unwrap Debezium change events: the value becomes the ``after`` row (``before`` for deletes in the
+    rewrite modes). ``delete.tombstone.handling.mode`` decides deletes and tombstones (see the table in the
+    docs); ``t`` (truncate) events are always dropped; records whose value is not an envelope (a different
+    schema name, a Map, a primitive) pass through untouched. ``delete-to-tombstone`` behaves like
+    ``tombstone`` here: a Spark column keeps its type, so the schema cannot become null. Legacy keys
+    ``delete.handling.mode``/``drop.tombstones`` are honoured when the new key is not set.
+    """
+
+    kafka_class = "io.debezium.transforms.ExtractNewRecordState"
+    config_def = (
+        ConfigDef()
+        .define("delete.tombstone.handling.mode", Type.STRING, None, ValidString(*MODES), Importance.MEDIUM,
+                "How to handle delete events and tombstones: drop, tombstone (default), rewrite, "
+                "rewrite-with-tombstone, delete-to-tombstone.")
+        .define("delete.handling.mode", Type.STRING, None, ValidString("drop", "rewrite", "none"), Importance.LOW,
+                "Legacy (removed in Debezium 3.2): drop, rewrite or none; used only when "
+                "delete.tombstone.handling.mode is not set.")
+        .define("drop.tombstones", Type.BOOLEAN, None, importance=Importance.LOW,
+                doc="Legacy (removed in Debezium 3.2, default true): drop tombstones; used only when "
+                    "delete.tombstone.handling.mode is not set.")
+        .define("add.fields", Type.LIST, [], importance=Importance.LOW,
+                doc="Envelope, source or transaction fields to add to the row as <prefix><name>; "
+                    "struct.field adds <prefix><struct>_<field>; name:newName renames.")
+        .define("add.fields.prefix", Type.STRING, "__", importance=Importance.LOW,
+                doc="Prefix of the fields added with add.fields.")
+        .define("add.headers", Type.LIST, [], importance=Importance.LOW,
+                doc="Envelope, source or transaction fields to append as headers (same syntax as add.fields).")
+        .define("add.headers.prefix", Type.STRING, "__", importance=Importance.LOW,
+                doc="Prefix of the headers added with add.headers.")
+        .define("route.by.field", Type.STRING, "", importance=Importance.LOW,
+                doc="Take the new topic from this field of the row (after; before for deletes).")
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.LOW,
+                doc="Spark types carry no defaults: accepted for compatibility, no effect.")
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        problems = []
+        if config["delete.tombstone.handling.mode"] is not None:
+            for legacy in ("delete.handling.mode", "drop.tombstones"):
+                if config[legacy] is not None:
+                    problems.append(ConfigProblem(legacy, (
+                        f"Invalid value {config.originals.get(legacy)} for configuration {legacy}: it is the legacy "
+                        f"form of delete.tombstone.handling.mode; set only one of them")))
+        for key in ("add.fields", "add.headers"):
+            bad = [i for i in config[key] if i.count(":") > 1 or not i.split(":")[0].strip()]
+            if bad:
+                problems.append(ConfigProblem(key, f"Invalid value {','.join(config[key])} for configuration {key}: "
+                                                   f"invalid item {bad[0]!r} (expected [struct.]field[:newName])"))
+        return problems
+
+    def configure(self, config: Config) -> None:
+        mode = config["delete.tombstone.handling.mode"]
+        if mode is None:
+            legacy = config["delete.handling.mode"]
+            drop_tombstones = config["drop.tombstones"]
+            if legacy is None and drop_tombstones is None:
+                mode = "tombstone"
+            else:
+                legacy = legacy or "drop"
+                keep = drop_tombstones is False
+                mode = {"drop": "drop", "none": "tombstone", "rewrite": "rewrite"}[legacy]
+                self._legacy_keep_tombstones = keep
+        self.mode = mode
+        self.keep_tombstones = getattr(self, "_legacy_keep_tombstones", False) or mode == "rewrite-with-tombstone"
+        self.rewrite = mode in ("rewrite", "rewrite-with-tombstone")
+        self.fields = [_Ref.parse(i.strip(), config["add.fields.prefix"]) for i in config["add.fields"]]
+        self.headers = [_Ref.parse(i.strip(), config["add.headers.prefix"]) for i in config["add.headers"]]
+        self.route = config["route.by.field"]
+
+    def plan(self, df: DataFrame) -> Step:
+        sf = df.schema["value"]
+        if not is_envelope(sf.dataType, dict(sf.metadata)):
+            return Step()
+        env: StructType = sf.dataType
+        value = F.col("value")
+        after_t, before_t = env["after"].dataType, env["before"].dataType
+        row_t = _unify(after_t, before_t) if isinstance(before_t, StructType) else after_t
+        if row_t is None:
+            row_t = after_t
+        after = _coerce(value.getField("after"), after_t, row_t)
+        before = _coerce(value.getField("before"), before_t, row_t) if isinstance(before_t, StructType) else \
+            F.lit(None).cast(row_t)
+        tomb = value.isNull()
+        op = F.coalesce(value.getField("op"), F.lit(""))
+        delete = ~tomb & (op == F.lit("d"))
+        known = ~tomb & op.isin("c", "u", "r", "d", "t")
+
+        step = Step()
+        row = F.when(delete, before if self.rewrite else F.lit(None).cast(row_t)).otherwise(after)
+        if self.rewrite:
+            row = row.withField("__deleted", F.when(delete, F.lit("true")).otherwise(F.lit("false")))
+        for ref in self.fields:
+            found = ref.column(value, env)
+            if found is not None:
+                row = row.withField(ref.name, found[0])
+        step.updates["value"] = F.when(tomb, F.lit(None)).otherwise(row)
+        step.metadata["value"] = dict(env["after"].metadata)
+
+        if self.headers:
+            pairs, op_pairs = [], []
+            for ref in self.headers:
+                found = ref.column(value, env)
+                if found is None:
+                    continue
+                pairs.append((ref.name, header_bytes(found[0], found[1], found[2])))  # type: ignore[arg-type]
+                if ref.struct is None and ref.field == "op":
+                    op_pairs.append((ref.name, F.lit(b"d")))
+            if pairs:
+                step.updates["headers"] = F.when(tomb, append_headers(op_pairs) if op_pairs else F.col("headers")) \
+                    .otherwise(append_headers(pairs))
+        if self.route:
+            if self.route not in row_t.fieldNames():
+                step.fail(~tomb, f"route.by.field: the row has no field {self.route}")
+            else:
+                src = F.when(delete, before.getField(self.route)).otherwise(after.getField(self.route))
+                step.updates["topic"] = F.coalesce(src.cast("string"), F.col("topic"))
+        step.fail(~tomb & ~known, F.concat(F.lit("Unsupported change event operation: "),
+                                           F.coalesce(value.getField("op"), F.lit("null"))))
+        drops = (op == F.lit("t")) & ~tomb
+        if not self.keep_tombstones:
+            drops = drops | tomb
+        if self.mode == "drop":
+            drops = drops | delete
+        step.drop = drops
+        return step

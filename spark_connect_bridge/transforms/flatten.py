@@ -1,0 +1,75 @@
+"""Flatten: flatten nested structs (or nested Maps) into one level, joining names with a delimiter."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, MapType, StringType, StructType
+
+from ..config import Config, ConfigDef, Importance, Type
+from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .columns import rebuild_struct
+
+__all__ = ["Flatten"]
+
+
+@key_value_variants
+class Flatten(KeyOrValue):
+    """Flatten nested structs into top-level fields named ``parent<delimiter>child``; arrays are kept as they
+    are. Schemaless nested Maps (``map<string,map<string,...>>``) are flattened the same way; a null nested Map
+    is kept as a null entry under the parent's name and an empty one contributes nothing. A Map field inside a
+    struct fails the record (Kafka: DataException). A tombstone passes through."""
+
+    config_def = ConfigDef().define("delimiter", Type.STRING, ".", importance=Importance.MEDIUM,
+                                    doc="Delimiter to insert between field names from the input record when "
+                                        "generating field names for the output record")
+
+    def configure(self, config: Config) -> None:
+        self.delimiter = config["delimiter"]
+
+    def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[Column]) -> None:
+        for f in dtype.fields:
+            name = f"{prefix}{self.delimiter}{f.name}" if prefix else f.name
+            c = col.getField(f.name)
+            if isinstance(f.dataType, StructType):
+                self._leaves(c, f.dataType, name, out, maps)
+            else:
+                if isinstance(f.dataType, MapType):
+                    maps.append(c.isNotNull())
+                out.append(c.alias(name, metadata=f.metadata))
+
+    def _flatten_map(self, m: Column, dtype: MapType) -> Column:
+        vt = dtype.valueType
+        if not (isinstance(vt, MapType) and isinstance(vt.keyType, StringType)):
+            return m
+        leaf_t: DataType = vt
+        while isinstance(leaf_t, MapType) and isinstance(leaf_t.keyType, StringType):
+            leaf_t = leaf_t.valueType
+        d = self.delimiter
+
+        def entries(e: Column) -> Column:
+            child = self._flatten_map(e["value"], vt)
+            nested = F.transform(F.map_entries(child),
+                                 lambda c: F.struct(F.concat(e["key"], F.lit(d), c["key"]).alias("key"),
+                                                    c["value"].alias("value")))
+            null_entry = F.array(F.struct(e["key"].alias("key"), F.lit(None).cast(leaf_t).alias("value")))
+            return F.when(e["value"].isNull(), null_entry).otherwise(nested)
+
+        return F.map_from_entries(F.flatten(F.transform(F.map_entries(m), entries)))
+
+    def plan(self, df: DataFrame) -> Step:
+        op = F.col(self.target)
+        dtype = df.schema[self.target].dataType
+        k = kind(dtype)
+        if k == "struct":
+            leaves: list[Column] = []
+            maps: list[Column] = []
+            self._leaves(op, dtype, "", leaves, maps)
+            step = Step({self.target: rebuild_struct(op, leaves)})
+            for cond in maps:
+                step.fail(cond, "Flatten transformation does not support MAP for record with schemas")
+            return step
+        if k == "map":
+            return Step({self.target: self._flatten_map(op, dtype)})
+        return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [flattening], found: "
+                                           f"{type_name(dtype)}")

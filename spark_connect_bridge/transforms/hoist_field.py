@@ -1,0 +1,34 @@
+"""HoistField: wrap the key or value in a struct (or a Map) with one field."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..config import Config, ConfigDef, Importance, Type
+from .base import KeyOrValue, Step, key_value_variants, kind
+
+__all__ = ["HoistField"]
+
+
+@key_value_variants
+class HoistField(KeyOrValue):
+    """Wrap data in a struct with the single field ``field`` (a schemaless Map value is wrapped in a Map
+    ``{field: value}``). A tombstone is wrapped too: the result is a struct whose field is null.
+    Primitives are treated as schema'd (Spark types are always known), so they are wrapped in a struct.
+    """
+
+    config_def = ConfigDef().define("field", Type.STRING, importance=Importance.MEDIUM,
+                                    doc="Field name for the single field that will be created in the resulting "
+                                        "Struct or Map.")
+
+    def configure(self, config: Config) -> None:
+        self.field = config["field"]
+
+    def plan(self, df: DataFrame) -> Step:
+        sf = df.schema[self.target]
+        op = F.col(self.target)
+        if kind(sf.dataType) == "map":
+            return Step({self.target: F.create_map(F.lit(self.field), op)}, metadata={self.target: {}})
+        return Step({self.target: F.struct(op.alias(self.field, metadata=dict(sf.metadata)))},
+                    metadata={self.target: {}})

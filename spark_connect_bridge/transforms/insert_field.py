@@ -1,0 +1,108 @@
+"""InsertField: add the record's topic, partition, offset, timestamp or a static value as fields."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, IntegerType, LongType, StringType, TimestampType
+
+from ..config import Config, ConfigDef, Importance, Type
+from ..errors import ConfigProblem
+from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .columns import map_put, map_value_type_problem, same_type
+from .replace_field import REPLACE_NULL_DOC
+
+__all__ = ["InsertField"]
+
+_OPTIONAL_DOC = " Suffix with ! to make this a required field, or ? to keep it optional (the default)."
+
+
+@key_value_variants
+class InsertField(KeyOrValue):
+    """Insert fields from record metadata: topic (string), partition (int32, skipped when null), offset
+    (int64), timestamp (a Timestamp with schemas; epoch milliseconds as int64 in a schemaless Map; skipped
+    when null), or a static string. A tombstone passes through. An existing field of the same name is
+    overwritten. A Spark column is always nullable, so ``!`` (required) is accepted and only documents intent.
+    """
+
+    config_def = (
+        ConfigDef()
+        .define("topic.field", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Field name for Kafka topic." + _OPTIONAL_DOC)
+        .define("partition.field", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Field name for Kafka partition." + _OPTIONAL_DOC)
+        .define("offset.field", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Field name for the record offset (here: the `offset` column)." + _OPTIONAL_DOC)
+        .define("timestamp.field", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Field name for record timestamp." + _OPTIONAL_DOC)
+        .define("static.field", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Field name for static data field." + _OPTIONAL_DOC)
+        .define("static.value", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="Static field value, if field name configured.")
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+    )
+
+    _FIELDS = ("topic.field", "partition.field", "offset.field", "timestamp.field", "static.field")
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        problems = []
+        if config["static.field"] and config["static.value"] is None:
+            problems.append(ConfigProblem("static.value", 'Missing required configuration "static.value": it is '
+                                                          'required when "static.field" is set'))
+        if not any(config[k] for k in self._FIELDS):
+            problems.append(ConfigProblem("", "No field insertion configured: set at least one of "
+                                              + ", ".join(self._FIELDS)))
+        return problems
+
+    def configure(self, config: Config) -> None:
+        self.inserts: list[tuple[str, str]] = []  # (config key, field name)
+        for k in self._FIELDS:
+            if config[k]:
+                name = config[k]
+                if name.endswith("!") or name.endswith("?"):
+                    name = name[:-1]
+                self.inserts.append((k, name))
+        self.static_value = config["static.value"]
+
+    def _value(self, key: str, df: DataFrame, schemaless: bool) -> tuple[Column, DataType]:
+        if key == "topic.field":
+            return F.col("topic"), StringType()
+        if key == "partition.field":
+            return F.col("partition").cast("int"), IntegerType()
+        if key == "offset.field":
+            return F.col("offset").cast("long"), LongType()
+        if key == "timestamp.field":
+            if schemaless:
+                return F.unix_millis(F.col("timestamp")), LongType()
+            return F.col("timestamp"), TimestampType()
+        return F.lit(self.static_value), StringType()
+
+    def plan(self, df: DataFrame) -> Step:
+        op = F.col(self.target)
+        dtype = df.schema[self.target].dataType
+        k = kind(dtype)
+        if k == "struct":
+            new = op
+            for key, name in self.inserts:
+                v, _ = self._value(key, df, False)
+                new = new.withField(name, v)
+            return Step({self.target: F.when(op.isNull(), op).otherwise(new)})
+        if k == "map":
+            entries = []
+            skip_when_null = []
+            for key, name in self.inserts:
+                v, t = self._value(key, df, True)
+                if not same_type(t, dtype.valueType):
+                    if isinstance(dtype.valueType, StringType):
+                        v = v.cast("string")
+                    else:
+                        raise map_value_type_problem(key, name, dtype, t, f"inserting {name}")
+                entries.append((name, v))
+                if key in ("partition.field", "timestamp.field"):
+                    skip_when_null.append((name, v))
+            new = map_put(op, [(n, v) for n, v in entries if all(n != s for s, _ in skip_when_null)])
+            for name, v in skip_when_null:
+                new = F.when(v.isNull(), new).otherwise(map_put(new, [(name, v)]))
+            return Step({self.target: F.when(op.isNull(), op).otherwise(new)})
+        return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [field insertion], found: "
+                                           f"{type_name(dtype)}")

@@ -1,0 +1,122 @@
+"""MaskField: replace field values with a type-appropriate empty value or a replacement."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, TimestampNTZType,
+                               TimestampType)
+
+from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
+from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .columns import map_put, rebuild_struct
+from .replace_field import REPLACE_NULL_DOC
+
+__all__ = ["MaskField"]
+
+_INT_BOUNDS = {ByteType: 2**7, ShortType: 2**15, IntegerType: 2**31, LongType: 2**63}
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_FLOAT_RE = re.compile(r"^\s*[+-]?(NaN|Infinity|(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?[fFdD]?)\s*$")
+
+
+def _empty(dt: DataType) -> Column | None:
+    if isinstance(dt, BooleanType):
+        return F.lit(False)
+    if isinstance(dt, (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)):
+        return F.lit(0).cast(dt)
+    if isinstance(dt, StringType):
+        return F.lit("")
+    if isinstance(dt, DateType):
+        return F.lit("1970-01-01").cast("date")
+    if isinstance(dt, (TimestampType, TimestampNTZType)):
+        return F.lit(0).cast("long").cast(dt) if isinstance(dt, TimestampType) else F.lit("1970-01-01").cast(dt)
+    if isinstance(dt, ArrayType):
+        return F.array().cast(dt)
+    if isinstance(dt, MapType):
+        return F.create_map().cast(dt)
+    return None
+
+
+def _replacement(dt: DataType, text: str) -> Column | str:
+    """The replacement as a value of ``dt`` (Kafka parses it per type), or why it cannot be one."""
+    for t, bound in _INT_BOUNDS.items():
+        if isinstance(dt, t):
+            if _INT_RE.match(text) and -bound <= int(text) < bound:
+                return F.lit(int(text)).cast(dt)
+            return f"Unable to convert {text} ({dt.simpleString()})"
+    if isinstance(dt, (FloatType, DoubleType)):
+        if _FLOAT_RE.match(text):
+            return F.lit(float(text.strip().rstrip("fFdD"))).cast(dt)
+        return f"Unable to convert {text} ({dt.simpleString()})"
+    if isinstance(dt, DecimalType):
+        try:
+            Decimal(text)
+        except InvalidOperation:
+            return f"Unable to convert {text} ({dt.simpleString()})"
+        return F.lit(text).cast(dt)
+    if isinstance(dt, StringType):
+        return F.lit(text)
+    return f"Cannot mask value of type {dt.simpleString()} with custom replacement"
+
+
+@key_value_variants
+class MaskField(KeyOrValue):
+    """Mask the listed fields: booleans become false, numbers 0, strings "", dates the epoch, arrays and
+    maps empty; with ``replacement``, numbers and strings become the replacement (parsed to the field's type).
+    A null field stays null. A null key/value, a struct/binary field (or a boolean/date/array/map field with a
+    replacement), or a replacement that does not parse, fails the record when the field holds a value.
+    Schemaless Maps get missing listed fields added with null.
+    """
+
+    config_def = (
+        ConfigDef()
+        .define("fields", Type.LIST, validator=ValidList.non_empty_list(), importance=Importance.HIGH,
+                doc="Names of fields to mask.")
+        .define("replacement", Type.STRING, None, NonEmptyString(), Importance.LOW,
+                "Custom value replacement, that will be applied to all 'fields' values (numeric or non-empty "
+                "string values only).")
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+    )
+
+    def configure(self, config: Config) -> None:
+        self.fields = list(dict.fromkeys(config["fields"]))
+        self.replacement = config["replacement"]
+
+    def _mask(self, col: Column, dt: DataType, step: Step) -> Column:
+        if self.replacement is None:
+            new = _empty(dt)
+            if new is None:
+                step.fail(col.isNotNull(), f"Cannot mask value of type {dt.simpleString()}")
+                return col
+        else:
+            new = _replacement(dt, self.replacement)
+            if isinstance(new, str):
+                step.fail(col.isNotNull(), new)
+                return col
+        return F.when(col.isNull(), col).otherwise(new)
+
+    def plan(self, df: DataFrame) -> Step:
+        op = F.col(self.target)
+        dtype = df.schema[self.target].dataType
+        k = kind(dtype)
+        step = Step()
+        if k == "struct":
+            parts = []
+            for f in dtype.fields:
+                c = op.getField(f.name)
+                if f.name in self.fields:
+                    c = self._mask(c, f.dataType, step)
+                parts.append(c.alias(f.name, metadata=f.metadata))
+            step.updates[self.target] = rebuild_struct(op, parts)
+        elif k == "map":
+            vt = dtype.valueType
+            entries = [(f, self._mask(F.try_element_at(op, F.lit(f)), vt, step)) for f in self.fields]
+            step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
+        else:
+            return step.fail(F.lit(True), f"Only Struct or Map objects supported for [masking fields], found: "
+                                          f"{type_name(dtype)}")
+        return step.fail(op.isNull(), "Only Struct or Map objects supported for [masking fields], found: null")

@@ -1,0 +1,98 @@
+"""Java regular expressions, evaluated by Spark (``rlike``/``regexp_replace`` use ``java.util.regex``).
+
+Kafka matches the whole topic (``Matcher.matches()``); Spark's ``rlike`` searches, so patterns are anchored
+as ``^(?:pattern)\\z`` (a non-capturing group keeps group numbers). Patterns are validated, and their group
+count read, with the JVM's own ``java.util.regex.Pattern`` when a classic Spark session is active, so what
+is accepted is exactly what Spark will run; without one, Python's ``re`` catches the obvious mistakes only.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["anchored", "java_regex_problem", "group_count", "replacement_problem"]
+
+
+def anchored(pattern: str) -> str:
+    return f"^(?:{pattern})\\z"
+
+
+def _jvm():
+    try:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            return None
+        return spark.sparkContext._jvm  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - Spark Connect or no JVM: fall back to Python's re
+        return None
+
+
+def java_regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a valid Java regex, or None."""
+    jvm = _jvm()
+    if jvm is not None:
+        try:
+            jvm.java.util.regex.Pattern.compile(pattern)
+        except Exception as e:  # noqa: BLE001 - py4j wraps PatternSyntaxException
+            text = str(e).split("PatternSyntaxException:")[-1].strip().splitlines()
+            return "Invalid regex: " + (text[0] if text else "syntax error")
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        if "\\p" in pattern or "\\P" in pattern or "++" in pattern:
+            return None  # Java-only syntax Python cannot judge
+        return f"Invalid regex: {e}"
+    return None
+
+
+def group_count(pattern: str) -> int | None:
+    jvm = _jvm()
+    if jvm is not None:
+        try:
+            return int(jvm.java.util.regex.Pattern.compile(pattern).matcher("").groupCount())
+        except Exception:  # noqa: BLE001
+            return None
+    try:
+        return re.compile(pattern).groups
+    except re.error:
+        return None
+
+
+def replacement_problem(replacement: str, groups: int | None) -> str | None:
+    """Check a Java replacement string (``$1``, ``${name}``, ``\\$``) against the pattern's group count."""
+    i = 0
+    while i < len(replacement):
+        c = replacement[i]
+        if c == "\\":
+            if i + 1 == len(replacement):
+                return "character to be escaped is missing"
+            i += 2
+            continue
+        if c == "$":
+            if i + 1 == len(replacement):
+                return "Illegal group reference: group index is missing"
+            if replacement[i + 1] == "{":
+                end = replacement.find("}", i)
+                if end < 0:
+                    return "named capturing group is missing trailing '}'"
+                i = end + 1
+                continue
+            if not replacement[i + 1].isdigit():
+                return "Illegal group reference"
+            j = i + 1
+            # Java takes as many digits as still name an existing group.
+            num = int(replacement[j])
+            j += 1
+            while j < len(replacement) and replacement[j].isdigit() and groups is not None \
+                    and num * 10 + int(replacement[j]) <= groups:
+                num = num * 10 + int(replacement[j])
+                j += 1
+            if groups is not None and num > groups:
+                return f"No group {num}: the regex has {groups} group(s)"
+            i = j
+            continue
+        i += 1
+    return None

@@ -1,0 +1,45 @@
+"""RegexRouter: rename the topic with a Java regular expression."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..config import Config, ConfigDef, Importance, Type
+from ..config.validators import Lambda
+from ..errors import ConfigProblem
+from .base import Step, Transformation
+from .regex import anchored, group_count, java_regex_problem, replacement_problem
+
+__all__ = ["RegexRouter"]
+
+
+class RegexRouter(Transformation):
+    """Update the record topic with ``replacement`` when ``regex`` matches the *whole* topic (Java regex and
+    replacement syntax: ``$1``, ``${name}``, ``\\$``). A reference to a group the regex does not have is a
+    config error (Kafka fails every record)."""
+
+    kafka_class = "org.apache.kafka.connect.transforms.RegexRouter"
+    config_def = (
+        ConfigDef()
+        .define("regex", Type.STRING, validator=Lambda(java_regex_problem, "valid regex"),
+                importance=Importance.HIGH, doc="Regular expression to use for matching.")
+        .define("replacement", Type.STRING, importance=Importance.HIGH, doc="Replacement string.")
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        reason = replacement_problem(config["replacement"], group_count(config["regex"]))
+        if reason:
+            return [ConfigProblem("replacement", f"Invalid value {config['replacement']} for configuration "
+                                                 f"replacement: {reason}")]
+        return []
+
+    def configure(self, config: Config) -> None:
+        self.pattern = anchored(config["regex"])
+        self.replacement = config["replacement"]
+
+    def plan(self, df: DataFrame) -> Step:
+        topic = F.col("topic")
+        return Step({"topic": F.when(topic.rlike(self.pattern),
+                                     F.regexp_replace(topic, F.lit(self.pattern), F.lit(self.replacement)))
+                    .otherwise(topic)})

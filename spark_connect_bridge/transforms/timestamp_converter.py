@@ -1,0 +1,168 @@
+"""TimestampConverter: convert timestamps between string, unix epoch, Date, Time and Timestamp."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, DateType, IntegerType, LongType, StringType, TimestampType
+
+from ..config import Config, ConfigDef, Importance, Type, ValidString
+from ..errors import ConfigProblem
+from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .columns import map_put, map_value_type_problem, rebuild_struct, same_type
+from .datetime_format import FormatError, format_utc, parse_utc, translate
+from .replace_field import REPLACE_NULL_DOC
+from .values import TIME_NAME, is_time
+
+__all__ = ["TimestampConverter"]
+
+TARGET_TYPES = ("string", "unix", "Date", "Time", "Timestamp")
+PRECISIONS = ("seconds", "milliseconds", "microseconds", "nanoseconds")
+_DAY_MS = 86_400_000
+_OUT_TYPES: dict[str, DataType] = {"string": StringType(), "unix": LongType(), "Date": DateType(),
+                                   "Time": IntegerType(), "Timestamp": TimestampType()}
+
+
+def _input_kind(dt: DataType, md: dict | None) -> str | None:
+    if isinstance(dt, TimestampType):
+        return "Timestamp"
+    if isinstance(dt, DateType):
+        return "Date"
+    if is_time(dt, md):
+        return "Time"
+    if isinstance(dt, StringType):
+        return "string"
+    if isinstance(dt, LongType):
+        return "unix"
+    return None
+
+
+def _div_trunc(x: Column, d: int) -> Column:
+    """Java's long division (truncates toward zero), exact for any long."""
+    return (x.cast("decimal(20,0)") / F.lit(d)).cast("long")
+
+
+@key_value_variants
+class TimestampConverter(KeyOrValue):
+    """Convert a timestamp (the whole key/value, or the top-level ``field``) to ``target.type``: ``string``
+    (formatted with ``format``, a SimpleDateFormat pattern in UTC), ``unix`` (epoch in ``unix.precision``),
+    ``Date`` (midnight UTC), ``Time`` (milliseconds since midnight, an int32 tagged as Connect Time) or
+    ``Timestamp``. Inputs are read by their type: timestamp, date, Time, string (parsed with ``format``) or
+    int64 (unix epoch). Conversions pivot through milliseconds (sub-millisecond precision is lost, as in Kafka).
+    A string that does not parse, or any other input type, fails the record. A tombstone stays null.
+    """
+
+    config_def = (
+        ConfigDef()
+        .define("field", Type.STRING, "", importance=Importance.HIGH,
+                doc="The field containing the timestamp, or empty if the entire value is a timestamp")
+        .define("target.type", Type.STRING, validator=ValidString(*TARGET_TYPES), importance=Importance.HIGH,
+                doc="The desired timestamp representation: string, unix, Date, Time, or Timestamp")
+        .define("format", Type.STRING, "", importance=Importance.MEDIUM,
+                doc="A SimpleDateFormat-compatible format for the timestamp. Used to generate the output when "
+                    "type=string or used to parse the input if the input is a string.")
+        .define("unix.precision", Type.STRING, "milliseconds", ValidString(*PRECISIONS), Importance.LOW,
+                "The desired Unix precision for the timestamp: seconds, milliseconds, microseconds, or "
+                "nanoseconds. Used to generate the output when type=unix or used to parse the input if the input "
+                "is a Long.")
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        problems = []
+        fmt = config["format"]
+        if config["target.type"] == "string" and not fmt:
+            problems.append(ConfigProblem("format", "Invalid value  for configuration format: TimestampConverter "
+                                                    "requires format option to be specified when using string "
+                                                    "timestamps"))
+        if fmt:
+            try:
+                translate(fmt)
+            except FormatError as e:
+                problems.append(ConfigProblem("format", f"Invalid value {fmt} for configuration format: "
+                                                        f"TimestampConverter requires a SimpleDateFormat-compatible "
+                                                        f"pattern for string timestamps: {e}"))
+        return problems
+
+    def configure(self, config: Config) -> None:
+        self.field = config["field"]
+        self.to = config["target.type"]
+        self.fmt = translate(config["format"]) if config["format"] else None
+        self.precision = config["unix.precision"]
+
+    # -- conversions -------------------------------------------------------------------------------
+    def _to_ms(self, c: Column, src: str, step: Step) -> Column:
+        if src == "Timestamp":
+            return F.unix_millis(c)
+        if src == "Date":
+            return F.unix_date(c).cast("long") * F.lit(_DAY_MS)
+        if src == "Time":
+            return c.cast("long")
+        if src == "unix":
+            return {"seconds": c * F.lit(1000), "milliseconds": c, "microseconds": _div_trunc(c, 1000),
+                    "nanoseconds": _div_trunc(c, 1_000_000)}[self.precision]
+        if self.fmt is None:
+            step.fail(c.isNotNull(), "Timestamp format is required to parse string timestamps (set format)")
+            return F.lit(None).cast("long")
+        parsed = parse_utc(c, self.fmt)
+        step.fail(c.isNotNull() & parsed.isNull(), F.concat(F.lit("Could not parse timestamp: value ("), c,
+                                                            F.lit(") does not match pattern (" + self.fmt + ")")))
+        return F.unix_millis(parsed)
+
+    def _from_ms(self, ms: Column) -> Column:
+        if self.to == "Timestamp":
+            return F.timestamp_millis(ms)
+        if self.to == "Date":
+            return F.date_from_unix_date(F.floor(ms / F.lit(_DAY_MS)).cast("int"))
+        if self.to == "Time":
+            return F.pmod(ms, F.lit(_DAY_MS)).cast("int")
+        if self.to == "unix":
+            return {"seconds": _div_trunc(ms, 1000), "milliseconds": ms, "microseconds": ms * F.lit(1000),
+                    "nanoseconds": ms * F.lit(1_000_000)}[self.precision]
+        assert self.fmt is not None
+        return format_utc(F.timestamp_millis(ms), self.fmt)
+
+    def _out_md(self, md: dict) -> dict:
+        md = {k: v for k, v in md.items() if k != "connect.name"}
+        if self.to == "Time":
+            md["connect.name"] = TIME_NAME
+        return md
+
+    def _convert(self, c: Column, dt: DataType, md: dict | None, step: Step) -> Column:
+        src = _input_kind(dt, md)
+        if src is None:
+            step.fail(c.isNotNull(), f"TimestampConverter does not support {type_name(dt)} input; expected a "
+                                     f"timestamp, date, Time, string or int64 (unix) value")
+            return F.lit(None).cast(_OUT_TYPES[self.to])
+        return self._from_ms(self._to_ms(c, src, step)).cast(_OUT_TYPES[self.to])
+
+    def plan(self, df: DataFrame) -> Step:
+        sf = df.schema[self.target]
+        op, dtype = F.col(self.target), sf.dataType
+        step = Step()
+        if not self.field:
+            step.updates[self.target] = self._convert(op, dtype, dict(sf.metadata), step)
+            step.metadata[self.target] = self._out_md(dict(sf.metadata))
+            return step
+        k = kind(dtype)
+        if k == "struct":
+            if self.field not in dtype.fieldNames():
+                return step.fail(op.isNotNull(), f"Field does not exist: {self.field}")
+            parts = []
+            for f in dtype.fields:
+                c = op.getField(f.name)
+                md = dict(f.metadata)
+                if f.name == self.field:
+                    c, md = self._convert(c, f.dataType, md, step), self._out_md(md)
+                parts.append(c.alias(f.name, metadata=md))
+            step.updates[self.target] = rebuild_struct(op, parts)
+            return step
+        if k == "map":
+            out_t = _OUT_TYPES[self.to]
+            if not same_type(out_t, dtype.valueType):
+                raise map_value_type_problem("target.type", self.to, dtype, out_t, f"converting {self.field}")
+            c = self._convert(F.try_element_at(op, F.lit(self.field)), dtype.valueType, None, step)
+            step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, [(self.field, c)]))
+            return step
+        return step.fail(op.isNotNull(), f"Only Struct or Map objects supported for [converting timestamp "
+                                         f"formats], found: {type_name(dtype)}")

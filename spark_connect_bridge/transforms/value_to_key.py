@@ -1,0 +1,51 @@
+"""ValueToKey: replace the key with fields of the value."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..config import Config, ConfigDef, Importance, Type, ValidList
+from .base import Step, Transformation, kind, type_name
+from .replace_field import REPLACE_NULL_DOC
+
+__all__ = ["ValueToKey"]
+
+
+class ValueToKey(Transformation):
+    """Replace the record key with a new key formed from the listed value fields: a struct of those fields
+    (schema'd value; a field the schema lacks fails every record) or a Map (schemaless value; a missing field
+    gives a null entry). A null value fails the record, as in Kafka."""
+
+    kafka_class = "org.apache.kafka.connect.transforms.ValueToKey"
+    config_def = (
+        ConfigDef()
+        .define("fields", Type.LIST, validator=ValidList.non_empty_list(), importance=Importance.HIGH,
+                doc="Field names on the record value to extract as the record key.")
+        .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+    )
+
+    def configure(self, config: Config) -> None:
+        self.fields = config["fields"]
+
+    def plan(self, df: DataFrame) -> Step:
+        value = F.col("value")
+        dtype = df.schema["value"].dataType
+        k = kind(dtype)
+        step = Step()
+        if k == "struct":
+            missing = [f for f in self.fields if f not in dtype.fieldNames()]
+            if missing:
+                return step.fail(F.lit(True), f"Field does not exist: {missing[0]}")
+            step.updates["key"] = F.struct(*[value.getField(f).alias(f, metadata=dtype[f].metadata)
+                                             for f in self.fields])
+        elif k == "map":
+            step.updates["key"] = F.map_from_arrays(F.array(*[F.lit(f) for f in self.fields]),
+                                                    F.array(*[F.try_element_at(value, F.lit(f))
+                                                              for f in self.fields]))
+        else:
+            return step.fail(F.lit(True), f"Only Struct or Map objects supported for [copying fields from value "
+                                          f"to key], found: {type_name(dtype)}")
+        step.metadata["key"] = {}
+        return step.fail(value.isNull(), "Only Struct or Map objects supported for [copying fields from value to "
+                                         "key], found: null")
