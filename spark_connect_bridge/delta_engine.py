@@ -1,0 +1,667 @@
+"""Two Delta engines behind one API: delta-spark (the Delta JVM) and deltalake (delta-rs, no JVM).
+
+:func:`choose_engine` picks one at run time: ``delta-spark`` when the Spark session has Delta loaded (the
+``io.delta.sql.DeltaSparkSessionExtension`` extension and ``DeltaCatalog`` configured and the class loadable, as
+on Databricks), ``deltalake`` otherwise. Both write standard Delta tables that the other reads.
+
+* **deltalake engine** (runs everywhere): executors write Parquet files with pyarrow straight into the table
+  directory and return the Delta ``add`` action data (path, size, partition values, stats); the driver commits
+  them in one Delta transaction carrying the app transaction ``(app_id, batch_id)``, after checking what
+  deltalake does not check itself (:func:`commit_files`): that every file exists, that the data schema matches
+  the table (or evolving it), and that the app transaction version only moves forward. CDC batches are applied
+  with ``DeltaTable.merge`` on the driver (:func:`merge_changes`), with the same app transaction.
+* **delta-spark engine**: ``foreachBatch`` with Delta's documented idempotent-write options (``txnAppId`` /
+  ``txnVersion``) for appends and ``DeltaTable.merge`` (with ``spark.databricks.delta.write.txnAppId`` /
+  ``txnVersion`` set for the MERGE) for CDC (:func:`write_stream` with ``engine="delta-spark"``).
+
+Both engines read a sink config of :class:`spark_connect_bridge.connectors.delta.DeltaSinkConnector`.
+
+>>> from spark_connect_bridge import delta_engine                                    # doctest: +SKIP
+>>> delta_engine.choose_engine(spark)                                                # doctest: +SKIP
+'deltalake'
+>>> q = delta_engine.write_stream(df, {"connector.class": "DeltaSink", "delta.table.path": "/tmp/t"},
+...                               checkpoint="/tmp/ckpt")                             # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import quote
+
+from .errors import ConnectError, DataError
+
+__all__ = ["ENGINES", "choose_engine", "spark_has_delta", "write_stream", "read_stream", "FileAdd",
+           "write_files", "commit_files", "merge_changes", "table_schema", "reconcile_schema",
+           "latest_version", "read_commit", "require_deltalake", "local_path"]
+
+log = logging.getLogger(__name__)
+
+ENGINES = ("auto", "deltalake", "delta-spark")
+_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+_INSTALL = "pip install 'spark_connect_bridge[delta]'"
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def require_deltalake() -> Any:
+    """Import deltalake, or fail naming the extra to install."""
+    try:
+        import deltalake
+    except ImportError as e:  # pragma: no cover - deltalake is installed in the test venv
+        raise ConnectError(f"The Delta connectors need the 'deltalake' library (the Delta engine without the "
+                           f"JVM): {_INSTALL}") from e
+    return deltalake
+
+
+def local_path(uri: str) -> str:
+    """The local filesystem path of a table URI (``/x`` or ``file:///x``). Object stores are written by the
+    delta-spark engine; the deltalake engine here writes local (or mounted) filesystems."""
+    if uri.startswith("file://"):
+        uri = uri[len("file://"):]
+    elif "://" in uri:
+        raise ConnectError(f"Delta table {uri}: the deltalake engine of this connector writes local or mounted "
+                           f"filesystem paths only; use the delta-spark engine for object stores")
+    return os.path.abspath(uri)
+
+
+# ------------------------------------------------------------------------------------------ engine choice
+def spark_has_delta(spark: Any) -> bool:
+    """True when ``spark`` runs with Delta loaded: extension and catalog configured, and the class loadable."""
+    conf = spark.conf
+    extensions = conf.get("spark.sql.extensions", "") or ""
+    catalog = conf.get("spark.sql.catalog.spark_catalog", "") or ""
+    if _EXTENSION not in extensions or catalog != _CATALOG:
+        return False
+    jvm = getattr(getattr(spark, "sparkContext", None), "_jvm", None) if hasattr(spark, "_jsc") else None
+    if jvm is None:  # Spark Connect: the server loaded the extension, or the session would not have started
+        return True
+    try:
+        jvm.java.lang.Class.forName(_EXTENSION, False, jvm.Thread.currentThread().getContextClassLoader())
+        return True
+    except Exception:  # noqa: BLE001 - py4j surfaces ClassNotFoundException as Py4JJavaError
+        return False
+
+
+def choose_engine(spark: Any, requested: str = "auto") -> str:
+    """``"delta-spark"`` or ``"deltalake"``: the requested one, or for ``auto`` delta-spark when Spark has Delta
+    loaded and deltalake otherwise."""
+    requested = (requested or "auto").lower()
+    if requested not in ENGINES:
+        raise ConnectError(f"Invalid value {requested} for configuration delta.engine: one of {', '.join(ENGINES)}")
+    if requested == "delta-spark" and not spark_has_delta(spark):
+        raise ConnectError("delta.engine=delta-spark needs a Spark session with Delta loaded "
+                           f"(spark.sql.extensions={_EXTENSION}, spark.sql.catalog.spark_catalog={_CATALOG} and the "
+                           "delta-spark jars); use delta.engine=deltalake or auto")
+    if requested != "auto":
+        return requested
+    return "delta-spark" if spark_has_delta(spark) else "deltalake"
+
+
+# ------------------------------------------------------------------------------------------ schemas
+# Delta type widening (typeWidening table feature): from -> the wider types it may become.
+_INTS = ("int8", "int16", "int32", "int64")
+
+
+def _widens(src: Any, dst: Any) -> bool:
+    """True when values of Arrow type ``src`` fit losslessly in ``dst`` as Delta widens types."""
+    import pyarrow as pa
+
+    if src.equals(dst):
+        return True
+    if pa.types.is_integer(src) and pa.types.is_integer(dst):
+        return _INTS.index(str(src)) <= _INTS.index(str(dst))
+    if pa.types.is_floating(dst) and str(dst) == "double":
+        return (pa.types.is_integer(src) and str(src) != "int64") or str(src) == "float"
+    if pa.types.is_decimal(src) and pa.types.is_decimal(dst):
+        return dst.scale >= src.scale and dst.precision - dst.scale >= src.precision - src.scale
+    if pa.types.is_integer(src) and pa.types.is_decimal(dst):
+        digits = {"int8": 3, "int16": 5, "int32": 10, "int64": 20}[str(src)]
+        return dst.precision - dst.scale >= digits
+    if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
+        return src.tz == dst.tz
+    if pa.types.is_string(src) and pa.types.is_large_string(dst) or \
+            pa.types.is_binary(src) and pa.types.is_large_binary(dst):
+        return True
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        dst_fields = {f.name: f for f in dst}
+        return all(f.name in dst_fields and _widens(f.type, dst_fields[f.name].type) for f in src)
+    if (pa.types.is_list(src) or pa.types.is_large_list(src)) and (pa.types.is_list(dst) or
+                                                                   pa.types.is_large_list(dst)):
+        return _widens(src.value_type, dst.value_type)
+    if pa.types.is_map(src) and pa.types.is_map(dst):
+        return _widens(src.key_type, dst.key_type) and _widens(src.item_type, dst.item_type)
+    return False
+
+
+def delta_arrow_type(t: Any) -> Any:
+    """The Arrow type a Delta table stores for Arrow type ``t`` (what a reader of the table gets back)."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz="UTC") if t.tz else pa.timestamp("us")
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, delta_arrow_type(f.type), True, f.metadata) for f in t])
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(pa.field("element", delta_arrow_type(t.value_type), True))
+    if pa.types.is_map(t):
+        return pa.map_(delta_arrow_type(t.key_type), pa.field("value", delta_arrow_type(t.item_type), True))
+    if pa.types.is_null(t):
+        return pa.string()
+    return t
+
+
+def normalize_schema(schema: Any) -> Any:
+    """``schema`` with Delta's storage types and every field nullable (Delta tables written here are)."""
+    import pyarrow as pa
+
+    return pa.schema([pa.field(f.name, delta_arrow_type(f.type), True) for f in schema])
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    """How a batch's schema fits a table: the schema to write files with and the columns to add."""
+
+    target: Any  # pa.Schema the data is cast to (table columns first, new columns after)
+    new_fields: tuple = ()  # pa.Field objects added to the table
+    widened: tuple = ()  # names of table columns whose type must widen (not supported by deltalake)
+
+
+def reconcile_schema(table: Any | None, incoming: Any, *, evolve: bool, where: str) -> SchemaPlan:
+    """Fit ``incoming`` (an Arrow schema) to ``table`` (the table's Arrow schema, None when new).
+
+    Columns missing from the data are written as nulls; narrower incoming types are cast up to the table's;
+    new columns are added when ``evolve`` (else a DataError lists them); a type that would have to widen in the
+    table, or an incompatible one, is a DataError naming the column and both types.
+    """
+    import pyarrow as pa
+
+    incoming = normalize_schema(incoming)
+    if table is None:
+        return SchemaPlan(incoming)
+    table = normalize_schema(table)
+    have = {f.name.lower(): f for f in incoming}
+    problems, widened = [], []
+    for f in table:
+        g = have.get(f.name.lower())
+        if g is None or g.type.equals(f.type) or pa.types.is_null(g.type):
+            continue
+        if _widens(g.type, f.type):
+            continue
+        if _widens(f.type, g.type):
+            widened.append(f.name)
+            problems.append(f"column {f.name} is {f.type} in the table and {g.type} in the data: widening the "
+                            f"table's type needs Delta's typeWidening feature, which only the delta-spark engine "
+                            f"writes; cast the column to {f.type} upstream (e.g. with the Cast SMT)")
+        else:
+            problems.append(f"column {f.name} is {f.type} in the table and {g.type} in the data, which is not a "
+                            f"type Delta can widen to")
+    names = {f.name.lower() for f in table}
+    new = tuple(f for f in incoming if f.name.lower() not in names)
+    if new and not evolve:
+        problems.append(f"the data has columns the table lacks ({', '.join(f.name for f in new)}); set "
+                        f"delta.schema.evolution=true to add them")
+    if problems:
+        raise DataError(f"Delta table {where}: the batch does not match the table schema: " + "; ".join(problems))
+    return SchemaPlan(pa.schema(list(table) + list(new)), new, tuple(widened))
+
+
+def cast_to(data: Any, target: Any) -> Any:
+    """``data`` (a pa.Table) with exactly ``target``'s columns (case-insensitive names, nulls for missing)."""
+    import pyarrow as pa
+
+    by_name = {n.lower(): i for i, n in enumerate(data.column_names)}
+    cols = []
+    for f in target:
+        i = by_name.get(f.name.lower())
+        col = data.column(i) if i is not None else pa.nulls(data.num_rows, f.type)
+        if not col.type.equals(f.type):
+            col = col.cast(f.type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, schema=target)
+
+
+def table_schema(uri: str) -> Any | None:
+    """The Arrow schema of the Delta table at ``uri`` (None when there is no table)."""
+    deltalake = require_deltalake()
+    path = local_path(uri)
+    if not os.path.isdir(os.path.join(path, "_delta_log")) or latest_version(path) is None:
+        return None
+    return pa_schema_of(deltalake.DeltaTable(path))
+
+
+def pa_schema_of(dt: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.schema(dt.schema().to_arrow())
+
+
+# ------------------------------------------------------------------------------------------ executors: files
+@dataclass(frozen=True)
+class FileAdd:
+    """A Parquet file written into a table directory, as a Delta ``add`` action needs it (picklable)."""
+
+    path: str  # relative to the table root, URL-encoded as in the Delta log
+    size: int
+    partition_values: dict
+    modification_time: int
+    stats: str
+    rows: int
+    schema: bytes = field(default=b"", repr=False)  # serialized pa.Schema the file was written with
+
+
+def _partition_text(v: Any) -> str | None:
+    import datetime
+
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, datetime.datetime):
+        return v.strftime("%Y-%m-%d %H:%M:%S.%f")
+    return str(v)
+
+
+def _stats(table: Any) -> str:
+    """Delta file statistics: numRecords, nullCount of top-level columns, min/max of ints, strings and dates."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mins, maxs, nulls = {}, {}, {}
+    for name, col in zip(table.column_names, table.columns):
+        t = col.type
+        if pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_large_list(t):
+            continue
+        nulls[name] = col.null_count
+        if col.null_count == len(col):
+            continue
+        if pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_date32(t):
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if pa.types.is_date32(t):
+                lo, hi = lo.isoformat(), hi.isoformat()
+            mins[name], maxs[name] = lo, hi
+    return json.dumps({"numRecords": table.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls},
+                      separators=(",", ":"))
+
+
+def write_files(table_uri: str, data: Any, *, partition_by: Sequence[str] = (), prefix: str = "part",
+                max_rows_per_file: int = 1_000_000) -> list[FileAdd]:
+    """Executor: write ``data`` (a pa.Table already cast to the target schema) as Parquet files under the
+    table directory (one directory per partition value, partition columns not stored in the files)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    root = local_path(table_uri)
+    if data.num_rows == 0:
+        return []
+    groups: list[tuple[dict, Any]]
+    if partition_by:
+        keys = data.select(list(partition_by))
+        uniq = keys.group_by(list(partition_by), use_threads=False).aggregate([]).to_pylist()
+        groups = []
+        for values in uniq:
+            mask = None
+            for k, v in values.items():
+                col = data.column(k)
+                m = pc.is_null(col) if v is None else pc.fill_null(pc.equal(col, pa.scalar(v, col.type)), False)
+                mask = m if mask is None else pc.and_(mask, m)
+            groups.append(({k: _partition_text(v) for k, v in values.items()},
+                           data.filter(mask).drop_columns(list(partition_by))))
+    else:
+        groups = [({}, data)]
+    out = []
+    for pvalues, part in groups:
+        rel_dir = "/".join(f"{k}={quote(HIVE_NULL if v is None else v, safe='')}" for k, v in pvalues.items())
+        for lo in range(0, part.num_rows, max_rows_per_file):
+            chunk = part.slice(lo, max_rows_per_file)
+            name = f"{prefix}-{uuid.uuid4()}.c000.snappy.parquet"
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            full = os.path.join(root, *rel.split("/"))
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            tmp = full + ".tmp"
+            # Written under a temporary name and renamed: a file at its final name is always complete.
+            pq.write_table(chunk, tmp, compression="snappy")
+            os.replace(tmp, full)
+            st = os.stat(full)
+            # The log stores the URL-encoded path (Delta's protocol); file names here need no encoding.
+            out.append(FileAdd(rel, st.st_size, pvalues, int(st.st_mtime * 1000), _stats(chunk), chunk.num_rows,
+                               data.schema.serialize().to_pybytes()))
+    return out
+
+
+def delete_files(table_uri: str, files: Iterable[FileAdd]) -> None:
+    """Remove written but uncommitted files (an aborted or replayed batch)."""
+    from urllib.parse import unquote
+
+    root = local_path(table_uri)
+    for f in files:
+        try:
+            os.remove(os.path.join(root, *unquote(f.path).split("/")))
+        except FileNotFoundError:
+            pass
+
+
+# ------------------------------------------------------------------------------------------ driver: commits
+def _commit_properties(app_id: str, batch_id: int | None, metadata: Mapping[str, Any] | None = None) -> Any:
+    from deltalake import CommitProperties, Transaction
+
+    txns = [Transaction(app_id, int(batch_id))] if batch_id is not None else None
+    return CommitProperties(app_transactions=txns, custom_metadata=dict(metadata or {}) or None)
+
+
+def committed_version(table_uri: str, app_id: str) -> int | None:
+    """The last batch id ``app_id`` committed to the table (None: none, or no table)."""
+    deltalake = require_deltalake()
+    path = local_path(table_uri)
+    if latest_version(path) is None:
+        return None
+    return deltalake.DeltaTable(path).transaction_version(app_id)
+
+
+def is_replay(table_uri: str, app_id: str, batch_id: int | None) -> bool:
+    """True when ``batch_id`` of ``app_id`` is already in the table (Spark replays a committed batch)."""
+    if batch_id is None:
+        return False
+    last = committed_version(table_uri, app_id)
+    return last is not None and last >= batch_id
+
+
+def _check_forward(dt: Any, app_id: str, batch_id: int | None, where: str) -> None:
+    if batch_id is None:
+        return
+    last = dt.transaction_version(app_id)
+    if last is not None and last >= batch_id:
+        raise ConnectError(f"Delta table {where}: application {app_id} already committed batch {last}; refusing "
+                           f"to move its transaction version back to {batch_id}")
+
+
+def _evolve(dt: Any, plan: SchemaPlan) -> None:
+    if plan.new_fields:
+        from deltalake import Field, Schema
+
+        fields = Schema.from_arrow(__import__("pyarrow").schema(list(plan.new_fields))).fields
+        log.info("Delta table %s: adding columns %s", dt.table_uri, [f.name for f in fields])
+        dt.alter.add_columns(list(fields) if not isinstance(fields, Field) else [fields])
+
+
+def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch_id: int | None,
+                 partition_by: Sequence[str] = (), evolve: bool = False, overwrite: bool = False,
+                 configuration: Mapping[str, str] | None = None, metadata: Mapping[str, Any] | None = None) -> bool:
+    """Driver: commit ``files`` in one Delta transaction with the app transaction ``(app_id, batch_id)``.
+
+    Returns False (and deletes the files) when the batch was already committed (a replay). Before the commit,
+    checks that every file exists with its recorded size, that every file's schema fits the table (adding new
+    columns when ``evolve``), and that the app transaction version only moves forward.
+    """
+    import pyarrow as pa
+    from deltalake import DeltaTable, Schema
+    from deltalake.transaction import AddAction, create_table_with_add_actions
+
+    path = local_path(table_uri)
+    if is_replay(path, app_id, batch_id):
+        log.info("Delta table %s: batch %s of %s already committed; skipping the replay", path, batch_id, app_id)
+        delete_files(path, files)
+        return False
+    from urllib.parse import unquote
+
+    for f in files:  # pitfall 1: deltalake commits adds for files that do not exist
+        full = os.path.join(path, *unquote(f.path).split("/"))
+        try:
+            size = os.path.getsize(full)
+        except FileNotFoundError:
+            raise ConnectError(f"Delta table {path}: data file {f.path} written by a task of batch {batch_id} "
+                               f"is missing; the batch is not committed (Spark retries it)") from None
+        if size != f.size:
+            raise ConnectError(f"Delta table {path}: data file {f.path} has {size} bytes, {f.size} expected")
+    schemas = {f.schema for f in files if f.schema}
+    incoming = [pa.ipc.read_schema(pa.py_buffer(s)) for s in schemas]
+    exists = latest_version(path) is not None
+    actions = [AddAction(f.path, f.size, f.partition_values, f.modification_time, True, f.stats) for f in files]
+    props = _commit_properties(app_id, batch_id, metadata)
+    if not exists:
+        if not incoming:
+            return False  # nothing to create a table from
+        schema = normalize_schema(incoming[0])
+        for s in incoming[1:]:  # pitfall 2: deltalake does not validate the data schema
+            reconcile_schema(schema, s, evolve=False, where=path)
+        os.makedirs(path, exist_ok=True)
+        create_table_with_add_actions(path, Schema.from_arrow(schema), actions, mode="append",
+                                      partition_by=list(partition_by) or None, configuration=configuration,
+                                      commit_properties=props)
+        return True
+    dt = DeltaTable(path)
+    current = pa_schema_of(dt)
+    for s in incoming:
+        plan = reconcile_schema(current, _with_partitions(s, current, partition_by), evolve=evolve, where=path)
+        if plan.new_fields:
+            _evolve(dt, plan)
+            dt = DeltaTable(path)
+            current = pa_schema_of(dt)
+        elif not _same_columns(plan.target, current):
+            raise DataError(f"Delta table {path}: files were written with schema {s} that is not the table's")
+    table_parts = list(dt.metadata().partition_columns)
+    if list(partition_by) and list(partition_by) != table_parts:
+        raise DataError(f"Delta table {path} is partitioned by {table_parts}, not by {list(partition_by)} "
+                        f"(delta.partition.by)")
+    _check_forward(dt, app_id, batch_id, path)  # pitfall 3: versions may otherwise go backwards
+    dt.create_write_transaction(actions, mode="overwrite" if overwrite else "append", schema=current,
+                                partition_by=table_parts or None, commit_properties=props)
+    return True
+
+
+def _with_partitions(file_schema: Any, table: Any, partition_by: Sequence[str]) -> Any:
+    """A file's schema plus the partition columns it does not store (typed as in the table)."""
+    import pyarrow as pa
+
+    names = set(file_schema.names)
+    extra = [table.field(p) for p in partition_by if p not in names and p in table.names]
+    return pa.schema(list(file_schema) + extra)
+
+
+def _same_columns(a: Any, b: Any) -> bool:
+    return [f.name.lower() for f in a] == [f.name.lower() for f in b]
+
+
+def create_table(table_uri: str, schema: Any, *, partition_by: Sequence[str] = (),
+                 configuration: Mapping[str, str] | None = None) -> None:
+    """Create an empty Delta table (no-op when one exists)."""
+    from deltalake import DeltaTable, Schema
+
+    path = local_path(table_uri)
+    if latest_version(path) is not None:
+        return
+    os.makedirs(path, exist_ok=True)
+    DeltaTable.create(path, Schema.from_arrow(normalize_schema(schema)), mode="ignore",
+                      partition_by=list(partition_by) or None, configuration=configuration)
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def merge_changes(table_uri: str, changes: Any, *, keys: Sequence[str], op_column: str, app_id: str,
+                  batch_id: int | None, partition_by: Sequence[str] = (), evolve: bool = False,
+                  configuration: Mapping[str, str] | None = None) -> bool:
+    """Driver: apply ``changes`` (a pa.Table: one row per key, the last change; ``op_column`` is ``"d"`` for a
+    delete) with ``DeltaTable.merge``, committed with the app transaction ``(app_id, batch_id)``.
+
+    Returns False when the batch was already committed (a replay)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    path = local_path(table_uri)
+    if is_replay(path, app_id, batch_id):
+        log.info("Delta table %s: batch %s of %s already committed; skipping the replay", path, batch_id, app_id)
+        return False
+    rows_schema = pa.schema([f for f in changes.schema if f.name != op_column])
+    if latest_version(path) is None:
+        create_table(path, rows_schema, partition_by=partition_by, configuration=configuration)
+    dt = DeltaTable(path)
+    plan = reconcile_schema(pa_schema_of(dt), rows_schema, evolve=evolve, where=path)
+    if plan.new_fields:
+        _evolve(dt, plan)
+        dt = DeltaTable(path)
+    _check_forward(dt, app_id, batch_id, path)
+    target = plan.target
+    source = cast_to(changes, pa.schema(list(target) + [pa.field(op_column, pa.string())]))
+    cond = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+    present = {n.lower() for n in rows_schema.names}
+    # Columns the batch does not carry keep their table values on update (insert: null).
+    sets = {_quote(f.name): f"s.{_quote(f.name)}" for f in target if f.name.lower() in present}
+    is_delete = f"s.{_quote(op_column)} = 'd'"
+    (dt.merge(source, cond, source_alias="s", target_alias="t",
+              commit_properties=_commit_properties(app_id, batch_id))
+     .when_matched_delete(predicate=is_delete)
+     .when_matched_update(updates=sets, predicate=f"NOT ({is_delete})")
+     .when_not_matched_insert(updates=sets, predicate=f"NOT ({is_delete})")
+     .execute())
+    return True
+
+
+# ------------------------------------------------------------------------------------------ the log (source)
+def latest_version(table_uri: str) -> int | None:
+    """The table's newest version from a listing of ``_delta_log`` (None when there is no table)."""
+    log_dir = os.path.join(local_path(table_uri), "_delta_log")
+    try:
+        names = os.listdir(log_dir)
+    except FileNotFoundError:
+        return None
+    best = None
+    for n in names:
+        if len(n) == 25 and n.endswith(".json") and n[:20].isdigit():
+            v = int(n[:20])
+            best = v if best is None or v > best else best
+    if best is None:
+        try:  # only checkpoints left (log cleanup): the checkpoint's version
+            with open(os.path.join(log_dir, "_last_checkpoint")) as f:
+                best = int(json.load(f)["version"])
+        except (FileNotFoundError, ValueError, KeyError):
+            return None
+    return best
+
+
+def read_commit(table_uri: str, version: int) -> list[dict]:
+    """The actions of one commit (``_delta_log/<version>.json``)."""
+    p = os.path.join(local_path(table_uri), "_delta_log", f"{version:020d}.json")
+    try:
+        with open(p, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        raise ConnectError(f"Delta table {table_uri}: the log of version {version} is gone (log retention "
+                           f"removed it); restart the query from a newer version with a new checkpoint") from None
+
+
+# ------------------------------------------------------------------------------------------ streams
+def write_stream(df: Any, config: Mapping[str, Any], *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
+                 query_name: str | None = None, engine: str | None = None) -> Any:
+    """Start a streaming write of ``df`` with a Delta sink config, on the engine :func:`choose_engine` picks.
+
+    ``trigger`` is passed to ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``).
+    """
+    from .connectors.factory import build_connector
+
+    props = dict(config)
+    props.setdefault("connector.class", "spark_connect_bridge.connectors.delta.DeltaSinkConnector")
+    sink = build_connector(props, kind="sink")
+    chosen = choose_engine(df.sparkSession, engine or sink.config["delta.engine"])
+    if chosen == "delta-spark":
+        writer = _delta_spark_writer(df, sink, checkpoint)
+    else:
+        sink.validate_input(df.schema)
+        writer = df.writeStream.format("kconnect").options(**{k: str(v) for k, v in props.items()})
+    writer = writer.option("checkpointLocation", checkpoint)
+    if query_name:
+        writer = writer.queryName(query_name)
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return writer.start()
+
+
+def read_stream(spark: Any, config: Mapping[str, Any], *, engine: str | None = None) -> Any:
+    """A streaming DataFrame of a Delta source config (see DeltaSourceConnector) on the chosen engine."""
+    props = dict(config)
+    props.setdefault("connector.class", "spark_connect_bridge.connectors.delta.DeltaSourceConnector")
+    # Records (and their offsets) are the same on both engines only through our connector; delta-spark's own
+    # source is used where asked explicitly.
+    if (engine or props.get("delta.engine", "deltalake")) == "delta-spark":
+        chosen = choose_engine(spark, "delta-spark")
+        assert chosen == "delta-spark"
+        reader = spark.readStream.format("delta")
+        if str(props.get("delta.source.read.change.feed", "false")).lower() == "true":
+            reader = reader.option("readChangeFeed", "true")
+        return reader.load(props["delta.table.path"])
+    return spark.readStream.format("kconnect").options(**{k: str(v) for k, v in props.items()}).load()
+
+
+def _delta_spark_writer(df: Any, sink: Any, checkpoint: str) -> Any:
+    """delta-spark engine: foreachBatch with Delta's idempotent writes (``txnAppId``/``txnVersion``) for
+    appends and ``DeltaTable.merge`` for CDC. Written against Delta's documented API; it runs only where the
+    Delta jars are loaded."""
+    from .connectors.base import stable_app_id
+
+    app_id = "ckpt-" + stable_app_id(checkpoint.rstrip("/"))
+    cfg = sink.config
+
+    def per_batch(batch_df: Any, batch_id: int) -> None:
+        from .connectors.delta import rows_frame
+
+        topics = [None]
+        if "${topic}" in cfg["delta.table.path"]:
+            topics = [r[0] for r in batch_df.select("topic").distinct().collect()]
+        for topic in topics:
+            part = batch_df if topic is None else batch_df.filter(batch_df["topic"] == topic)
+            path = sink.table_path(topic)
+            rows, op_col = rows_frame(part, cfg)
+            if cfg["delta.write.mode"] == "append":
+                w = (rows.write.format("delta").mode("append").option("txnAppId", app_id)
+                     .option("txnVersion", batch_id).option("mergeSchema", str(cfg["delta.schema.evolution"]).lower()))
+                if cfg["delta.partition.by"]:
+                    w = w.partitionBy(*cfg["delta.partition.by"])
+                w.save(path)
+            else:
+                _delta_spark_merge(batch_df.sparkSession, rows, op_col, path, cfg, app_id, batch_id)
+
+    return df.writeStream.foreachBatch(per_batch)
+
+
+def _delta_spark_merge(spark: Any, rows: Any, op_col: str, path: str, cfg: Any, app_id: str,
+                       batch_id: int) -> None:
+    from delta.tables import DeltaTable as SparkDeltaTable  # delta-spark, present where Delta is loaded
+
+    keys = cfg["delta.merge.keys"]
+    data_cols = [c for c in rows.columns if c != op_col]
+    if not SparkDeltaTable.isDeltaTable(spark, path):
+        w = rows.limit(0).drop(op_col).write.format("delta")
+        if cfg["delta.partition.by"]:
+            w = w.partitionBy(*cfg["delta.partition.by"])
+        w.mode("append").save(path)
+    cond = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+    sets = {f"`{c}`": f"s.`{c}`" for c in data_cols}
+    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
+    spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
+    if cfg["delta.schema.evolution"]:
+        spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+    try:
+        (SparkDeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond)
+         .whenMatchedDelete(f"s.`{op_col}` = 'd'")
+         .whenMatchedUpdate(f"s.`{op_col}` != 'd'", sets)
+         .whenNotMatchedInsert(f"s.`{op_col}` != 'd'", sets)
+         .execute())
+    finally:
+        spark.conf.unset("spark.databricks.delta.write.txnAppId")
+        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
