@@ -1,0 +1,188 @@
+"""The converter contract: bytes <-> typed values as Column expressions.
+
+Kafka Connect calls a converter once per record; here a converter builds Column expressions once, on the
+driver, and Spark runs them over whole batches. Every converter offers two directions:
+
+* :meth:`Converter.parse` (``toConnectData``): a binary Column -> a typed Column (sink side);
+* :meth:`Converter.serialize` (``fromConnectData``): a typed Column -> a binary Column (source side).
+
+Both have a ``*_checked`` form returning a :class:`Conversion` (value, failed, message) that the pipeline
+wiring (:mod:`.wiring`) hands to :func:`spark_connect_bridge.record_errors.checked`, so that a bad record
+fails the query with its coordinates (strict) or lands in ``_kc_error`` (tolerant). The plain forms fold the
+failure into the Column with ``raise_error`` (strict, without record coordinates).
+
+>>> conv = StringConverter()                                            # doctest: +SKIP
+>>> df.select(conv.parse(F.col("value")).alias("value"))                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructType
+
+from ..config import Config, ConfigDef, Importance, Type
+from ..errors import ConfigError, ConfigProblem
+
+__all__ = ["Conversion", "Converter", "HeaderConverter", "parse_prefixed", "parse_spark_type", "SPARK_SCHEMA_DOC",
+           "with_spark_schema_key"]
+
+SPARK_SCHEMA_DOC = ("Spark type of the parsed column, as a DDL string (``id BIGINT, name STRING`` or ``int``) or "
+                    "Spark's JSON schema. Takes precedence over every other way the converter finds a schema.")
+
+
+def with_spark_schema_key(cd: ConfigDef) -> ConfigDef:
+    """Add the ``spark.schema`` sub-key shared by every parsing converter."""
+    return cd.define("spark.schema", Type.STRING, None, None, Importance.MEDIUM, SPARK_SCHEMA_DOC)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """The result of a conversion: the new value, whether it failed (``None``: it cannot fail) and why."""
+
+    value: Column
+    failed: Column | None = None
+    message: Column | None = None
+
+    def strict(self) -> Column:
+        """The value, raising the message for a failed row (no record coordinates)."""
+        if self.failed is None:
+            return self.value
+        msg = self.message if self.message is not None else F.lit("conversion failed")
+        return F.when(F.coalesce(self.failed, F.lit(False)), F.raise_error(msg)).otherwise(self.value)
+
+
+def parse_prefixed(config_def: ConfigDef, props: Mapping[str, Any], prefix: str = "", *,
+                   context: str | None = None) -> Config:
+    """Parse the keys under ``prefix`` of ``props`` with ``config_def``; problems name the full keys.
+
+    ``props`` is not modified. ``parse_prefixed(cd, {"value.converter.schemas.enable": "false"},
+    "value.converter.")`` reads ``schemas.enable``.
+    """
+    if not prefix:
+        return config_def.parse(dict(props), context=context)
+    full = ConfigDef()
+    for key in config_def:
+        full.define(prefix + key.name, key.type, key.default, key.validator, key.importance, key.doc,
+                    internal=key.internal)
+    sub = {k: v for k, v in props.items() if k.lower().startswith(prefix.lower())}
+    cfg = full.parse(sub, context=context)
+    values = {k[len(prefix):]: v for k, v in cfg.values.items()}
+    originals = {k[len(prefix):]: v for k, v in sub.items()}
+    return Config(config_def, values, originals)
+
+
+def parse_spark_type(text: str | DataType, *, key: str) -> DataType:
+    """A Spark type from a DDL string, Spark's JSON schema, or a DataType; ConfigError naming ``key``."""
+    if isinstance(text, DataType):
+        return text
+    s = text.strip()
+    try:
+        if s.startswith("{"):
+            return StructType.fromJson(json.loads(s)) if json.loads(s).get("type") == "struct" else \
+                _from_json_type(json.loads(s))
+        from pyspark.sql.types import _parse_datatype_string
+
+        return _parse_datatype_string(s)
+    except Exception as e:  # noqa: BLE001 - any parse failure is a config problem of this key
+        raise ConfigError([ConfigProblem(key, f"Invalid value {s} for configuration {key}: not a Spark DDL or "
+                                              f"JSON schema ({type(e).__name__}: {str(e).splitlines()[0][:200]})")]
+                          ) from e
+
+
+def _from_json_type(obj: Any) -> DataType:
+    from pyspark.sql.types import _parse_datatype_json_value
+
+    return _parse_datatype_json_value(obj)
+
+
+class Converter:
+    """Base class of the converters. Subclasses set ``class_name``, ``config_def`` and implement
+    :meth:`parse_checked` / :meth:`serialize_checked`.
+
+    ``config`` holds the converter's own keys (``schemas.enable``), or, with ``prefix``, a whole connector
+    config from which the keys under ``prefix`` (``value.converter.``) are read. ``is_key`` says whether the
+    converter handles record keys (Kafka's ``converter.type``).
+    """
+
+    plugin_type: ClassVar[str] = "converter"
+    class_name: ClassVar[str] = ""
+    config_def: ClassVar[ConfigDef] = ConfigDef()
+
+    def __init__(self, config: Mapping[str, Any] | None = None, *, is_key: bool = False, prefix: str = ""):
+        self.is_key = is_key
+        self.prefix = prefix
+        self.config = parse_prefixed(self.config_def, config or {}, prefix,
+                                     context=f"{prefix.rstrip('.') or type(self).__name__}")
+        self.validate()
+
+    # -- hooks --------------------------------------------------------------------------------------
+    def validate(self) -> None:
+        """Cross-key checks after parsing (raise ConfigError naming full keys)."""
+
+    def key_name(self, name: str) -> str:
+        """The full config key of one of this converter's keys (``value.converter.schemas.enable``)."""
+        return self.prefix + name
+
+    @property
+    def side(self) -> str:
+        return "key" if self.is_key else "value"
+
+    def explicit_schema(self) -> DataType | None:
+        text = self.config.get("spark.schema")
+        return parse_spark_type(text, key=self.key_name("spark.schema")) if text else None
+
+    def resolve_parse_type(self, df: Any = None, column: str | None = None,
+                           explicit: DataType | None = None) -> tuple[DataType, dict[str, Any]]:
+        """The Spark type (and column metadata) :meth:`parse` produces, decided at plan time.
+
+        Order: ``explicit`` (a caller's argument), the ``spark.schema`` sub-key, then the converter's own
+        source (fixed type, registry, inference from a sample of ``df``).
+        """
+        if explicit is not None:
+            return explicit, {}
+        t = self.explicit_schema()
+        if t is not None:
+            return t, {}
+        return self.default_parse_type(df, column)
+
+    def default_parse_type(self, df: Any, column: str | None) -> tuple[DataType, dict[str, Any]]:
+        raise ConfigError([ConfigProblem(self.key_name("spark.schema"),
+                                         f"{self.class_name} needs the Spark type of the parsed {self.side}: set "
+                                         f"{self.key_name('spark.schema')} (a Spark DDL or JSON schema)")])
+
+    # -- conversions --------------------------------------------------------------------------------
+    def parse_checked(self, col: Column, data_type: DataType, *, topic: Column | None = None) -> Conversion:
+        raise NotImplementedError
+
+    def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
+                          topic: Column | None = None) -> Conversion:
+        raise NotImplementedError
+
+    def parse(self, col: Column | str, data_type: DataType | str | None = None, *,
+              topic: Column | None = None) -> Column:
+        """Binary -> typed Column; a bad row raises (strict). ``data_type`` defaults to the converter's own."""
+        col = F.col(col) if isinstance(col, str) else col
+        if isinstance(data_type, str):
+            data_type = parse_spark_type(data_type, key="data_type")
+        dt = data_type if data_type is not None else self.resolve_parse_type()[0]
+        return self.parse_checked(col, dt, topic=topic).strict()
+
+    def serialize(self, col: Column | str, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
+                  topic: Column | None = None) -> Column:
+        """Typed Column of ``data_type`` -> binary Column; a bad row raises (strict)."""
+        col = F.col(col) if isinstance(col, str) else col
+        return self.serialize_checked(col, data_type, metadata=metadata, topic=topic).strict()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+
+class HeaderConverter(Converter):
+    """A converter of header values (``header.converter``)."""
+
+    plugin_type: ClassVar[str] = "header_converter"

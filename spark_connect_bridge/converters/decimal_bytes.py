@@ -1,0 +1,50 @@
+"""Decimal <-> Connect's Decimal bytes (big-endian two's complement of the unscaled value), as Column
+expressions: no UDF. Used by the JsonConverter (``decimal.format=BASE64``) and by the Avro engines.
+
+>>> decimal_to_bytes(F.lit(Decimal("10.25")), DecimalType(4, 2))   # doctest: +SKIP  -> X'0401'
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType
+
+__all__ = ["decimal_to_bytes", "bytes_to_decimal"]
+
+_TWO64 = 1 << 64
+_D0 = "decimal(38,0)"
+
+
+def _unscaled(col: Column, dt: DecimalType) -> Column:
+    """The unscaled integer of a decimal, exactly, as decimal(38,0)."""
+    if dt.scale == 0:
+        return col.cast(_D0)
+    return (col * F.lit(str(10 ** dt.scale)).cast(f"decimal({dt.scale + 1},0)")).cast(_D0)
+
+
+def decimal_to_bytes(col: Column, dt: DecimalType) -> Column:
+    """The minimal two's-complement big-endian bytes of the unscaled value of ``col`` (null stays null)."""
+    u = _unscaled(col, dt)
+    two64 = F.lit(str(_TWO64)).cast("decimal(20,0)")
+    lo = F.pmod(u, two64)                                   # [0, 2^64)
+    hi = ((u - lo) / two64).cast("bigint")                  # exact: u - lo is a multiple of 2^64
+    lo_signed = F.when(lo >= F.lit(str(1 << 63)).cast("decimal(20,0)"), lo - two64).otherwise(lo).cast("bigint")
+    hex32 = F.concat(F.lpad(F.hex(hi), 16, "0"), F.lpad(F.hex(lo_signed), 16, "0"))
+    minimal = F.regexp_replace(F.regexp_replace(hex32, "^(00)+(?=[0-7])", ""), "^(FF)+(?=[89A-F])", "")
+    return F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(F.unhex(minimal))
+
+
+def bytes_to_decimal(col: Column, dt: DecimalType) -> Column:
+    """Two's-complement big-endian unscaled bytes -> decimal(p, s); null when empty or out of range."""
+    h = F.hex(col)
+    n = F.octet_length(col)
+    neg = F.conv(F.substring(h, 1, 2), 16, 10).cast("int") >= 128
+    digits = F.transform(F.sequence(F.lit(0), n - 1),
+                         lambda i: F.conv(F.substring(h, i * 2 + 1, 2), 16, 10).cast("int"))
+    digits = F.when(neg, F.transform(digits, lambda d: 255 - d)).otherwise(digits)
+    mag = F.aggregate(digits, F.lit(0).cast(_D0),
+                      lambda acc, d: F.try_add(F.try_multiply(acc, F.lit(256)), d).try_cast(_D0))
+    unscaled = F.when(neg, -(mag + F.lit(1).cast(_D0))).otherwise(mag)
+    text = F.concat(unscaled.cast("string"), F.lit(f"E-{dt.scale}"))
+    return F.when(col.isNull() | (n == 0), F.lit(None).cast(dt)).otherwise(text.try_cast(dt))

@@ -1,0 +1,271 @@
+"""``org.apache.kafka.connect.json.JsonConverter`` on Spark's own ``from_json`` / ``to_json`` (no UDF).
+
+With ``schemas.enable=true`` (the default) a message is the envelope ``{"schema": <Connect schema>, "payload":
+<value>}``; with ``false`` it is the bare value. Logical types follow Kafka:
+
+| Connect | Spark | JSON payload |
+|---|---|---|
+| Decimal | ``decimal(p,s)`` | ``decimal.format=BASE64``: Base64 of the unscaled two's complement bytes (``"BAE="`` = 10.25); ``NUMERIC``: a number. Parsing accepts both. |
+| Date | ``date`` | int days since 1970-01-01 |
+| Time | ``int`` with ``connect.name = org.apache.kafka.connect.data.Time`` | int ms of the day |
+| Timestamp | ``timestamp`` | long ms since the epoch |
+| bytes | ``binary`` | Base64 string |
+
+**Where the parsed type comes from** (plan time), in this order: the caller's ``value_schema``/``key_schema``
+argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then,
+with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the first
+``schemas.sample.size`` messages (they must all map to the same Spark type). Otherwise it is a ConfigError
+naming ``<prefix>spark.schema``. The payload of every message is read with that plan-time type; the
+``schema`` part of each message is not re-read per message.
+
+Tombstones (null bytes) stay null and a null value serializes to null bytes. Invalid JSON, an envelope
+without exactly ``schema`` and ``payload``, and a payload that does not fit the type are record errors.
+A map with non-string keys is written and read as Kafka's array of ``[key, value]`` pairs only by the Avro
+converter; for JSON it is a plan-time error.
+
+>>> conv = JsonConverter({"schemas.enable": "false"})                      # doctest: +SKIP
+>>> df.select(conv.parse("value", "id BIGINT, name STRING").alias("value"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import (ArrayType, DataType, DateType, DecimalType, LongType, MapType, StringType,
+                               StructField, StructType, TimestampNTZType, TimestampType, VariantType,
+                               IntegerType)
+
+from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
+from ..errors import ConfigError, ConfigProblem, DataError
+from .base import Conversion, Converter, SPARK_SCHEMA_DOC
+from .connect_schema import connect_to_spark, spark_to_connect
+from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
+
+__all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
+
+_CORRUPT = "_kc_corrupt"
+_ENVELOPE_MESSAGE = ('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain '
+                     'additional fields. If you are trying to deserialize plain JSON data, set schemas.enable=false '
+                     'in your converter configuration.')
+
+
+def connect_schema_json(data_type: DataType, nullable: bool = True,
+                        metadata: Mapping[str, Any] | None = None) -> str | None:
+    """The envelope's ``schema`` text for a Spark type; ``None`` (JSON null) for a schemaless map."""
+    meta = dict(metadata or {})
+    if isinstance(data_type, MapType) and isinstance(data_type.keyType, StringType) and not meta:
+        return None
+    return json.dumps(spark_to_connect(data_type, nullable, meta), separators=(",", ":"))
+
+
+# -- parse: JSON text -> wire types (what from_json can read) -> Spark types ------------------------------
+
+def _wire(dt: DataType, key: str) -> DataType:
+    if isinstance(dt, DecimalType):
+        return VariantType()
+    if isinstance(dt, DateType):
+        return IntegerType()
+    if isinstance(dt, (TimestampType, TimestampNTZType)):
+        return LongType()
+    if isinstance(dt, StructType):
+        return StructType([StructField(f.name, _wire(f.dataType, key), f.nullable, f.metadata) for f in dt.fields])
+    if isinstance(dt, ArrayType):
+        return ArrayType(_wire(dt.elementType, key), dt.containsNull)
+    if isinstance(dt, MapType):
+        if not isinstance(dt.keyType, StringType):
+            raise ConfigError([ConfigProblem(key, f"JsonConverter reads maps with string keys only; "
+                                                  f"{dt.simpleString()} has {dt.keyType.simpleString()} keys")])
+        return MapType(StringType(), _wire(dt.valueType, key), dt.valueContainsNull)
+    return dt
+
+
+def _needs_fix(dt: DataType) -> bool:
+    if isinstance(dt, (DecimalType, DateType, TimestampType, TimestampNTZType)):
+        return True
+    if isinstance(dt, StructType):
+        return any(_needs_fix(f.dataType) for f in dt.fields)
+    if isinstance(dt, ArrayType):
+        return _needs_fix(dt.elementType)
+    if isinstance(dt, MapType):
+        return _needs_fix(dt.valueType)
+    return False
+
+
+def _or(a: Column | None, b: Column | None) -> Column | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a | b
+
+
+def _from_wire(c: Column, dt: DataType) -> tuple[Column, Column | None]:
+    """(typed value, bad) for a wire value; ``bad`` is true where a non-null wire value did not convert."""
+    if not _needs_fix(dt):
+        return c, None
+    if isinstance(dt, DecimalType):
+        is_text = F.schema_of_variant(c) == F.lit("STRING")
+        from_text = bytes_to_decimal(F.try_to_binary(F.try_variant_get(c, "$", "string"), F.lit("base64")), dt)
+        value = F.when(c.isNull() | F.is_variant_null(c), F.lit(None).cast(dt)) \
+            .when(is_text, from_text).otherwise(F.try_variant_get(c, "$", dt.simpleString()))
+        return value, c.isNotNull() & ~F.is_variant_null(c) & value.isNull()
+    if isinstance(dt, DateType):
+        return F.date_from_unix_date(c), None
+    if isinstance(dt, TimestampType):
+        return F.timestamp_millis(c), None
+    if isinstance(dt, TimestampNTZType):
+        return F.timestamp_millis(c).cast(dt), None
+    if isinstance(dt, StructType):
+        parts, bad = [], None
+        for f in dt.fields:
+            v, b = _from_wire(c[f.name], f.dataType)
+            parts.append(v.alias(f.name))
+            bad = _or(bad, b)
+        value = F.when(c.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(dt)
+        return value, bad
+    if isinstance(dt, ArrayType):
+        elem = dt.elementType
+        value = F.transform(c, lambda x: _from_wire(x, elem)[0])
+        probe = _from_wire(F.lit(None).cast(_wire(elem, "")), elem)[1]
+        bad = None if probe is None else F.exists(c, lambda x: F.coalesce(_from_wire(x, elem)[1], F.lit(False)))
+        return value, bad
+    if isinstance(dt, MapType):
+        vt = dt.valueType
+        value = F.transform_values(c, lambda _k, v: _from_wire(v, vt)[0])
+        probe = _from_wire(F.lit(None).cast(_wire(vt, "")), vt)[1]
+        bad = None if probe is None else F.exists(
+            F.map_values(c), lambda x: F.coalesce(_from_wire(x, vt)[1], F.lit(False)))
+        return value, bad
+    raise AssertionError(dt)
+
+
+# -- serialize: Spark types -> wire values -> to_json -------------------------------------------------------
+
+def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
+    if not _needs_fix(dt):
+        return c
+    if isinstance(dt, DecimalType):
+        return c if numeric_decimals else F.base64(decimal_to_bytes(c, dt))
+    if isinstance(dt, DateType):
+        return F.unix_date(c)
+    if isinstance(dt, TimestampType):
+        return F.unix_millis(c)
+    if isinstance(dt, TimestampNTZType):
+        return F.unix_millis(c.cast(TimestampType()))
+    if isinstance(dt, StructType):
+        parts = [_to_wire(c[f.name], f.dataType, numeric_decimals).alias(f.name) for f in dt.fields]
+        return F.when(c.isNull(), F.lit(None)).otherwise(F.struct(*parts))
+    if isinstance(dt, ArrayType):
+        return F.transform(c, lambda x: _to_wire(x, dt.elementType, numeric_decimals))
+    if isinstance(dt, MapType):
+        return F.transform_values(c, lambda _k, v: _to_wire(v, dt.valueType, numeric_decimals))
+    raise AssertionError(dt)
+
+
+def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int,
+                                key: str) -> tuple[DataType, dict[str, Any]]:
+    """The Spark type of the ``schema`` part of a sample of JSON envelopes in a batch DataFrame."""
+    if df.isStreaming:
+        raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
+                                              f"be inferred from its messages (a Spark DDL or JSON schema)")])
+    rows = (df.select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
+            .where(F.col("s").isNotNull()).limit(sample_size).distinct().limit(20).collect())
+    if not rows:
+        raise ConfigError([ConfigProblem(key, f"Set {key}: no JSON envelope with a schema in the first "
+                                              f"{sample_size} messages of column {column!r} to infer it from")])
+    found: dict[str, tuple[DataType, dict[str, Any]]] = {}
+    for r in rows:
+        try:
+            dt, _, meta = connect_to_spark(json.loads(r["s"]))
+        except (ValueError, DataError) as e:
+            raise ConfigError([ConfigProblem(key, f"Set {key}: a message's Connect schema is invalid ({e})")]) from e
+        found.setdefault(dt.json(), (dt, meta))
+    if len(found) > 1:
+        kinds = "; ".join(sorted(dt.simpleString() for dt, _ in found.values()))[:500]
+        raise ConfigError([ConfigProblem(key, f"Set {key}: the sampled messages carry {len(found)} different "
+                                              f"schemas ({kinds})")])
+    return next(iter(found.values()))
+
+
+class JsonConverter(Converter):
+    """``org.apache.kafka.connect.json.JsonConverter`` (also usable as ``header.converter``)."""
+
+    class_name = "org.apache.kafka.connect.json.JsonConverter"
+    config_def = (
+        ConfigDef()
+        .define("schemas.enable", Type.BOOLEAN, True, None, Importance.HIGH,
+                "Include schemas within each of the serialized values and keys (the {\"schema\", \"payload\"} "
+                "envelope).")
+        .define("schemas.cache.size", Type.INT, 1000, Range.at_least(0), Importance.HIGH,
+                "Kafka's cache of schemas; accepted for compatibility (schemas are resolved once per plan).")
+        .define("decimal.format", Type.STRING, "BASE64", CaseInsensitiveValidString("BASE64", "NUMERIC"),
+                Importance.LOW, "How Decimal values are serialized: BASE64 (Base64 of the unscaled bytes) or "
+                "NUMERIC (a JSON number). Parsing accepts both.")
+        .define("replace.null.with.default", Type.BOOLEAN, True, None, Importance.LOW,
+                "Kafka's option to replace a null by the schema's default; Spark types carry no defaults, so "
+                "nulls stay null.")
+        .define("spark.schema", Type.STRING, None, None, Importance.MEDIUM, SPARK_SCHEMA_DOC)
+        .define("schemas.sample.size", Type.INT, 1000, Range.at_least(1), Importance.LOW,
+                "With schemas.enable=true and no spark.schema: how many messages of a batch DataFrame are "
+                "sampled to find the Spark type from their \"schema\" part.")
+    )
+
+    @property
+    def schemas_enabled(self) -> bool:
+        return bool(self.config["schemas.enable"])
+
+    def default_parse_type(self, df: DataFrame | None, column: str | None) -> tuple[DataType, dict[str, Any]]:
+        key = self.key_name("spark.schema")
+        if not self.schemas_enabled or df is None or column is None:
+            why = "schemas.enable=false" if not self.schemas_enabled else "no DataFrame to sample"
+            raise ConfigError([ConfigProblem(key, f"Set {key}: JsonConverter needs the Spark type of the parsed "
+                                                  f"{self.side} ({why}; a Spark DDL or JSON schema)")])
+        return infer_schema_from_envelopes(df, column, self.config["schemas.sample.size"], key)
+
+    def parse_checked(self, col: Column, data_type: DataType, *, topic: Column | None = None) -> Conversion:
+        key = self.key_name("spark.schema")
+        wire = _wire(data_type, key)
+        text = col.cast("string")
+        opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+        if self.schemas_enabled:
+            st = StructType([StructField("schema", StringType()), StructField("payload", wire),
+                             StructField(_CORRUPT, StringType())])
+            parsed = F.from_json(text, st, opts)
+            keys = F.json_object_keys(text)
+            bad_envelope = F.coalesce((F.size(keys) != 2) | ~F.array_contains(keys, "schema")
+                                      | ~F.array_contains(keys, "payload"), F.lit(True))
+        else:
+            st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
+            parsed = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
+            bad_envelope = F.lit(False)
+        corrupt = parsed.isNull() | parsed[_CORRUPT].isNotNull()
+        value, bad_value = _from_wire(parsed["payload"], data_type)
+        snippet = F.substring(text, 1, 200)
+        fit = f"does not fit the schema {data_type.simpleString()[:300]}"
+        message = (F.when(corrupt, F.concat(F.lit(f"Converting byte[] to Kafka Connect data failed due to "
+                                                  f"serialization error: invalid JSON, or a payload that {fit}: "),
+                                            snippet))
+                   .when(bad_envelope, F.lit(_ENVELOPE_MESSAGE))
+                   .otherwise(F.concat(F.lit(f"Converting byte[] to Kafka Connect data failed: the payload {fit} "
+                                             f"(invalid Decimal): "), snippet)))
+        failed = col.isNotNull() & (corrupt | bad_envelope | F.coalesce(bad_value, F.lit(False)))
+        out = F.when(col.isNull() | failed, F.lit(None).cast(data_type)).otherwise(value)
+        return Conversion(out, failed, message)
+
+    def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
+                          topic: Column | None = None) -> Conversion:
+        numeric = self.config["decimal.format"].upper() == "NUMERIC"
+        payload = F.to_json(F.struct(_to_wire(col, data_type, numeric).alias("payload")),
+                            {"ignoreNullFields": "false"})  # '{"payload":X}'
+        if self.schemas_enabled:
+            try:
+                schema = connect_schema_json(data_type, True, metadata)
+            except DataError as e:
+                raise ConfigError([ConfigProblem(self.prefix.rstrip(".") or "data_type", str(e))]) from e
+            text = F.concat(F.lit('{"schema":' + (schema or "null") + ","), payload.substr(F.lit(2), F.length(payload)))
+        else:
+            text = payload.substr(F.lit(12), F.length(payload) - 12)
+        return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(F.encode(text, "UTF-8")))

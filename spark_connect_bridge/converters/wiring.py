@@ -1,0 +1,188 @@
+"""Apply a Kafka Connect config's ``key.converter``, ``value.converter`` and ``header.converter`` to a record
+DataFrame, in Kafka Connect's order:
+
+* source side, **after** the transforms: :func:`apply_source_converters` turns typed ``key``/``value``/header
+  values into bytes;
+* sink side, **before** the transforms: :func:`apply_sink_converters` turns binary ``key``/``value``/header
+  values into typed columns.
+
+A converter's sub-keys are the keys under its prefix (``value.converter.schemas.enable``); each converter
+class validates them with its ``config_def`` (an unknown sub-key is a ConfigError naming the full key, with a
+"did you mean"). Every config problem of the three converters is reported at once, when the wiring is built,
+before any action runs. **A missing converter key leaves its column as it is** (typed on the source side,
+binary on the sink side); there is no worker-level default here.
+
+A row that fails to convert is a record error (stage ``KEY_CONVERTER``/``VALUE_CONVERTER``/
+``HEADER_CONVERTER``, class = the converter's Kafka class name) through
+:func:`spark_connect_bridge.record_errors.checked`: strict DataFrames fail with the record's
+topic/partition/offset, tolerant ones (``_kc_error``) record it.
+
+>>> cfg = {"value.converter": "org.apache.kafka.connect.json.JsonConverter",      # doctest: +SKIP
+...        "value.converter.schemas.enable": "false",
+...        "value.converter.spark.schema": "id BIGINT, name STRING"}
+>>> typed = apply_sink_converters(kafka_df, cfg)                                    # doctest: +SKIP
+>>> back = apply_source_converters(typed, cfg)                                      # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BinaryType, DataType, StructType
+
+from ..errors import ConfigError, ConfigProblem
+from ..plugins import resolve_class
+from ..record_errors import checked
+from .base import Converter
+
+__all__ = ["CONVERTER_KEYS", "build_converters", "apply_source_converters", "apply_sink_converters"]
+
+CONVERTER_KEYS = {"key": "key.converter", "value": "value.converter", "headers": "header.converter"}
+STAGES = {"key": "KEY_CONVERTER", "value": "VALUE_CONVERTER", "headers": "HEADER_CONVERTER"}
+_TMP = "_kc_conv"
+
+
+def _lookup(config: Mapping[str, Any], key: str) -> Any:
+    if key in config:
+        return config[key]
+    low = key.lower()
+    return next((v for k, v in config.items() if k.lower() == low), None)
+
+
+def build_converters(config: Mapping[str, Any]) -> dict[str, Converter]:
+    """The configured converters by column (``key``, ``value``, ``headers``); raise one ConfigError listing
+    every problem. ``config`` (a whole connector config) is not modified."""
+    out: dict[str, Converter] = {}
+    errors: list[ConfigError] = []
+    for column, key in CONVERTER_KEYS.items():
+        name = _lookup(config, key)
+        if name is None or (isinstance(name, str) and not name.strip()):
+            continue
+        try:
+            if isinstance(name, Converter):
+                out[column] = name
+                continue
+            cls = name if isinstance(name, type) else resolve_class("converter", str(name).strip(), key=key)
+            if not issubclass(cls, Converter):
+                raise ConfigError([ConfigProblem(key, f"Invalid value {name} for configuration {key}: not a "
+                                                      f"spark_connect_bridge converter")])
+            if column == "headers" and not getattr(cls, "header_capable", True):
+                raise ConfigError([ConfigProblem(key, f"Invalid value {name} for configuration {key}: "
+                                                      f"{cls.__name__} cannot convert header values")])
+            out[column] = cls(config, is_key=(column == "key"), prefix=key + ".")
+        except ConfigError as e:
+            errors.append(e)
+    if errors:
+        raise ConfigError.merge(errors, context="converters")
+    return out
+
+
+def _header_value_type(df: DataFrame) -> DataType | None:
+    if "headers" not in df.columns:
+        return None
+    t = df.schema["headers"].dataType
+    if isinstance(t, ArrayType) and isinstance(t.elementType, StructType) and "value" in t.elementType.names:
+        return t.elementType["value"].dataType
+    return None
+
+
+def _apply(df: DataFrame, column: str, conv: Converter, *, parse: bool, data_type: DataType,
+           metadata: Mapping[str, Any] | None) -> DataFrame:
+    topic = F.col("topic") if "topic" in df.columns else None
+    stage, cls = STAGES[column], conv.class_name
+    if column != "headers":
+        c = (conv.parse_checked(F.col(column), data_type, topic=topic) if parse
+             else conv.serialize_checked(F.col(column), data_type, metadata=metadata, topic=topic))
+        if c.failed is None:
+            out = df.withColumn(column, c.value)
+        else:
+            staged = df.withColumn(_TMP, F.struct(c.value.alias("v"), c.failed.alias("f"), c.message.alias("m")))
+            out = checked(staged, {column: F.col(f"{_TMP}.v")}, failed=F.col(f"{_TMP}.f"),
+                          message=F.col(f"{_TMP}.m"), stage=stage, class_name=cls).drop(_TMP)
+        if parse and metadata:
+            out = out.withMetadata(column, dict(metadata))
+        return out
+
+    def one(h):
+        return (conv.parse_checked(h["value"], data_type, topic=topic) if parse
+                else conv.serialize_checked(h["value"], data_type, metadata=metadata, topic=topic))
+
+    probe = one(F.struct(F.lit(None).cast("string").alias("key"), F.lit(None).cast(
+        BinaryType() if parse else data_type).alias("value")))
+    new = F.transform(F.col("headers"), lambda h: F.struct(h["key"].alias("key"), one(h).value.alias("value")))
+    if probe.failed is None:
+        return df.withColumn("headers", new)
+    results = F.transform(F.col("headers"), lambda h: F.struct(
+        F.coalesce(one(h).failed, F.lit(False)).alias("f"),
+        F.concat(F.lit("header "), F.coalesce(h["key"], F.lit("null")), F.lit(": "),
+                 F.coalesce(one(h).message, F.lit(""))).alias("m")))
+    bad = F.filter(results, lambda r: r["f"])
+    return checked(df, {"headers": new}, failed=F.size(bad) > 0, message=bad[0]["m"], stage=stage,
+                   class_name=cls)
+
+
+def apply_source_converters(df: DataFrame, config: Mapping[str, Any]) -> DataFrame:
+    """Serialize typed ``key``/``value``/header values to bytes with the configured converters (source side,
+    after the transforms). Columns whose converter is not configured are left as they are.
+
+    >>> out = apply_source_converters(df, {"value.converter": "StringConverter"})   # doctest: +SKIP
+    """
+    convs = build_converters(config)
+    for column in ("key", "value", "headers"):
+        conv = convs.get(column)
+        if conv is None or column not in df.columns:
+            continue
+        if column == "headers":
+            dt = _header_value_type(df)
+            if dt is None or isinstance(dt, BinaryType):
+                continue  # already bytes
+            meta: Mapping[str, Any] = {}
+        else:
+            field = df.schema[column]
+            dt, meta = field.dataType, field.metadata
+        df = _apply(df, column, conv, parse=False, data_type=dt, metadata=meta)
+    return df
+
+
+def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schema: DataType | str | None = None,
+                          value_schema: DataType | str | None = None,
+                          header_schema: DataType | str | None = None) -> DataFrame:
+    """Parse binary ``key``/``value``/header values into typed columns with the configured converters (sink
+    side, before the transforms). ``key_schema``/``value_schema``/``header_schema`` (a Spark type or DDL) take
+    precedence over the converters' own ways to find the type (see each converter).
+
+    >>> typed = apply_sink_converters(df, cfg, value_schema="id BIGINT, name STRING")   # doctest: +SKIP
+    """
+    from .base import parse_spark_type
+
+    convs = build_converters(config)
+    explicit = {"key": key_schema, "value": value_schema, "headers": header_schema}
+    plans: list[tuple[str, Converter, DataType, dict[str, Any]]] = []
+    errors: list[ConfigError] = []
+    for column in ("key", "value", "headers"):
+        conv = convs.get(column)
+        if conv is None or column not in df.columns:
+            continue
+        try:
+            given = explicit[column]
+            if isinstance(given, str):
+                given = parse_spark_type(given, key=f"{column}_schema")
+            dt, meta = conv.resolve_parse_type(df, column if column != "headers" else None, given)
+            plans.append((column, conv, dt, meta))
+        except ConfigError as e:
+            errors.append(e)
+    if errors:
+        raise ConfigError.merge(errors, context="converters")
+    for column, conv, dt, meta in plans:
+        current = _header_value_type(df) if column == "headers" else df.schema[column].dataType
+        if current is not None and not isinstance(current, BinaryType):
+            if column == "headers":
+                continue
+            raise ConfigError([ConfigProblem(CONVERTER_KEYS[column],
+                                             f"{CONVERTER_KEYS[column]} parses binary {column}s; the {column} "
+                                             f"column is {current.simpleString()}")])
+        df = _apply(df, column, conv, parse=True, data_type=dt, metadata=meta)
+    return df
+
