@@ -86,7 +86,8 @@ class InsertField(KeyOrValue):
             for key, name in self.inserts:
                 v, _ = self._value(key, df, False)
                 new = new.withField(name, v)
-            return Step({self.target: F.when(op.isNull(), op).otherwise(new)})
+            # update_fields of a null struct is null: a tombstone passes through.
+            return Step({self.target: new})
         if k == "map":
             entries = []
             skip_when_null = []
