@@ -1,0 +1,672 @@
+"""Confluent's JDBC sink connector (``io.confluent.connect.jdbc.JdbcSinkConnector``), exactly once, in bulk.
+
+Input records are typed: ``value`` a struct (its fields become columns), ``key`` a struct or a primitive
+(``pk.mode=record_key``). ``insert.mode`` insert / upsert / update, ``pk.mode`` none / kafka / record_key /
+record_value, ``pk.fields``, ``fields.whitelist``, ``table.name.format`` (``${topic}``), ``auto.create``,
+``auto.evolve`` (adds columns and, beyond Confluent, widens integer/float/text types), ``delete.enabled``
+(a tombstone deletes its key's row) and ``db.timezone`` behave as Confluent's.
+
+**Exactly once.** Executors stage their rows in bulk into a staging table per task (PostgreSQL: an UNLOGGED
+table filled by ADBC ingest, i.e. binary COPY; MariaDB: multi-row INSERTs; SQLite: executemany). The driver's
+:meth:`JdbcSinkConnector.commit` then, in **one database transaction**, applies the staged rows of the batch
+(last record per key wins; tombstones become DELETEs; upserts are ``INSERT ... SELECT ... ON CONFLICT`` /
+``ON DUPLICATE KEY UPDATE``) and records ``(app_id, batch_id)`` in the offsets table
+(``offsets.table.name``, default ``__kconnect_offsets``). A replayed batch finds its id there and is skipped; a
+crash before the commit leaves only staging tables, which are dropped later.
+
+**Row errors.** When the database rejects the batch because of its data (a constraint, a value out of range),
+the driver bisects the batch under savepoints to find the rejected rows. With ``errors.tolerance=none`` the
+batch fails naming the first rejected record's topic/partition/offset; with ``errors.tolerance=all`` the other
+rows are committed and the rejected ones are handed to :meth:`JdbcSinkConnector.report_rejected` (logged, and
+kept in :attr:`JdbcSinkConnector.last_rejected` for the pipeline's dead-letter routing). Connection errors,
+deadlocks and serialization failures are retried with backoff (``errors.retry.timeout``,
+``errors.retry.delay.max.ms``) and then raise :class:`~spark_connect_bridge.errors.RetriableError`.
+
+>>> (df.writeStream.format("kconnect")                                              # doctest: +SKIP
+...    .option("connector.class", "io.confluent.connect.jdbc.JdbcSinkConnector")
+...    .option("connection.url", "jdbc:postgresql://127.0.0.1:5432/shop")
+...    .option("insert.mode", "upsert").option("pk.mode", "record_key").option("delete.enabled", "true")
+...    .option("auto.create", "true").option("checkpointLocation", "/tmp/ckpt").start())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
+from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
+from ..base import CommitContext, SinkConnector, WriteContext
+from .dialects import Dialect, dialect_for, parse_jdbc_url, with_retries
+
+__all__ = ["JdbcSinkConnector", "RejectedRecord"]
+
+log = logging.getLogger(__name__)
+
+_META = ("__kc_op", "__kc_ord", "__kc_topic", "__kc_kpart", "__kc_koff")
+_KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
+
+
+def _check(cfg: Any) -> Any:
+    mode, pk = cfg["insert.mode"].lower(), cfg["pk.mode"].lower()
+    if cfg["delete.enabled"] and pk != "record_key":
+        yield ConfigProblem("delete.enabled", "Invalid value true for configuration delete.enabled: deletes need "
+                                              "pk.mode=record_key (the tombstone's key names the row)")
+    if mode in ("upsert", "update") and pk == "none":
+        yield ConfigProblem("pk.mode", f"Invalid value none for configuration pk.mode: insert.mode={mode} needs "
+                                       "a primary key (kafka, record_key or record_value)")
+    if pk == "kafka" and cfg["pk.fields"] and len(cfg["pk.fields"]) != 3:
+        yield ConfigProblem("pk.fields", "Invalid value for configuration pk.fields: pk.mode=kafka takes exactly "
+                                         "three names (topic, partition, offset columns)")
+    if pk == "record_value" and not cfg["pk.fields"]:
+        yield ConfigProblem("pk.fields", "Invalid value for configuration pk.fields: pk.mode=record_value needs "
+                                         "the value fields that form the primary key")
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            doc="JDBC connection URL: jdbc:postgresql://, jdbc:mysql://, jdbc:mariadb:// or jdbc:sqlite:<path>.",
+            group="Connection")
+    .define("connection.user", Type.STRING, None, importance=Importance.HIGH, doc="JDBC connection user.",
+            group="Connection")
+    .define("connection.password", Type.PASSWORD, None, importance=Importance.HIGH,
+            doc="JDBC connection password (never logged or shown).", group="Connection")
+    .define("connection.attempts", Type.INT, 3, Range.at_least(1), Importance.LOW,
+            "Maximum number of attempts to get a valid connection.", group="Connection")
+    .define("connection.backoff.ms", Type.LONG, 10000, Range.at_least(0), Importance.LOW,
+            "Backoff time in ms between connection attempts.", group="Connection")
+    .define("dialect.name", Type.STRING, "", importance=Importance.LOW,
+            doc="Database dialect; chosen from connection.url when empty.", group="Connection")
+    .define("insert.mode", Type.STRING, "insert", CaseInsensitiveValidString("insert", "upsert", "update"),
+            Importance.HIGH, "insert, upsert (insert or update by primary key) or update.", group="Writes")
+    .define("batch.size", Type.INT, 3000, Range.at_least(1), Importance.MEDIUM,
+            "Rows per staged chunk (writes are bulk; a micro-batch is committed as one transaction).",
+            group="Writes")
+    .define("delete.enabled", Type.BOOLEAN, False, importance=Importance.MEDIUM,
+            doc="Treat tombstones (null values) as deletes of their key's row; needs pk.mode=record_key.",
+            group="Writes")
+    .define("table.types", Type.LIST, ["TABLE"], importance=Importance.LOW,
+            doc="Kinds of destination tables: TABLE, VIEW.", group="Writes")
+    .define("table.name.format", Type.STRING, "${topic}", NonEmptyString(), Importance.MEDIUM,
+            "Destination table name; ${topic} is replaced by the record's topic (schema.table allowed).",
+            group="Data Mapping")
+    .define("pk.mode", Type.STRING, "none", CaseInsensitiveValidString("none", "kafka", "record_key",
+                                                                        "record_value"), Importance.HIGH,
+            "Where the primary key comes from: none, kafka (topic/partition/offset), record_key, record_value.",
+            group="Data Mapping")
+    .define("pk.fields", Type.LIST, [], importance=Importance.MEDIUM,
+            doc="Primary key field names (see pk.mode).", group="Data Mapping")
+    .define("fields.whitelist", Type.LIST, [], importance=Importance.MEDIUM,
+            doc="Value fields to write (all when empty).", group="Data Mapping")
+    .define("db.timezone", Type.STRING, "UTC", importance=Importance.MEDIUM,
+            doc="Time zone of TIMESTAMP-without-time-zone (DATETIME) columns.", group="Data Mapping")
+    .define("auto.create", Type.BOOLEAN, False, importance=Importance.MEDIUM,
+            doc="CREATE TABLE a missing destination table from the record schema.", group="DDL Support")
+    .define("auto.evolve", Type.BOOLEAN, False, importance=Importance.MEDIUM,
+            doc="ALTER TABLE to add missing columns (and widen integer/float/text types).", group="DDL Support")
+    .define("quote.sql.identifiers", Type.STRING, "always", CaseInsensitiveValidString("always", "never"),
+            Importance.MEDIUM, "Quote identifiers; 'never' accepts only plain names.", group="DDL Support")
+    .define("max.retries", Type.INT, 10, Range.at_least(0), Importance.MEDIUM,
+            "Confluent's retry count; here retries follow errors.retry.timeout (used when that is 0: "
+            "max.retries × retry.backoff.ms).", group="Retries")
+    .define("retry.backoff.ms", Type.INT, 3000, Range.at_least(0), Importance.MEDIUM,
+            "Confluent's backoff between retries.", group="Retries")
+    .define("trim.sensitive.log", Type.BOOLEAN, False, importance=Importance.LOW,
+            doc="Accepted for compatibility: values are never logged.", group="Retries")
+    .define("offsets.table.name", Type.STRING, "__kconnect_offsets", NonEmptyString(), Importance.LOW,
+            "Table recording the last committed micro-batch per query (exactly-once).", group="Exactly once")
+    .define("fault.injection.point", Type.STRING, "none",
+            CaseInsensitiveValidString("none", "after-stage", "after-apply"), Importance.LOW,
+            "Testing only: fail the commit after staging (before the transaction) or after the transaction "
+            "committed (before Spark records the batch).", group="Exactly once")
+    .check(_check)
+)
+
+
+@dataclass(frozen=True)
+class _Stage:
+    table: str  # destination table name (unquoted, maybe schema.table)
+    stage: str  # staging table name
+    columns: tuple[tuple[str, str], ...]  # data columns (name, arrow type string)
+    pk: tuple[str, ...]
+    rows: int
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """Commit message of one task: its staging tables."""
+
+    partition_id: int
+    stages: tuple[_Stage, ...]
+
+
+@dataclass(frozen=True)
+class RejectedRecord:
+    """A record the database rejected: its coordinates and the error."""
+
+    topic: str | None
+    partition: int | None
+    offset: int | None
+    error: str
+
+
+class JdbcSinkConnector(SinkConnector):
+    """Writes records to PostgreSQL, MariaDB/MySQL or SQLite tables (Confluent's JDBC sink), exactly once."""
+
+    kafka_class = "io.confluent.connect.jdbc.JdbcSinkConnector"
+    delivery = "exactly-once"
+    config_def = CONFIG_DEF
+
+    def __init__(self, config: Any, *, name: str):
+        super().__init__(config, name=name)
+        self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
+                                    config.get("connection.password"))
+        self.last_rejected: list[RejectedRecord] = []
+
+    def _dialect(self) -> Dialect:
+        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
+                           timezone=self.config["db.timezone"])
+
+    def _retry(self, fn: Any, what: str) -> Any:
+        timeout = self.config["errors.retry.timeout"]
+        if timeout == 0:
+            timeout = self.config["max.retries"] * self.config["retry.backoff.ms"]
+        return with_retries(fn, self._dialect(), timeout_ms=timeout,
+                            max_delay_ms=self.config["errors.retry.delay.max.ms"], what=what)
+
+    @property
+    def _pk_mode(self) -> str:
+        return self.config["pk.mode"].lower()
+
+    # -- driver: input checks -----------------------------------------------------------------------
+    def validate_input(self, schema: Any) -> None:
+        from pyspark.sql.types import ArrayType, MapType, StructType
+
+        names = schema.fieldNames()
+        problems = []
+        if "value" not in names:
+            raise DataError(f"The JDBC sink needs a 'value' column; the input has {names}")
+        vt = schema["value"].dataType
+        if not isinstance(vt, StructType):
+            raise DataError(f"The JDBC sink needs struct values (a schema'd record, e.g. JsonConverter with "
+                            f"schemas.enable=true or Avro); the value is {vt.simpleString()}")
+        for f in vt.fields:
+            if isinstance(f.dataType, (StructType, MapType, ArrayType)):
+                problems.append(f"value field {f.name!r} is {f.dataType.simpleString()}: only primitive fields "
+                                f"can be written to a column (flatten it with the Flatten transform)")
+        pk = self._pk_mode
+        fields = self.config["pk.fields"]
+        if pk == "record_key":
+            if "key" not in names:
+                problems.append("pk.mode=record_key needs a 'key' column")
+            else:
+                kt = schema["key"].dataType
+                if isinstance(kt, StructType):
+                    missing = [f for f in fields if f not in kt.fieldNames()]
+                    if missing:
+                        problems.append(f"pk.fields {missing} are not fields of the key {kt.simpleString()}")
+                elif len(fields) != 1:
+                    problems.append("pk.mode=record_key with a primitive key needs exactly one pk.fields name "
+                                    "(the column for the key)")
+        if pk == "record_value":
+            missing = [f for f in fields if f not in vt.fieldNames()]
+            if missing:
+                problems.append(f"pk.fields {missing} are not fields of the value {vt.simpleString()}")
+        if problems:
+            raise ConfigError([ConfigProblem("pk.fields" if "pk" in p else "", p) for p in problems],
+                              context=f"connector {self.name!r} (JdbcSinkConnector)")
+
+    # -- executor: stage --------------------------------------------------------------------------------
+    def _table_name(self, topic: str) -> str:
+        return self.config["table.name.format"].replace("${topic}", topic)
+
+    def _rows(self, batch: Any, part: int, seq: int) -> dict[str, Any]:
+        """Flatten one record batch into {table name: Arrow table of data + meta columns}."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = batch.num_rows
+        col = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
+        value = col["value"]
+        topic = col.get("topic", pa.nulls(n, pa.string()))
+        kpart = col.get("partition", pa.nulls(n, pa.int32()))
+        koff = col.get("offset", pa.nulls(n, pa.int64()))
+        tomb = value.is_null()
+        if pc.any(tomb).as_py():
+            if not self.config["delete.enabled"]:
+                i = pc.index(tomb, True).as_py()
+                raise RecordError("JDBC sink: a tombstone (null value) arrived and delete.enabled=false; "
+                                  "set delete.enabled=true (with pk.mode=record_key) or drop tombstones with "
+                                  "a Filter transform", stage="TASK_PUT", topic=topic[i].as_py(),
+                                  partition=kpart[i].as_py(), offset=koff[i].as_py())
+        out: dict[str, Any] = {}
+        pk = self._pk_mode
+        fields = self.config["pk.fields"]
+        if pk == "kafka":
+            names = fields or list(_KAFKA_PK)
+            out.update({names[0]: topic, names[1]: kpart, names[2]: koff})
+        elif pk == "record_key":
+            key = col["key"]
+            if pa.types.is_struct(key.type):
+                kids = key.flatten()
+                for f, a in zip(key.type, kids):
+                    if not fields or f.name in fields:
+                        out[f.name] = a
+            else:
+                out[fields[0]] = key
+        pk_cols = list(out) if pk in ("kafka", "record_key") else list(fields) if pk == "record_value" else []
+        white = set(self.config["fields.whitelist"])
+        for f, a in zip(value.type, value.flatten()):
+            if f.name in out:
+                continue
+            if white and f.name not in white and f.name not in pk_cols:
+                continue
+            out[f.name] = a
+        out["__kc_op"] = pc.if_else(tomb, "d", "u")
+        out["__kc_ord"] = pa.array(np.arange(seq, seq + n, dtype=np.int64) + (part << 40))
+        out["__kc_topic"], out["__kc_kpart"], out["__kc_koff"] = topic, kpart.cast(pa.int32()), koff.cast(pa.int64())
+        for k, a in list(out.items()):
+            if pa.types.is_large_string(a.type):
+                out[k] = a.cast(pa.string())
+        table = pa.table(out)
+        tables = {}
+        topics = pc.unique(topic).to_pylist()
+        for t in topics:
+            sub = table if len(topics) == 1 else table.filter(pc.equal(topic, t))
+            name = self._table_name(t or "")
+            tables[name] = (sub, tuple(pk_cols))
+        return tables
+
+    def write(self, batches: Iterator[Any], ctx: WriteContext) -> _Staged | None:
+        d = self._dialect()
+        conn = self._retry(d.connect, "connect")
+        stages: dict[str, dict[str, Any]] = {}
+        prefix = self._stage_prefix(ctx.app_id, ctx.batch_id)
+        seq = 0
+        self._adbc = None
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                for name, (table, pk) in self._rows(batch, ctx.partition_id, seq).items():
+                    st = stages.get(name)
+                    if st is None:
+                        st = stages[name] = {"stage": f"{prefix}{uuid.uuid4().hex[:8]}", "schema": table.schema,
+                                             "pk": pk, "rows": 0}
+                        self._retry(lambda: self._create_stage(conn, d, st["stage"], table.schema),
+                                    "create staging table")
+                    elif not table.schema.equals(st["schema"]):
+                        table = table.select(st["schema"].names).cast(st["schema"])
+                    for chunk in table.to_batches(max_chunksize=max(self.config["batch.size"], 50_000)):
+                        self._retry(lambda: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
+                    st["rows"] += table.num_rows
+                seq += batch.num_rows
+            if d.info.kind != "postgresql":
+                conn.commit()
+        finally:
+            conn.close()
+            if self._adbc is not None:
+                self._adbc.close()
+                self._adbc = None
+        if not stages:
+            return None
+        return _Staged(ctx.partition_id, tuple(
+            _Stage(name, st["stage"], tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
+                   st["pk"], st["rows"]) for name, st in stages.items()))
+
+    @staticmethod
+    def _stage_prefix(app_id: str, batch_id: int | None) -> str:
+        app = hashlib.sha256(app_id.encode()).hexdigest()[:10]
+        return f"__kc_s_{app}_{'b' if batch_id is None else batch_id}_"
+
+    def _create_stage(self, conn: Any, d: Dialect, stage: str, schema: Any) -> None:
+        cols = ", ".join(f"{d.quote(f.name)} {self._stage_type(d, f)}" for f in schema)
+        kind = "UNLOGGED TABLE" if d.info.kind == "postgresql" else "TABLE"
+        cur = conn.cursor()
+        cur.execute(f"CREATE {kind} {d.quote(stage)} ({cols})")
+        cur.close()
+        conn.commit()
+
+    @staticmethod
+    def _stage_type(d: Dialect, f: Any) -> str:
+        import pyarrow as pa
+
+        if f.name == "__kc_op":
+            return "CHAR(1)"
+        if f.name in ("__kc_topic",):
+            return "VARCHAR(255)" if d.info.kind == "mysql" else "TEXT"
+        if d.info.kind == "mysql" and pa.types.is_string(f.type):
+            return "LONGTEXT"
+        return d.sql_type(f.type)
+
+    def _stage_rows(self, conn: Any, d: Dialect, stage: str, chunk: Any) -> None:
+        import pyarrow as pa
+
+        if d.info.kind == "postgresql":
+            # ADBC bulk ingest = binary COPY into the staging table, straight from Arrow.
+            if self._adbc is None:
+                self._adbc = d.adbc_connect()
+            try:
+                cur = self._adbc.cursor()
+                cur.adbc_ingest(stage, pa.Table.from_batches([chunk]), mode="append")
+                cur.close()
+                self._adbc.commit()
+            except Exception:
+                self._adbc.close()
+                self._adbc = None
+                raise
+            return
+        cols = [self._py_column(d, chunk.column(i)) for i in range(chunk.num_columns)]
+        rows = list(zip(*cols))
+        names = ", ".join(d.quote(n) for n in chunk.schema.names)
+        ph = ", ".join([d.param] * chunk.num_columns)
+        cur = conn.cursor()
+        if d.info.kind == "sqlite":
+            cur.execute("BEGIN")
+        cur.executemany(f"INSERT INTO {d.quote(stage)} ({names}) VALUES ({ph})", rows)
+        if d.info.kind == "sqlite":
+            cur.execute("COMMIT")
+        cur.close()
+
+    def _py_column(self, d: Dialect, a: Any) -> list:
+        """Python values for DB-API drivers (MariaDB/SQLite): timestamps as db.timezone wall time."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        t = a.type
+        if pa.types.is_timestamp(t):
+            if t.tz is not None:
+                a = pc.local_timestamp(a.cast(pa.timestamp("us", tz=self.config["db.timezone"])))
+            if d.info.kind == "sqlite":
+                return pc.strftime(a, format="%Y-%m-%d %H:%M:%S").to_pylist() if len(a) else []
+            return a.to_pylist()
+        if d.info.kind == "sqlite" and (pa.types.is_decimal(t) or pa.types.is_date(t)):
+            return a.cast(pa.string()).to_pylist()
+        return a.to_pylist()
+
+    # -- driver: commit ---------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[_Staged], ctx: CommitContext) -> None:
+        d = self._dialect()
+        stages = [s for m in messages if m is not None for s in m.stages]
+        try:
+            self._retry(lambda: self._commit_once(d, stages, ctx), "commit")
+        finally:
+            if self.config["fault.injection.point"].lower() != "after-stage":
+                self._retry(lambda: self._drop_stages(d, ctx, stages), "drop staging tables")
+
+    def abort(self, messages: Sequence[_Staged], ctx: CommitContext) -> None:
+        stages = [s for m in messages if m is not None for s in m.stages]
+        self._retry(lambda: self._drop_stages(self._dialect(), ctx, stages), "drop staging tables")
+
+    def _commit_once(self, d: Dialect, stages: list[_Stage], ctx: CommitContext) -> None:
+        conn = d.connect()
+        try:
+            cur = conn.cursor()
+            off = d.table(self.config["offsets.table.name"])
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {off} (app_id VARCHAR(255) NOT NULL PRIMARY KEY, "
+                        "batch_id BIGINT NOT NULL)")
+            conn.commit()
+            if ctx.batch_id is not None and self._done(cur, d, ctx, lock=False):
+                log.info("JDBC sink %s: batch %s of %s already committed; skipping the replay", self.name,
+                         ctx.batch_id, ctx.app_id)
+                return
+            by_table: dict[str, list[_Stage]] = {}
+            for s in stages:
+                by_table.setdefault(s.table, []).append(s)
+            for table, ss in by_table.items():
+                self._ensure_table(conn, d, table, ss)  # DDL outside the data transaction (MySQL commits DDL)
+            if self.config["fault.injection.point"].lower() == "after-stage":
+                raise ConnectError("fault injected after staging (fault.injection.point=after-stage)")
+            self._begin(cur, d)
+            if ctx.batch_id is not None and self._done(cur, d, ctx, lock=True):
+                conn.rollback()
+                return
+            rejected: list[RejectedRecord] = []
+            for table, ss in by_table.items():
+                rejected += self._apply(conn, cur, d, table, ss)
+            if ctx.batch_id is not None:
+                self._record(cur, d, ctx)
+            conn.commit()
+            self.last_rejected = rejected
+            if rejected:
+                self.report_rejected(rejected, ctx)
+        except BaseException:
+            try:
+                conn.rollback()
+            except Exception:  # noqa: BLE001 - the original error matters; the connection is closed below
+                log.debug("rollback failed", exc_info=True)
+            raise
+        finally:
+            conn.close()
+        if self.config["fault.injection.point"].lower() == "after-apply":
+            raise ConnectError("fault injected after the commit transaction (fault.injection.point=after-apply)")
+
+    def report_rejected(self, rejected: list[RejectedRecord], ctx: CommitContext) -> None:
+        """Hook for rows the database rejected under ``errors.tolerance=all`` (the pipeline routes them to the
+        dead-letter sink); logs each one."""
+        for r in rejected:
+            log.warning("JDBC sink %s rejected record topic=%s partition=%s offset=%s: %s", self.name, r.topic,
+                        r.partition, r.offset, r.error)
+
+    @staticmethod
+    def _begin(cur: Any, d: Dialect) -> None:
+        if d.info.kind == "sqlite":
+            cur.execute("BEGIN IMMEDIATE")
+        elif d.info.kind == "mysql":
+            cur.execute("START TRANSACTION")
+
+    def _done(self, cur: Any, d: Dialect, ctx: CommitContext, *, lock: bool) -> bool:
+        off = d.table(self.config["offsets.table.name"])
+        lock_sql = " FOR UPDATE" if lock and d.info.kind != "sqlite" else ""
+        cur.execute(d.sql(f"SELECT batch_id FROM {off} WHERE app_id = {{p}}{lock_sql}"), (ctx.app_id,))
+        row = cur.fetchone()
+        return row is not None and int(row[0]) >= int(ctx.batch_id)
+
+    def _record(self, cur: Any, d: Dialect, ctx: CommitContext) -> None:
+        off = d.table(self.config["offsets.table.name"])
+        if d.info.kind == "mysql":
+            cur.execute(f"INSERT INTO {off} (app_id, batch_id) VALUES (%s, %s) "
+                        "ON DUPLICATE KEY UPDATE batch_id = VALUES(batch_id)", (ctx.app_id, ctx.batch_id))
+        else:
+            cur.execute(d.sql(f"INSERT INTO {off} (app_id, batch_id) VALUES ({{p}}, {{p}}) ON CONFLICT (app_id) "
+                              "DO UPDATE SET batch_id = excluded.batch_id"), (ctx.app_id, ctx.batch_id))
+
+    # -- DDL ------------------------------------------------------------------------------------------
+    def _existing_columns(self, cur: Any, d: Dialect, table: str) -> dict[str, str] | None:
+        parts = table.split(".")
+        if d.info.kind == "sqlite":
+            cur.execute("SELECT name, type FROM pragma_table_info(?)", (parts[-1],))
+            rows = cur.fetchall()
+        elif d.info.kind == "postgresql":
+            schema = parts[0] if len(parts) > 1 else None
+            cur.execute("SELECT column_name, CASE WHEN data_type = 'numeric' THEN 'numeric' ELSE data_type END "
+                        "FROM information_schema.columns WHERE table_name = %s AND table_schema = "
+                        "COALESCE(%s, current_schema())", (parts[-1], schema))
+            rows = cur.fetchall()
+        else:
+            cur.execute("SELECT column_name, column_type FROM information_schema.columns WHERE table_name = %s "
+                        "AND table_schema = COALESCE(%s, DATABASE())", (parts[-1], parts[0] if len(parts) > 1
+                                                                        else None))
+            rows = cur.fetchall()
+        return {r[0]: r[1] for r in rows} if rows else None
+
+    def _ensure_table(self, conn: Any, d: Dialect, table: str, ss: list[_Stage]) -> None:
+        from .source import _parse_type
+
+        cols: dict[str, Any] = {}
+        for s in ss:
+            for n, t in s.columns:
+                cols.setdefault(n, _parse_type(t) if t != "string" else None)
+        pk = ss[0].pk
+        cur = conn.cursor()
+        have = self._existing_columns(cur, d, table)
+        if have is None:
+            if not self.config["auto.create"]:
+                raise ConnectError(f"Table {table!r} is missing and auto.create is disabled")
+            defs = []
+            for n, t in cols.items():
+                sql_t = d.sql_type(t, key=n in pk) if t is not None else \
+                    ("VARCHAR(255)" if n in pk and d.info.kind == "mysql" else "TEXT")
+                defs.append(f"{d.quote(n)} {sql_t}{' NOT NULL' if n in pk else ''}")
+            if pk:
+                defs.append(f"PRIMARY KEY ({', '.join(d.quote(c) for c in pk)})")
+            q = f"CREATE TABLE IF NOT EXISTS {d.table(table)} ({', '.join(defs)})"
+            log.info("JDBC sink %s: auto-creating table %s", self.name, table)
+            cur.execute(q)
+            conn.commit()
+            return
+        missing = [n for n in cols if n not in have]
+        if missing and not self.config["auto.evolve"]:
+            raise ConnectError(f"Table {table!r} is missing columns {missing} and auto.evolve is disabled")
+        changed = False
+        for n in missing:
+            t = cols[n]
+            sql_t = d.sql_type(t) if t is not None else ("LONGTEXT" if d.info.kind == "mysql" else "TEXT")
+            cur.execute(f"ALTER TABLE {d.table(table)} ADD COLUMN {d.quote(n)} {sql_t}")
+            changed = True
+        if self.config["auto.evolve"]:
+            for n, t in cols.items():
+                if n in have and t is not None:
+                    wider = d.widen(have[n], d.sql_type(t))
+                    if wider:
+                        if d.info.kind == "postgresql":
+                            cur.execute(f"ALTER TABLE {d.table(table)} ALTER COLUMN {d.quote(n)} TYPE {wider}")
+                        elif d.info.kind == "mysql":
+                            cur.execute(f"ALTER TABLE {d.table(table)} MODIFY COLUMN {d.quote(n)} {wider}")
+                        changed = True
+        if changed:
+            conn.commit()
+
+    # -- apply ------------------------------------------------------------------------------------------
+    def _source_sql(self, d: Dialect, ss: list[_Stage], cols: list[str], pk: tuple[str, ...]) -> str:
+        sel = ", ".join(d.quote(c) for c in cols + list(_META))
+        union = " UNION ALL ".join(f"SELECT {sel} FROM {d.quote(s.stage)}" for s in ss)
+        if not pk:
+            return f"SELECT * FROM ({union}) kc_u"
+        part = ", ".join(d.quote(c) for c in pk)
+        return (f"SELECT * FROM (SELECT kc_u.*, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY "
+                f"{d.quote('__kc_ord')} DESC) AS kc_rn FROM ({union}) kc_u) kc_d WHERE kc_rn = 1")
+
+    def _statements(self, d: Dialect, table: str, ss: list[_Stage], rng: tuple[int, int] | None) -> list:
+        cols = []
+        for s in ss:
+            for n, _ in s.columns:
+                if n not in cols:
+                    cols.append(n)
+        # Every stage must have the same columns for the UNION: stages of one table come from one schema.
+        pk = ss[0].pk
+        src = self._source_sql(d, ss, cols, pk)
+        where, params = "", []
+        if rng is not None:
+            where = f" AND {d.quote('__kc_ord')} BETWEEN {{p}} AND {{p}}"
+            params = [rng[0], rng[1]]
+        tgt = d.table(table)
+        qcols = ", ".join(d.quote(c) for c in cols)
+        ups = f"SELECT {qcols} FROM ({src}) kc_s WHERE {d.quote('__kc_op')} = 'u'{where}"
+        mode = self.config["insert.mode"].lower()
+        stmts = []
+        if pk and self.config["delete.enabled"]:
+            keys = ", ".join(d.quote(c) for c in pk)
+            stmts.append((f"DELETE FROM {tgt} WHERE ({keys}) IN (SELECT {keys} FROM ({src}) kc_s WHERE "
+                          f"{d.quote('__kc_op')} = 'd'{where})", params))
+        non_pk = [c for c in cols if c not in pk]
+        if mode == "insert":
+            stmts.append((f"INSERT INTO {tgt} ({qcols}) {ups}", params))
+        elif mode == "upsert":
+            if d.info.kind == "mysql":
+                upd = ", ".join(f"{d.quote(c)} = VALUES({d.quote(c)})" for c in (non_pk or pk[:1]))
+                stmts.append((f"INSERT INTO {tgt} ({qcols}) {ups} ON DUPLICATE KEY UPDATE {upd}", params))
+            else:
+                conflict = ", ".join(d.quote(c) for c in pk)
+                action = "DO UPDATE SET " + ", ".join(f"{d.quote(c)} = excluded.{d.quote(c)}" for c in non_pk) \
+                    if non_pk else "DO NOTHING"
+                stmts.append((f"INSERT INTO {tgt} ({qcols}) {ups} ON CONFLICT ({conflict}) {action}", params))
+        else:  # update
+            if non_pk:
+                on = " AND ".join(f"{tgt}.{d.quote(c)} = kc_s.{d.quote(c)}" for c in pk)
+                if d.info.kind == "mysql":
+                    sets = ", ".join(f"{tgt}.{d.quote(c)} = kc_s.{d.quote(c)}" for c in non_pk)
+                    stmts.append((f"UPDATE {tgt} JOIN ({ups.replace(f'SELECT {qcols}', f'SELECT {qcols}', 1)}) "
+                                  f"kc_s ON {on} SET {sets}", params))
+                else:
+                    sets = ", ".join(f"{d.quote(c)} = kc_s.{d.quote(c)}" for c in non_pk)
+                    stmts.append((f"UPDATE {tgt} SET {sets} FROM ({ups}) kc_s WHERE {on}", params))
+        return stmts
+
+    def _run(self, cur: Any, d: Dialect, stmts: list) -> None:
+        for q, params in stmts:
+            cur.execute(d.sql(q), params)
+
+    def _apply(self, conn: Any, cur: Any, d: Dialect, table: str, ss: list[_Stage]) -> list[RejectedRecord]:
+        """Apply the staged rows of ``table``; on a data error, bisect to the rejected rows."""
+        cur.execute("SAVEPOINT kc_all")
+        try:
+            self._run(cur, d, self._statements(d, table, ss, None))
+            cur.execute("RELEASE SAVEPOINT kc_all")
+            return []
+        except Exception as e:  # noqa: BLE001 - data errors are isolated below, the rest re-raised
+            if not d.is_data_error(e):
+                raise
+            cur.execute("ROLLBACK TO SAVEPOINT kc_all")
+        # Bisect over the batch order (only on this failure path).
+        pk = ss[0].pk
+        cols = [n for n, _ in ss[0].columns]
+        src = self._source_sql(d, ss, cols, pk)
+        cur.execute(f"SELECT {d.quote('__kc_ord')}, {d.quote('__kc_topic')}, {d.quote('__kc_kpart')}, "
+                    f"{d.quote('__kc_koff')} FROM ({src}) kc_s ORDER BY {d.quote('__kc_ord')}")
+        rows = cur.fetchall()
+        rejected: list[RejectedRecord] = []
+        tolerate = self.config["errors.tolerance"].lower() == "all"
+
+        def attempt(lo: int, hi: int) -> None:
+            cur.execute("SAVEPOINT kc_b")
+            try:
+                self._run(cur, d, self._statements(d, table, ss, (rows[lo][0], rows[hi][0])))
+                cur.execute("RELEASE SAVEPOINT kc_b")
+                return
+            except Exception as e:  # noqa: BLE001
+                if not d.is_data_error(e):
+                    raise
+                cur.execute("ROLLBACK TO SAVEPOINT kc_b")
+                if lo == hi:
+                    r = rows[lo]
+                    msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
+                    if not tolerate:
+                        raise RecordError(f"JDBC sink: table {table!r} rejected the record: {msg}",
+                                          stage="TASK_PUT", topic=r[1], partition=r[2], offset=r[3]) from e
+                    rejected.append(RejectedRecord(r[1], r[2], r[3], msg))
+                    return
+            mid = (lo + hi) // 2
+            attempt(lo, mid)
+            attempt(mid + 1, hi)
+
+        if rows:
+            attempt(0, len(rows) - 1)
+        return rejected
+
+    def _drop_stages(self, d: Dialect, ctx: CommitContext, stages: list[_Stage]) -> None:
+        """Drop this batch's staging tables and any left by earlier, crashed attempts of this query."""
+        conn = d.connect()
+        try:
+            cur = conn.cursor()
+            names = {s.stage for s in stages}
+            app = self._stage_prefix(ctx.app_id, 0)[: -len("0_")]
+            if d.info.kind == "sqlite":
+                cur.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ?",
+                            (len(app), app))
+            else:
+                cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                            + ("current_schema()" if d.info.kind == "postgresql" else "DATABASE()")
+                            + " AND substr(table_name, 1, %s) = %s", (len(app), app))
+            for (n,) in cur.fetchall():
+                b = n[len(app):].split("_")[0]
+                if n in names or (ctx.batch_id is not None and b.isdigit() and int(b) <= ctx.batch_id):
+                    cur.execute(f"DROP TABLE IF EXISTS {d.quote(n)}")
+            conn.commit()
+        finally:
+            conn.close()
