@@ -1,0 +1,200 @@
+"""JsonConverter: the envelope both ways, the Connect schema grammar, logical types, bad input."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import datetime as dt
+import json
+from decimal import Decimal
+
+import pytest
+from pyspark.errors import PySparkException
+from pyspark.sql import functions as F
+from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
+                               StructType, TimestampType)
+
+from spark_connect_bridge.converters import JsonConverter, apply_sink_converters, apply_source_converters
+from spark_connect_bridge.converters.connect_schema import TIME, connect_to_spark, spark_to_connect
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+UTC = dt.timezone.utc
+
+ALL_TYPES = StructType([
+    StructField("i8", ByteType()), StructField("i16", ShortType()), StructField("i32", IntegerType()),
+    StructField("i64", LongType(), False), StructField("f32", FloatType()), StructField("f64", DoubleType()),
+    StructField("b", BooleanType()), StructField("s", StringType()), StructField("bytes", BinaryType()),
+    StructField("arr", ArrayType(IntegerType())), StructField("m", MapType(StringType(), StringType())),
+    StructField("inner", StructType([StructField("x", StringType())]), True, {"connect.name": "my.Inner"}),
+    StructField("dec", DecimalType(10, 2)), StructField("day", DateType()),
+    StructField("tod", IntegerType(), True, {"connect.name": TIME}), StructField("ts", TimestampType()),
+    StructField("decs", ArrayType(DecimalType(38, 0))),
+])
+ROW = (-8, -16, 32, 2**40, 1.5, -2.25, True, "hé", b"\x00\xff", [1, None, 3], {"k": "v"}, ("x",),
+       Decimal("10.25"), dt.date(2024, 1, 2), 3_723_004, dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
+       [Decimal("-1"), Decimal("99999999999999999999999999999999999999"),
+        Decimal("-99999999999999999999999999999999999999"), Decimal("0"), Decimal("128"), Decimal("-129")])
+
+
+def _payload(b: bytes):
+    return json.loads(b.decode())
+
+
+def test_envelope_round_trip_with_every_type(spark, records):
+    df = records([(None, ROW), (None, None)], value_type=ALL_TYPES)
+    cfg = {"value.converter": JSON}
+    out = apply_source_converters(df, cfg)
+    raw = [r.value for r in out.orderBy("offset").collect()]
+    assert raw[1] is None  # tombstone stays null
+    env = _payload(raw[0])
+    assert set(env) == {"schema", "payload"}
+    p = env["payload"]
+    assert p["dec"] == "BAE=" and p["day"] == 19724 and p["ts"] == 1704164645678 and p["tod"] == 3_723_004
+    assert p["bytes"] == base64.b64encode(b"\x00\xff").decode() and p["arr"] == [1, None, 3]
+    assert p["decs"][0] == "/w==" and p["decs"][4] == "AIA=" and p["decs"][5] == "/38="
+    fields = {f["field"]: f for f in env["schema"]["fields"]}
+    assert fields["dec"]["name"] == "org.apache.kafka.connect.data.Decimal"
+    assert fields["dec"]["parameters"]["scale"] == "2"
+    assert fields["i64"]["optional"] is False and fields["i8"]["type"] == "int8"
+    assert fields["inner"]["name"] == "my.Inner" and fields["tod"]["name"] == TIME
+    back = apply_sink_converters(out, cfg, value_schema=ALL_TYPES).orderBy("offset").collect()
+    assert tuple(back[0].value) == ROW and back[1].value is None
+    inferred = apply_sink_converters(out, cfg)  # type from the messages' "schema" part
+    assert tuple(inferred.orderBy("offset").first().value) == ROW
+    vfield = inferred.schema["value"]
+    assert vfield.dataType["tod"].metadata.get("connect.name") == TIME
+
+
+def test_parses_what_kafka_writes(spark, records):
+    msg = {"schema": {"type": "struct", "optional": False, "name": "Order", "fields": [
+        {"type": "int64", "optional": False, "field": "id"},
+        {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+         "parameters": {"scale": "2"}, "field": "amount"},
+        {"type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1,
+         "field": "at"},
+        {"type": "int32", "optional": True, "name": "org.apache.kafka.connect.data.Date", "version": 1,
+         "field": "day"}]},
+        "payload": {"id": 7, "amount": "BAE=", "at": 1704164645678, "day": 19724}}
+    numeric = copy.deepcopy(msg)
+    numeric["payload"]["amount"] = 10.25
+    df = records([(None, json.dumps(m).encode()) for m in (msg, numeric)])
+    out = apply_sink_converters(df, {"value.converter": JSON})
+    assert out.schema["value"].metadata.get("connect.name") == "Order"
+    assert out.schema["value"].dataType["amount"].dataType == DecimalType(38, 2)
+    rows = [r.value for r in out.orderBy("offset").collect()]
+    for r in rows:
+        assert (r.id, r.amount, r.day) == (7, Decimal("10.25"), dt.date(2024, 1, 2))
+        assert r.at == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC).replace(tzinfo=None) or \
+            r.at.replace(tzinfo=UTC) == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+
+
+def test_schemas_disabled_round_trip_and_numeric_decimals(spark, records):
+    t = StructType([StructField("id", LongType()), StructField("d", DecimalType(5, 1))])
+    df = records([(None, (1, Decimal("-2.5")))], value_type=t)
+    cfg = {"value.converter": JSON, "value.converter.schemas.enable": "false",
+           "value.converter.decimal.format": "NUMERIC", "value.converter.spark.schema": "id BIGINT, d DECIMAL(5,1)"}
+    out = apply_source_converters(df, cfg)
+    assert out.first().value == b'{"id":1,"d":-2.5}'
+    assert tuple(apply_sink_converters(out, cfg).first().value) == (1, Decimal("-2.5"))
+
+
+def test_primitive_values_with_and_without_envelope(spark, records):
+    df = records([("k1", 5), (None, None)], value_type="bigint", key_type="string")
+    cfg = {"key.converter": JSON, "key.converter.schemas.enable": "false", "value.converter": JSON}
+    out = apply_source_converters(df, cfg).orderBy("offset").collect()
+    assert out[0].key == b'"k1"'
+    assert _payload(out[0].value) == {"schema": {"type": "int64", "optional": True}, "payload": 5}
+    back = apply_sink_converters(apply_source_converters(df, cfg), {**cfg, "key.converter.spark.schema": "string"})
+    assert [(r.key, r.value) for r in back.orderBy("offset").collect()] == [("k1", 5), (None, None)]
+
+
+def test_schemaless_map_writes_a_null_schema(spark, records):
+    df = records([(None, {"a": 1})], value_type="map<string,bigint>")
+    env = _payload(apply_source_converters(df, {"value.converter": JSON}).first().value)
+    assert env == {"schema": None, "payload": {"a": 1}}
+
+
+BAD = [
+    ("not json", b"{nope", "invalid JSON"),
+    ("extra envelope field", b'{"schema":null,"payload":1,"x":2}', "may not contain additional fields"),
+    ("missing payload", b'{"schema":null}', "requires \"schema\" and \"payload\""),
+    ("payload does not fit", b'{"schema":null,"payload":{"id":"abc"}}', "does not fit"),
+    ("invalid decimal", b'{"schema":null,"payload":{"id":1,"d":"!!!"}}', "invalid Decimal"),
+]
+
+
+@pytest.mark.parametrize("name,payload,expected", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_a_value_converter_error_in_tolerant_mode(spark, records, name, payload, expected):
+    df = enable_error_column(records([(None, payload)]))
+    row = apply_sink_converters(df, {"value.converter": JSON}, value_schema="id BIGINT, d DECIMAL(5,1)").first()
+    assert row.value is None
+    err = row[ERROR_COL]
+    assert err.stage == "VALUE_CONVERTER" and err.class_name == JSON and expected in err.message
+    assert "offset=0" in err.message
+
+
+def test_bad_input_fails_strict_mode_with_the_records_coordinates(spark, records):
+    df = records([(None, b'{"schema":null,"payload":1}'), (None, b"garbage")])
+    with pytest.raises(PySparkException, match=r"VALUE_CONVERTER .*JsonConverter.*topic=t, partition=0, offset=1"):
+        apply_sink_converters(df, {"value.converter": JSON}, value_schema="bigint").collect()
+
+
+def test_inference_needs_a_batch_dataframe_or_a_schema(spark, records):
+    df = records([(None, b'{"a":1}')])
+    with pytest.raises(ConfigError, match=r"value\.converter\.spark\.schema"):
+        apply_sink_converters(df, {"value.converter": JSON, "value.converter.schemas.enable": "false"})
+    stream = spark.readStream.format("rate").load().select(F.lit(b"{}").alias("value"), F.lit("t").alias("topic"))
+    with pytest.raises(ConfigError, match="streaming DataFrame"):
+        apply_sink_converters(stream, {"value.converter": JSON})
+
+
+BAD_CONFIGS = [
+    ({"value.converter.schemas.enabel": "false"}, "value.converter.schemas.enabel",
+     'did you mean "value.converter.schemas.enable"'),
+    ({"value.converter.schemas.enable": "maybe"}, "value.converter.schemas.enable", "true or false"),
+    ({"value.converter.decimal.format": "HEX"}, "value.converter.decimal.format", "BASE64, NUMERIC"),
+    ({"value.converter.schemas.sample.size": "0"}, "value.converter.schemas.sample.size", "at least 1"),
+    ({"value.converter.spark.schema": "id BIGINTT"}, "value.converter.spark.schema", "not a Spark DDL"),
+]
+
+
+@pytest.mark.parametrize("extra,key,message", BAD_CONFIGS, ids=[b[1] for b in BAD_CONFIGS])
+def test_config_errors_name_the_full_key(spark, records, extra, key, message):
+    cfg = {"value.converter": JSON, **extra}
+    with pytest.raises(ConfigError) as e:
+        apply_sink_converters(records([(None, b"1")]), cfg)
+    assert key in e.value.keys and message in str(e.value)
+
+
+def test_every_problem_is_reported_at_once_and_config_is_not_mutated(spark, records):
+    cfg = {"key.converter": "NoSuchConverter", "value.converter": JSON, "value.converter.schemas.enabel": "x",
+           "header.converter": JSON, "header.converter.decimal.format": "HEX"}
+    before = copy.deepcopy(cfg)
+    with pytest.raises(ConfigError) as e:
+        apply_source_converters(records([(None, b"1")]), cfg)
+    assert set(e.value.keys) == {"key.converter", "value.converter.schemas.enabel",
+                                 "header.converter.decimal.format"}
+    assert cfg == before
+
+
+def test_connect_schema_grammar_round_trips():
+    schema = spark_to_connect(ALL_TYPES, False, {"connect.name": "r.All", "connect.version": 3,
+                                                 "connect.doc": "d", "connect.parameters": {"p": "1"}})
+    dt_, nullable, meta = connect_to_spark(json.loads(json.dumps(schema)))
+    assert dt_ == ALL_TYPES and nullable is False
+    assert meta == {"connect.name": "r.All", "connect.version": 3, "connect.doc": "d", "connect.parameters": {"p": "1"}}
+    assert connect_to_spark({"type": "float"})[0] == FloatType()
+    with pytest.raises(Exception, match="Unknown schema type"):
+        connect_to_spark({"type": "int128"})
+
+
+def test_column_level_api_on_any_dataframe(spark):
+    conv = JsonConverter({"schemas.enable": "false"})
+    df = spark.createDataFrame([('{"a": 1}',)], "j string")
+    out = df.select(conv.parse(F.encode("j", "UTF-8"), "a INT").alias("v"))
+    assert out.first().v.a == 1
+    back = out.select(conv.serialize("v", out.schema["v"].dataType).alias("b")).first().b
+    assert back == b'{"a":1}'

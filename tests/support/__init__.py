@@ -1,0 +1,1 @@
+"""Reusable helpers for tests and benchmarks (throwaway servers, data builders)."""

@@ -1,0 +1,97 @@
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.transforms import Cast
+
+from .conftest import errors
+
+
+def test_struct_fields_follow_java_conversions(make_records):
+    vt = "struct<big:bigint,d:double,neg:double,f:float,b:boolean,s:string,sb:string,bin:binary,keep:int,dd:double>"
+    df = make_records([("k", {"big": 300, "d": 3.99, "neg": -3.99, "f": 1.5, "b": True, "s": " 42 ", "sb": "TRUE",
+                              "bin": b"hi", "keep": 5, "dd": 1e10})], value_type=vt)
+    out = df.transform(Cast.Value(spec="big:int8,d:int32,neg:int32,f:string,b:int16,s:int64,sb:boolean,"
+                                       "bin:string,dd:string"))
+    v = out.collect()[0]["value"].asDict()
+    assert v == {"big": 44, "d": 3, "neg": -3, "f": "1.5", "b": 1, "s": 42, "sb": True, "bin": "aGk=",
+                 "keep": 5, "dd": "1.0E10"}
+    assert out.schema["value"].dataType["big"].dataType.simpleString() == "tinyint"
+
+
+def test_whole_value_cast_of_a_primitive(make_records):
+    df = make_records([("k", "12"), ("k", None)])
+    out = df.transform(Cast.Value(spec="int32"))
+    assert out.schema["value"].dataType.simpleString() == "int"
+    assert [r["value"] for r in out.collect()] == [12, None]
+
+
+def test_tombstone_passes_through(make_records):
+    df = make_records([("k", None)], value_type="struct<a:string>")
+    assert df.transform(Cast.Value(spec="a:int8")).collect()[0]["value"] is None
+
+
+def test_unparseable_string_fails_only_that_record(make_records):
+    df = make_records([("k", {"a": "4.5"}), ("k", {"a": "7"}), ("k", {"a": None})], value_type="struct<a:string>",
+                      tolerant=True)
+    rows = df.transform(Cast.Value(spec="a:int32", alias="c")).collect()
+    msgs = errors(rows)
+    assert "Cast$Value" in msgs[0] and "(alias c)" in msgs[0] and "offset=0" in msgs[0]
+    assert msgs[1:] == [None, None]
+    assert rows[1]["value"].a == 7
+
+
+def test_strict_mode_fails_the_query_naming_the_record(make_records):
+    df = make_records([("k", {"a": "x"})], value_type="struct<a:string>")
+    with pytest.raises(Exception, match=r"Cast\$Value.*offset=0"):
+        df.transform(Cast.Value(spec="a:int32")).collect()
+
+
+def test_number_to_boolean_and_boolean_to_number(make_records):
+    df = make_records([("k", {"i": 0, "j": 5, "d": 0.5})], value_type="struct<i:int,j:int,d:double>")
+    v = df.transform(Cast.Value(spec="i:boolean,j:boolean,d:boolean")).collect()[0]["value"]
+    assert (v.i, v.j, v.d) == (False, True, False)  # Kafka: longValue() != 0
+
+
+def test_key_variant(make_records):
+    row = make_records([("5", "v")]).transform(Cast.Key(spec="int64")).collect()[0]
+    assert row["key"] == 5 and row["value"] == "v"
+
+
+def test_schemaless_map_adds_missing_field_as_null(make_records):
+    df = make_records([("k", {"a": "x"})], value_type="map<string,string>")
+    assert df.transform(Cast.Value(spec="a:string,b:string")).collect()[0]["value"] == {"a": "x", "b": None}
+
+
+def test_schemaless_map_cast_to_other_value_type_is_rejected(make_records):
+    df = make_records([("k", {"a": "1"})], value_type="map<string,string>")
+    with pytest.raises(ConfigError, match="schemaless Map"):
+        df.transform(Cast.Value(spec="a:int32"))
+
+
+def test_struct_as_whole_value_fails_records(make_records):
+    df = make_records([("k", {"a": "1"}), ("k", None)], value_type="struct<a:string>", tolerant=True)
+    assert [m is not None for m in errors(df.transform(Cast.Value(spec="string")).collect())] == [True, False]
+
+
+def test_bytes_cast_to_number_fails_records(make_records):
+    df = make_records([("k", b"x")], value_type="binary", tolerant=True)
+    assert "BYTES" in errors(df.transform(Cast.Value(spec="int32")).collect())[0]
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("", "Empty list"),
+    ("a:bytes", "does not support casting to BYTES"),
+    ("a:struct", "does not support casting to STRUCT"),
+    ("a:int9", "Invalid type found in casting spec: int9"),
+    ("a:b:int8", "Invalid rename mapping"),
+    ("int8,a:int16", "may only specify a single cast"),
+])
+def test_config_errors(spec, fragment):
+    with pytest.raises(ConfigError) as e:
+        Cast.Value(spec=spec)
+    assert e.value.keys == ["spec"] and fragment in str(e.value)
+
+
+def test_missing_spec_is_an_error():
+    with pytest.raises(ConfigError, match='Missing required configuration "spec"'):
+        Cast.Value()

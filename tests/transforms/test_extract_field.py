@@ -1,0 +1,67 @@
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.transforms import ExtractField
+
+from .conftest import errors
+
+
+def test_struct_field_replaces_value(make_records):
+    df = make_records([("k", {"id": 3, "n": "x"}), ("k", None)], value_type="struct<id:int,n:string>")
+    out = df.transform(ExtractField.Value(field="id"))
+    assert out.schema["value"].dataType.simpleString() == "int"
+    assert [r["value"] for r in out.collect()] == [3, None]
+
+
+def test_v2_nested_path_with_backticks(make_records):
+    df = make_records([("k", {"a": {"b.c": 5}})], value_type="struct<a:struct<`b.c`:int>>")
+    out = df.transform(ExtractField.Value(field="a.`b.c`", field_syntax_version="v2"))
+    assert out.collect()[0]["value"] == 5
+
+
+def test_v1_takes_dotted_name_literally(make_records):
+    df = make_records([("k", {"a.b": 1, "a": {"b": 2}})], value_type="struct<`a.b`:int,a:struct<b:int>>")
+    assert df.transform(ExtractField.Value(field="a.b")).collect()[0]["value"] == 1
+    assert df.transform(ExtractField.Value(field="a.b", field_syntax_version="V2")).collect()[0]["value"] == 2
+
+
+def test_schemaless_missing_field_is_null(make_records):
+    df = make_records([("k", {"a": 1}), ("k", {"b": 2}), ("k", None)], value_type="map<string,bigint>")
+    assert [r["value"] for r in df.transform(ExtractField.Value(field="a")).collect()] == [1, None, None]
+
+
+def test_schemaless_nested_maps_and_non_map_intermediate(make_records):
+    df = make_records([("k", {"a": {"b": 1}})], value_type="map<string,map<string,bigint>>")
+    assert df.transform(ExtractField.Value(field="a.b", field_syntax_version="V2")).collect()[0]["value"] == 1
+    flat = make_records([("k", {"a": 1}), ("k", {"x": 1})], value_type="map<string,bigint>", tolerant=True)
+    msgs = errors(flat.transform(ExtractField.Value(field="a.b", field_syntax_version="V2")).collect())
+    assert "non-Map" in msgs[0] and msgs[1] is None
+
+
+def test_unknown_struct_field_fails_every_record(make_records):
+    df = make_records([("k", {"a": 1}), ("k", None)], value_type="struct<a:int>", tolerant=True)
+    msgs = errors(df.transform(ExtractField.Value(field="zz")).collect())
+    assert all("Unknown field: zz" in m for m in msgs)
+
+
+def test_primitive_value_fails_record(make_records):
+    df = make_records([("k", "v"), ("k", None)], tolerant=True)
+    msgs = errors(df.transform(ExtractField.Value(field="a")).collect())
+    assert msgs[0] is not None and msgs[1] is None
+
+
+def test_key_variant(make_records):
+    df = make_records([({"id": 9}, "v")], key_type="struct<id:int>")
+    row = df.transform(ExtractField.Key(field="id")).collect()[0]
+    assert row["key"] == 9 and row["value"] == "v"
+
+
+@pytest.mark.parametrize("config, key, fragment", [
+    ({}, "field", "Missing required configuration"),
+    ({"field": "a", "field.syntax.version": "V3"}, "field.syntax.version", "String must be one of: V1, V2"),
+    ({"field": "`a.b", "field.syntax.version": "V2"}, "field", "Incomplete backtick pair in path: [`a.b]"),
+])
+def test_config_errors(config, key, fragment):
+    with pytest.raises(ConfigError) as e:
+        ExtractField.Value(config)
+    assert e.value.keys == [key] and fragment in str(e.value)
