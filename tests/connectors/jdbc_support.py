@@ -91,9 +91,9 @@ def my_conn(db: str, autocommit: bool = True):
     return pymysql.connect(host=MY[0], port=MY[1], user="root", database=db, autocommit=autocommit)
 
 
-def query(conn, sql: str, params=()) -> list[tuple]:
+def query(conn, sql: str, params=None) -> list[tuple]:
     cur = conn.cursor()
-    cur.execute(sql, params)
+    cur.execute(sql, params) if params is not None else cur.execute(sql)
     rows = cur.fetchall() if cur.description else []
     cur.close()
     return [tuple(r) for r in rows]

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl, unquote
 from ...config import Password
 from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
 
-__all__ = ["ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries"]
+__all__ = ["ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url", "masked_repr"]
 
 log = logging.getLogger(__name__)
 
@@ -102,10 +102,20 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
             raise ConfigError([ConfigProblem(key, f"Invalid value {u} for configuration {key}: an in-memory SQLite "
                                                   "database cannot be shared by Spark's processes; use a file path")])
         return ConnInfo("sqlite", path=path)
-    shown = re.sub(r"(password=)[^&]*", r"\1[hidden]", u)
+    shown = mask_url(u)
     raise ConfigError([ConfigProblem(key, f"Invalid value {shown} for configuration {key}: expected "
                                           "jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db, "
                                           "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>")])
+
+
+def mask_url(text: str) -> str:
+    """``text`` with every ``password=...`` URL parameter hidden."""
+    return re.sub(r"(password=)[^&\s'\"]*", r"\1[hidden]", text, flags=re.I)
+
+
+def masked_repr(connector: Any) -> str:
+    """A connector's repr with the password in ``connection.url`` (``?password=``) hidden."""
+    return mask_url(f"{type(connector).__name__}(name={connector.name!r}, config={connector.config!r})")
 
 
 # ------------------------------------------------------------------------------------------------ retries

@@ -40,7 +40,7 @@ from typing import Any, Iterator, Sequence
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
 from ..base import CommitContext, SinkConnector, WriteContext
-from .dialects import Dialect, dialect_for, parse_jdbc_url, with_retries
+from .dialects import Dialect, dialect_for, masked_repr, parse_jdbc_url, with_retries
 
 __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
@@ -166,6 +166,9 @@ class JdbcSinkConnector(SinkConnector):
         self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
                                     config.get("connection.password"))
         self.last_rejected: list[RejectedRecord] = []
+
+    def __repr__(self) -> str:
+        return masked_repr(self)
 
     def _dialect(self) -> Dialect:
         return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",

@@ -37,7 +37,7 @@ from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmpt
 from ...errors import ConfigError, ConfigProblem, ConnectError
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
-from .dialects import Dialect, dialect_for, parse_jdbc_url, rows_to_batch, with_retries
+from .dialects import Dialect, dialect_for, masked_repr, parse_jdbc_url, rows_to_batch, with_retries
 
 __all__ = ["JdbcSourceConnector"]
 
@@ -186,6 +186,9 @@ class JdbcSourceConnector(SourceConnector):
         # Driver-only visibility state (see _observe_pg): candidates not yet safe, the best safe one.
         self._pending: list[tuple[dict, Any]] = []
         self._time_cols: set[str] = set()
+
+    def __repr__(self) -> str:
+        return masked_repr(self)
 
     def _dialect(self) -> Dialect:
         return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
@@ -453,9 +456,11 @@ class JdbcSourceConnector(SourceConnector):
                 end = {k: until.get(k, v) for k, v in end.items()}
             return end
         per_table = None if max_records is None else max(1, -(-max_records // len(tables)))
-        wait_ms = self.config["visibility.wait.ms"]
-        deadline = time.monotonic() + wait_ms / 1000.0
         d = self._dialect()
+        wait_ms = self.config["visibility.wait.ms"]
+        if d.info.kind != "postgresql":
+            wait_ms = max(wait_ms, self._incr_delay_ms(d) + 100)
+        deadline = time.monotonic() + wait_ms / 1000.0
         while True:
             cand, guard = self._retry(lambda: self._observe(d, tables, start, per_table), "latest offsets")
             self._pending.append((cand, guard))
