@@ -194,14 +194,20 @@ def test_schema_evolution_adds_columns_and_casts_narrower_types_up(tmp_path):
     with pytest.raises(DataError, match=r"columns the table lacks \(extra\)"):
         put(strict, pa.table({"id": pa.array([2], pa.int64()), "extra": [1.5]}), 1)
     put(sink, pa.table({"id": pa.array([2], pa.int32()), "extra": [1.5]}), 1)  # new column, int32 → bigint
-    with pytest.raises(DataError, match="widening the table's type"):
-        put(sink, pa.table({"id": pa.array([3], pa.int64()), "extra": pa.array([2], pa.int8()),
-                            "name": pa.array([b"x"])}), 2)
+    put(sink, pa.table({"id": pa.array([3], pa.int64()), "extra": pa.array([2], pa.int8())}), 2)  # int8 → double
+    with pytest.raises(DataError, match="column name is string in the table and binary in the data, which is not"):
+        put(sink, pa.table({"id": pa.array([4], pa.int64()), "name": pa.array([b"x"])}), 3)
+    narrow = tmp_path / "narrow"
+    delta_engine.commit_files(str(narrow), delta_engine.write_files(str(narrow), pa.table({"n": pa.array([1], pa.int32())})),
+                              app_id="app", batch_id=0)
+    with pytest.raises(DataError, match="column n is int32 in the table and int64 in the data: widening the table"):
+        delta_engine.reconcile_schema(delta_engine.table_schema(str(narrow)), pa.schema([("n", pa.int64())]),
+                                      evolve=True, where="narrow")
     dt = DeltaTable(str(table))
     assert [(f.name, str(f.type)) for f in pa.schema(dt.schema().to_arrow())] == \
         [("id", "int64"), ("name", "string"), ("extra", "double")]
-    assert _rows(table, "id", "name", "extra") == [(1, "a", None), (2, None, 1.5)]
-    assert dt.transaction_version("app") == 1
+    assert _rows(table, "id", "name", "extra") == [(1, "a", None), (2, None, 1.5), (3, None, 2.0)]
+    assert dt.transaction_version("app") == 2
 
 
 def test_tombstones_have_no_row_in_append_mode(caplog):

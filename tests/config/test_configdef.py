@@ -1,0 +1,97 @@
+"""ConfigDef: typed parsing, every problem at once, suggestions, secrets never echoed."""
+
+from __future__ import annotations
+
+import pytest
+
+from spark_connect_bridge.config import ConfigDef, Password, Range, Type, ValidString
+from spark_connect_bridge.errors import ConfigError
+
+
+def _def() -> ConfigDef:
+    return (ConfigDef()
+            .define("file", Type.STRING, doc="File.")
+            .define("batch.size", Type.INT, 2000, Range.at_least(1))
+            .define("ratio", Type.DOUBLE, 0.5)
+            .define("enabled", Type.BOOLEAN, False)
+            .define("fields", Type.LIST, [])
+            .define("offset", Type.LONG, 0)
+            .define("mode", Type.STRING, "bulk", ValidString("bulk", "incrementing"))
+            .define("connection.password", Type.PASSWORD, None))
+
+
+def test_values_are_parsed_once_into_types():
+    cfg = _def().parse({"file": "a", "batch.size": "10", "ratio": "1.5", "enabled": "TRUE",
+                        "fields": " a , b ,c", "offset": "9000000000", "connection.password": "s3cret"})
+    assert (cfg["batch.size"], cfg["ratio"], cfg["enabled"], cfg["fields"], cfg["offset"]) == \
+        (10, 1.5, True, ["a", "b", "c"], 9000000000)
+    assert isinstance(cfg["connection.password"], Password)
+    assert cfg.password("connection.password") == "s3cret"
+
+
+def test_defaults_apply_and_python_values_are_accepted():
+    cfg = _def().parse({"file": "a", "fields": ["x", "y"], "enabled": True, "batch.size": 3})
+    assert cfg["mode"] == "bulk" and cfg["fields"] == ["x", "y"] and cfg["enabled"] is True
+
+
+def test_empty_list_string_is_an_empty_list():
+    assert _def().parse({"file": "a", "fields": ""})["fields"] == []
+
+
+@pytest.mark.parametrize("props, key, text", [
+    ({}, "file", 'Missing required configuration "file" which has no default value.'),
+    ({"file": "a", "batch.size": "0"}, "batch.size", "Invalid value 0 for configuration batch.size: Value must "
+                                                     "be at least 1"),
+    ({"file": "a", "batch.size": "x"}, "batch.size", "Not a number of type INT"),
+    ({"file": "a", "batch.size": "3000000000"}, "batch.size", "out of range"),
+    ({"file": "a", "enabled": "yes"}, "enabled", "Expected value to be either true or false"),
+    ({"file": "a", "mode": "Bulk"}, "mode", "String must be one of: bulk, incrementing"),
+    ({"file": "a", "ratio": "fast"}, "ratio", "Not a number of type DOUBLE"),
+    ({"file": "a", "batch.sise": "1"}, "batch.sise", 'did you mean "batch.size"?'),
+])
+def test_each_bad_value_names_key_value_and_what_is_allowed(props, key, text):
+    with pytest.raises(ConfigError) as info:
+        _def().parse(props)
+    assert info.value.keys == [key]
+    assert text in str(info.value)
+
+
+def test_every_problem_is_reported_at_once():
+    with pytest.raises(ConfigError) as info:
+        _def().parse({"batch.size": "-1", "enabled": "maybe", "modee": "x"})
+    assert sorted(info.value.keys) == ["batch.size", "enabled", "file", "modee"]
+    assert "4 problems" in str(info.value)
+
+
+def test_password_is_never_echoed():
+    d = ConfigDef().define("connection.password", Type.PASSWORD, None, ValidString("ok"))
+    with pytest.raises(ConfigError) as info:
+        d.parse({"connection.password": "hunter2"})
+    assert "hunter2" not in str(info.value) and "[hidden]" in str(info.value)
+    cfg = d.parse({"connection.password": "ok"})
+    assert "ok" not in repr(cfg).replace("Config(", "") and cfg.masked() == {"connection.password": "[hidden]"}
+
+
+def test_keys_match_case_insensitively_because_spark_lowercases_options():
+    d = ConfigDef().define("maxRows", Type.INT, 1)
+    assert d.parse({"maxrows": "5"})["maxRows"] == 5
+
+
+def test_caller_dict_is_not_mutated():
+    props = {"file": "a", "fields": "x,y"}
+    before = dict(props)
+    _def().parse(props)
+    assert props == before
+
+
+def test_allowed_prefixes_belong_to_other_plugins():
+    cfg = _def().parse({"file": "a", "transforms.x.type": "Filter"}, allowed_prefixes=("transforms.",))
+    assert "transforms.x.type" not in cfg and cfg.with_prefix("transforms.") == {"x.type": "Filter"}
+
+
+def test_docs_are_generated_from_the_declaration():
+    md = _def().to_markdown()
+    assert "| `batch.size` | int | `2000` | [1,...] |" in md
+    rest = {k["name"]: k for k in _def().to_rest()}
+    assert rest["file"]["required"] is True and rest["batch.size"]["default_value"] == "2000"
+    assert rest["connection.password"]["type"] == "PASSWORD"
