@@ -461,11 +461,13 @@ class JdbcSourceConnector(SourceConnector):
         if d.info.kind != "postgresql":
             wait_ms = max(wait_ms, self._incr_delay_ms(d) + 100)
         deadline = time.monotonic() + wait_ms / 1000.0
+        safe = None
         while True:
             cand, guard = self._retry(lambda: self._observe(d, tables, start, per_table), "latest offsets")
             self._pending.append((cand, guard))
             self._pending = self._pending[-32:]
-            safe = self._retry(lambda: self._promote(d), "visibility check")
+            got = self._retry(lambda: self._promote(d), "visibility check")
+            safe = got if got is not None else safe
             if safe is not None and safe is cand or time.monotonic() >= deadline:
                 break
             time.sleep(0.05 if d.info.kind == "postgresql" else
