@@ -1,0 +1,214 @@
+"""The topic store: Delta tables in place of Kafka topics between a source connector and sink connectors.
+
+A source's records (after its converters: typically binary ``key``/``value``, plus ``topic``, ``partition``,
+``offset``, ``timestamp``, ``headers``) are written to one Delta table per topic, ``<directory>/<topic>``, exactly
+once (the Delta sink in ``record`` mode, one app transaction per table and checkpoint). A sink reads the topics
+it subscribes to (``topics`` / ``topics.regex``) as a stream of the same records; every reading query has its own
+checkpoint and so its own progress, and a new checkpoint replays the topics from the start, as a new consumer
+group does with Kafka. The dead-letter queue of a connector is a topic of the store too.
+
+Where the ``deltalake`` library is missing the store falls back to Parquet written by Spark's exactly-once file
+sink (``<directory>/_parquet``, partitioned by topic), read back with Spark's file source.
+
+>>> store = TopicStore("/data/topics")                                              # doctest: +SKIP
+>>> q1 = store.write_stream(source_df, checkpoint="/ckpt/source")                   # doctest: +SKIP
+>>> orders = store.read_stream(spark, topics=["orders"])                             # doctest: +SKIP
+>>> q2 = orders.writeStream.format("kconnect").options(**sink_cfg).option("checkpointLocation", "/ckpt/s1").start()
+...                                                                                 # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Mapping, Sequence
+
+from ..errors import ConfigError, ConfigProblem, ConnectError
+
+__all__ = ["TopicStore"]
+
+_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+_PARQUET_DIR = "_parquet"
+FORMATS = ("auto", "delta", "parquet")
+
+
+def _has_deltalake() -> bool:
+    try:
+        import deltalake  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class TopicStore:
+    """One table per topic under ``directory``.
+
+    ``format`` is ``delta`` (deltalake tables), ``parquet`` (Spark's file sink; the fallback without deltalake)
+    or ``auto`` (delta when deltalake is installed).
+    """
+
+    def __init__(self, directory: str, *, format: str = "auto"):  # noqa: A002 - like DataFrameWriter.format
+        if format not in FORMATS:
+            raise ConfigError([ConfigProblem("topic.store.format", f"Invalid value {format} for configuration "
+                                                                   f"topic.store.format: one of "
+                                                                   f"{', '.join(FORMATS)}")])
+        self.directory = os.path.abspath(directory)
+        self.format = ("delta" if _has_deltalake() else "parquet") if format == "auto" else format
+
+    def __repr__(self) -> str:
+        return f"TopicStore({self.directory!r}, format={self.format!r})"
+
+    # -- layout -------------------------------------------------------------------------------------
+    def table_path(self, topic: str) -> str:
+        """Where ``topic``'s records live."""
+        _check_topic(topic)
+        if self.format == "parquet":
+            return os.path.join(self.directory, _PARQUET_DIR, f"topic={topic}")
+        return os.path.join(self.directory, topic)
+
+    def dead_letter_table(self, name: str) -> str:
+        """The table of the dead-letter topic ``name`` (``errors.deadletterqueue.topic.name``): a topic of the
+        store, written like any other, readable with :meth:`read_stream`."""
+        return self.table_path(name)
+
+    def topics(self) -> list[str]:
+        """The topics that hold at least one committed write, sorted."""
+        if self.format == "parquet":
+            root = os.path.join(self.directory, _PARQUET_DIR)
+            try:
+                return sorted(n[len("topic="):] for n in os.listdir(root) if n.startswith("topic="))
+            except FileNotFoundError:
+                return []
+        from ..delta_engine import latest_version
+
+        try:
+            names = sorted(os.listdir(self.directory))
+        except FileNotFoundError:
+            return []
+        return [n for n in names if not n.startswith(("_", ".")) and
+                latest_version(os.path.join(self.directory, n)) is not None]
+
+    # -- writing ------------------------------------------------------------------------------------
+    def write_stream(self, df: Any, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
+                     query_name: str | None = None) -> Any:
+        """Start a query that appends each record of ``df`` to its topic's table, exactly once.
+
+        ``df`` is a record DataFrame (``topic`` and ``value`` columns; ``key``, ``partition``, ``offset``,
+        ``timestamp``, ``headers`` as the source has them). ``trigger`` is passed to
+        ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``).
+        """
+        _check_records(df)
+        os.makedirs(self.directory, exist_ok=True)
+        if self.format == "parquet":
+            writer = (df.writeStream.format("parquet").partitionBy("topic")
+                      .option("path", os.path.join(self.directory, _PARQUET_DIR)))
+        else:
+            from ..delta_engine import require_deltalake
+
+            require_deltalake()
+            writer = df.writeStream.format("kconnect").options(**self.sink_options())
+        writer = writer.option("checkpointLocation", checkpoint)
+        if query_name:
+            writer = writer.queryName(query_name)
+        if trigger:
+            writer = writer.trigger(**trigger)
+        return writer.start()
+
+    def write_batch(self, df: Any) -> None:
+        """Append the records of a batch DataFrame (e.g. dead-letter records) to their topics' tables."""
+        _check_records(df)
+        if self.format == "parquet":
+            df.write.mode("append").partitionBy("topic").parquet(os.path.join(self.directory, _PARQUET_DIR))
+        else:
+            df.write.format("kconnect").options(**self.sink_options()).mode("append").save()
+
+    def sink_options(self) -> dict[str, str]:
+        """The Delta sink config that writes into this store (``format("kconnect")`` options)."""
+        return {"connector.class": "spark_connect_bridge.connectors.delta.DeltaSinkConnector",
+                "name": "topic-store", "topics.dir": self.directory, "delta.table.columns": "record",
+                "delta.write.mode": "append"}
+
+    # -- reading ------------------------------------------------------------------------------------
+    def source_options(self, topics: Sequence[str] | None = None, topics_regex: str | None = None,
+                       max_records_per_trigger: int | None = None) -> dict[str, str]:
+        """The Delta source config that reads topics of this store (``format("kconnect")`` options)."""
+        opts = {"connector.class": "spark_connect_bridge.connectors.delta.DeltaSourceConnector",
+                "name": "topic-store-reader", "topics.dir": self.directory}
+        if topics:
+            for t in topics:
+                _check_topic(t)
+            opts["topics"] = ",".join(topics)
+        if topics_regex:
+            opts["topics.regex"] = topics_regex
+        if max_records_per_trigger:
+            opts["max.records.per.trigger"] = str(int(max_records_per_trigger))
+        return opts
+
+    def read_stream(self, spark: Any = None, topics: Sequence[str] | None = None, topics_regex: str | None = None,
+                    *, max_records_per_trigger: int | None = None) -> Any:
+        """A streaming DataFrame of the records of ``topics`` (or the topics matching ``topics_regex``; every
+        topic when both are None). Topics created later are picked up. Progress lives in the checkpoint of the
+        query that consumes the DataFrame."""
+        spark = spark or _active_session()
+        if topics and topics_regex:
+            raise ConfigError([ConfigProblem("topics", "topics and topics.regex are mutually exclusive.")])
+        if self.format == "parquet":
+            df = (spark.readStream.schema(self._parquet_schema(spark))
+                  .option("basePath", os.path.join(self.directory, _PARQUET_DIR))
+                  .parquet(os.path.join(self.directory, _PARQUET_DIR)))
+            return self._select(df, topics, topics_regex)
+        return (spark.readStream.format("kconnect")
+                .options(**self.source_options(topics, topics_regex, max_records_per_trigger)).load())
+
+    def read_batch(self, spark: Any = None, topics: Sequence[str] | None = None,
+                   topics_regex: str | None = None) -> Any:
+        """The records of ``topics`` committed so far, as a batch DataFrame."""
+        spark = spark or _active_session()
+        if self.format == "parquet":
+            df = spark.read.schema(self._parquet_schema(spark)).parquet(os.path.join(self.directory, _PARQUET_DIR))
+            return self._select(df, topics, topics_regex)
+        return spark.read.format("kconnect").options(**self.source_options(topics, topics_regex)).load()
+
+    def _parquet_schema(self, spark: Any) -> Any:
+        from pyspark.sql.types import StructType
+
+        from ..records import RECORD_COLUMNS, record_schema
+
+        root = os.path.join(self.directory, _PARQUET_DIR)
+        if not self.topics():
+            return record_schema()
+        inferred = spark.read.option("basePath", root).parquet(root).schema
+        return StructType([inferred[c] for c in RECORD_COLUMNS if c in inferred.fieldNames()])
+
+    @staticmethod
+    def _select(df: Any, topics: Sequence[str] | None, topics_regex: str | None) -> Any:
+        from pyspark.sql import functions as F
+
+        from ..records import RECORD_COLUMNS
+
+        if topics:
+            df = df.filter(F.col("topic").isin(list(topics)))
+        elif topics_regex:
+            df = df.filter(F.col("topic").rlike(f"^(?:{topics_regex})$"))
+        return df.select(*[c for c in RECORD_COLUMNS if c in df.columns])
+
+
+def _check_topic(topic: str) -> None:
+    if not isinstance(topic, str) or not _TOPIC_RE.match(topic) or topic in (".", "..") or topic.startswith("_"):
+        raise ConfigError([ConfigProblem("topic", f"Invalid topic {topic!r}: a topic in the topic store is made of "
+                                                  f"letters, digits, '.', '_' and '-' and does not start with '_'")])
+
+
+def _check_records(df: Any) -> None:
+    if "topic" not in df.columns or "value" not in df.columns:
+        raise ConnectError(f"The topic store holds records: the DataFrame needs 'topic' and 'value' columns "
+                           f"(it has {df.columns})")
+
+
+def _active_session() -> Any:
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    if spark is None:
+        raise ConnectError("No active SparkSession: pass spark= to the topic store")
+    return spark
