@@ -56,3 +56,19 @@ def map_value_type_problem(key: str, value: str, map_type: MapType, new_type: Da
 
 def is_struct(dt: DataType | None) -> bool:
     return isinstance(dt, StructType)
+
+
+_WIDTH = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8}
+
+
+def into_map_value(v: Column, t: DataType, vt: DataType) -> Column | None:
+    """``v`` (of type ``t``) as a value of a Map whose values are ``vt``: same type, integral widening, or
+    text for a string-valued Map; None when it cannot be stored without changing its meaning."""
+    if same_type(t, vt):
+        return v
+    a, b = t.simpleString(), vt.simpleString()
+    if a in _WIDTH and b in _WIDTH and _WIDTH[a] <= _WIDTH[b]:
+        return v.cast(vt)
+    if b == "string":
+        return v.cast("string")
+    return None

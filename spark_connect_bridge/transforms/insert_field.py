@@ -9,7 +9,7 @@ from pyspark.sql.types import DataType, IntegerType, LongType, StringType, Times
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import map_put, map_value_type_problem, same_type
+from .columns import into_map_value, map_put, map_value_type_problem
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["InsertField"]
@@ -93,11 +93,10 @@ class InsertField(KeyOrValue):
             skip_when_null = []
             for key, name in self.inserts:
                 v, t = self._value(key, df, True)
-                if not same_type(t, dtype.valueType):
-                    if isinstance(dtype.valueType, StringType):
-                        v = v.cast("string")
-                    else:
-                        raise map_value_type_problem(key, name, dtype, t, f"inserting {name}")
+                stored = into_map_value(v, t, dtype.valueType)
+                if stored is None:
+                    raise map_value_type_problem(key, name, dtype, t, f"inserting {name}")
+                v = stored
                 entries.append((name, v))
                 if key in ("partition.field", "timestamp.field"):
                     skip_when_null.append((name, v))
