@@ -56,8 +56,10 @@ class _Gen:
         import numpy as np
 
         self.np, self.idx = np, idx
-        self.base = (np.uint64(seed & 0xFFFFFFFFFFFFFFFF) * np.uint64(0x9E3779B97F4A7C15)
-                     + np.uint64(task) * np.uint64(0xD1B54A32D192ED03))
+        with np.errstate(over="ignore"):  # wrapping uint64 arithmetic is the point
+            seeds = np.array([seed & 0xFFFFFFFFFFFFFFFF, task], dtype=np.uint64)
+            self.base = (_mix(seeds[:1] * np.uint64(0x9E3779B97F4A7C15))
+                         + seeds[1:] * np.uint64(0xD1B54A32D192ED03))[0]
 
     def ints(self, field: int, lo: int, hi: int) -> Any:
         np = self.np

@@ -1,0 +1,26 @@
+# The two set-up commands of the README. Both create .venv and install what they need on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+
+.PHONY: demo test install clean
+
+$(VENV)/.installed: setup.cfg constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# The main job: datagen "orders" -> the topic store (Parquet under work/topics), until caught up.
+demo: $(VENV)/.installed
+	$(VENV)/bin/kconnect run conf/demo/datagen-orders.properties --topics-dir work/topics \
+	    --checkpoint-dir work/checkpoints --once
+
+# The whole test suite.
+test: $(VENV)/.installed
+	$(PY) -m pytest
+
+clean:
+	rm -rf work spark-warehouse

@@ -1,0 +1,197 @@
+"""The ``kconnect`` command: run pipelines, inspect plugins, serve a schema registry.
+
+Sub-commands are thin layers over the library (``pipeline``, ``plugins``, ``docs``):
+
+* ``kconnect run SOURCE_CONFIG [SINK_CONFIG] [--once]``: a source config into a sink config in one query, or into
+  the topic store (``--topics-dir``) when no sink is given; prints progress and a summary;
+* ``kconnect plugins list|describe|validate``: plugins and their generated docs, config validation;
+* ``kconnect schema-registry``: the embedded Confluent-compatible schema registry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from typing import Any, Sequence
+
+from . import __version__
+from .errors import ConfigError, ConnectError
+
+__all__ = ["main"]
+
+log = logging.getLogger("spark_connect_bridge.cli")
+
+
+def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName(app)
+               .config("spark.sql.session.timeZone", "UTC").config("spark.ui.showConsoleProgress", "false"))
+    for item in conf:
+        k, _, v = item.partition("=")
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _print_progress(query: Any, seen: int, started: float) -> int:
+    progress = query.recentProgress
+    for p in progress[seen:]:
+        rows = p.get("numInputRows", 0)
+        if rows:
+            dur = p.get("durationMs", {}).get("triggerExecution", 0) / 1000 or 1e-9
+            print(f"  batch {p['batchId']:>4}: {rows:>10,} records in {dur:6.2f} s "
+                  f"({rows / dur:,.0f} records/s)  [{time.monotonic() - started:6.1f} s elapsed]", flush=True)
+    return len(progress)
+
+
+def _await(queries: list[Any], once: bool) -> int:
+    started, seen, total = time.monotonic(), [0] * len(queries), 0
+    try:
+        while any(q.isActive for q in queries):
+            for i, q in enumerate(queries):
+                seen[i] = _print_progress(q, seen[i], started)
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        print("stopping ...", flush=True)
+        for q in queries:
+            q.stop()
+    for i, q in enumerate(queries):
+        seen[i] = _print_progress(q, seen[i], started)
+        total += sum(p.get("numInputRows", 0) for p in q.recentProgress)
+        if q.exception() is not None:
+            raise ConnectError(f"query {q.name} failed: {q.exception()}")
+    return total
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .pipeline import prepare, read_stream, write_stream
+
+    prepare(args.source, kind="source")  # every config problem before Spark starts
+    for s in args.sink:
+        prepare(s, kind="sink")
+    spark = _spark(args.master, "kconnect-run", args.conf)
+    started = time.monotonic()
+    df = read_stream(spark, args.source)
+    trigger = {"availableNow": True} if args.once else {"processingTime": args.trigger_interval}
+    ckpt_root = os.path.abspath(args.checkpoint_dir)
+    if args.sink:
+        queries = [write_stream(df, s, checkpoint=os.path.join(ckpt_root, os.path.basename(s)), trigger=trigger)
+                   for s in args.sink]
+        where = ", ".join(args.sink)
+    else:
+        out = os.path.abspath(args.topics_dir)
+        queries = [df.writeStream.format("parquet").partitionBy("topic").option("path", out)
+                   .option("checkpointLocation", os.path.join(ckpt_root, "topics")).trigger(**trigger).start()]
+        where = out
+    print(f"kconnect {__version__}: {args.source} -> {where} ({'until caught up' if args.once else 'until stopped'})",
+          flush=True)
+    total = _await(queries, args.once)
+    elapsed = time.monotonic() - started
+    print(f"done: {total:,} records in {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s overall)")
+    if not args.sink:
+        stored = spark.read.parquet(os.path.abspath(args.topics_dir))
+        for row in stored.groupBy("topic").count().orderBy("topic").collect():
+            print(f"  topic {row['topic']}: {row['count']:,} records stored under {os.path.abspath(args.topics_dir)}")
+        print("  sample:")
+        for r in stored.orderBy("partition", "offset").limit(3).collect():
+            print(f"    key={r['key']!r} value={r['value']}")
+    spark.stop()
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from . import plugins
+
+    if args.action == "list":
+        rows = plugins.describe_all()
+        if args.type:
+            rows = [r for r in rows if r["type"] == args.type]
+        width = max(len(r["class"]) for r in rows) if rows else 10
+        for r in rows:
+            print(f"{r['class']:<{width}}  {r['type']}")
+        return 0
+    if args.action == "describe":
+        from .docs import plugin_markdown
+
+        print(plugin_markdown(args.name))
+        return 0
+    if args.action == "validate":
+        from .pipeline import prepare
+
+        from .config import load_config_file
+
+        props = load_config_file(args.config)
+        cls = plugins.resolve_class("connector", props.get("connector.class", ""))
+        prepare(props, kind=cls.plugin_type)
+        print(f"{args.config}: valid {cls.plugin_type} connector config ({cls.__name__})")
+        return 0
+    raise AssertionError(args.action)
+
+
+def cmd_schema_registry(args: argparse.Namespace, rest: list[str]) -> int:
+    from .converters.registry_server import main as registry_main
+
+    return registry_main(rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kconnect", description="Kafka Connect pipelines on Apache Spark.")
+    p.add_argument("--version", action="version", version=f"kconnect {__version__}")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a source config into a sink config (or into the topic store)")
+    run.add_argument("source", help="source connector config (.properties or .json)")
+    run.add_argument("sink", nargs="*", help="sink connector configs (none: write the records to --topics-dir)")
+    run.add_argument("--topics-dir", default="work/topics", help="topic store directory (default: %(default)s)")
+    run.add_argument("--checkpoint-dir", default="work/checkpoints",
+                     help="checkpoint root: one checkpoint per query (default: %(default)s)")
+    run.add_argument("--once", action="store_true", help="process what is available now, then exit")
+    run.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval when not --once")
+    run.add_argument("--master", default=os.environ.get("KCONNECT_SPARK_MASTER", "local[2]"))
+    run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark config")
+    run.set_defaults(func=cmd_run)
+
+    pl = sub.add_parser("plugins", help="list, describe and validate plugins")
+    pl_sub = pl.add_subparsers(dest="action", required=True)
+    ls = pl_sub.add_parser("list", help="every connector, transform, predicate and converter")
+    ls.add_argument("--type", choices=["source", "sink", "transformation", "predicate", "converter",
+                                       "header_converter"])
+    d = pl_sub.add_parser("describe", help="the generated config reference of one plugin")
+    d.add_argument("name")
+    v = pl_sub.add_parser("validate", help="validate a connector config file (connector, transforms, converters)")
+    v.add_argument("config")
+    pl.set_defaults(func=cmd_plugins)
+
+    sr = sub.add_parser("schema-registry", help="serve the embedded Confluent-compatible schema registry",
+                        add_help=False)
+    sr.set_defaults(func=None)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "schema-registry":
+        return cmd_schema_registry(argparse.Namespace(), argv[1:])
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except ConnectError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

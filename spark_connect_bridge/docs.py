@@ -1,0 +1,60 @@
+"""Reference docs generated from the plugins' config declarations (README, ``kconnect plugins describe``)."""
+
+from __future__ import annotations
+
+from . import plugins
+from .errors import PluginNotFoundError
+
+__all__ = ["plugin_markdown", "connectors_reference", "common_reference"]
+
+
+def _definition(cls: type):
+    if plugins.plugin_type_of(cls) in ("source", "sink"):
+        return cls.config_def
+    return getattr(cls, "config_def", None)
+
+
+def plugin_markdown(name: str, *, level: int = 3) -> str:
+    """The generated reference of one plugin: its names, its docstring summary and its keys."""
+    for family in plugins.FAMILIES:
+        spec = plugins.resolve_spec(family, name)
+        if spec is not None:
+            break
+    else:
+        for family in plugins.FAMILIES:
+            try:
+                cls = plugins.resolve_class(family, name)
+                spec = plugins.PluginSpec(plugins.plugin_type_of(cls) or family, f"{cls.__module__}:{cls.__qualname__}",
+                                          (f"{cls.__module__}.{cls.__qualname__}",))
+                break
+            except PluginNotFoundError:
+                continue
+        else:
+            raise PluginNotFoundError(f"No plugin named {name!r}; `kconnect plugins list` shows them all")
+    cls = spec.load()
+    definition = _definition(cls)
+    doc = (cls.__doc__ or spec.doc or "").strip().split("\n\n")[0]
+    aliases = ", ".join(f"`{n}`" for n in spec.names)
+    body = definition.to_markdown() if definition is not None and len(definition) else "_No configuration keys._"
+    return f"{'#' * level} {spec.names[1] if len(spec.names) > 1 else spec.names[0]} ({spec.type})\n\n" \
+           f"{' '.join(doc.split())}\n\nNames: {aliases}\n\n{body}\n"
+
+
+def connectors_reference(level: int = 3) -> str:
+    return "\n".join(plugin_markdown(s.names[0], level=level) for s in plugins.all_specs("connector")
+                     if _loadable(s))
+
+
+def _loadable(spec: plugins.PluginSpec) -> bool:
+    try:
+        spec.load()
+    except (ImportError, AttributeError):
+        return False
+    return True
+
+
+def common_reference() -> str:
+    from .config.common import COMMON, SINK, SOURCE
+
+    return (f"#### Every connector\n\n{COMMON.to_markdown()}\n\n#### Source connectors\n\n{SOURCE.to_markdown()}\n\n"
+            f"#### Sink connectors\n\n{SINK.to_markdown()}\n")
