@@ -233,6 +233,12 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
     updates, failed, drop = dict(step.updates), step.failed, step.drop
     if condition is not None:
         cond = F.coalesce(condition, F.lit(False))
+        for n, md in step.metadata.items():
+            if n not in updates and md != dict(df.schema[n].metadata):
+                raise ConfigError([ConfigProblem(predicate_key, (
+                    f"Invalid value for configuration {predicate_key}: {class_name} changes the schema metadata "
+                    f"of column '{n}', which is one per column, not per record: it cannot depend on a "
+                    f"predicate"))])
         if updates:
             schema = df.schema
             new_types = df.select(*[e.alias(n) for n, e in updates.items()]).schema
@@ -248,12 +254,6 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
                         f"cannot be unified (only equal types, or structs merged by field name, can)")))
                     continue
                 updates[n] = F.when(cond, _coerce(e, new_t, t)).otherwise(_coerce(F.col(n), old_t, t))
-            for n, md in step.metadata.items():
-                if md != dict(schema[n].metadata):
-                    problems.append(ConfigProblem(predicate_key, (
-                        f"Invalid value for configuration {predicate_key}: {class_name} changes the schema "
-                        f"metadata of column '{n}', which is one per column, not per record: it cannot depend "
-                        f"on a predicate")))
             if problems:
                 raise ConfigError(problems)
         failed = None if failed is None else (F.coalesce(failed, F.lit(False)) & cond)

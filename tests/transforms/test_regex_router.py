@@ -1,0 +1,41 @@
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.transforms import RegexRouter, apply_transforms
+
+
+def test_whole_topic_match_with_group_reference(make_records):
+    df = make_records([{"value": "v", "topic": "db.public.orders"}, {"value": None, "topic": "xdb.public.orders"},
+                       {"value": "v", "topic": "db.public.orders.extra"}])
+    out = df.transform(RegexRouter(regex=r"db\.public\.([a-z]+)", replacement="$1-topic"))
+    assert [r["topic"] for r in out.collect()] == ["orders-topic", "xdb.public.orders", "db.public.orders.extra"]
+
+
+def test_replacement_is_replace_first_of_a_whole_match(make_records):
+    # Java: "abc".replaceFirst(".*", "X") == "X" (replaceAll would give "XX").
+    df = make_records([{"value": "v", "topic": "abc"}])
+    assert df.transform(RegexRouter(regex=".*", replacement="X")).collect()[0]["topic"] == "X"
+
+
+def test_struct_value_and_escaped_dollar(make_records):
+    df = make_records([{"value": {"a": 1}, "topic": "t1"}], value_type="struct<a:int>")
+    row = apply_transforms(df, {"transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
+                                "transforms.r.regex": "t(\\d)", "transforms.r.replacement": "\\$$1"}).collect()[0]
+    assert row["topic"] == "$1" and row["value"].a == 1
+
+
+def test_java_only_syntax_accepted(make_records):
+    df = make_records([{"value": "v", "topic": "Ünïcode"}])
+    assert df.transform(RegexRouter(regex=r"\p{L}++", replacement="ok")).collect()[0]["topic"] == "ok"
+
+
+@pytest.mark.parametrize("config, key, fragment", [
+    ({"replacement": "x"}, "regex", "Missing required configuration"),
+    ({"regex": "a"}, "replacement", "Missing required configuration"),
+    ({"regex": "(a", "replacement": "x"}, "regex", "Invalid regex"),
+    ({"regex": "(a)", "replacement": "$2"}, "replacement", "No group 2"),
+])
+def test_config_errors(spark, config, key, fragment):
+    with pytest.raises(ConfigError) as e:
+        RegexRouter(config)
+    assert e.value.keys == [key] and fragment in str(e.value)
