@@ -1,0 +1,107 @@
+"""A connector on a real Spark standalone cluster (a master and two workers on 127.0.0.1, from the pip install).
+
+The cluster and its driver run in their own processes: the test run keeps its one local session.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    work = tmp_path_factory.mktemp("cluster")
+    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable,
+           "SPARK_LOG_DIR": str(work), "SPARK_WORKER_DIR": str(work / "workers")}
+    port, ui = _free_port(), _free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs = []
+    master_log = open(work / "master.log", "w")
+    procs.append(subprocess.Popen([str(home / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+                                   "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
+                                  env=env, stdout=master_log, stderr=subprocess.STDOUT))
+    try:
+        _wait_for(lambda: "I have been elected leader" in (work / "master.log").read_text(), 90, "the master")
+        for i in range(2):
+            log = open(work / f"worker{i}.log", "w")
+            procs.append(subprocess.Popen(
+                [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", url, "--host",
+                 "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+                 "--work-dir", str(work / f"w{i}")], env=env, stdout=log, stderr=subprocess.STDOUT))
+        _wait_for(lambda: (work / "master.log").read_text().count("Registering worker") >= 2, 120, "two workers")
+        yield url, env, work
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+DRIVER = textwrap.dedent('''
+    import sys
+    from pyspark.sql import SparkSession
+    url, out, ckpt = sys.argv[1:4]
+    spark = (SparkSession.builder.master(url).appName("kconnect-cluster-test")
+             .config("spark.executor.memory", "512m").config("spark.executor.cores", "1")
+             .config("spark.cores.max", "2").config("spark.driver.host", "127.0.0.1")
+             .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    cfg = {"connector.class": "DatagenConnector", "kafka.topic": "pageviews", "quickstart": "pageviews",
+           "tasks.max": "2", "iterations": "5000", "max.interval": "0", "max.records.per.trigger": "4000"}
+    q = (spark.readStream.format("kconnect").options(**cfg).load()
+         .selectExpr("cast(key as string) as value", "topic", "partition", "offset")
+         .writeStream.format("kconnect").option("connector.class", "FileStreamSink").option("file", out)
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+    q.awaitTermination()
+    executors = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+    batches = sum(1 for p in q.recentProgress if p["numInputRows"])
+    print("EXECUTORS", executors, "BATCHES", batches)
+    spark.stop()
+''')
+
+
+def test_datagen_to_file_sink_on_a_standalone_cluster(cluster, tmp_path):
+    url, env, work = cluster
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    out = tmp_path / "out.txt"
+    proc = subprocess.run([sys.executable, str(script), url, str(out), str(tmp_path / "ckpt")], env=env,
+                          capture_output=True, text=True, timeout=420)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = next(ln for ln in proc.stdout.splitlines() if ln.startswith("EXECUTORS"))
+    executors = int(summary.split()[1])
+    assert executors == 2, summary
+    assert int(summary.split()[3]) == 3  # 10,000 records, at most 4,000 per micro-batch
+    viewtimes = sorted(int(v) for v in out.read_text().split())
+    # pageviews keys: viewtime = 1 + (iteration * tasks + task) * 10, 5,000 iterations per task.
+    assert viewtimes == [1 + i * 10 for i in range(10_000)]
