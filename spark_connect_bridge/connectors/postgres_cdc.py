@@ -598,8 +598,8 @@ class PostgresConnector(SourceConnector):
 
     def _snapshot_start(self) -> dict[str, Any]:
         """Create the slot with an exported snapshot and return the first snapshot position."""
-        if self._slot() is not None:
-            log.warning("%s: dropping replication slot %s to take a consistent snapshot (a snapshot that "
+        if self._slot() is not None:  # snapshot.mode=always: a new slot for a new consistent snapshot
+            log.warning("%s: dropping replication slot %s to take a new consistent snapshot (a snapshot that "
                         "matches the slot exists only when the slot is created)", self.name,
                         self.config["slot.name"])
             self._drop_slot()
@@ -616,12 +616,19 @@ class PostgresConnector(SourceConnector):
             return self._initial
         layout = self.layout()
         self._ensure_publication([(t.schema, t.table) for t in layout.tables])
-        if self._mode in _SNAPSHOTTING:
+        slot = self._slot()
+        if slot is not None:
+            # Never drop an existing slot here: Spark may ask for initial offsets of a query that resumes
+            # from its checkpoint (Trigger.AvailableNow), and the slot may hold another query's position.
+            if self._mode in _SNAPSHOTTING:
+                log.warning("%s: replication slot %s exists: streaming from its position %s without a new "
+                            "snapshot. Drop the slot or choose another slot.name for a consistent snapshot",
+                            self.name, self.config["slot.name"], lsn_text(slot[0]))
+            pos = {"lsn": slot[0]}
+        elif self._mode in _SNAPSHOTTING:
             pos = self._snapshot_start()
         else:
-            slot = self._slot()
-            lsn = slot[0] if slot is not None else self._create_slot(export=False)[0]
-            pos = {"lsn": lsn}
+            pos = {"lsn": self._create_slot(export=False)[0]}
         self._initial = {self._key: pos}
         self._started = True
         return self._initial
