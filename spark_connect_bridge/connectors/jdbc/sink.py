@@ -46,7 +46,7 @@ __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
 log = logging.getLogger(__name__)
 
-_META = ("__kc_op", "__kc_ord", "__kc_topic", "__kc_kpart", "__kc_koff")
+_META = ("__kc_op", "__kc_ord", "__kc_tix", "__kc_kpart", "__kc_koff")
 _KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
 
 
@@ -134,6 +134,7 @@ class _Stage:
     columns: tuple[tuple[str, str], ...]  # data columns (name, arrow type string)
     pk: tuple[str, ...]
     rows: int
+    topics: tuple[str, ...] = ()  # __kc_tix indexes this list (topics are not repeated per row)
 
 
 @dataclass(frozen=True)
@@ -272,17 +273,17 @@ class JdbcSinkConnector(SinkConnector):
             out[f.name] = a
         out["__kc_op"] = pc.if_else(tomb, "d", "u")
         out["__kc_ord"] = pa.array(np.arange(seq, seq + n, dtype=np.int64) + (part << 40))
-        out["__kc_topic"], out["__kc_kpart"], out["__kc_koff"] = topic, kpart.cast(pa.int32()), koff.cast(pa.int64())
+        out["__kc_tix"] = pa.nulls(n, pa.int16())  # set per staging table in write()
+        out["__kc_kpart"], out["__kc_koff"] = kpart.cast(pa.int32()), koff.cast(pa.int64())
         for k, a in list(out.items()):
             if pa.types.is_large_string(a.type):
                 out[k] = a.cast(pa.string())
         table = pa.table(out)
-        tables = {}
+        tables: dict[str, list] = {}
         topics = pc.unique(topic).to_pylist()
         for t in topics:
             sub = table if len(topics) == 1 else table.filter(pc.equal(topic, t))
-            name = self._table_name(t or "")
-            tables[name] = (sub, tuple(pk_cols))
+            tables.setdefault(self._table_name(t or ""), []).append((sub, tuple(pk_cols), t))
         return tables
 
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> _Staged | None:
@@ -296,15 +297,23 @@ class JdbcSinkConnector(SinkConnector):
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
-                for name, (table, pk) in self._rows(batch, ctx.partition_id, seq).items():
+                for name, parts in self._rows(batch, ctx.partition_id, seq).items():
+                  for table, pk, topic in parts:
                     st = stages.get(name)
                     if st is None:
                         st = stages[name] = {"stage": f"{prefix}{uuid.uuid4().hex[:8]}", "schema": table.schema,
-                                             "pk": pk, "rows": 0}
+                                             "pk": pk, "rows": 0, "topics": []}
                         self._retry(lambda: self._create_stage(conn, d, st["stage"], table.schema),
                                     "create staging table")
                     elif not table.schema.equals(st["schema"]):
                         table = table.select(st["schema"].names).cast(st["schema"])
+                    if topic not in st["topics"]:
+                        st["topics"].append(topic)
+                    import pyarrow as pa
+
+                    ix = table.schema.get_field_index("__kc_tix")
+                    table = table.set_column(ix, "__kc_tix", pa.array(
+                        [st["topics"].index(topic)] * table.num_rows, pa.int16()))
                     for chunk in table.to_batches(max_chunksize=max(self.config["batch.size"], 50_000)):
                         self._retry(lambda: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
                     st["rows"] += table.num_rows
@@ -320,7 +329,7 @@ class JdbcSinkConnector(SinkConnector):
             return None
         return _Staged(ctx.partition_id, tuple(
             _Stage(name, st["stage"], tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
-                   st["pk"], st["rows"]) for name, st in stages.items()))
+                   st["pk"], st["rows"], tuple(st["topics"])) for name, st in stages.items()))
 
     @staticmethod
     def _stage_prefix(app_id: str, batch_id: int | None) -> str:
@@ -341,8 +350,6 @@ class JdbcSinkConnector(SinkConnector):
 
         if f.name == "__kc_op":
             return "CHAR(1)"
-        if f.name in ("__kc_topic",):
-            return "VARCHAR(255)" if d.info.kind == "mysql" else "TEXT"
         if d.info.kind == "mysql" and pa.types.is_string(f.type):
             return "LONGTEXT"
         return d.sql_type(f.type)
@@ -548,8 +555,9 @@ class JdbcSinkConnector(SinkConnector):
     # -- apply ------------------------------------------------------------------------------------------
     def _source_sql(self, d: Dialect, ss: list[_Stage], cols: list[str], pk: tuple[str, ...]) -> str:
         sel = ", ".join(d.quote(c) for c in cols + list(_META))
-        union = " UNION ALL ".join(f"SELECT {sel} FROM {d.quote(s.stage)}" for s in ss)
-        if not pk:
+        union = " UNION ALL ".join(f"SELECT {sel}, {i} AS kc_si FROM {d.quote(s.stage)}" for i, s in enumerate(ss))
+        if not pk or (self.config["insert.mode"].lower() == "insert" and not self.config["delete.enabled"]):
+            # insert mode: every record is inserted (a duplicate key fails, as Confluent's); no dedup sort
             return f"SELECT * FROM ({union}) kc_u"
         part = ", ".join(d.quote(c) for c in pk)
         return (f"SELECT * FROM (SELECT kc_u.*, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY "
@@ -620,9 +628,10 @@ class JdbcSinkConnector(SinkConnector):
         pk = ss[0].pk
         cols = [n for n, _ in ss[0].columns]
         src = self._source_sql(d, ss, cols, pk)
-        cur.execute(f"SELECT {d.quote('__kc_ord')}, {d.quote('__kc_topic')}, {d.quote('__kc_kpart')}, "
+        cur.execute(f"SELECT {d.quote('__kc_ord')}, kc_si, {d.quote('__kc_tix')}, {d.quote('__kc_kpart')}, "
                     f"{d.quote('__kc_koff')} FROM ({src}) kc_s ORDER BY {d.quote('__kc_ord')}")
-        rows = cur.fetchall()
+        rows = [(o, ss[si].topics[tix] if tix is not None and tix < len(ss[si].topics) else None, kp, ko)
+                for o, si, tix, kp, ko in cur.fetchall()]
         rejected: list[RejectedRecord] = []
         tolerate = self.config["errors.tolerance"].lower() == "all"
 

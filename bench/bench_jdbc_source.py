@@ -1,0 +1,105 @@
+"""Benchmark: the JDBC source (ADBC, Arrow batches) vs. Spark's own JDBC reader and vs. psql binary COPY.
+
+One run, one table, one Spark session (local[2]); each reader writes to the ``noop`` sink.
+
+    .venv/bin/python bench/bench_jdbc_source.py --rows 1000000 [--tasks 2] [--repeat 2]
+
+Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust) and, for the Spark JDBC comparison, Debian's
+``libpostgresql-jdbc-java`` (/usr/share/java/postgresql.jar); without the jar that comparison is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+JAR = "/usr/share/java/postgresql.jar"
+DB = "kc_bench_jdbc"
+
+
+def psql(sql: str, db: str = "test", out: str | None = None) -> None:
+    cmd = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", db, "-q", "-c", sql]
+    if out:
+        with open(out, "wb") as f:
+            subprocess.run(cmd, check=True, stdout=f)
+    else:
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def setup(rows: int) -> None:
+    psql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+    psql(f'CREATE DATABASE "{DB}"')
+    psql("CREATE TABLE big (id bigint PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, payload text)",
+         DB)
+    psql(f"INSERT INTO big SELECT g, 'name' || g, (g % 100000) / 100.0, "
+         f"timestamptz '2024-01-01' + g * interval '1 second', repeat('x', 100) FROM generate_series(1, {rows}) g",
+         DB)
+    psql("VACUUM ANALYZE big", DB)
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--tasks", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
+    a = ap.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    print(f"setting up {a.rows:,} rows ...", flush=True)
+    setup(a.rows)
+    from pyspark.sql import SparkSession
+
+    have_jar = os.path.exists(JAR)
+    b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g"))
+    if have_jar:
+        b = b.config("spark.jars", JAR)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    url = f"jdbc:postgresql://127.0.0.1:5432/{DB}?user=postgres"
+    opts = {"connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": url,
+            "mode": "incrementing", "incrementing.column.name": "id", "table.whitelist": "big",
+            "topic.prefix": "b-", "tasks.max": str(a.tasks)}
+
+    def ours() -> None:
+        spark.read.format("kconnect").options(**opts).load().write.format("noop").mode("overwrite").save()
+
+    def spark_jdbc() -> None:
+        (spark.read.format("jdbc").option("url", url).option("dbtable", "big").option("partitionColumn", "id")
+         .option("lowerBound", 1).option("upperBound", a.rows).option("numPartitions", a.tasks)
+         .option("fetchsize", 10000).load().write.format("noop").mode("overwrite").save())
+
+    def copy() -> None:
+        psql("COPY big TO STDOUT (FORMAT binary)", DB, out="/dev/null")
+
+    n = spark.read.format("kconnect").options(**opts).load().count()
+    assert n == a.rows, (n, a.rows)
+    results = {"kconnect JDBC source (ADBC, Arrow)": best(ours, a.repeat)}
+    if have_jar:
+        results["Spark JDBC reader (pgjdbc 42.5.5)"] = best(spark_jdbc, a.repeat)
+    else:
+        print(f"SKIPPED Spark JDBC comparison: {JAR} not found (apt-get install libpostgresql-jdbc-java)")
+    results["psql COPY TO STDOUT (FORMAT binary) > /dev/null"] = best(copy, a.repeat)
+    ours_t = results["kconnect JDBC source (ADBC, Arrow)"]
+    print(f"\nrows={a.rows:,} tasks={a.tasks} best of {a.repeat}; load average {os.getloadavg()[0]:.1f}")
+    for k, t in results.items():
+        print(f"  {k:<50} {t:7.2f} s  {a.rows / t:>12,.0f} rows/s  ours/this = {t / ours_t:5.2f}x")
+    spark.stop()
+    if not a.keep:
+        psql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
