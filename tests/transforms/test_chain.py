@@ -1,0 +1,130 @@
+import copy
+
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.transforms import Chain, Filter, InsertField, ReplaceField, apply_transforms, build_chain
+
+from .conftest import errors
+
+VT = "struct<id:int,name:string,secret:string>"
+
+
+def test_aliases_run_in_listed_order(make_records):
+    df = make_records([("k", {"id": 1, "name": "x", "secret": "s"})], value_type=VT)
+    cfg = {"transforms": "rename, drop",
+           "transforms.drop.type": "ReplaceField$Value", "transforms.drop.exclude": "nom",
+           "transforms.rename.type": "ReplaceField$Value", "transforms.rename.renames": "name:nom",
+           "connector.class": "ignored", "topics": "ignored"}
+    chain = build_chain(cfg)
+    assert chain.aliases == ["rename", "drop"]
+    assert df.transform(chain).collect()[0]["value"].asDict() == {"id": 1, "secret": "s"}
+
+
+def test_predicate_and_negate_select_records(make_records):
+    df = make_records([{"value": {"id": 1, "name": "a", "secret": "s"}, "topic": "pii"},
+                       {"value": {"id": 2, "name": "b", "secret": "s"}, "topic": "public"}], value_type=VT)
+    cfg = {"transforms": "mask,tag", "predicates": "isPii",
+           "predicates.isPii.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+           "predicates.isPii.pattern": "pii",
+           "transforms.mask.type": "MaskField$Value", "transforms.mask.fields": "secret",
+           "transforms.mask.predicate": "isPii",
+           "transforms.tag.type": "InsertField$Value", "transforms.tag.static.field": "public",
+           "transforms.tag.static.value": "yes", "transforms.tag.predicate": "isPii", "transforms.tag.negate": "true"}
+    rows = [r["value"].asDict() for r in apply_transforms(df, cfg).collect()]
+    # The predicated InsertField adds a field: both branches are unified by name (missing field -> null).
+    assert rows == [{"id": 1, "name": "a", "secret": "", "public": None},
+                    {"id": 2, "name": "b", "secret": "s", "public": "yes"}]
+
+
+def test_dropped_record_stops_the_chain(make_records):
+    # ValueToKey fails on a tombstone; the Filter before it drops tombstones, so nothing fails.
+    df = make_records([("k", {"id": 1, "name": "a", "secret": "s"}), ("k", None)], value_type=VT)
+    cfg = {"transforms": "dropTomb,key", "predicates": "tomb",
+           "predicates.tomb.type": "RecordIsTombstone",
+           "transforms.dropTomb.type": "Filter", "transforms.dropTomb.predicate": "tomb",
+           "transforms.key.type": "ValueToKey", "transforms.key.fields": "id"}
+    rows = apply_transforms(df, cfg).collect()
+    assert [r["key"].id for r in rows] == [1]
+
+
+def test_strict_failure_names_alias_and_coordinates(make_records):
+    df = make_records([{"key": "k", "value": None, "topic": "orders", "partition": 2, "offset": 7}],
+                      value_type=VT)
+    cfg = {"transforms": "toKey", "transforms.toKey.type": "ValueToKey", "transforms.toKey.fields": "id"}
+    with pytest.raises(Exception, match=r"ValueToKey \(alias toKey\).*topic=orders, partition=2, offset=7"):
+        apply_transforms(df, cfg).collect()
+
+
+def test_tolerant_failure_fills_error_column_for_failing_rows_only(make_records):
+    df = make_records([("k", {"id": 1, "name": "a", "secret": "s"}), ("k", None)], value_type=VT, tolerant=True)
+    cfg = {"transforms": "toKey", "transforms.toKey.type": "ValueToKey", "transforms.toKey.fields": "id"}
+    rows = apply_transforms(df, cfg).collect()
+    assert errors(rows)[0] is None
+    err = rows[1]["_kc_error"]
+    assert (err.stage, err.class_name, err.alias) == ("TRANSFORMATION", "org.apache.kafka.connect.transforms.ValueToKey",
+                                                      "toKey")
+
+
+def test_python_objects_chain(make_records):
+    df = make_records([("k", {"id": 1, "name": "a", "secret": "s"})], value_type=VT)
+    chain = Chain([ReplaceField.Value(exclude=["secret"]), InsertField.Value(topic_field="t")])
+    assert df.transform(chain).collect()[0]["value"].asDict() == {"id": 1, "name": "a", "t": "t"}
+
+
+def test_incompatible_predicated_type_change_is_a_config_error(make_records):
+    df = make_records([("k", {"id": 1, "name": "a", "secret": "s"})], value_type=VT)
+    cfg = {"transforms": "x", "predicates": "p", "predicates.p.type": "TopicNameMatches", "predicates.p.pattern": "t",
+           "transforms.x.type": "ExtractField$Value", "transforms.x.field": "id", "transforms.x.predicate": "p"}
+    chain = build_chain(cfg)
+    with pytest.raises(ConfigError) as e:
+        chain(df)
+    assert e.value.keys == ["transforms.x.predicate"] and "cannot be unified" in str(e.value)
+
+
+def test_building_does_not_mutate_the_callers_config():
+    cfg = {"transforms": "a", "transforms.a.type": "Filter", "predicates": "p", "predicates.p.type": "RecordIsTombstone",
+           "transforms.a.predicate": "p", "transforms.a.negate": "false"}
+    before = copy.deepcopy(cfg)
+    build_chain(cfg)
+    assert cfg == before
+
+
+def test_every_problem_reported_at_once_under_full_keys():
+    cfg = {"transforms": "a,b,c,d,e", "predicates": "p",
+           "transforms.a.type": "MaskField$Value", "transforms.a.feilds": "x",
+           "transforms.b.type": "NoSuchThing",
+           "transforms.c.type": "Filter", "transforms.c.negate": "true",
+           "transforms.d.type": "Filter", "transforms.d.predicate": "nope",
+           "predicates.p.type": "TopicNameMatches"}
+    with pytest.raises(ConfigError) as e:
+        build_chain(cfg)
+    keys = e.value.keys
+    assert set(keys) == {"transforms.a.feilds", "transforms.a.fields", "transforms.b.type", "transforms.c.negate",
+                         "transforms.d.predicate", "transforms.e.type", "predicates.p.pattern"}
+    text = str(e.value)
+    assert 'did you mean "transforms.a.fields"' in text
+    assert "Invalid value NoSuchThing for configuration transforms.b.type" in text
+
+
+@pytest.mark.parametrize("cfg, key, fragment", [
+    ({"transforms": "a,a", "transforms.a.type": "Filter"}, "transforms", "Duplicate alias provided"),
+    ({"predicates": "p,p", "predicates.p.type": "RecordIsTombstone"}, "predicates", "Duplicate alias provided"),
+    ({"transforms": "a"}, "transforms.a.type", 'Missing required configuration "transforms.a.type"'),
+    ({"transforms": "a", "transforms.a.type": "Filter", "transforms.a.negate": "yes"}, "transforms.a.negate",
+     "true or false"),
+    ({"transforms": "a", "transforms.a.type": "TopicNameMatches"}, "transforms.a.type", "no transformation plugin"),
+    ({"transforms": "a", "transforms.a.type": "Cast"}, "transforms.a.type", "no transformation plugin"),
+    ({"transforms": "a", "transforms.a.type": "Cast$Value", "transforms.a.spec": "x:int9"}, "transforms.a.spec",
+     "configuration transforms.a.spec: Invalid type"),
+])
+def test_grammar_errors(cfg, key, fragment):
+    with pytest.raises(ConfigError) as e:
+        build_chain(cfg)
+    assert key in e.value.keys and fragment in str(e.value)
+
+
+def test_filter_class_is_resolvable_by_every_name():
+    for name in ("org.apache.kafka.connect.transforms.Filter", "Filter",
+                 "spark_connect_bridge.transforms.filter.Filter"):
+        assert isinstance(build_chain({"transforms": "f", "transforms.f.type": name}).stages[0].transform, Filter)
