@@ -59,9 +59,10 @@ def require_deltalake() -> Any:
     return deltalake
 
 
-def local_path(uri: str) -> str:
+def local_path(uri: str | os.PathLike) -> str:
     """The local filesystem path of a table URI (``/x`` or ``file:///x``). Object stores are written by the
     delta-spark engine; the deltalake engine here writes local (or mounted) filesystems."""
+    uri = os.fspath(uri)
     if uri.startswith("file://"):
         uri = uri[len("file://"):]
     elif "://" in uri:

@@ -746,7 +746,8 @@ class DeltaSourceConnector(SourceConnector):
             from deltalake import DeltaTable
 
             reader = DeltaTable(path).load_cdf(starting_version=version, ending_version=version)
-            data = reader.read_all()
+            data = pa.RecordBatchReader.from_stream(reader).read_all()  # deltalake returns arro3 objects
+            data = data.cast(normalize_schema(data.schema))  # view types → plain ones
             if data.num_rows:
                 data = data.take(_stable_order(data))
             yield data, int(ts or 0)
