@@ -47,6 +47,7 @@ __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 log = logging.getLogger(__name__)
 
 _META = ("__kc_op", "__kc_ord", "__kc_tix", "__kc_kpart", "__kc_koff")
+_FLUSH_BYTES = 32 << 20
 _KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
 
 
@@ -314,10 +315,15 @@ class JdbcSinkConnector(SinkConnector):
                     ix = table.schema.get_field_index("__kc_tix")
                     table = table.set_column(ix, "__kc_tix", pa.array(
                         [st["topics"].index(topic)] * table.num_rows, pa.int16()))
-                    for chunk in table.to_batches(max_chunksize=max(self.config["batch.size"], 50_000)):
-                        self._retry(lambda: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
+                    # Buffer Spark's small Arrow batches into ~32 MB bulk loads (one COPY each).
+                    st.setdefault("buf", []).append(table)
+                    st["bytes"] = st.get("bytes", 0) + table.nbytes
                     st["rows"] += table.num_rows
+                    if st["bytes"] >= _FLUSH_BYTES:
+                        self._flush(conn, d, st)
                 seq += batch.num_rows
+            for st in stages.values():
+                self._flush(conn, d, st)
             if d.info.kind != "postgresql":
                 conn.commit()
         finally:
@@ -330,6 +336,16 @@ class JdbcSinkConnector(SinkConnector):
         return _Staged(ctx.partition_id, tuple(
             _Stage(name, st["stage"], tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
                    st["pk"], st["rows"], tuple(st["topics"])) for name, st in stages.items()))
+
+    def _flush(self, conn: Any, d: Dialect, st: dict) -> None:
+        import pyarrow as pa
+
+        if not st.get("buf"):
+            return
+        data = pa.concat_tables(st["buf"])
+        st["buf"], st["bytes"] = [], 0
+        for chunk in data.to_batches(max_chunksize=max(self.config["batch.size"], 1 << 20)):
+            self._retry(lambda: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
 
     @staticmethod
     def _stage_prefix(app_id: str, batch_id: int | None) -> str:
