@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import plugins
 from .errors import PluginNotFoundError
 
-__all__ = ["plugin_markdown", "connectors_reference", "common_reference"]
+__all__ = ["plugin_markdown", "connectors_reference", "common_reference", "reference", "update_readme"]
 
 
 def _definition(cls: type):
@@ -58,3 +58,45 @@ def common_reference() -> str:
 
     return (f"#### Every connector\n\n{COMMON.to_markdown()}\n\n#### Source connectors\n\n{SOURCE.to_markdown()}\n\n"
             f"#### Sink connectors\n\n{SINK.to_markdown()}\n")
+
+
+BEGIN, END = "<!-- BEGIN GENERATED REFERENCE -->", "<!-- END GENERATED REFERENCE -->"
+
+
+def reference() -> str:
+    """The whole generated reference: common keys, then every plugin of every family."""
+    parts = ["### Common connector keys\n", common_reference()]
+    titles = {"connector": "Connectors", "transformation": "Transforms (SMTs)", "predicate": "Predicates",
+              "converter": "Converters"}
+    for family, title in titles.items():
+        specs = [s for s in plugins.all_specs(family) if _loadable(s)]
+        if not specs:
+            continue
+        parts.append(f"### {title}\n")
+        seen: set[str] = set()
+        for s in specs:
+            if s.target in seen:
+                continue
+            seen.add(s.target)
+            parts.append(plugin_markdown(s.names[0], level=4))
+    return "\n".join(parts)
+
+
+def update_readme(path: str = "README.md") -> bool:
+    """Rewrite the generated block of the README; returns True when it changed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    new = f"{head}{BEGIN}\n\n{reference()}\n{END}{tail}"
+    if new != text:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(new)
+    return new != text
+
+
+if __name__ == "__main__":  # python -m spark_connect_bridge.docs [README.md]
+    import sys
+
+    changed = update_readme(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+    print("README reference updated" if changed else "README reference already up to date")
