@@ -17,16 +17,22 @@ def anchored(pattern: str) -> str:
     return f"^(?:{pattern})\\z"
 
 
-def _jvm():
+def active_session():  # type: ignore[no-untyped-def]
+    """The classic (JVM) SparkSession of this process, if any; None under Spark Connect or before start."""
     try:
         from pyspark.sql import SparkSession
 
-        spark = SparkSession.getActiveSession()
-        if spark is None:
+        spark = SparkSession.getActiveSession() or getattr(SparkSession, "_instantiatedSession", None)
+        if spark is None or not hasattr(spark, "_jsparkSession"):
             return None
-        return spark.sparkContext._jvm  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - Spark Connect or no JVM: fall back to Python's re
+        return spark
+    except Exception:  # noqa: BLE001 - no JVM available: callers fall back
         return None
+
+
+def _jvm():  # type: ignore[no-untyped-def]
+    spark = active_session()
+    return None if spark is None else spark.sparkContext._jvm  # type: ignore[attr-defined]
 
 
 def java_regex_problem(pattern: str) -> str | None:

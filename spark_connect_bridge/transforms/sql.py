@@ -9,6 +9,7 @@ from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigError, ConfigProblem
 from ..records import RECORD_COLUMNS
 from .base import Step, Transformation
+from .regex import active_session
 
 __all__ = ["SqlTransform", "split_select"]
 
@@ -48,16 +49,16 @@ def split_select(text: str) -> list[str]:
 
 
 def _parse_problem(expr: str) -> str | None:
-    """Why ``expr`` does not parse as a Spark SQL expression (checked only when a session is active)."""
+    """Why ``expr`` does not parse as a Spark SQL expression (checked when a classic session is running;
+    otherwise the first use reports it)."""
+    spark = active_session()
+    if spark is None:
+        return None
     try:
-        from pyspark.sql import SparkSession
-
-        if SparkSession.getActiveSession() is None:
-            return None
-        F.expr(expr)
-    except Exception as e:  # noqa: BLE001 - ParseException and friends
-        first = str(e).strip().splitlines()
-        return first[0] if first else type(e).__name__
+        spark._jsparkSession.sessionState().sqlParser().parseExpression(expr)
+    except Exception as e:  # noqa: BLE001 - py4j-wrapped ParseException
+        text = str(e).split("ParseException:")[-1].strip().splitlines()
+        return text[0] if text else "syntax error"
     return None
 
 

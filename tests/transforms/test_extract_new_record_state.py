@@ -1,0 +1,107 @@
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.transforms import ExtractNewRecordState, apply_transforms
+
+from .conftest import errors, header_dict
+
+ROW = "struct<id:int,name:string>"
+ENV = (f"struct<before:{ROW},after:{ROW},source:struct<db:string,table:string,lsn:bigint>,op:string,ts_ms:bigint,"
+       f"transaction:struct<id:string,total_order:bigint,data_collection_order:bigint>>")
+SRC = {"db": "test", "table": "t", "lsn": 10}
+
+
+def _events(make_records, tolerant=False):
+    rows = [
+        {"key": "1", "value": {"before": None, "after": {"id": 1, "name": "a"}, "source": SRC, "op": "c", "ts_ms": 5}},
+        {"key": "1", "value": {"before": {"id": 1, "name": "a"}, "after": {"id": 1, "name": "b"}, "source": SRC,
+                               "op": "u", "ts_ms": 6}},
+        {"key": "1", "value": {"before": {"id": 1, "name": "b"}, "after": None, "source": SRC, "op": "d",
+                               "ts_ms": 7}},
+        {"key": "1", "value": None},
+        {"key": None, "value": {"before": None, "after": None, "source": SRC, "op": "t", "ts_ms": 8}},
+        {"key": "2", "value": {"before": None, "after": {"id": 2, "name": "r"}, "source": SRC, "op": "r",
+                               "ts_ms": 9}},
+    ]
+    df = make_records(rows, value_type=ENV, tolerant=tolerant)
+    return df.withMetadata("value", {"connect.name": "srv.public.t.Envelope"})
+
+
+def _values(out):
+    return [(r["offset"], None if r["value"] is None else r["value"].asDict()) for r in out.collect()]
+
+
+def test_default_tombstone_mode(make_records):
+    out = _events(make_records).transform(ExtractNewRecordState())
+    assert out.schema["value"].dataType.simpleString() == ROW
+    assert _values(out) == [(0, {"id": 1, "name": "a"}), (1, {"id": 1, "name": "b"}), (2, None),
+                            (5, {"id": 2, "name": "r"})]
+
+
+@pytest.mark.parametrize("cfg, offsets", [
+    ({"delete.tombstone.handling.mode": "drop"}, [0, 1, 5]),
+    ({"delete.tombstone.handling.mode": "delete-to-tombstone"}, [0, 1, 2, 5]),
+    ({"delete.tombstone.handling.mode": "rewrite"}, [0, 1, 2, 5]),
+    ({"delete.tombstone.handling.mode": "rewrite-with-tombstone"}, [0, 1, 2, 3, 5]),
+    ({"delete.handling.mode": "none", "drop.tombstones": "false"}, [0, 1, 2, 3, 5]),
+    ({"delete.handling.mode": "drop"}, [0, 1, 5]),
+])
+def test_modes_keep_or_drop_deletes_and_tombstones(make_records, cfg, offsets):
+    out = _events(make_records).transform(ExtractNewRecordState(cfg))
+    assert [r["offset"] for r in out.collect()] == offsets
+
+
+def test_rewrite_adds_deleted_flag_and_uses_before(make_records):
+    out = _events(make_records).transform(ExtractNewRecordState({"delete.tombstone.handling.mode": "rewrite"}))
+    vals = dict(_values(out))
+    assert vals[1] == {"id": 1, "name": "b", "__deleted": "false"}
+    assert vals[2] == {"id": 1, "name": "b", "__deleted": "true"}
+
+
+def test_add_fields_and_headers(make_records):
+    cfg = {"add.fields": "op,table,source.lsn:pos,ts_ms,nope", "add.headers": "op,db",
+           "add.headers.prefix": "h_", "delete.tombstone.handling.mode": "rewrite-with-tombstone"}
+    out = _events(make_records).transform(ExtractNewRecordState(cfg))
+    rows = {r["offset"]: r for r in out.collect()}
+    assert rows[0]["value"].asDict() == {"id": 1, "name": "a", "__deleted": "false", "__op": "c", "__table": "t",
+                                         "__pos": 10, "__ts_ms": 5}
+    assert header_dict(rows[0]) == [("h_op", b"c"), ("h_db", b"test")]
+    assert header_dict(rows[3]) == [("h_op", b"d")]  # a tombstone gets only the op header
+
+
+def test_route_by_field(make_records):
+    out = _events(make_records).transform(ExtractNewRecordState({"route.by.field": "name"}))
+    assert [r["topic"] for r in out.collect()] == ["a", "b", "b", "r"]
+
+
+def test_non_envelope_values_pass_through(make_records):
+    df = make_records([("k", {"a": 1}), ("k", None)], value_type="struct<a:int>")
+    assert [r["value"] for r in df.transform(ExtractNewRecordState()).collect()] == [(1,), None]
+    named = _events(make_records).withMetadata("value", {"connect.name": "srv.heartbeat"})
+    assert named.transform(ExtractNewRecordState()).schema["value"].dataType.simpleString() == ENV
+
+
+def test_unknown_operation_fails_record(make_records):
+    df = make_records([{"key": "k", "value": {"before": None, "after": None, "op": "m"}}],
+                      value_type=f"struct<before:{ROW},after:{ROW},op:string>", tolerant=True)
+    assert "Unsupported change event operation: m" in errors(df.transform(ExtractNewRecordState()).collect())[0]
+
+
+def test_from_config_by_debezium_class_name(make_records):
+    out = apply_transforms(_events(make_records), {"transforms": "unwrap",
+                                                   "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+                                                   "transforms.unwrap.delete.tombstone.handling.mode": "drop"})
+    assert out.count() == 3
+
+
+@pytest.mark.parametrize("config, key, fragment", [
+    ({"delete.tombstone.handling.mode": "keep"}, "delete.tombstone.handling.mode", "String must be one of: drop"),
+    ({"delete.handling.mode": "keep"}, "delete.handling.mode", "String must be one of: drop, rewrite, none"),
+    ({"delete.tombstone.handling.mode": "drop", "drop.tombstones": "true"}, "drop.tombstones", "set only one"),
+    ({"add.fields": "a:b:c"}, "add.fields", "invalid item"),
+    ({"drop.tombstone": "true"}, "drop.tombstone", 'did you mean "drop.tombstones"'),
+])
+def test_config_errors(config, key, fragment):
+    with pytest.raises(ConfigError) as e:
+        ExtractNewRecordState(config)
+    assert e.value.keys == [key] and fragment in str(e.value)
