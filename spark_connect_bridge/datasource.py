@@ -87,7 +87,9 @@ class KConnectDataSource(DataSource):
     def writer(self, schema: Any, overwrite: bool) -> "DataSourceArrowWriter":
         sink = self._connector("sink")
         sink.validate_input(schema)
-        return _BatchWriter(sink, schema, overwrite, _app_id(self.options))
+        batch_id = self.options.get("kconnect.batch.id")
+        return _BatchWriter(sink, schema, overwrite, _app_id(self.options),
+                            int(batch_id) if batch_id not in (None, "") else None)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         sink = self._connector("sink")
@@ -99,6 +101,8 @@ def _app_id(options: Mapping[str, str]) -> str:
     """A stable identity for sink commits: the query's checkpoint location when Spark passes it."""
     from .connectors.base import stable_app_id
 
+    if options.get("kconnect.app.id"):
+        return str(options["kconnect.app.id"])
     ckpt = options.get("checkpointlocation")
     if ckpt:
         return "ckpt-" + stable_app_id(str(ckpt).rstrip("/"))
@@ -230,7 +234,9 @@ class _WriteMixin:
         from .connectors.base import WriteContext
 
         tc = TaskContext.get()
-        bid = tc.getLocalProperty("streaming.sql.batchId") if tc else None
+        bid = getattr(self, "batch_id", None)
+        if bid is None and tc is not None:
+            bid = tc.getLocalProperty("streaming.sql.batchId")
         ctx = WriteContext(self.app_id, int(bid) if bid is not None else None,
                            tc.partitionId() if tc else 0, tc.attemptNumber() if tc else 0)
         keep = _topic_filter(self.sink.config)
@@ -244,8 +250,12 @@ class _WriteMixin:
 
 
 class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
-    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str):
+    """A batch write; given ``kconnect.batch.id`` (our foreachBatch router sets it), it commits like a
+    micro-batch of that id, so a replayed batch is recognised."""
+
+    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, batch_id: int | None = None):
         self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
+        self.batch_id = batch_id
 
     def write(self, iterator: Iterator[Any]) -> _Message:
         return self._write_batches(iterator)
@@ -253,12 +263,12 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
     def commit(self, messages: list) -> None:
         from .connectors.base import CommitContext
 
-        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, None, self.overwrite))
+        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
 
     def abort(self, messages: list) -> None:
         from .connectors.base import CommitContext
 
-        self.sink.abort(self._payloads(messages), CommitContext(self.app_id, None, self.overwrite))
+        self.sink.abort(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
 
 
 class _StreamWriter(_WriteMixin, _StreamWriterBase):

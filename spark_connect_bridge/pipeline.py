@@ -1,12 +1,25 @@
-"""One call per side: a whole Kafka Connect config, connector, transforms and converters included.
+"""One call per side: a whole Kafka Connect config, connector, transforms, converters and errors.* included.
 
 * source side: connector → transforms → converters (Kafka Connect's order):
   :func:`read_stream` / :func:`read_batch` return the record DataFrame;
 * sink side: converters → transforms → connector: :func:`write_stream` starts the streaming query,
-  :func:`write_batch` writes a batch DataFrame.
+  :func:`write_batch` writes a batch DataFrame; :func:`write_topic_store` writes a source's records into the
+  topic store.
 
-Every key of the config is applied or rejected: the whole config is parsed and validated on the driver
-before any data moves, and every problem is reported at once.
+Every key of the config is applied or rejected: the whole config is parsed and validated on the driver before
+any data moves, and every problem is reported at once.
+
+Record errors (:mod:`.record_errors`, :mod:`.dead_letter`): with ``errors.tolerance=none`` (the default) the
+first record that fails a converter or a transform fails the query with a message naming the stage, the
+converter or transform alias, and the record's topic/partition/offset. With ``errors.tolerance=all`` failed
+records are kept apart per micro-batch with Column expressions: the good rows reach the sink, the failed ones go
+to the dead-letter sink (and to the log with ``errors.log.enable``). A tolerant source pipeline returns its
+DataFrame with two extra columns (``_kc_error``, ``_kc_original``); :func:`write_stream` and
+:func:`write_topic_store` route them, and anything else can call :func:`spark_connect_bridge.dead_letter.split_batch`
+in a ``foreachBatch``.
+
+Each query reports its counts in its progress (``query.lastProgress["observedMetrics"]["kconnect"]``:
+``records``, ``failed``) and, for routed queries, per batch in :data:`BATCH_METRICS`.
 
 >>> df = read_stream(spark, "conf/file-source.properties")                 # doctest: +SKIP
 >>> q = write_stream(df, {"connector.class": "FileStreamSink", "file": "/tmp/out.txt"},
@@ -15,26 +28,40 @@ before any data moves, and every problem is reported at once.
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
+import uuid
+from collections import defaultdict, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
 from .config import load_config_file
 from .config.common import PLUGIN_PREFIXES
+from .connectors.base import stable_app_id
 from .connectors.factory import parse_connector_config, stage_keys
-from .errors import ConfigError
+from .dead_letter import (SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
+                          start_tolerant, write_dead_letters)
+from .errors import ConfigError, RecordError
+from .record_errors import ERROR_COL
 
-__all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "PreparedConfig", "prepare"]
+__all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
+           "prepare", "BATCH_METRICS"]
+
+log = logging.getLogger(__name__)
+
+#: Per query name, the counts of its last micro-batches: records, failed, dead_lettered, written.
+BATCH_METRICS: dict[str, deque] = defaultdict(lambda: deque(maxlen=100))
+_metrics_lock = threading.Lock()
 
 
 def _as_mapping(config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
     if isinstance(config, (str, os.PathLike)):
         return dict(load_config_file(config))
     return dict(config)  # never mutate the caller's mapping
-
-
-def _has(props: Mapping[str, Any], *keys: str) -> bool:
-    return any(k in props and str(props[k]).strip() for k in keys)
 
 
 @dataclass(frozen=True)
@@ -44,99 +71,215 @@ class PreparedConfig:
     kind: str
     connector_class: type
     connector_options: dict[str, str]
-    transforms: Callable[[Any], Any] | None
-    converters: Callable[[Any], Any] | None
+    chain: Any
+    props: dict[str, Any]
+    has_converters: bool
+    policy: ErrorPolicy
     name: str
+
+    def transforms(self, df: DataFrame) -> DataFrame:
+        return self.chain.apply(df) if self.chain is not None else df
+
+    def converters(self, df: DataFrame) -> DataFrame:
+        if not self.has_converters:
+            return df
+        from .converters import apply_sink_converters, apply_source_converters
+
+        return apply_source_converters(df, self.props) if self.kind == "source" else \
+            apply_sink_converters(df, self.props)
 
 
 def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) -> PreparedConfig:
-    """Validate a whole config (connector, transforms, converters) and split it into its stages.
+    """Validate a whole config (connector, transforms, converters, errors.*) and split it into its stages.
 
     Raises one :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part.
     """
     props = _as_mapping(config)
     errors: list[ConfigError] = []
-    cls = None
-    name = str(props.get("name") or "")
+    cls, policy, name = None, None, str(props.get("name") or "")
     try:
         cls, parsed = parse_connector_config(props, kind=kind, stages_applied=True)
         name = parsed["name"]
+        policy = ErrorPolicy.from_config(parsed)
     except ConfigError as e:
         errors.append(e)
-    transforms = None
-    if _has(props, "transforms"):
+    chain = None
+    if str(props.get("transforms", "")).strip():
         try:
             from .transforms import build_chain
 
             chain = build_chain(props)
-            transforms = chain.apply if hasattr(chain, "apply") else chain
         except ConfigError as e:
             errors.append(e)
-    converters = None
-    if any(k.lower() in ("key.converter", "value.converter", "header.converter") for k in props):
-        from . import converters as conv
+    has_converters = any(k.lower() in ("key.converter", "value.converter", "header.converter") and str(v).strip()
+                         for k, v in props.items())
+    if has_converters:
+        try:
+            from .converters import build_converters
 
-        # The converters check their config when applied to the DataFrame (before any action).
-        if kind == "source":
-            converters = lambda df: conv.apply_source_converters(df, props)  # noqa: E731
-        else:
-            converters = lambda df: conv.apply_sink_converters(df, props)  # noqa: E731
+            build_converters(props)
+        except ConfigError as e:
+            errors.append(e)
     if errors:
         raise ConfigError.merge(errors, context=f"connector {name!r}" if name else None)
     stage = set(stage_keys(props))
     options = {k: str(v) for k, v in props.items()
                if k not in stage and not k.lower().startswith(PLUGIN_PREFIXES) and v is not None}
     options.setdefault("name", name)
-    assert cls is not None
-    return PreparedConfig(kind, cls, options, transforms, converters, name)
+    assert cls is not None and policy is not None
+    return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name)
 
 
-def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> Any:
-    prepared = prepare(config, kind="source")
-    reader = spark.readStream if streaming else spark.read
-    df = reader.format("kconnect").options(**prepared.connector_options).load()
-    if prepared.transforms is not None:
-        df = prepared.transforms(df)
-    if prepared.converters is not None:
-        df = prepared.converters(df)
+def _observe(df: DataFrame, streaming: bool) -> DataFrame:
+    if not streaming:
+        return df
+    failed = F.count_if(F.col(ERROR_COL).isNotNull()) if ERROR_COL in df.columns else F.lit(0).cast("bigint")
+    return df.observe("kconnect", F.count(F.lit(1)).alias("records"), failed.alias("failed"))
+
+
+def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> DataFrame:
+    p = prepare(config, kind="source")
+    df = (spark.readStream if streaming else spark.read).format("kconnect").options(**p.connector_options).load()
+    if p.policy.tolerate:
+        df = start_tolerant(df)
+    df = p.converters(p.transforms(df))
+    if p.policy.tolerate:
+        df = attach_policy(df, p.policy)
     return df
 
 
-def read_stream(spark: Any, config: Mapping[str, Any] | str) -> Any:
+def read_stream(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
     """A streaming record DataFrame from a source connector config (connector → transforms → converters)."""
     return _source_df(spark, config, streaming=True)
 
 
-def read_batch(spark: Any, config: Mapping[str, Any] | str) -> Any:
+def read_batch(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
     """The same as :func:`read_stream`, as a batch DataFrame of everything available now."""
     return _source_df(spark, config, streaming=False)
 
 
-def _sink_df(df: Any, prepared: PreparedConfig) -> Any:
-    if prepared.converters is not None:
-        df = prepared.converters(df)
-    if prepared.transforms is not None:
-        df = prepared.transforms(df)
-    return df
+class _Router:
+    """foreachBatch: dead-letter the failed rows, write the good ones once per batch id."""
+
+    def __init__(self, write_good: Callable[[DataFrame, str, int], None], *, app_id: str, policy: ErrorPolicy | None,
+                 source_policy: ErrorPolicy | None, name: str):
+        self.write_good, self.app_id, self.name = write_good, app_id, name
+        self.policy, self.source_policy = policy, source_policy
+
+    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        batch = batch.persist()
+        try:
+            src = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in batch.columns else F.lit(False)
+            err = F.col(ERROR_COL).isNotNull()
+            counts = batch.agg(F.count(F.lit(1)).alias("records"),
+                               F.count_if(err & src).alias("source_failed"),
+                               F.count_if(err & ~src).alias("failed")).collect()[0]
+            good, source_bad, here_bad = split_batch(batch)
+            if counts["failed"] and (self.policy is None or not self.policy.tolerate):
+                msg = here_bad.select(F.col(ERROR_COL)["message"]).limit(1).collect()[0][0]
+                raise RecordError(f"{msg} (errors.tolerance=none)")
+            dead = 0
+            if counts["source_failed"]:
+                assert self.source_policy is not None
+                write_dead_letters(source_bad, self.source_policy, app_id=f"src-{self.app_id}", batch_id=batch_id)
+                dead += counts["source_failed"] if self.source_policy.has_dlq else 0
+            if counts["failed"]:
+                assert self.policy is not None
+                write_dead_letters(here_bad, self.policy, app_id=self.app_id, batch_id=batch_id)
+                dead += counts["failed"] if self.policy.has_dlq else 0
+            self.write_good(good, self.app_id, batch_id)
+            m = {"batch_id": batch_id, "records": counts["records"],
+                 "failed": counts["failed"] + counts["source_failed"], "dead_lettered": dead,
+                 "written": counts["records"] - counts["failed"] - counts["source_failed"]}
+            with _metrics_lock:
+                BATCH_METRICS[self.name].append(m)
+            log.info("%s batch %d: %s", self.name, batch_id, m)
+        finally:
+            batch.unpersist()
 
 
-def write_stream(df: Any, config: Mapping[str, Any] | str, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
-                 query_name: str | None = None) -> Any:
-    """Start a streaming query that runs a sink connector config over ``df`` (converters → transforms → sink).
-
-    ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}`` or
-    ``{"processingTime": "5 seconds"}``.
-    """
-    prepared = prepare(config, kind="sink")
-    out = _sink_df(df, prepared)
-    writer = out.writeStream.format("kconnect").options(**prepared.connector_options) \
-        .option("checkpointLocation", checkpoint).queryName(query_name or prepared.name)
+def _start(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
+           direct: Callable[[Any], Any] | None, router: _Router | None) -> Any:
+    if router is not None:
+        writer = df.writeStream.foreachBatch(router)
+    else:
+        assert direct is not None
+        writer = direct(df.writeStream)
+    writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
     if trigger:
         writer = writer.trigger(**trigger)
     return writer.start()
 
 
-def write_batch(df: Any, config: Mapping[str, Any] | str, *, mode: str = "append") -> None:
+def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy | None, bool]:
+    source_policy = attached_policy(df)
+    tolerant = p.policy.tolerate or source_policy is not None
+    if tolerant:
+        df = start_tolerant(df)
+    df = p.transforms(p.converters(df))
+    return df, source_policy, tolerant
+
+
+def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: str,
+                 trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
+    """Start a streaming query that runs a sink connector config over ``df`` (converters → transforms → sink).
+
+    ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``.
+    """
+    p = prepare(config, kind="sink")
+    out, source_policy, tolerant = _sink_side(df, p)
+    out = _observe(out, streaming=True)
+    name = query_name or p.name
+    opts = p.connector_options
+    if not tolerant:
+        return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
+                      direct=lambda w: w.format("kconnect").options(**opts))
+
+    def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
+        good.write.format("kconnect").options(**opts, **{"kconnect.app.id": app_id,
+                                                         "kconnect.batch.id": str(batch_id)}) \
+            .mode("append").save()
+
+    router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=p.policy,
+                     source_policy=source_policy, name=name)
+    return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+
+
+def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "append") -> None:
     """Write a batch DataFrame with a sink connector config (converters → transforms → sink)."""
-    prepared = prepare(config, kind="sink")
-    _sink_df(df, prepared).write.format("kconnect").options(**prepared.connector_options).mode(mode).save()
+    p = prepare(config, kind="sink")
+    out, source_policy, tolerant = _sink_side(df, p)
+    if not tolerant:
+        out.write.format("kconnect").options(**p.connector_options).mode(mode).save()
+        return
+    app = "batch-" + uuid.uuid4().hex[:16]
+
+    def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
+        good.write.format("kconnect").options(**p.connector_options).mode(mode).save()
+
+    _Router(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
+
+
+def write_topic_store(df: DataFrame, topics_dir: str, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
+                      query_name: str | None = None) -> Any:
+    """Start a query writing a source pipeline's records into the topic store (one table per topic), exactly
+    once; failed records of a tolerant source go to its dead-letter sink."""
+    from .runtime.topic_store import TopicStore
+
+    store = TopicStore(topics_dir)
+    source_policy = attached_policy(df)
+    name = query_name or (source_policy.connector if source_policy else "topic-store-writer")
+    if source_policy is None:
+        return store.write_stream(_observe(df, True), checkpoint=checkpoint, trigger=trigger, query_name=name)
+    out = _observe(start_tolerant(df), True)
+
+    def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
+        if store.format == "delta":
+            good.write.format("kconnect").options(**store.sink_options(), **{
+                "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id)}).mode("append").save()
+        else:
+            store.write_batch(good)
+
+    router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=None,
+                     source_policy=source_policy, name=name)
+    return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)

@@ -69,6 +69,18 @@ COMMON = (
     .define("errors.log.include.messages", Type.BOOLEAN, False, importance=Importance.MEDIUM,
             doc="Also log the failed record's coordinates and content (never secrets).",
             group="Error Handling")
+    .define("errors.deadletterqueue.topic.name", Type.STRING, "", importance=Importance.MEDIUM,
+            doc="Dead-letter topic: a table of the topic store that receives the records that fail (as they "
+                "entered the pipeline) when errors.tolerance=all; disabled when blank. Unlike Kafka Connect, "
+                "source connectors have one too.", group="Error Handling")
+    .define("errors.deadletterqueue.topics.dir", Type.STRING, None, importance=Importance.MEDIUM,
+            doc="Directory of the topic store that holds the dead-letter topic (the worker sets it to its "
+                "topics.dir).", group="Error Handling")
+    .define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, importance=Importance.LOW,
+            doc="Kafka only; accepted for compatibility (a table in the topic store has no replication "
+                "factor).", group="Error Handling")
+    .define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, importance=Importance.MEDIUM,
+            doc="Add __connect.errors.* context headers to dead-lettered records.", group="Error Handling")
     .define("max.records.per.trigger", Type.LONG, None, Range.at_least(1), Importance.MEDIUM,
             "Spark: upper bound on the records one micro-batch reads (admission control). Unset: the "
             "connector's own default.", group="Spark")
@@ -93,13 +105,6 @@ SINK = (
             group="Common")
     .define("topics.regex", Type.STRING, "", Regex(), Importance.HIGH,
             "Regular expression of the topics to consume; mutually exclusive with topics.", group="Common")
-    .define("errors.deadletterqueue.topic.name", Type.STRING, "", importance=Importance.MEDIUM,
-            doc="Dead-letter table (topic) for records that fail; disabled when blank.", group="Error Handling")
-    .define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, importance=Importance.LOW,
-            doc="Kafka only; accepted for compatibility (a table in the topic store has no replication "
-                "factor).", group="Error Handling")
-    .define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, importance=Importance.MEDIUM,
-            doc="Add __connect.errors.* context headers to dead-lettered records.", group="Error Handling")
     .check(_topics_xor_regex)
 )
 
@@ -117,11 +122,15 @@ SOURCE = (
 )
 
 # Key prefixes owned by other plugins (validated by them, not by the connector).
-PLUGIN_PREFIXES = ("transforms.", "predicates.", "key.converter.", "value.converter.", "header.converter.")
+PLUGIN_PREFIXES = ("transforms.", "predicates.", "key.converter.", "value.converter.", "header.converter.",
+                   # A sink connector config that receives dead letters instead of the topic store.
+                   "errors.deadletterqueue.sink.")
 # Key prefixes that configure Kafka clients; they have no meaning without Kafka and are warned about.
 KAFKA_ONLY_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.", "topic.creation.")
 # Options Spark adds by itself to a data source's options.
-SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2_source_id")
+SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2_source_id",
+                     # Set by our own foreachBatch router so that a batch write commits once per micro-batch.
+                     "kconnect.app.id", "kconnect.batch.id")
 
 
 def warn_kafka_only(props: Mapping[str, object], context: str) -> list[str]:

@@ -1,0 +1,221 @@
+"""errors.tolerance, errors.log.* and the dead-letter sink, per micro-batch, with Column expressions.
+
+A pipeline in tolerant mode (``errors.tolerance=all``) carries two hidden columns: ``_kc_error`` (the first
+failure of the record: stage, class, alias, exception class, message; see :mod:`.record_errors`) and
+``_kc_original`` (the record as it entered the pipeline: key and value as bytes, topic, partition, offset,
+timestamp, headers). :func:`split_batch` divides a micro-batch into good rows and failed rows;
+:func:`write_dead_letters` logs the failed ones (``errors.log.enable``) and writes them, in their original form,
+to the dead-letter topic of the topic store (``errors.deadletterqueue.topic.name`` under
+``errors.deadletterqueue.topics.dir``) or to a sink connector named by ``errors.deadletterqueue.sink.*``, with
+Kafka's ``__connect.errors.*`` headers when ``errors.deadletterqueue.context.headers.enable=true``. Writes are
+idempotent per (application, batch id), so a replayed micro-batch does not dead-letter a record twice.
+
+What is stored for the source side (a Kafka Connect extension): the record as the connector emitted it, its key
+and value serialized as JSON text (strings and bytes as they are).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, StructType
+
+from .config import Config
+from .errors import ConfigError, ConfigProblem
+from .record_errors import ERROR_COL, enable_error_column
+
+__all__ = ["ErrorPolicy", "ORIGINAL_COL", "SOURCE_FAILED_COL", "snapshot", "start_tolerant", "split_batch",
+           "write_dead_letters", "INTERNAL_COLS"]
+
+log = logging.getLogger(__name__)
+
+ORIGINAL_COL = "_kc_original"
+SOURCE_FAILED_COL = "_kc_source_failed"
+SOURCE_ORIGINAL_COL = "_kc_source_original"
+INTERNAL_COLS = (ERROR_COL, ORIGINAL_COL, SOURCE_FAILED_COL, SOURCE_ORIGINAL_COL)
+_POLICY_META = "kconnect.errors"
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """The parsed errors.* keys of one connector config."""
+
+    connector: str
+    tolerate: bool = False
+    log_enable: bool = False
+    log_messages: bool = False
+    dlq_topic: str = ""
+    dlq_dir: str | None = None
+    dlq_sink: tuple[tuple[str, str], ...] = ()
+    context_headers: bool = False
+
+    @classmethod
+    def from_config(cls, config: Config) -> "ErrorPolicy":
+        sink = tuple(sorted((k, str(v)) for k, v in config.with_prefix("errors.deadletterqueue.sink.").items()))
+        policy = cls(config["name"], str(config["errors.tolerance"]).lower() == "all",
+                     config["errors.log.enable"], config["errors.log.include.messages"],
+                     config["errors.deadletterqueue.topic.name"] or "",
+                     config["errors.deadletterqueue.topics.dir"], sink,
+                     config["errors.deadletterqueue.context.headers.enable"])
+        problems = []
+        if policy.dlq_topic and not policy.dlq_dir and not sink:
+            problems.append(ConfigProblem("errors.deadletterqueue.topics.dir",
+                                          "errors.deadletterqueue.topic.name is set: also set "
+                                          "errors.deadletterqueue.topics.dir (the topic store directory; the "
+                                          "worker sets it) or errors.deadletterqueue.sink.connector.class"))
+        if policy.dlq_sink and not dict(sink).get("connector.class"):
+            problems.append(ConfigProblem("errors.deadletterqueue.sink.connector.class",
+                                          'Missing required configuration "errors.deadletterqueue.sink.'
+                                          'connector.class" (errors.deadletterqueue.sink.* keys are set)'))
+        if problems:
+            raise ConfigError(problems)
+        if policy.tolerate and not policy.has_dlq:
+            log.warning("%s: errors.tolerance=all without a dead-letter queue: failed records are skipped "
+                        "(counted in the query progress%s)", policy.connector,
+                        "" if policy.log_enable else "; set errors.log.enable=true to log them")
+        return policy
+
+    @property
+    def has_dlq(self) -> bool:
+        return bool(self.dlq_topic or self.dlq_sink)
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ErrorPolicy":
+        d = json.loads(text)
+        d["dlq_sink"] = tuple(tuple(x) for x in d["dlq_sink"])
+        return cls(**d)
+
+
+def _as_bytes(col: Column, dt: Any) -> Column:
+    if isinstance(dt, BinaryType):
+        return col
+    if isinstance(dt, StringType):
+        return F.encode(col, "UTF-8")
+    if isinstance(dt, (StructType, MapType, ArrayType)):
+        return F.encode(F.to_json(col), "UTF-8")
+    return F.encode(col.cast("string"), "UTF-8")
+
+
+def snapshot(df: DataFrame) -> Column:
+    """The record as it is now (key and value as bytes), for the dead-letter sink."""
+    fields = []
+    for name in ("key", "value"):
+        fields.append(_as_bytes(F.col(name), df.schema[name].dataType).alias(name) if name in df.columns
+                      else F.lit(None).cast("binary").alias(name))
+    for name, typ in (("topic", "string"), ("partition", "int"), ("offset", "bigint"), ("timestamp", "timestamp")):
+        fields.append((F.col(name) if name in df.columns else F.lit(None).cast(typ)).alias(name))
+    headers = F.col("headers") if "headers" in df.columns else F.lit(None)
+    fields.append(headers.cast("array<struct<key:string,value:binary>>").alias("headers"))
+    return F.struct(*fields)
+
+
+def start_tolerant(df: DataFrame) -> DataFrame:
+    """Enter tolerant mode: add ``_kc_error`` and the ``_kc_original`` snapshot. When ``df`` already failed
+    records upstream (a tolerant source pipeline), they stay failed and are marked as the source's."""
+    if ERROR_COL in df.columns:
+        df = df.withColumn(SOURCE_FAILED_COL, F.col(ERROR_COL).isNotNull())
+        if ORIGINAL_COL in df.columns:
+            df = df.withColumnRenamed(ORIGINAL_COL, SOURCE_ORIGINAL_COL)
+        base = df.drop(ERROR_COL, SOURCE_FAILED_COL, SOURCE_ORIGINAL_COL)
+        return df.withColumn(ORIGINAL_COL, snapshot(base))
+    return enable_error_column(df).withColumn(ORIGINAL_COL, snapshot(df))
+
+
+def attach_policy(df: DataFrame, policy: ErrorPolicy) -> DataFrame:
+    """Remember the source side's policy on the error column, for the router at the write."""
+    return df.withMetadata(ERROR_COL, {_POLICY_META: policy.to_json()})
+
+
+def attached_policy(df: DataFrame) -> ErrorPolicy | None:
+    if ERROR_COL not in df.columns:
+        return None
+    meta = df.schema[ERROR_COL].metadata.get(_POLICY_META)
+    return ErrorPolicy.from_json(meta) if meta else None
+
+
+def split_batch(df: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(good rows without internal columns, rows failed upstream at the source, rows failed here)."""
+    err = F.col(ERROR_COL)
+    src_failed = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in df.columns else F.lit(False)
+    good = df.filter(err.isNull()).drop(*[c for c in INTERNAL_COLS if c in df.columns])
+    source_bad = df.filter(src_failed)
+    if SOURCE_ORIGINAL_COL in df.columns:
+        source_bad = source_bad.drop(ORIGINAL_COL).withColumnRenamed(SOURCE_ORIGINAL_COL, ORIGINAL_COL)
+    here_bad = df.filter(err.isNotNull() & ~src_failed)
+    return good, source_bad, here_bad
+
+
+_CONTEXT = (("__connect.errors.topic", "topic"), ("__connect.errors.partition", "partition"),
+            ("__connect.errors.offset", "offset"))
+
+
+def _dead_letter_records(bad: DataFrame, policy: ErrorPolicy) -> DataFrame:
+    o, e = F.col(ORIGINAL_COL), F.col(ERROR_COL)
+    headers = F.coalesce(o["headers"], F.array().cast("array<struct<key:string,value:binary>>"))
+    if policy.context_headers:
+        def h(key: str, value: Column) -> Column:
+            return F.struct(F.lit(key).alias("key"), F.encode(value.cast("string"), "UTF-8").alias("value"))
+
+        ctx = [h(k, o[c]) for k, c in _CONTEXT] + [
+            h("__connect.errors.connector.name", F.lit(policy.connector)),
+            h("__connect.errors.task.id", F.spark_partition_id()),
+            h("__connect.errors.stage", e["stage"]),
+            h("__connect.errors.class.name", e["class_name"]),
+            h("__connect.errors.exception.class.name", e["exception_class"]),
+            h("__connect.errors.exception.message", e["message"]),
+            h("__connect.errors.exception.stacktrace",
+              F.concat(e["exception_class"], F.lit(": "), e["message"], F.lit("\n\tat "), e["class_name"],
+                       F.when(e["alias"].isNotNull(), F.concat(F.lit(" (alias "), e["alias"], F.lit(")")))
+                       .otherwise(F.lit("")))),
+        ]
+        headers = F.concat(headers, F.array(*ctx))
+    topic = F.lit(policy.dlq_topic) if policy.dlq_topic else o["topic"]
+    return bad.select(o["key"].alias("key"), o["value"].alias("value"), topic.alias("topic"),
+                      o["partition"].alias("partition"), o["offset"].alias("offset"),
+                      o["timestamp"].alias("timestamp"), headers.alias("headers"))
+
+
+def _log_failures(bad: DataFrame, policy: ErrorPolicy, limit: int = 1000) -> None:
+    cols = [F.col(ERROR_COL)["message"].alias("message")]
+    rows = bad.select(*cols).limit(limit).collect()
+    for r in rows:
+        # The message names stage, class, alias and coordinates; record contents only when asked.
+        log.error("%s: record error: %s", policy.connector, r["message"])
+    if policy.log_messages:
+        for r in bad.select(F.col(ORIGINAL_COL).alias("o")).limit(limit).collect():
+            log.error("%s: failed record topic=%s partition=%s offset=%s timestamp=%s key=%r value=%r",
+                      policy.connector, r.o.topic, r.o.partition, r.o.offset, r.o.timestamp, r.o.key, r.o.value)
+
+
+def write_dead_letters(bad: DataFrame, policy: ErrorPolicy, *, app_id: str, batch_id: int) -> None:
+    """Log and dead-letter the failed rows of one micro-batch (idempotent per app id and batch id)."""
+    if policy.log_enable:
+        _log_failures(bad, policy)
+    if not policy.has_dlq:
+        return
+    records = _dead_letter_records(bad, policy)
+    ids = {"kconnect.app.id": f"dlq-{app_id}", "kconnect.batch.id": str(batch_id)}
+    if policy.dlq_sink:
+        records.write.format("kconnect").options(**dict(policy.dlq_sink), **ids).mode("append").save()
+        return
+    from .runtime.topic_store import TopicStore
+
+    store = TopicStore(policy.dlq_dir or "")
+    if store.format != "delta":
+        raise ConfigError([ConfigProblem("errors.deadletterqueue.topic.name",
+                                         "a dead-letter topic needs the deltalake library (pip install "
+                                         "'spark_connect_bridge[delta]'), or set errors.deadletterqueue.sink.*")])
+    records.write.format("kconnect").options(**store.sink_options(), **ids).mode("append").save()
+
+
+def tolerance_from(props: Mapping[str, Any]) -> bool:
+    return str(next((v for k, v in props.items() if k.lower() == "errors.tolerance"), "none")).strip().lower() \
+        == "all"
