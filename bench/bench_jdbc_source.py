@@ -77,7 +77,8 @@ def main() -> None:
         spark.read.format("kconnect").options(**opts).load().write.format("noop").mode("overwrite").save()
 
     def spark_jdbc() -> None:
-        (spark.read.format("jdbc").option("url", url).option("dbtable", "big").option("partitionColumn", "id")
+        (spark.read.format("jdbc").option("url", url).option("driver", "org.postgresql.Driver")
+         .option("dbtable", "big").option("partitionColumn", "id")
          .option("lowerBound", 1).option("upperBound", a.rows).option("numPartitions", a.tasks)
          .option("fetchsize", 10000).load().write.format("noop").mode("overwrite").save())
 
