@@ -89,7 +89,8 @@ class KConnectDataSource(DataSource):
         sink.validate_input(schema)
         batch_id = self.options.get("kconnect.batch.id")
         return _BatchWriter(sink, schema, overwrite, _app_id(self.options),
-                            int(batch_id) if batch_id not in (None, "") else None)
+                            int(batch_id) if batch_id not in (None, "") else None,
+                            self.options.get("kconnect.rejects.dir"))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         sink = self._connector("sink")
@@ -253,9 +254,10 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
     """A batch write; given ``kconnect.batch.id`` (our foreachBatch router sets it), it commits like a
     micro-batch of that id, so a replayed batch is recognised."""
 
-    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, batch_id: int | None = None):
+    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, batch_id: int | None = None,
+                 rejects_dir: str | None = None):
         self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
-        self.batch_id = batch_id
+        self.batch_id, self.rejects_dir = batch_id, rejects_dir
 
     def write(self, iterator: Iterator[Any]) -> _Message:
         return self._write_batches(iterator)
@@ -264,6 +266,8 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
         from .connectors.base import CommitContext
 
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
+        if self.rejects_dir:
+            write_rejects(self.rejects_dir, self.app_id, self.batch_id, getattr(self.sink, "last_rejected", ()))
 
     def abort(self, messages: list) -> None:
         from .connectors.base import CommitContext
@@ -289,6 +293,29 @@ class _StreamWriter(_WriteMixin, _StreamWriterBase):
         from .connectors.base import CommitContext
 
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
+
+
+def rejects_path(directory: str, app_id: str, batch_id: int | None) -> str:
+    import os
+
+    return os.path.join(directory, f"{app_id}-{batch_id if batch_id is not None else 'batch'}.json")
+
+
+def write_rejects(directory: str, app_id: str, batch_id: int | None, rejected: Any) -> None:
+    """Record the coordinates of the records a sink rejected in this batch (read by the pipeline's router)."""
+    import json
+    import os
+
+    os.makedirs(directory, exist_ok=True)
+    path = rejects_path(directory, app_id, batch_id)
+    rows = [{"topic": r.topic, "partition": r.partition, "offset": r.offset, "error": str(r.error)}
+            for r in rejected]
+    if not rows and os.path.exists(path):
+        return  # a replay of a committed batch: keep what its first commit recorded
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(rows, f)
+    os.replace(tmp, path)
 
 
 def _rows_to_batches(rows: Iterator[Any], schema: Any, size: int = 10_000) -> Iterator[Any]:  # pragma: no cover

@@ -142,10 +142,11 @@ def attached_policy(df: DataFrame) -> ErrorPolicy | None:
 
 
 def split_batch(df: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """(good rows without internal columns, rows failed upstream at the source, rows failed here)."""
+    """(good rows, rows failed upstream at the source, rows failed here). The good rows keep the internal
+    columns (``_kc_original`` dead-letters a record a sink rejects later); drop them before writing."""
     err = F.col(ERROR_COL)
     src_failed = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in df.columns else F.lit(False)
-    good = df.filter(err.isNull()).drop(*[c for c in INTERNAL_COLS if c in df.columns])
+    good = df.filter(err.isNull())
     source_bad = df.filter(src_failed)
     if SOURCE_ORIGINAL_COL in df.columns:
         source_bad = source_bad.drop(ORIGINAL_COL).withColumnRenamed(SOURCE_ORIGINAL_COL, ORIGINAL_COL)

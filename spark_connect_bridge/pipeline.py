@@ -43,7 +43,7 @@ from .config import load_config_file
 from .config.common import PLUGIN_PREFIXES
 from .connectors.base import stable_app_id
 from .connectors.factory import parse_connector_config, stage_keys
-from .dead_letter import (SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
+from .dead_letter import (INTERNAL_COLS, SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
                           start_tolerant, write_dead_letters)
 from .errors import ConfigError, RecordError
 from .record_errors import ERROR_COL
@@ -158,6 +158,10 @@ def read_batch(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
     return _source_df(spark, config, streaming=False)
 
 
+def _without_internal(df: DataFrame) -> DataFrame:
+    return df.drop(*[c for c in INTERNAL_COLS if c in df.columns])
+
+
 class _Router:
     """foreachBatch: dead-letter the failed rows, write the good ones once per batch id."""
 
@@ -187,7 +191,7 @@ class _Router:
                 assert self.policy is not None
                 write_dead_letters(here_bad, self.policy, app_id=self.app_id, batch_id=batch_id)
                 dead += counts["failed"] if self.policy.has_dlq else 0
-            self.write_good(good, self.app_id, batch_id)
+            self.write_good(good, self.app_id, batch_id)  # keeps _kc_original: rejects are dead-lettered as they came
             m = {"batch_id": batch_id, "records": counts["records"],
                  "failed": counts["failed"] + counts["source_failed"], "dead_lettered": dead,
                  "written": counts["records"] - counts["failed"] - counts["source_failed"]}
@@ -235,14 +239,49 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                       direct=lambda w: w.format("kconnect").options(**opts))
 
+    rejects_dir = os.path.join(os.path.abspath(checkpoint), "kconnect-rejects")
+
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
-        good.write.format("kconnect").options(**opts, **{"kconnect.app.id": app_id,
-                                                         "kconnect.batch.id": str(batch_id)}) \
-            .mode("append").save()
+        _without_internal(good).write.format("kconnect").options(**opts, **{
+            "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id), "kconnect.rejects.dir": rejects_dir,
+            "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
+        _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
     router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=p.policy,
                      source_policy=source_policy, name=name)
     return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+
+
+def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, app_id: str, batch_id: int) -> int:
+    """Dead-letter the records the sink rejected one by one (Kafka's ErrantRecordReporter, stage TASK_PUT)."""
+    import json
+
+    from .datasource import rejects_path
+
+    path = rejects_path(rejects_dir, app_id, batch_id)
+    if not os.path.exists(path):
+        return 0
+    with open(path) as f:
+        rejected = json.load(f)
+    if not rejected:
+        return 0
+    spark = good.sparkSession
+    coords = spark.createDataFrame([(r["topic"], r["partition"], r["offset"], r["error"]) for r in rejected],
+                                   "r_topic string, r_partition int, r_offset bigint, r_error string")
+    cond = ((F.col("topic").eqNullSafe(F.col("r_topic"))) & (F.col("partition").eqNullSafe(F.col("r_partition")))
+            & (F.col("offset").eqNullSafe(F.col("r_offset"))))
+    bad = (good.drop(ERROR_COL).join(F.broadcast(coords), cond, "inner")
+           .withColumn(ERROR_COL, F.struct(F.lit("TASK_PUT").alias("stage"),
+                                           F.lit(p.connector_class.kafka_class or p.connector_class.__name__)
+                                           .alias("class_name"),
+                                           F.lit(None).cast("string").alias("alias"),
+                                           F.lit("org.apache.kafka.connect.errors.ConnectException")
+                                           .alias("exception_class"), F.col("r_error").alias("message")))
+           .drop("r_topic", "r_partition", "r_offset", "r_error"))
+    write_dead_letters(bad, p.policy, app_id=f"put-{app_id}", batch_id=batch_id)
+    with _metrics_lock:
+        BATCH_METRICS[p.name].append({"batch_id": batch_id, "rejected_by_sink": len(rejected)})
+    return len(rejected)
 
 
 def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "append") -> None:
@@ -255,7 +294,7 @@ def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "
     app = "batch-" + uuid.uuid4().hex[:16]
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
-        good.write.format("kconnect").options(**p.connector_options).mode(mode).save()
+        _without_internal(good).write.format("kconnect").options(**p.connector_options).mode(mode).save()
 
     _Router(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
 
@@ -274,6 +313,7 @@ def write_topic_store(df: DataFrame, topics_dir: str, *, checkpoint: str, trigge
     out = _observe(start_tolerant(df), True)
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
+        good = _without_internal(good)
         if store.format == "delta":
             good.write.format("kconnect").options(**store.sink_options(), **{
                 "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id)}).mode("append").save()

@@ -130,7 +130,7 @@ KAFKA_ONLY_PREFIXES = ("producer.override.", "consumer.override.", "admin.overri
 # Options Spark adds by itself to a data source's options.
 SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2_source_id",
                      # Set by our own foreachBatch router so that a batch write commits once per micro-batch.
-                     "kconnect.app.id", "kconnect.batch.id")
+                     "kconnect.app.id", "kconnect.batch.id", "kconnect.rejects.dir")
 
 
 def warn_kafka_only(props: Mapping[str, object], context: str) -> list[str]:

@@ -164,7 +164,14 @@ class SinkConnector(_Plugin, abc.ABC):
 
     @abc.abstractmethod
     def commit(self, messages: Sequence[Any], ctx: CommitContext) -> None:
-        """Driver: make the batch visible atomically; skip it when ``ctx.batch_id`` was already committed."""
+        """Driver: make the batch visible atomically; skip it when ``ctx.batch_id`` was already committed.
+
+        Records the target rejected one by one (a constraint violation: Kafka's ErrantRecordReporter) are left
+        in :attr:`last_rejected` under ``errors.tolerance=all``; the pipeline dead-letters them."""
+
+    #: Set by :meth:`commit`: records the target rejected, each with ``topic``, ``partition``, ``offset`` and
+    #: ``error`` attributes.
+    last_rejected: Sequence[Any] = ()
 
     def abort(self, messages: Sequence[Any], ctx: CommitContext) -> None:
         """Driver: discard what :meth:`write` staged."""

@@ -68,10 +68,14 @@ def parse_connector_config(props: Mapping[str, Any], *, kind: str | None = None,
                                                          f"configuration connector.class: {cls.__name__} is a "
                                                          f"{cls.plugin_type} connector; use it with "
                                                          f"{other}.format(\"kconnect\")"))
+    # Our router dead-letters a sink's rejected records itself: the connector may apply errors.tolerance.
+    routed = bool(props.get("kconnect.rejects.dir"))
     if not stages_applied:
         fn = "spark_connect_bridge.read_stream(spark, config)" if cls.plugin_type == "source" else \
             "spark_connect_bridge.write_stream(df, config)"
         for k in stage_keys(props):
+            if routed and k.lower() == "errors.tolerance":
+                continue
             problems.append(ConfigProblem(k, f"Configuration {k} is not applied by {caller}: transforms, "
                                              f"converters and errors.tolerance run as DataFrame stages around the "
                                              f"connector. Run the whole config with {fn} (or read_batch / "
