@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 from urllib.parse import parse_qsl, unquote
 
 from ...config import Password
-from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
+from ...errors import ConfigError, ConfigProblem, ConnectError
 
 __all__ = ["ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url", "masked_repr"]
 
@@ -121,24 +120,13 @@ def masked_repr(connector: Any) -> str:
 # ------------------------------------------------------------------------------------------------ retries
 def with_retries(fn: Callable[[], Any], dialect: "Dialect", *, timeout_ms: int, max_delay_ms: int,
                  what: str) -> Any:
-    """Run ``fn``; retry retriable database errors with exponential backoff for ``timeout_ms`` (-1: forever),
-    then raise :class:`RetriableError` naming ``what``."""
-    deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
-    delay = 0.05
-    attempt = 0
-    while True:
-        try:
-            return fn()
-        except Exception as e:  # noqa: BLE001 - classified below, re-raised when not retriable
-            if not dialect.is_retriable(e):
-                raise
-            attempt += 1
-            if deadline is not None and time.monotonic() + delay > deadline:
-                raise RetriableError(f"{what} failed on {dialect.info.describe()} after {attempt} attempt(s): "
-                                     f"{type(e).__name__}: {_scrub(str(e), dialect.info)}") from e
-            log.warning("%s failed (%s), retrying in %.2fs", what, type(e).__name__, delay)
-            time.sleep(delay)
-            delay = min(delay * 2, max_delay_ms / 1000.0)
+    """Run ``fn`` through the shared :func:`spark_connect_bridge.retry.retry_call`, classifying errors with the
+    dialect and hiding the password in messages."""
+    from ...retry import is_transient_os_error, retry_call
+
+    return retry_call(fn, is_retriable=lambda e: dialect.is_retriable(e) or is_transient_os_error(e),
+                      timeout_ms=timeout_ms, max_delay_ms=max_delay_ms,
+                      what=f"{what} on {dialect.info.describe()}", describe=lambda e: _scrub(str(e), dialect.info))
 
 
 def _scrub(text: str, info: ConnInfo) -> str:
