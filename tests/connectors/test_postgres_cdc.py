@@ -303,6 +303,7 @@ def test_postgres_restart_mid_stream_loses_and_doubles_nothing(spark, pg, tmp_pa
     pg.execute("create table t (id int primary key, v int)", database=db)
     config = _config(pg, db, **{"errors.retry.timeout": 120000, "max.records.per.trigger": 50,
                                 "snapshot.mode": "no_data"})
+    build_connector(config, kind="source").initial_offsets()  # the slot exists before the changes
     events: list = []
 
     def each(batch_df: Any, batch_id: int) -> None:
@@ -332,7 +333,7 @@ def _wait(cond: Any, q: Any, timeout: float = 120.0) -> None:
     while not cond():
         if q.exception() is not None:
             raise q.exception()
-        assert time.monotonic() < deadline, "timed out waiting for the stream"
+        assert time.monotonic() < deadline, f"timed out waiting for the stream ({q.lastProgress})"
         time.sleep(0.5)
 
 
@@ -359,14 +360,16 @@ _DRIVER = textwrap.dedent("""
 def test_killed_driver_mid_batch_resumes_without_loss_or_duplicates(pg, tmp_path):
     db = _db(pg)
     pg.execute("create table t (id int primary key, v int)", database=db)
-    pg.execute("insert into t select g, 0 from generate_series(1, 30) g", database=db)
-    config = _config(pg, db, **{"max.records.per.trigger": 10})
+    config = _config(pg, db, **{"max.records.per.trigger": 10, "snapshot.mode": "no_data"})
+    build_connector(config, kind="source").initial_offsets()  # the slot exists before the changes
+    for g in range(1, 31):  # one transaction each: batches of 10 changes
+        pg.execute(f"insert into t values ({g}, 0)", database=db)
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER)
     ckpt, out, marker = str(tmp_path / "ckpt"), str(tmp_path / "out"), str(tmp_path / "marker")
     args = [sys.executable, str(script), json.dumps(config), ckpt, out, marker]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    # first run: snapshot in chunks of 10, changes made while it runs; killed -9 inside batch 2
+    # first run: batches of 10 changes; killed -9 inside batch 2, after its output was written
     proc = subprocess.Popen(args, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
