@@ -27,8 +27,10 @@ def decimal_to_bytes(col: Column, dt: DecimalType) -> Column:
     """The minimal two's-complement big-endian bytes of the unscaled value of ``col`` (null stays null)."""
     u = _unscaled(col, dt)
     two64 = F.lit(str(_TWO64)).cast("decimal(20,0)")
-    lo = F.pmod(u, two64)                                   # [0, 2^64)
-    hi = ((u - lo) / two64).cast("bigint")                  # exact: u - lo is a multiple of 2^64
+    r = u % two64                                           # truncated: same sign as u, |r| <= |u|
+    q = ((u - r) / two64).cast("bigint")                    # exact, and u - r cannot overflow
+    hi = F.when(r < 0, q - 1).otherwise(q)
+    lo = F.when(r < 0, r + two64).otherwise(r)              # [0, 2^64)
     lo_signed = F.when(lo >= F.lit(str(1 << 63)).cast("decimal(20,0)"), lo - two64).otherwise(lo).cast("bigint")
     hex32 = F.concat(F.lpad(F.hex(hi), 16, "0"), F.lpad(F.hex(lo_signed), 16, "0"))
     minimal = F.regexp_replace(F.regexp_replace(hex32, "^(00)+(?=[0-7])", ""), "^(FF)+(?=[89A-F])", "")
@@ -45,6 +47,8 @@ def bytes_to_decimal(col: Column, dt: DecimalType) -> Column:
     digits = F.when(neg, F.transform(digits, lambda d: 255 - d)).otherwise(digits)
     mag = F.aggregate(digits, F.lit(0).cast(_D0),
                       lambda acc, d: F.try_add(F.try_multiply(acc, F.lit(256)), d).try_cast(_D0))
-    unscaled = F.when(neg, -(mag + F.lit(1).cast(_D0))).otherwise(mag)
-    text = F.concat(unscaled.cast("string"), F.lit(f"E-{dt.scale}"))
+    # Negation is done on the text: Spark's decimal negate rounds through a 34-digit context.
+    unscaled = F.when(neg, F.concat(F.lit("-"), (mag + F.lit(1).cast(_D0)).cast("string"))) \
+        .otherwise(mag.cast("string"))
+    text = F.concat(unscaled, F.lit(f"E-{dt.scale}"))
     return F.when(col.isNull() | (n == 0), F.lit(None).cast(dt)).otherwise(text.try_cast(dt))

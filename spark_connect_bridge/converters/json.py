@@ -119,12 +119,13 @@ def _from_wire(c: Column, dt: DataType) -> tuple[Column, Column | None]:
     if isinstance(dt, TimestampNTZType):
         return F.timestamp_millis(c).cast(dt), None
     if isinstance(dt, StructType):
-        parts, bad = [], None
+        # withField keeps the untouched fields (and their connect.* metadata) as from_json typed them.
+        value, bad = c, None
         for f in dt.fields:
-            v, b = _from_wire(c[f.name], f.dataType)
-            parts.append(v.alias(f.name))
-            bad = _or(bad, b)
-        value = F.when(c.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(dt)
+            if _needs_fix(f.dataType):
+                v, b = _from_wire(c[f.name], f.dataType)
+                value = value.withField(f.name, v)
+                bad = _or(bad, b)
         return value, bad
     if isinstance(dt, ArrayType):
         elem = dt.elementType
@@ -251,8 +252,8 @@ class JsonConverter(Converter):
                    .when(bad_envelope, F.lit(_ENVELOPE_MESSAGE))
                    .otherwise(F.concat(F.lit(f"Converting byte[] to Kafka Connect data failed: the payload {fit} "
                                              f"(invalid Decimal): "), snippet)))
-        failed = col.isNotNull() & (corrupt | bad_envelope | F.coalesce(bad_value, F.lit(False)))
-        out = F.when(col.isNull() | failed, F.lit(None).cast(data_type)).otherwise(value)
+        failed = col.isNotNull() & (corrupt | bad_envelope | F.coalesce(_or(bad_value, F.lit(False)), F.lit(False)))
+        out = F.when(col.isNull() | failed, F.lit(None)).otherwise(value)  # NullType keeps the metadata
         return Conversion(out, failed, message)
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
