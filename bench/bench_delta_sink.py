@@ -28,7 +28,8 @@ def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     per_trigger = int(sys.argv[2]) if len(sys.argv) > 2 else 250_000
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
+             .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.host", "127.0.0.1")
              .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     src = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -662,7 +661,3 @@ def _delta_spark_merge(spark: Any, rows: Any, op_col: str, path: str, cfg: Any, 
     finally:
         spark.conf.unset("spark.databricks.delta.write.txnAppId")
         spark.conf.unset("spark.databricks.delta.write.txnVersion")
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

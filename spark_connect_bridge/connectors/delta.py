@@ -45,7 +45,7 @@ import os
 import re
 import shutil
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 from ..config import ConfigDef, Importance, Lambda, Range, Type
