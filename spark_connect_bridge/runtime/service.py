@@ -1,0 +1,650 @@
+"""The worker's service layer: connector lifecycle, stored configs and target states, status, offsets, plugins.
+
+The REST API (:mod:`spark_connect_bridge.rest`) and the ``kconnect`` CLI are thin layers over
+:class:`ConnectService`. Its methods take and return plain JSON-able values in Kafka Connect's REST shapes and
+raise domain errors (:class:`NotFoundError`, :class:`AlreadyExistsError`, :class:`BadRequestError`,
+:class:`ForbiddenError`, :class:`~spark_connect_bridge.errors.ConfigError`) that the REST layer maps to HTTP
+statuses in one place.
+
+Configs and target states are written durably before a call returns; the Spark side follows asynchronously
+(in request order) on the worker's herder thread, as Kafka Connect's does. Status is what the queries do.
+
+>>> svc = ConnectService(parse_worker_config({"offset.storage.dir": "/tmp/w"}), spark=spark)  # doctest: +SKIP
+>>> svc.start()                                                                          # doctest: +SKIP
+>>> svc.create({"name": "lines", "connector.class": "FileStreamSource", "file": "/tmp/in.txt",
+...             "topic": "lines"})                                                       # doctest: +SKIP
+>>> svc.status("lines")["connector"]["state"]                                            # doctest: +SKIP
+'RUNNING'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+import time
+from typing import Any, Mapping
+
+from .. import __version__
+from ..config import HIDDEN, Type
+from ..config.files import ConnectorRequest
+from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
+from ..errors import ConfigError, ConfigProblem, ConnectError, PluginNotFoundError
+from . import offsets_store
+from .state import ConnectorState, StateStore
+from .worker import ConnectorRuntime, Worker
+from .worker_config import WorkerConfig
+
+__all__ = ["ConnectService", "NotFoundError", "AlreadyExistsError", "BadRequestError", "ForbiddenError",
+           "ConflictError"]
+
+log = logging.getLogger(__name__)
+
+_INITIAL_STATES = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}
+_SINK_PARTITION_KEYS = ("kafka_topic", "kafka_partition")
+
+
+class NotFoundError(ConnectError):
+    """Unknown connector, task or plugin (HTTP 404)."""
+
+
+class AlreadyExistsError(ConnectError):
+    """A connector with that name exists (HTTP 409)."""
+
+
+class ConflictError(ConnectError):
+    """The request cannot be completed now (HTTP 409)."""
+
+
+class BadRequestError(ConnectError):
+    """An invalid request (HTTP 400)."""
+
+
+class ForbiddenError(ConnectError):
+    """Disabled by the worker config (HTTP 403)."""
+
+
+def _generation() -> int:
+    # Unique per incarnation of a connector name: a checkpoint path (and so a topic-store app id) is never reused.
+    return time.time_ns() // 1000
+
+
+def _config_error_message(e: ConfigError, kind: str | None) -> str:
+    lines = [str(p) for p in e.problems]
+    return (f"Connector configuration is invalid and contains the following {len(lines)} error(s):\n"
+            + "\n".join(lines) + "\nYou can also find the above list of errors at the endpoint "
+            f"`/connector-plugins/{{connectorType}}/config/validate`")
+
+
+class ConnectService:
+    """Connector lifecycle over one :class:`~spark_connect_bridge.runtime.worker.Worker`."""
+
+    def __init__(self, config: WorkerConfig, spark: Any = None):
+        self.config = config
+        self.worker = Worker(config, spark)
+        self.states = StateStore(os.path.join(config.state_dir, "_connectors"))
+        self._lock = threading.RLock()
+        self.worker_id = f"{config.host}:{config.port}"
+        self.cluster_id = "kconnect-" + hashlib.sha256(config.state_dir.encode()).hexdigest()[:22]
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load every stored connector and start the worker: each comes back in its target state, from its
+        checkpoint."""
+        with self._lock:
+            for st in self.states.load_all():
+                rt = ConnectorRuntime(st, kind=self._kind_of(st.config))
+                self.worker.runtimes[st.name] = rt
+                self._reconcile(rt)
+        self.worker.start()
+
+    def shutdown(self) -> None:
+        """Stop every query; stored target states are kept for the next start."""
+        self.worker.shutdown()
+
+    @property
+    def ready(self) -> bool:
+        return self.worker.started.is_set()
+
+    def wait_ready(self, timeout: float = 180.0) -> bool:
+        return self.worker.started.wait(timeout)
+
+    def _reconcile(self, rt: ConnectorRuntime, *, restart: bool = False) -> Any:
+        return self.worker.submit(lambda: self.worker.reconcile(rt, restart=restart))
+
+    # -- helpers ------------------------------------------------------------------------------------
+    def _runtime(self, name: str) -> ConnectorRuntime:
+        rt = self.worker.runtimes.get(name)
+        if rt is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return rt
+
+    @staticmethod
+    def _kind_of(config: Mapping[str, str]) -> str:
+        from ..connectors.factory import connector_class
+
+        try:
+            return connector_class(config).plugin_type
+        except ConfigError:
+            return "unknown"
+
+    def _validate(self, config: dict[str, str]) -> str:
+        """Validate a whole connector config as the worker will run it; return its kind."""
+        from ..connectors.factory import connector_class
+        from ..pipeline import prepare
+
+        try:
+            kind = connector_class(config).plugin_type
+            prepare(self.worker.effective_config(ConnectorState(config.get("name", ""), config)), kind=kind)
+        except ConfigError as e:
+            raise BadRequestError(_config_error_message(e, None)) from e
+        return kind
+
+    def _tasks_max(self, rt: ConnectorRuntime) -> int:
+        try:
+            return max(1, int(rt.state.config.get("tasks.max", "1")))
+        except ValueError:
+            return 1
+
+    # -- configs ------------------------------------------------------------------------------------
+    def list_connectors(self) -> list[str]:
+        return sorted(self.worker.runtimes)
+
+    def create(self, config: Mapping[str, Any], *, initial_state: str | None = None) -> dict[str, Any]:
+        """``POST /connectors``: a new connector (409 if the name exists)."""
+        if isinstance(config, ConnectorRequest) and initial_state is None:
+            initial_state = config.initial_state
+        cfg = {str(k): str(v) for k, v in config.items() if v is not None}
+        name = cfg.get("name", "")
+        self._check_name(name)
+        target = self._target_of(initial_state)
+        with self._lock:
+            if name in self.worker.runtimes:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            kind = self._validate(cfg)
+            st = ConnectorState(name, cfg, target, generation=_generation())
+            self.states.put(st)
+            rt = ConnectorRuntime(st, kind=kind)
+            self.worker.runtimes[name] = rt
+            self._reconcile(rt)
+            log.info("Connector %s created (%s, %s)", name, kind, target)
+            return self.info(name)
+
+    @staticmethod
+    def _target_of(initial_state: str | None) -> str:
+        if initial_state is None:
+            return "STARTED"
+        target = _INITIAL_STATES.get(str(initial_state).upper())
+        if target is None:
+            raise BadRequestError(f"Invalid initial state {initial_state}: one of RUNNING, PAUSED, STOPPED")
+        return target
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not name or not name.strip():
+            raise BadRequestError("Connector name is null or empty")
+        if any(ord(c) < 0x20 or ord(c) == 0x7f for c in name):
+            raise BadRequestError(f"Connector name {name!r} contains ISO control characters")
+        if "/" in name:
+            raise BadRequestError(f"Connector name {name!r} may not contain '/' (it could not be addressed in a URL)")
+
+    def put_config(self, name: str, config: Mapping[str, Any]) -> tuple[bool, dict[str, Any]]:
+        """``PUT /connectors/{name}/config``: create or replace; returns (created, info)."""
+        cfg = {str(k): str(v) for k, v in config.items() if v is not None}
+        if cfg.get("name", name) != name:
+            raise BadRequestError(f"Connector name configuration ({cfg['name']}) doesn't match connector name in "
+                                  f"the URL ({name})")
+        cfg["name"] = name
+        with self._lock:
+            if name not in self.worker.runtimes:
+                return True, self.create(cfg)
+            kind = self._validate(cfg)
+            rt = self.worker.runtimes[name]
+            rt.state.config, rt.kind = cfg, kind
+            self.states.put(rt.state)
+            if rt.state.target_state == "STARTED":
+                rt.restarting = True
+                self._reconcile(rt, restart=True)
+            return False, self.info(name)
+
+    def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
+        """``PATCH /connectors/{name}/config``: merge; a null value removes the key."""
+        with self._lock:
+            rt = self._runtime(name)
+            if "name" in patch and patch["name"] != name:
+                raise BadRequestError(f"Connector name configuration ({patch['name']}) doesn't match connector "
+                                      f"name in the URL ({name})")
+            cfg = dict(rt.state.config)
+            for k, v in patch.items():
+                if v is None:
+                    cfg.pop(k, None)
+                else:
+                    cfg[k] = str(v).lower() if isinstance(v, bool) else str(v)
+            return self.put_config(name, cfg)[1]
+
+    def raw_config(self, name: str) -> dict[str, str]:
+        return dict(self._runtime(name).state.config)
+
+    def get_config(self, name: str) -> dict[str, str]:
+        """``GET /connectors/{name}/config``: passwords masked, provider references as they are."""
+        return mask_config(self.raw_config(name))
+
+    def info(self, name: str) -> dict[str, Any]:
+        """Kafka's ConnectorInfo."""
+        rt = self._runtime(name)
+        tasks = [] if rt.state.target_state == "STOPPED" else \
+            [{"connector": name, "task": i} for i in range(self._tasks_max(rt))]
+        return {"name": name, "config": mask_config(rt.state.config), "tasks": tasks, "type": rt.kind}
+
+    def tasks(self, name: str) -> list[dict[str, Any]]:
+        """``GET /connectors/{name}/tasks``: one entry per task (a Spark input partition of the query)."""
+        info = self.info(name)
+        return [{"id": t, "config": dict(info["config"], **{"task.id": str(t["task"])})} for t in info["tasks"]]
+
+    def delete(self, name: str) -> None:
+        """``DELETE /connectors/{name}``: stop it and delete its config and checkpoint (a new connector with the
+        same name starts fresh)."""
+        with self._lock:
+            rt = self._runtime(name)
+            del self.worker.runtimes[name]
+            self.states.delete(name)
+            rt.state.target_state = "STOPPED"
+
+            def remove() -> None:
+                self.worker._stop_query(rt)
+                keep = None
+                new = self.worker.runtimes.get(name)
+                if new is not None:  # re-created already: keep the new incarnation's checkpoint
+                    keep = self.worker.checkpoint(new.state)
+                self.worker.remove_checkpoints(name, keep=keep)
+
+            self.worker.submit(remove)
+            log.info("Connector %s deleted", name)
+
+    # -- target states ------------------------------------------------------------------------------
+    def _set_target(self, name: str, target: str) -> None:
+        with self._lock:
+            rt = self._runtime(name)
+            if rt.state.target_state != target:
+                rt.state.target_state = target
+                self.states.put(rt.state)
+            self._reconcile(rt)
+
+    def pause(self, name: str) -> None:
+        self._set_target(name, "PAUSED")
+
+    def resume(self, name: str) -> None:
+        """Resume a PAUSED or STOPPED connector from its checkpoint."""
+        self._set_target(name, "STARTED")
+
+    def stop(self, name: str, *, wait: float | None = 60.0) -> None:
+        """Stop the connector's query (it keeps its checkpoint); required before offsets change."""
+        self._set_target(name, "STOPPED")
+        if wait:
+            self.worker.submit(lambda: None).result(timeout=wait)
+
+    def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any] | None:
+        """``POST /connectors/{name}/restart``. Connector and tasks are one Spark query here, so restarting
+        either restarts the query. Returns None (HTTP 204) for a plain restart, else the status with RESTARTING
+        markers (HTTP 202)."""
+        with self._lock:
+            rt = self._runtime(name)
+            failed = rt.phase == "FAILED"
+            do = rt.state.target_state == "STARTED" and (failed or not only_failed)
+            if do:
+                rt.restarting = True
+                self._reconcile(rt, restart=True)
+            if not include_tasks and not only_failed:
+                return None
+            return self.status(name)
+
+    def restart_task(self, name: str, task: int) -> None:
+        with self._lock:
+            rt = self._runtime(name)
+            self._check_task(rt, task)
+            rt.restarting = True
+            self._reconcile(rt, restart=True)
+
+    def _check_task(self, rt: ConnectorRuntime, task: int) -> None:
+        if rt.state.target_state == "STOPPED" or not 0 <= task < self._tasks_max(rt):
+            raise NotFoundError(f"Task {rt.name}-{task} not found")
+
+    # -- status -------------------------------------------------------------------------------------
+    def _phase(self, rt: ConnectorRuntime) -> str:
+        if rt.restarting:
+            return "RESTARTING"
+        target = rt.state.target_state
+        if target == "PAUSED" and rt.phase != "FAILED":
+            return "PAUSED" if rt.query is None else rt.phase
+        if target == "STOPPED":
+            return "STOPPED" if rt.query is None else rt.phase
+        return rt.phase
+
+    def status(self, name: str) -> dict[str, Any]:
+        """Kafka's ConnectorStateInfo plus ``"metrics"`` (records/s in and out, batch duration, lag,
+        dead-lettered records)."""
+        rt = self._runtime(name)
+        phase = self._phase(rt)
+        conn: dict[str, Any] = {"state": phase, "worker_id": self.worker_id}
+        if phase == "FAILED" and rt.trace:
+            conn["trace"] = rt.trace
+        tasks = []
+        if phase != "STOPPED" and rt.state.target_state != "STOPPED":
+            for i in range(self._tasks_max(rt)):
+                t: dict[str, Any] = {"id": i, "state": phase, "worker_id": self.worker_id}
+                if phase == "FAILED" and rt.trace:
+                    t["trace"] = rt.trace
+                tasks.append(t)
+        return {"name": name, "connector": conn, "tasks": tasks, "type": rt.kind,
+                "metrics": rt.metrics.to_json()}
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        rt = self._runtime(name)
+        self._check_task(rt, task)
+        for t in self.status(name)["tasks"]:
+            if t["id"] == task:
+                return t
+        raise NotFoundError(f"Task {name}-{task} not found")
+
+    def expanded(self, expand: list[str]) -> dict[str, Any]:
+        """``GET /connectors?expand=status&expand=info``."""
+        out: dict[str, Any] = {}
+        for name in self.list_connectors():
+            entry: dict[str, Any] = {}
+            try:
+                if "status" in expand:
+                    entry["status"] = self.status(name)
+                if "info" in expand:
+                    entry["info"] = self.info(name)
+            except NotFoundError:  # deleted meanwhile
+                continue
+            out[name] = entry
+        return out
+
+    # -- topics -------------------------------------------------------------------------------------
+    def topics(self, name: str) -> dict[str, Any]:
+        """``GET /connectors/{name}/topics``: topics the connector wrote (source) or read (sink)."""
+        if not self.config["topic.tracking.enable"]:
+            raise ForbiddenError("Topic tracking is disabled.")
+        rt = self._runtime(name)
+        return {name: {"topics": self._active_topics(rt)}}
+
+    def _active_topics(self, rt: ConnectorRuntime) -> list[str]:
+        store = self.worker.store
+        if store.format != "delta":
+            return []
+        if rt.kind == "source":
+            from ..delta_engine import committed_version
+
+            app = self.worker.app_id(rt.state)
+            out = []
+            for t in store.topics():
+                v = committed_version(store.table_path(t), app)
+                if v is not None and v > rt.state.topics_reset.get(t, -1):
+                    out.append(t)
+            return out
+        offsets = offsets_store.read_committed(self.worker.checkpoint(rt.state)) or {}
+        out = []
+        for key, pos in offsets.items():
+            topic = os.path.basename(parse_partition_key(key).get("table", ""))
+            if topic and int(pos.get("version", -1)) > rt.state.topics_reset.get(topic, -1):
+                out.append(topic)
+        return sorted(out)
+
+    def reset_topics(self, name: str) -> None:
+        """``PUT /connectors/{name}/topics/reset``: forget the active topics seen so far."""
+        if not self.config["topic.tracking.enable"] or not self.config["topic.tracking.allow.reset"]:
+            raise ForbiddenError("Topic tracking reset is disabled.")
+        with self._lock:
+            rt = self._runtime(name)
+            marks: dict[str, int] = {}
+            store = self.worker.store
+            if store.format == "delta":
+                from ..delta_engine import committed_version
+
+                if rt.kind == "source":
+                    app = self.worker.app_id(rt.state)
+                    for t in store.topics():
+                        v = committed_version(store.table_path(t), app)
+                        if v is not None:
+                            marks[t] = v
+                else:
+                    offsets = offsets_store.read_committed(self.worker.checkpoint(rt.state)) or {}
+                    for key, pos in offsets.items():
+                        topic = os.path.basename(parse_partition_key(key).get("table", ""))
+                        marks[topic] = int(pos.get("version", -1))
+            rt.state.topics_reset = marks
+            self.states.put(rt.state)
+
+    # -- offsets ------------------------------------------------------------------------------------
+    def get_offsets(self, name: str) -> dict[str, Any]:
+        """``GET /connectors/{name}/offsets``: the last committed offsets in the query's checkpoint. Sink
+        connectors report Kafka's sink shape (``kafka_topic``/``kafka_partition`` → ``kafka_offset``: the
+        topic-store offset of the next record to read)."""
+        rt = self._runtime(name)
+        raw = offsets_store.read_committed(self.worker.checkpoint(rt.state))
+        if not raw:
+            return {"offsets": []}
+        if rt.kind == "sink":
+            return {"offsets": _sink_to_rest(raw)}
+        return {"offsets": to_rest(raw)}
+
+    def _require_stopped(self, rt: ConnectorRuntime) -> None:
+        if rt.state.target_state != "STOPPED":
+            raise BadRequestError(f"Connectors must be in the STOPPED state before their offsets can be modified. "
+                                  f"This can be done for the specified connector by issuing a 'PUT' request to "
+                                  f"the '/connectors/{rt.name}/stop' endpoint")
+
+    def alter_offsets(self, name: str, body: Mapping[str, Any]) -> dict[str, str]:
+        """``PATCH /connectors/{name}/offsets`` (connector STOPPED): the restarted query starts from them."""
+        entries = body.get("offsets") if isinstance(body, Mapping) else None
+        if not entries:
+            raise BadRequestError("The offsets to be altered may not be null or empty")
+        with self._lock:
+            rt = self._runtime(name)
+            self._require_stopped(rt)
+            try:
+                if rt.kind == "sink":
+                    changes = self._sink_from_rest(entries)
+                else:
+                    if any(set(e.get("partition") or {}) == set(_SINK_PARTITION_KEYS) for e in entries):
+                        raise BadRequestError("Sink-style partitions (kafka_topic, kafka_partition) given for a "
+                                              "source connector")
+                    changes = from_rest(entries)
+            except ConfigError as e:
+                raise BadRequestError(str(e)) from e
+            checkpoint = self.worker.checkpoint(rt.state)
+
+            def alter() -> None:
+                self.worker._stop_query(rt)
+                current = offsets_store.read_committed(checkpoint) or {}
+                merged = dict(current)
+                for k, v in changes.items():
+                    if v is None:
+                        merged.pop(k, None)
+                    else:
+                        merged[k] = v
+                if offsets_store.committed_batch(checkpoint) is None:
+                    _seed_checkpoint(checkpoint)
+                offsets_store.write_committed(checkpoint, canonical(merged))
+
+            self.worker.submit(alter).result(timeout=120)
+        return {"message": "The offsets for this connector have been altered successfully"}
+
+    def reset_offsets(self, name: str) -> dict[str, str]:
+        """``DELETE /connectors/{name}/offsets`` (connector STOPPED): a new, empty checkpoint."""
+        with self._lock:
+            rt = self._runtime(name)
+            self._require_stopped(rt)
+            rt.state.generation = _generation()
+            rt.state.topics_reset = {}
+            self.states.put(rt.state)
+            keep = self.worker.checkpoint(rt.state)
+
+            def reset() -> None:
+                self.worker._stop_query(rt)
+                self.worker.remove_checkpoints(name, keep=keep)
+
+            self.worker.submit(reset).result(timeout=120)
+        return {"message": "The offsets for this connector have been reset successfully"}
+
+    def _sink_from_rest(self, entries: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for e in entries:
+            part = e.get("partition") if isinstance(e, Mapping) else None
+            if not isinstance(part, Mapping) or set(part) != set(_SINK_PARTITION_KEYS):
+                raise BadRequestError("Sink connector offsets need partitions of the form "
+                                      '{"kafka_topic": <topic>, "kafka_partition": 0}')
+            if int(part["kafka_partition"]) != 0:
+                raise BadRequestError(f"Topic-store topics have one partition (0); got kafka_partition="
+                                      f"{part['kafka_partition']}")
+            key = partition_key({"table": self.worker.store.table_path(str(part["kafka_topic"]))})
+            off = e.get("offset")
+            if off is None:
+                out[key] = None
+                continue
+            if not isinstance(off, Mapping) or "kafka_offset" not in off:
+                raise BadRequestError('Sink connector offsets need {"kafka_offset": <offset>}')
+            # The topic-store record offset is version * stride + row: start at the version holding the offset.
+            out[key] = {"version": int(off["kafka_offset"]) // _stride() - 1}
+        return out
+
+    # -- plugins ------------------------------------------------------------------------------------
+    @staticmethod
+    def plugins(connectors_only: bool = True) -> list[dict[str, str]]:
+        from .. import plugins
+
+        rows = plugins.describe_all(["connector"] if connectors_only else None)
+        seen, out = set(), []
+        for r in rows:
+            if (r["class"], r["type"]) not in seen:
+                seen.add((r["class"], r["type"]))
+                out.append(r)
+        return out
+
+    @staticmethod
+    def plugin_config(plugin: str) -> list[dict[str, Any]]:
+        """``GET /connector-plugins/{plugin}/config``: Kafka's ConfigKeyInfo list."""
+        cls = _resolve_any(plugin)
+        return _definition_of(cls).to_rest()
+
+    def validate(self, plugin: str, props: Mapping[str, Any]) -> dict[str, Any]:
+        """``PUT /connector-plugins/{plugin}/config/validate``: Kafka's ConfigInfos (200 even when invalid)."""
+        from .validate import validate_connector_config
+
+        return validate_connector_config(plugin, {str(k): ("" if v is None else str(v)) for k, v in props.items()})
+
+    # -- root ---------------------------------------------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        return {"version": __version__, "commit": _commit(), "kafka_cluster_id": self.cluster_id}
+
+    def health(self) -> tuple[int, dict[str, str]]:
+        if self.ready:
+            return 200, {"status": "healthy", "message": "Worker has completed startup and is ready to handle "
+                                                         "requests."}
+        return 503, {"status": "starting", "message": "Worker is still starting up."}
+
+
+def _stride() -> int:
+    from ..connectors import delta
+
+    return int(delta._VERSION_STRIDE)
+
+
+def _sink_to_rest(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, pos in canonical(raw).items():
+        part = parse_partition_key(key)
+        if "table" in part and "version" in pos:
+            topic = os.path.basename(str(part["table"]).rstrip("/"))
+            out.append({"partition": {"kafka_topic": topic, "kafka_partition": 0},
+                        "offset": {"kafka_offset": (int(pos["version"]) + 1) * _stride()}})
+        else:  # a non-Delta topic store: the reader's own offsets, as they are
+            out.append({"partition": part, "offset": dict(pos)})
+    return out
+
+
+def _seed_checkpoint(checkpoint: str) -> None:
+    """An empty committed batch 0, so offsets can be set before the connector ever ran."""
+    import json
+
+    for d in ("offsets", "commits"):
+        os.makedirs(os.path.join(checkpoint, d), exist_ok=True)
+    meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
+    with open(os.path.join(checkpoint, "offsets", "0"), "w", encoding="utf-8") as f:
+        f.write(f"v1\n{meta}\n{{}}")
+    with open(os.path.join(checkpoint, "commits", "0"), "w", encoding="utf-8") as f:
+        f.write('v1\n{"nextBatchWatermarkMs":0}')
+
+
+def _resolve_any(plugin: str) -> type:
+    from .. import plugins
+
+    for family in plugins.FAMILIES:
+        try:
+            return plugins.resolve_class(family, plugin, key="plugin")
+        except PluginNotFoundError:
+            continue
+    raise NotFoundError(f"Unknown plugin {plugin}.")
+
+
+def _definition_of(cls: Any) -> Any:
+    from ..config import ConfigDef
+    from ..connectors.base import connector_config_def
+
+    if getattr(cls, "plugin_type", None) in ("source", "sink"):
+        return connector_config_def(cls)
+    return getattr(cls, "config_def", None) or ConfigDef()
+
+
+def _password_keys(config: Mapping[str, str]) -> set[str]:
+    """Keys of ``config`` declared PASSWORD by the connector or by its converters/transforms/predicates."""
+    from .. import plugins
+
+    out: set[str] = set()
+
+    def add(family: str, class_name: str, prefix: str) -> None:
+        try:
+            cls = plugins.resolve_class(family, class_name, key=prefix or "connector.class")
+        except (ConfigError, ImportError):
+            return
+        for k in _definition_of(cls):
+            if k.type is Type.PASSWORD:
+                out.add(prefix + k.name)
+
+    if config.get("connector.class"):
+        add("connector", config["connector.class"], "")
+    for conv in ("key.converter", "value.converter", "header.converter"):
+        if config.get(conv):
+            add("converter", config[conv], conv + ".")
+    for fam, list_key in (("transformation", "transforms"), ("predicate", "predicates")):
+        for alias in [a.strip() for a in config.get(list_key, "").split(",") if a.strip()]:
+            t = config.get(f"{list_key}.{alias}.type")
+            if t:
+                add(fam, t, f"{list_key}.{alias}.")
+    return out
+
+
+def mask_config(config: Mapping[str, str]) -> dict[str, str]:
+    """The config as ``GET /connectors/{c}/config`` shows it: PASSWORD values ``[hidden]``, except config
+    provider references (``${file:...}``), which Kafka returns as they are."""
+    secret = _password_keys(config)
+    out = {}
+    for k, v in config.items():
+        is_secret = k in secret or k.lower().endswith((".password", "password", ".secret"))
+        out[k] = HIDDEN if is_secret and not str(v).startswith("${") else v
+    return out
+
+
+def _commit() -> str:
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        with open(os.path.join(here, ".git", "HEAD"), encoding="utf-8") as f:
+            head = f.read().strip()
+        if head.startswith("ref: "):
+            with open(os.path.join(here, ".git", head[5:]), encoding="utf-8") as f:
+                return f.read().strip()[:12]
+        return head[:12]
+    except OSError:
+        return "unknown"

@@ -1,0 +1,172 @@
+"""Run a worker: the service, its REST API, connectors from files, and the live status table.
+
+``kconnect standalone worker.properties connector1.properties [connector2.json ...]`` and ``kconnect worker
+worker.properties`` are thin wrappers around :class:`RunningWorker`; notebooks and tests use it directly:
+
+>>> w = RunningWorker.start({"offset.storage.dir": "/tmp/w", "topics.dir": "/tmp/topics",
+...                          "listeners": "http://127.0.0.1:0"}, spark=spark)           # doctest: +SKIP
+>>> w.url                                                                                # doctest: +SKIP
+'http://127.0.0.1:40123'
+>>> w.close()                                                                            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+from ..config import load_config_file
+from .service import ConnectService
+from .worker_config import WorkerConfig, basic_auth_users, load_worker_config, parse_worker_config
+
+__all__ = ["RunningWorker", "apply_connector_file", "status_rows", "status_table"]
+
+log = logging.getLogger(__name__)
+
+
+class RunningWorker:
+    """A started :class:`ConnectService` plus its :class:`~spark_connect_bridge.rest.RestServer`."""
+
+    def __init__(self, service: ConnectService, server: Any):
+        self.service, self.server = service, server
+
+    @classmethod
+    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> "RunningWorker":
+        """Start the REST API first (so clients can poll ``/health`` while Spark starts), then the worker."""
+        from ..rest import RestServer
+
+        if isinstance(config, str):
+            config = load_worker_config(config)
+        elif not isinstance(config, WorkerConfig):
+            config = parse_worker_config(config)
+        service = ConnectService(config, spark=spark)
+        server = RestServer(service, users=basic_auth_users(config)).start()
+        service.worker_id = f"{config.host}:{server.port}"
+        service.start()
+        return cls(service, server)
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def close(self) -> None:
+        """Stop the REST API and every query; stored target states are kept."""
+        self.server.stop()
+        self.service.shutdown()
+
+
+def apply_connector_file(service: ConnectService, path: str) -> str:
+    """Create the connector of a config file, or update it when its stored config differs (Kafka standalone
+    re-submits its connector files on every start). A stored target state (paused, stopped) is kept."""
+    req = load_config_file(path)
+    name = req.get("name")
+    if not name:
+        from ..errors import ConfigError, ConfigProblem
+
+        raise ConfigError([ConfigProblem("name", f"{path}: a connector config needs a 'name'")])
+    if name in service.list_connectors():
+        if service.raw_config(name) != dict(req):
+            service.put_config(name, dict(req))
+            log.info("Connector %s: config updated from %s", name, path)
+    else:
+        service.create(req, initial_state=req.initial_state)
+    return name
+
+
+def status_rows(service: ConnectService) -> list[dict[str, Any]]:
+    """One row per connector: the figures of the live status table."""
+    rows = []
+    for name in service.list_connectors():
+        try:
+            st = service.status(name)
+        except Exception:  # deleted meanwhile
+            continue
+        m = st["metrics"]
+        rows.append({"connector": name, "type": st["type"], "state": st["connector"]["state"],
+                     "tasks": len(st["tasks"]), "in": m["records_in_per_sec"], "out": m["records_out_per_sec"],
+                     "batch_ms": m["batch_duration_ms"], "lag": m["lag"], "dead_lettered": m["dead_lettered"],
+                     "total_in": m["records_in_total"]})
+    return rows
+
+
+_STYLES = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow", "STOPPED": "dim", "RESTARTING": "cyan",
+           "UNASSIGNED": "dim"}
+
+
+def status_table(service: ConnectService, url: str = "") -> Any:
+    """A rich Table of :func:`status_rows`."""
+    from rich.table import Table
+
+    t = Table(title=f"kconnect worker {url}  ({time.strftime('%H:%M:%S')})", title_justify="left")
+    for col, just in (("connector", "left"), ("type", "left"), ("state", "left"), ("tasks", "right"),
+                      ("records/s in", "right"), ("records/s out", "right"), ("batch ms", "right"),
+                      ("lag", "right"), ("dead-lettered", "right"), ("records in", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    if not service.ready:
+        t.caption = "starting Spark ..."
+    for r in status_rows(service):
+        dash = "-"
+        t.add_row(r["connector"], r["type"], f"[{_STYLES.get(r['state'], '')}]{r['state']}[/]", str(r["tasks"]),
+                  f"{r['in']:,.0f}", f"{r['out']:,.0f}",
+                  dash if r["batch_ms"] is None else f"{r['batch_ms']:,}",
+                  dash if r["lag"] is None else f"{r['lag']:,}",
+                  dash if r["dead_lettered"] is None else f"{r['dead_lettered']:,}", f"{r['total_in']:,}")
+    return t
+
+
+def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) -> None:
+    """Show the live status table until interrupted (Ctrl-C) or the process is terminated."""
+    import signal
+
+    def _term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        signal.signal(signal.SIGTERM, _term)
+    except ValueError:  # not the main thread
+        pass
+    if live:
+        from rich.console import Console
+        from rich.live import Live
+
+        console = Console()
+        with Live(status_table(worker.service, worker.url), console=console, refresh_per_second=2) as lv:
+            while True:
+                time.sleep(interval)
+                lv.update(status_table(worker.service, worker.url))
+    else:
+        while True:
+            time.sleep(interval)
+
+
+def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bool = True) -> int:
+    """``kconnect standalone``: exit codes as connect-standalone (2 startup failure, 3 connector creation)."""
+    from ..errors import ConnectError
+
+    try:
+        config = load_worker_config(worker_properties)
+    except (ConnectError, OSError) as e:
+        print(f"error: {e}", flush=True)
+        return 2
+    try:
+        worker = RunningWorker.start(config)
+    except OSError as e:
+        print(f"error: cannot serve the REST API on {config.host}:{config.port}: {e}", flush=True)
+        return 2
+    print(f"kconnect worker: REST API on {worker.url}, state in {config.state_dir}, topics in {config.topics_dir}",
+          flush=True)
+    try:
+        for path in connector_files:
+            try:
+                apply_connector_file(worker.service, path)
+            except ConnectError as e:
+                print(f"error: connector {path}: {e}", flush=True)
+                worker.close()
+                return 3
+        watch(worker, live=live and os.isatty(1))
+    except KeyboardInterrupt:
+        print("stopping ...", flush=True)
+    worker.close()
+    return 0

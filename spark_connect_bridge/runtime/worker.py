@@ -1,0 +1,416 @@
+"""The worker's Spark side: one Spark application, one streaming query per connector.
+
+A source connector's query reads the connector (with its transforms and converters) and appends its records to
+the topic store; a sink connector's query reads its ``topics``/``topics.regex`` from the topic store and runs the
+sink (converters, transforms, connector). Every query has its own checkpoint, so one failing connector never
+stops the others, and a restarted worker resumes every query from its checkpoint.
+
+Every Spark action (start, stop, restart, delete, offset changes) runs on one *herder* thread, in the order it
+was requested; the herder also polls the queries for state changes and metrics every ``status.interval.ms``.
+The service layer (:mod:`spark_connect_bridge.runtime.service`) decides *what* should run; this module makes it
+so and reports what actually runs.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import logging
+import os
+import queue
+import shutil
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+from urllib.parse import quote
+
+from ..connectors.base import stable_app_id
+from .state import ConnectorState
+from .topic_store import TopicStore
+from .worker_config import WorkerConfig
+
+__all__ = ["Worker", "ConnectorRuntime", "Metrics"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Metrics:
+    """Live figures of one connector's query (also served under ``"metrics"`` in the status)."""
+
+    records_in_per_sec: float = 0.0
+    records_out_per_sec: float = 0.0
+    batch_duration_ms: int | None = None
+    records_in_total: int = 0
+    records_out_total: int = 0
+    batches: int = 0
+    last_batch_id: int | None = None
+    lag: int | None = None
+    dead_lettered: int | None = None
+    waiting_for_topics: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"records_in_per_sec": round(self.records_in_per_sec, 1),
+                "records_out_per_sec": round(self.records_out_per_sec, 1),
+                "batch_duration_ms": self.batch_duration_ms, "records_in_total": self.records_in_total,
+                "records_out_total": self.records_out_total, "batches": self.batches,
+                "last_batch_id": self.last_batch_id, "lag": self.lag, "dead_lettered": self.dead_lettered,
+                **({"waiting_for_topics": True} if self.waiting_for_topics else {})}
+
+
+@dataclass
+class ConnectorRuntime:
+    """What the worker knows about one connector: its stored state and its query."""
+
+    state: ConnectorState
+    kind: str = "unknown"  # source | sink | unknown (connector.class not resolvable)
+    query: Any = None
+    #: UNASSIGNED, RUNNING, PAUSED, STOPPED, FAILED or RESTARTING (Kafka's states, derived from the query).
+    phase: str = "UNASSIGNED"
+    trace: str | None = None
+    restarting: bool = False
+    metrics: Metrics = field(default_factory=Metrics)
+    lag_source: Any = None  # a driver-side source connector object whose lag() reads the position
+    last_lag_check: float = 0.0
+    last_progress_at: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.state.name
+
+
+def _checkpoint_dir(root: str, name: str, generation: int) -> str:
+    return os.path.join(root, "checkpoints", quote(name, safe=""), f"g{generation}")
+
+
+def _now() -> float:
+    return time.monotonic()
+
+
+class Worker:
+    """The Spark application of a worker: starts, stops and watches one streaming query per connector.
+
+    ``spark`` may be an existing SparkSession (a notebook's, a test run's); otherwise one is built from the
+    worker config (``spark.master`` and every ``spark.*`` key) on first use and stopped by :meth:`shutdown`.
+    """
+
+    def __init__(self, config: WorkerConfig, spark: Any = None):
+        self.config = config
+        self._spark = spark
+        self._owns_spark = spark is None
+        self._registered = False
+        self.store = TopicStore(config.topics_dir, format=config["topic.store.format"])
+        self.runtimes: dict[str, ConnectorRuntime] = {}
+        self._tasks: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self.started = threading.Event()  # the Spark session is up
+
+    # -- Spark --------------------------------------------------------------------------------------
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            from pyspark.sql import SparkSession
+
+            builder = (SparkSession.builder.appName("kconnect-worker")
+                       .config("spark.sql.session.timeZone", "UTC")
+                       .config("spark.ui.showConsoleProgress", "false"))
+            for k, v in self.config.spark_conf.items():
+                builder = builder.config(k, v)
+            self._spark = builder.getOrCreate()
+            self._spark.sparkContext.setLogLevel("ERROR")
+        if not self._registered:
+            self._registered = True
+            _register(self._spark)
+        return self._spark
+
+    def checkpoint(self, state: ConnectorState) -> str:
+        return _checkpoint_dir(self.config.checkpoint_root, state.name, state.generation)
+
+    def checkpoint_root_of(self, name: str) -> str:
+        return os.path.dirname(_checkpoint_dir(self.config.checkpoint_root, name, 0))
+
+    def app_id(self, state: ConnectorState) -> str:
+        """The Delta app id the topic store's sink uses for this connector's checkpoint (see datasource)."""
+        return "ckpt-" + stable_app_id(self.checkpoint(state).rstrip("/"))
+
+    # -- the herder thread --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the herder thread (it builds the Spark session first)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="kconnect-herder", daemon=True)
+            self._thread.start()
+
+    def submit(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        """Run ``fn`` on the herder thread after every action requested before it."""
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._tasks.put((fn, fut))
+        return fut
+
+    def _loop(self) -> None:
+        try:
+            spark = self.spark
+            # Python data sources are looked up through the JVM thread's active session: set it for this thread.
+            jss = getattr(spark, "_jsparkSession", None)
+            if jss is not None:
+                spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(jss)
+        except Exception:  # the worker cannot run without Spark: say why, keep serving REST reads
+            log.exception("Cannot start the worker's SparkSession")
+            return
+        self.started.set()
+        interval = int(self.config["status.interval.ms"]) / 1000
+        while not self._stopping.is_set():
+            try:
+                item = self._tasks.get(timeout=interval)
+            except queue.Empty:
+                item = None
+            if item is not None:
+                fn, fut = item
+                if fut.set_running_or_notify_cancel():
+                    try:
+                        fut.set_result(fn())
+                    except BaseException as e:  # handed to the caller through the future
+                        fut.set_exception(e)
+            try:
+                self.poll()
+            except Exception:
+                log.exception("Polling the connector queries failed")
+
+    def shutdown(self, timeout: float = 60.0) -> None:
+        """Stop every query (target states are kept: a restarted worker resumes them) and the herder."""
+        if self._thread is not None and self._thread.is_alive():
+            done = self.submit(self._stop_all)
+            try:
+                done.result(timeout=timeout)
+            except Exception:
+                log.exception("Stopping the connector queries failed")
+            self._stopping.set()
+            self._thread.join(timeout=timeout)
+        else:
+            self._stop_all()
+        if self._owns_spark and self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+
+    def _stop_all(self) -> None:
+        for rt in list(self.runtimes.values()):
+            self._stop_query(rt)
+
+    # -- queries (herder thread only) ---------------------------------------------------------------
+    def reconcile(self, rt: ConnectorRuntime, *, restart: bool = False) -> None:
+        """Bring ``rt``'s query in line with its target state (restart it when asked)."""
+        target = rt.state.target_state
+        if target != "STARTED":
+            self._stop_query(rt)
+            rt.phase, rt.trace, rt.restarting = ("PAUSED" if target == "PAUSED" else "STOPPED"), None, False
+            return
+        if restart:
+            self._stop_query(rt)
+        active = rt.query is not None and rt.query.isActive
+        if active and not restart:
+            return
+        if rt.phase == "FAILED" and not restart:
+            return  # Kafka does not restart a failed connector by itself
+        self._start_query(rt)
+
+    def _stop_query(self, rt: ConnectorRuntime) -> None:
+        if rt.query is not None:
+            q, rt.query = rt.query, None
+            try:
+                q.stop()
+            except Exception:
+                log.exception("Stopping the query of connector %s failed", rt.name)
+        rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0
+
+    def _start_query(self, rt: ConnectorRuntime) -> None:
+        from ..pipeline import prepare, read_stream, write_stream
+
+        rt.trace = None
+        rt.metrics = Metrics()
+        config = self.effective_config(rt.state)
+        checkpoint = self.checkpoint(rt.state)
+        os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
+        try:
+            prepared = prepare(config, kind=rt.kind)
+            if rt.kind == "source":
+                df = read_stream(self.spark, config)
+                rt.lag_source = self._driver_source(prepared.connector_options)
+                rt.query = self.store.write_stream(df, checkpoint=checkpoint, trigger=self.config.trigger,
+                                                   query_name=self._query_name(rt))
+            else:
+                topics, regex = self._sink_topics(config)
+                if not self._has_topics(topics, regex):
+                    rt.phase, rt.restarting = "RUNNING", False
+                    rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
+                    return
+                df = self.store.read_stream(self.spark, topics or None, regex or None)
+                if self.store.format == "delta":
+                    rt.lag_source = self._driver_source(self.store.source_options(topics or None, regex or None))
+                rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
+                                        query_name=self._query_name(rt))
+        except Exception as e:
+            rt.query = None
+            rt.phase, rt.restarting = "FAILED", False
+            rt.trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            log.error("Connector %s failed to start: %s", rt.name, e)
+            return
+        rt.phase, rt.restarting = "RUNNING", False
+        rt.last_progress_at = _now()
+        log.info("Connector %s started (query %s, checkpoint %s)", rt.name, rt.query.id, checkpoint)
+
+    def _query_name(self, rt: ConnectorRuntime) -> str:
+        # Query names are unique per session: a test run or notebook may run several workers.
+        return f"kconnect-{rt.name}-{stable_app_id(self.config.checkpoint_root)[:6]}"
+
+    def effective_config(self, state: ConnectorState) -> dict[str, str]:
+        """The connector config with the worker's converter defaults for converters it does not set."""
+        cfg = dict(state.config)
+        for conv in ("key.converter", "value.converter", "header.converter"):
+            if conv in cfg or conv not in self.config.converter_defaults:
+                continue
+            for k, v in self.config.converter_defaults.items():
+                if k == conv or k.startswith(conv + "."):
+                    cfg.setdefault(k, v)
+        return cfg
+
+    def _sink_topics(self, config: dict[str, str]) -> tuple[list[str], str]:
+        topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+        return topics, config.get("topics.regex", "").strip()
+
+    def _has_topics(self, topics: list[str], regex: str) -> bool:
+        import re
+
+        existing = self.store.topics()
+        if topics:
+            return any(t in existing for t in topics)
+        if regex:
+            pattern = re.compile(f"(?:{regex})\\Z")
+            return any(pattern.match(t) for t in existing)
+        return bool(existing)
+
+    @staticmethod
+    def _driver_source(options: dict[str, str]) -> Any:
+        from ..connectors.factory import build_connector
+
+        try:
+            return build_connector(options, kind="source")
+        except Exception:  # lag is a nicety: never fail a connector over it
+            log.debug("no driver-side source for lag", exc_info=True)
+            return None
+
+    # -- status -------------------------------------------------------------------------------------
+    def poll(self) -> None:
+        """Update every runtime's phase and metrics from its query (herder thread)."""
+        for rt in list(self.runtimes.values()):
+            if rt.state.target_state == "STARTED" and rt.query is None and rt.metrics.waiting_for_topics:
+                topics, regex = self._sink_topics(self.effective_config(rt.state))
+                if self._has_topics(topics, regex):
+                    self._start_query(rt)
+                continue
+            q = rt.query
+            if q is None:
+                continue
+            if not q.isActive:
+                exc = q.exception()
+                rt.query = None
+                if exc is not None:
+                    rt.phase = "FAILED"
+                    rt.trace = _trace_of(exc)
+                    log.error("Connector %s failed: %s", rt.name, str(exc).splitlines()[0] if str(exc) else exc)
+                elif rt.state.target_state == "STARTED":
+                    rt.phase = "FAILED"
+                    rt.trace = "The connector's streaming query stopped unexpectedly"
+                continue
+            self._update_metrics(rt, q)
+
+    def _update_metrics(self, rt: ConnectorRuntime, q: Any) -> None:
+        m = rt.metrics
+        try:
+            progresses = q.recentProgress
+        except Exception:  # the query may be stopping under us
+            return
+        for p in progresses:
+            bid = p.get("batchId")
+            if bid is None or (m.last_batch_id is not None and bid <= m.last_batch_id):
+                continue
+            rows = int(p.get("numInputRows") or 0)
+            sink_rows = (p.get("sink") or {}).get("numOutputRows")
+            out = int(sink_rows) if sink_rows is not None and int(sink_rows) >= 0 else rows
+            m.last_batch_id, m.batches = bid, m.batches + 1
+            m.records_in_total += rows
+            m.records_out_total += out
+            dur = int((p.get("durationMs") or {}).get("triggerExecution") or 0)
+            m.batch_duration_ms = dur
+            m.records_in_per_sec = float(p.get("inputRowsPerSecond") or 0.0)
+            m.records_out_per_sec = (out / (dur / 1000)) if dur else 0.0
+            rt.last_progress_at = _now()
+            end = ((p.get("sources") or [{}])[0]).get("endOffset")
+            if end is not None:
+                rt._end_offset = end  # type: ignore[attr-defined]
+        idle = _now() - rt.last_progress_at
+        if idle > max(5.0, 3 * int(self.config["trigger.interval.ms"]) / 1000):
+            m.records_in_per_sec = m.records_out_per_sec = 0.0
+        if _now() - rt.last_lag_check >= 2.0:
+            rt.last_lag_check = _now()
+            m.lag = self._lag(rt)
+            m.dead_lettered = self._dead_lettered(rt)
+
+    def _lag(self, rt: ConnectorRuntime) -> int | None:
+        src, end = rt.lag_source, getattr(rt, "_end_offset", None)
+        if src is None:
+            return None
+        try:
+            current = json.loads(end) if isinstance(end, str) else (end or src.initial_offsets())
+            return src.lag(current)
+        except Exception:
+            log.debug("lag of %s failed", rt.name, exc_info=True)
+            return None
+
+    def _dead_lettered(self, rt: ConnectorRuntime) -> int | None:
+        topic = rt.state.config.get("errors.deadletterqueue.topic.name", "").strip()
+        if not topic:
+            return None
+        if self.store.format != "delta":
+            return None
+        try:
+            import deltalake
+
+            path = self.store.dead_letter_table(topic)
+            return int(deltalake.DeltaTable(path).count()) if os.path.isdir(path) else 0
+        except Exception:
+            log.debug("dead-letter count of %s failed", rt.name, exc_info=True)
+            return None
+
+    # -- storage ------------------------------------------------------------------------------------
+    def remove_checkpoints(self, name: str, keep: str | None = None) -> None:
+        """Delete the connector's checkpoints (all generations but ``keep``)."""
+        root = self.checkpoint_root_of(name)
+        if not os.path.isdir(root):
+            return
+        for g in os.listdir(root):
+            p = os.path.join(root, g)
+            if keep is None or os.path.abspath(p) != os.path.abspath(keep):
+                shutil.rmtree(p, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _register(spark: Any) -> None:
+    # Spark discovers format("kconnect") by itself, unless its one lookup per JVM ran before the package was
+    # importable or failed; registering explicitly makes the worker independent of that.
+    from ..datasource import register
+
+    try:
+        register(spark)
+    except Exception:  # already registered statically on a Spark that refuses overrides (4.0)
+        log.debug("explicit kconnect registration refused", exc_info=True)
+
+
+def _trace_of(exc: Any) -> str:
+    desc = getattr(exc, "desc", None) or str(exc)
+    stack = getattr(exc, "stackTrace", None)
+    return f"{desc}\n{stack}" if stack else str(desc)

@@ -1,0 +1,3 @@
+"""REST test fixtures: the worker fixtures of tests/runtime."""
+
+from runtime.worker_helpers import start_worker  # noqa: F401 - a fixture

@@ -1,0 +1,3 @@
+"""Worker test fixtures (see worker_helpers)."""
+
+from .worker_helpers import start_worker  # noqa: F401 - a fixture
