@@ -11,7 +11,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, Date
 from ..config import Config, ConfigDef, Importance, Type, ValidList
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import map_put, map_value_type_problem, rebuild_struct, same_type
+from .columns import map_put, map_value_type_problem, same_type
 from .replace_field import REPLACE_NULL_DOC
 from .values import connect_to_string
 
@@ -174,19 +174,16 @@ class Cast(KeyOrValue):
                 step.fail(bad, msg)
             return step
         if k == "struct":
-            parts = []
+            new = op
             for f in dtype.fields:
-                c = op.getField(f.name)
                 if f.name in self.fields:
                     to = self.fields[f.name]
-                    c, bad, msg = cast_column(c, f.dataType, dict(f.metadata), to)
+                    c, bad, msg = cast_column(op.getField(f.name), f.dataType, dict(f.metadata), to)
                     if bad is not None:
                         step.fail(bad, f"{msg} (field {f.name})")
-                    md = dict(f.metadata) if same_type(f.dataType, to) else {}
-                else:
-                    md = dict(f.metadata)
-                parts.append(c.alias(f.name, metadata=md))
-            step.updates[self.target] = rebuild_struct(op, parts)
+                    new = new.withField(f.name, c)
+            # update_fields keeps field order, and of a null struct is null.
+            step.updates[self.target] = new
             return step
         if k == "map":
             entries = []

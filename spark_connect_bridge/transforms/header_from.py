@@ -60,7 +60,8 @@ class HeaderFrom(KeyOrValue):
             if self.move:
                 keep = [op.getField(f.name).alias(f.name, metadata=f.metadata) for f in dtype.fields
                         if f.name not in self.fields]
-                step.updates[self.target] = rebuild_struct(op, keep)
+                step.updates[self.target] = op.dropFields(*dict.fromkeys(self.fields)) if keep else \
+                    rebuild_struct(op, keep)
         elif k == "map":
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))
                      for f, h in zip(self.fields, self.headers)]

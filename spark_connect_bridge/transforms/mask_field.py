@@ -13,7 +13,7 @@ from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DataType, DateT
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import map_put, rebuild_struct
+from .columns import map_put
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["MaskField"]
@@ -105,13 +105,12 @@ class MaskField(KeyOrValue):
         k = kind(dtype)
         step = Step()
         if k == "struct":
-            parts = []
+            new = op
             for f in dtype.fields:
-                c = op.getField(f.name)
                 if f.name in self.fields:
-                    c = self._mask(c, f.dataType, step)
-                parts.append(c.alias(f.name, metadata=f.metadata))
-            step.updates[self.target] = rebuild_struct(op, parts)
+                    new = new.withField(f.name, self._mask(op.getField(f.name), f.dataType, step))
+            # update_fields keeps field order, and of a null struct is null.
+            step.updates[self.target] = new
         elif k == "map":
             vt = dtype.valueType
             entries = [(f, self._mask(F.try_element_at(op, F.lit(f)), vt, step)) for f in self.fields]

@@ -39,7 +39,6 @@ class RegexRouter(Transformation):
         self.replacement = config["replacement"]
 
     def plan(self, df: DataFrame) -> Step:
-        topic = F.col("topic")
-        return Step({"topic": F.when(topic.rlike(self.pattern),
-                                     F.regexp_replace(topic, F.lit(self.pattern), F.lit(self.replacement)))
-                    .otherwise(topic)})
+        # The pattern is anchored (^...\z), so it matches at most once, at the start, and only when it
+        # matches the whole topic: one regexp_replace is Java's matches() + replaceFirst().
+        return Step({"topic": F.regexp_replace(F.col("topic"), F.lit(self.pattern), F.lit(self.replacement))})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
@@ -71,6 +72,16 @@ class ReplaceField(KeyOrValue):
         dtype = df.schema[self.target].dataType
         k = kind(dtype)
         if k == "struct":
+            dropped = [f.name for f in dtype.fields if not self._keep(f.name)]
+            if len(dropped) < len(dtype.fields):
+                # drop_fields keeps the order and is null-safe; a struct-to-struct cast renames by position
+                # (also null-safe): no per-field rebuild for Catalyst to duplicate.
+                new = op.dropFields(*dropped) if dropped else op
+                if self.renames:
+                    kept = [f for f in dtype.fields if self._keep(f.name)]
+                    new = new.cast(StructType([StructField(self.renames.get(f.name, f.name), f.dataType, f.nullable,
+                                                           f.metadata) for f in kept]))
+                return Step({self.target: new})
             parts = [op.getField(f.name).alias(self.renames.get(f.name, f.name), metadata=f.metadata)
                      for f in dtype.fields if self._keep(f.name)]
             return Step({self.target: rebuild_struct(op, parts)})

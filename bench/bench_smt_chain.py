@@ -1,0 +1,102 @@
+"""Benchmark: a chain of eight SMTs over N records vs the same records without SMTs, same run.
+
+Records are built with ``spark.range`` (a struct value with nested fields, a string key, topic, partition,
+offset, timestamp, headers) and written to Spark's ``noop`` sink, so the figure is the cost of the
+transforms themselves. Each variant runs ``--repeat`` times after one warm-up; the best time counts.
+
+    python bench/bench_smt_chain.py --records 10000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+CHAIN = {
+    "transforms": "rename,mask,cast,insert,flatten,header,route,tokey",
+    "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+    "transforms.rename.renames": "name:customer", "transforms.rename.exclude": "note",
+    "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+    "transforms.mask.fields": "card",
+    "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+    "transforms.cast.spec": "amount:float64,id:string",
+    "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.insert.topic.field": "src_topic", "transforms.insert.offset.field": "src_offset",
+    "transforms.flatten.type": "org.apache.kafka.connect.transforms.Flatten$Value",
+    "transforms.flatten.delimiter": "_",
+    "transforms.header.type": "org.apache.kafka.connect.transforms.InsertHeader",
+    "transforms.header.header": "origin", "transforms.header.value.literal": "bench",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": "orders-(.*)", "transforms.route.replacement": "clean-$1",
+    "transforms.tokey.type": "org.apache.kafka.connect.transforms.ValueToKey",
+    "transforms.tokey.fields": "id",
+}
+
+
+def records(spark, n: int):  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    from spark_connect_bridge.records import HEADERS_TYPE
+
+    r = spark.range(n)
+    value = F.struct(
+        F.col("id").cast("int").alias("id"),
+        F.concat(F.lit("customer-"), (F.col("id") % 1000).cast("string")).alias("name"),
+        (F.col("id") % 10000).cast("int").alias("amount"),
+        F.lpad((F.col("id") % 9999).cast("string"), 16, "4").alias("card"),
+        F.lit("free text").alias("note"),
+        F.struct((F.col("id") % 7).cast("int").alias("zone"), F.lit("FR").alias("country")).alias("address"),
+    )
+    return r.select(
+        F.col("id").cast("string").alias("key"), value.alias("value"),
+        F.concat(F.lit("orders-"), (F.col("id") % 4).cast("string")).alias("topic"),
+        (F.col("id") % 4).cast("int").alias("partition"), F.col("id").alias("offset"),
+        F.timestamp_millis(F.lit(1_700_000_000_000) + F.col("id")).alias("timestamp"),
+        F.array().cast(HEADERS_TYPE).alias("headers"),
+    )
+
+
+def timed(df) -> float:  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, default=10_000_000, help="number of records (default 10M)")
+    ap.add_argument("--repeat", type=int, default=2, help="timed runs per variant (best counts)")
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    from spark_connect_bridge.transforms import apply_transforms
+
+    spark = (SparkSession.builder.master(args.master).appName("bench_smt_chain")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
+             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    base = records(spark, args.records)
+    chained = apply_transforms(base, CHAIN)
+    timed(records(spark, min(args.records, 200_000)))  # warm-up (JIT, codegen cache)
+    timed(apply_transforms(records(spark, min(args.records, 200_000)), CHAIN))
+    t_base, t_chain = [], []
+    for _ in range(args.repeat):
+        t_base.append(timed(base))
+        t_chain.append(timed(chained))
+    b, c = min(t_base), min(t_chain)
+    print(f"records: {args.records:,}  master: {args.master}  runs: {args.repeat} (best)")
+    print(f"without SMTs: {b:8.2f} s  ({args.records / b / 1e6:6.2f} M records/s)")
+    print(f"8-SMT chain : {c:8.2f} s  ({args.records / c / 1e6:6.2f} M records/s)")
+    print(f"ratio chain/baseline: {c / b:.2f}x  (goal <= 1.3x)")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
