@@ -171,8 +171,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(n) if n is not None else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802
-        start = self._position or self.connector.initial_offsets()
-        self._until = self.connector.latest_offsets(start, None, None)
+        # The target is taken at the next latestOffset(start, ...), when the start position is known: a
+        # resumed query's runner knows nothing before that, and initial_offsets() may have side effects.
+        self._until_pending = True
 
     def initialOffset(self) -> dict:  # noqa: N802
         from .connectors.offsets import canonical
@@ -184,6 +185,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         if start is None:  # pyspark 4.0/4.1
             start = self._position if self._position is not None else self.initialOffset()
+        if getattr(self, "_until_pending", False):
+            self._until_pending = False
+            self._until = canonical(self.connector.latest_offsets(start, None, None))
         end = canonical(self.connector.latest_offsets(start, self._max_records(limit), self._until))
         return end
 
