@@ -29,8 +29,9 @@ on the driver (``max.records.per.trigger`` bounds the batch the driver holds). `
 columns ``_change_type``, ``_commit_version``, ``_commit_timestamp``). A table that already holds the record
 columns (a topic-store table) gives back the same records; any other table gives one record per row with the
 row as the value struct, key null (or ``delta.source.key.fields``), topic ``topic`` (default: the table's
-directory name), partition the table's index, offset ``version * 10^9 + row index in the version`` and
-timestamp the commit time. Admission control (``max.records.per.trigger``) takes whole versions (at least one).
+directory name), partition 0, offset ``version * 10^9 + row index in the version`` and timestamp the commit
+time. Rows of one version come in log order (files as the commit lists them, rows in file order); change-data
+rows of a version are sorted by their columns, since deltalake reads change files in parallel. Admission control (``max.records.per.trigger``) takes whole versions (at least one).
 
 >>> (df.writeStream.format("kconnect").option("connector.class", "delta-sink")          # doctest: +SKIP
 ...    .option("delta.table.path", "/data/orders").option("checkpointLocation", "/ckpt/orders").start())
@@ -721,11 +722,12 @@ class DeltaSourceConnector(SourceConnector):
         if hi <= lo:
             return
         schema = self._schema_of(path)
-        index = self.tables().index(path) if path in self.tables() else 0
         for v in range(lo + 1, hi + 1):
+            row = 0  # offsets number the rows of a version across its files
             for data, ts in self._version_data(path, v):
                 if data.num_rows:
-                    yield self._records(data, schema, path, index, v, ts)
+                    yield self._records(data, schema, path, v * _VERSION_STRIDE + row, ts)
+                    row += data.num_rows
 
     def _version_data(self, path: str, version: int) -> Iterator[tuple[Any, int]]:
         """The rows version ``version`` added (or its change data), with the commit time in ms."""
@@ -775,7 +777,7 @@ class DeltaSourceConnector(SourceConnector):
                 f = f.append_column(name, arr.cast(typ) if not pa.types.is_string(typ) else arr)
             yield cast_to(f, table), int(ts or add.get("modificationTime") or 0)
 
-    def _records(self, data: Any, schema: Any, path: str, index: int, version: int, ts_ms: int) -> Any:
+    def _records(self, data: Any, schema: Any, path: str, first_offset: int, ts_ms: int) -> Any:
         import numpy as np
         import pyarrow as pa
 
@@ -797,9 +799,9 @@ class DeltaSourceConnector(SourceConnector):
         else:
             key = pa.nulls(n, key_type)
         topic = self.config["topic"] or os.path.basename(path.rstrip("/"))
-        offsets = version * _VERSION_STRIDE + np.arange(n, dtype=np.int64)
+        offsets = first_offset + np.arange(n, dtype=np.int64)
         batch = pa.RecordBatch.from_arrays(
-            [key, value, pa.array([topic] * n, pa.string()), pa.array(np.full(n, index, dtype=np.int32)),
+            [key, value, pa.array([topic] * n, pa.string()), pa.array(np.zeros(n, dtype=np.int32)),
              pa.array(offsets), pa.array(np.full(n, ts_ms * 1000, dtype=np.int64)).cast(target.field("timestamp").type),
              pa.nulls(n, target.field("headers").type)],
             schema=target)

@@ -418,3 +418,17 @@ def test_batch_overwrite_replaces_the_table(tmp_path):
     delta_engine.commit_files(table, delta_engine.write_files(table, pa.table({"a": [3]})), app_id="x",
                               batch_id=None, overwrite=True)
     assert _rows(tmp_path / "t", "a") == [(3,)]
+
+
+def test_source_offsets_number_the_rows_of_a_version_across_its_files(tmp_path):
+    table = str(tmp_path / "t")
+    files = delta_engine.write_files(table, pa.table({"n": pa.array([1, 2], pa.int64())})) + \
+        delta_engine.write_files(table, pa.table({"n": pa.array([3], pa.int64())}))
+    delta_engine.commit_files(table, files, app_id="app", batch_id=0)  # version 0: two files
+    src = build_connector({"connector.class": "delta-source", "delta.table.path": table}, kind="source")
+    start = src.initial_offsets()
+    end = src.latest_offsets(start, None, None)
+    batches = [b for t in src.plan(start, end) for r in t.ranges for b in src.read_range(r)]
+    got = sorted((b["offset"], b["value"]["n"]) for x in batches for b in x.to_pylist())
+    assert got == [(0, 1), (1, 2), (2, 3)]
+    assert list(end.values()) == [{"version": 0}]
