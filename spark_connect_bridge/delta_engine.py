@@ -614,15 +614,15 @@ def _delta_spark_writer(df: Any, sink: Any, checkpoint: str) -> Any:
     cfg = sink.config
 
     def per_batch(batch_df: Any, batch_id: int) -> None:
-        from .connectors.delta import rows_frame
+        from .connectors.delta import OP_COLUMN, rows_frame
 
         topics = [None]
         if "${topic}" in cfg["delta.table.path"]:
             topics = [r[0] for r in batch_df.select("topic").distinct().collect()]
         for topic in topics:
             part = batch_df if topic is None else batch_df.filter(batch_df["topic"] == topic)
-            path = sink.table_path(topic)
-            rows, op_col = rows_frame(part, cfg)
+            path = sink.table_path(topic, local=False)
+            rows, keys = rows_frame(part, cfg)
             if cfg["delta.write.mode"] == "append":
                 w = (rows.write.format("delta").mode("append").option("txnAppId", app_id)
                      .option("txnVersion", batch_id).option("mergeSchema", str(cfg["delta.schema.evolution"]).lower()))
@@ -630,16 +630,15 @@ def _delta_spark_writer(df: Any, sink: Any, checkpoint: str) -> Any:
                     w = w.partitionBy(*cfg["delta.partition.by"])
                 w.save(path)
             else:
-                _delta_spark_merge(batch_df.sparkSession, rows, op_col, path, cfg, app_id, batch_id)
+                _delta_spark_merge(batch_df.sparkSession, rows, keys, OP_COLUMN, path, cfg, app_id, batch_id)
 
     return df.writeStream.foreachBatch(per_batch)
 
 
-def _delta_spark_merge(spark: Any, rows: Any, op_col: str, path: str, cfg: Any, app_id: str,
+def _delta_spark_merge(spark: Any, rows: Any, keys: list[str], op_col: str, path: str, cfg: Any, app_id: str,
                        batch_id: int) -> None:
     from delta.tables import DeltaTable as SparkDeltaTable  # delta-spark, present where Delta is loaded
 
-    keys = cfg["delta.merge.keys"]
     data_cols = [c for c in rows.columns if c != op_col]
     if not SparkDeltaTable.isDeltaTable(spark, path):
         w = rows.limit(0).drop(op_col).write.format("delta")
@@ -648,10 +647,15 @@ def _delta_spark_merge(spark: Any, rows: Any, op_col: str, path: str, cfg: Any, 
         w.mode("append").save(path)
     cond = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
     sets = {f"`{c}`": f"s.`{c}`" for c in data_cols}
-    spark.conf.set("spark.databricks.delta.write.txnAppId", app_id)
-    spark.conf.set("spark.databricks.delta.write.txnVersion", str(batch_id))
+    # Delta's documented idempotent DML: the session's txnAppId/txnVersion go into the MERGE's commit, and a
+    # version already committed for the app id makes Delta skip the command. The session's own values return.
+    settings = {"spark.databricks.delta.write.txnAppId": app_id,
+                "spark.databricks.delta.write.txnVersion": str(batch_id)}
     if cfg["delta.schema.evolution"]:
-        spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
+        settings["spark.databricks.delta.schema.autoMerge.enabled"] = "true"
+    before = {k: spark.conf.get(k, None) for k in settings}
+    for k, v in settings.items():
+        spark.conf.set(k, v)
     try:
         (SparkDeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond)
          .whenMatchedDelete(f"s.`{op_col}` = 'd'")
@@ -659,5 +663,8 @@ def _delta_spark_merge(spark: Any, rows: Any, op_col: str, path: str, cfg: Any, 
          .whenNotMatchedInsert(f"s.`{op_col}` != 'd'", sets)
          .execute())
     finally:
-        spark.conf.unset("spark.databricks.delta.write.txnAppId")
-        spark.conf.unset("spark.databricks.delta.write.txnVersion")
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

@@ -141,8 +141,9 @@ class DeltaSinkConnector(SinkConnector):
     )
 
     # -- layout ------------------------------------------------------------------------------------
-    def table_path(self, topic: str | None = None) -> str:
-        """The table of ``topic`` (the one table when the path does not depend on the topic)."""
+    def table_path(self, topic: str | None = None, *, local: bool = True) -> str:
+        """The table of ``topic`` (the one table when the path does not depend on the topic); ``local=False``
+        keeps an object-store URI as it is (the delta-spark engine writes those)."""
         from ..delta_engine import local_path
 
         template = self.config["delta.table.path"] or os.path.join(self.config["topics.dir"], "${topic}")
@@ -151,7 +152,7 @@ class DeltaSinkConnector(SinkConnector):
                 raise DataError(f"Record topic {topic!r} cannot name a Delta table under {template}: topics are "
                                 f"made of letters, digits, '.', '_' and '-'")
             template = template.replace("${topic}", topic)
-        return local_path(template)
+        return local_path(template) if local else template
 
     @property
     def _per_topic(self) -> bool:
@@ -495,9 +496,10 @@ def last_per_key(changes: Any, keys: Sequence[str]) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------- rows (Spark)
-def rows_frame(df: Any, cfg: Any) -> tuple[Any, str]:
-    """The delta-spark engine's :func:`rows_arrow`: records → rows with Column expressions; in merge mode the
-    last change per key (window over the batch) with the ``_kc_op`` column."""
+def rows_frame(df: Any, cfg: Any) -> tuple[Any, list[str]]:
+    """The delta-spark engine's :func:`rows_arrow` + :func:`last_per_key`: records → rows with Column
+    expressions. Append mode returns ``(rows, [])``; merge mode ``(changes, keys)`` with the last change per key
+    (a window over the batch) and the ``_kc_op`` column."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructType
@@ -510,8 +512,8 @@ def rows_frame(df: Any, cfg: Any) -> tuple[Any, str]:
         mode = ("value" if value_struct else "record") if is_record else "columns"
     if cfg["delta.write.mode"] == "append":
         if mode == "value":
-            return df.filter(F.col("value").isNotNull()).select("value.*"), OP_COLUMN
-        return df, OP_COLUMN
+            return df.filter(F.col("value").isNotNull()).select("value.*"), []
+        return df, []
     vt = df.schema["value"].dataType
     envelope = "op" in vt.fieldNames() and "after" in vt.fieldNames() and cfg["delta.cdc.format"] != "row"
     if envelope:
@@ -522,26 +524,41 @@ def rows_frame(df: Any, cfg: Any) -> tuple[Any, str]:
     else:
         deleted = F.col("value").isNull()
         if "__deleted" in vt.fieldNames():
-            deleted = deleted | (F.col("value.__deleted").cast("string") == "true")
+            deleted = deleted | F.coalesce(F.col("value.__deleted").cast("string") == "true", F.lit(False))
         rows = df.withColumn("_kc_row", F.col("value")).withColumn(OP_COLUMN, F.when(deleted, "d").otherwise("u"))
     row_fields = [f for f in rows.schema["_kc_row"].dataType.fieldNames() if f != "__deleted"]
-    keys = list(cfg["delta.merge.keys"]) or (df.schema["key"].dataType.fieldNames()
-                                             if "key" in names and isinstance(df.schema["key"].dataType, StructType)
-                                             else [])
+    kt = df.schema["key"].dataType if "key" in names else None
+    keys = list(cfg["delta.merge.keys"]) or (kt.fieldNames() if isinstance(kt, StructType) else [])
+    if not keys or any(k not in row_fields for k in keys):
+        raise ConfigError([ConfigProblem("delta.merge.keys", f"Invalid value {','.join(keys)} for configuration "
+                                                             f"delta.merge.keys: the rows have columns "
+                                                             f"{', '.join(row_fields)}")])
     cols = []
     for f in row_fields:
         c = F.col(f"_kc_row.`{f}`")
-        if f in keys and "key" in names:
-            kt = df.schema["key"].dataType
-            c = F.coalesce(c, F.col(f"key.`{f}`") if isinstance(kt, StructType) else F.col("key"))
+        if f in keys and kt is not None:  # deletes without a row take the key from the record key
+            if isinstance(kt, StructType) and f in kt.fieldNames():
+                c = F.coalesce(c, F.col(f"key.`{f}`").cast(rows.schema["_kc_row"].dataType[f].dataType))
+            elif not isinstance(kt, StructType) and len(keys) == 1:
+                c = F.coalesce(c, F.col("key").cast(rows.schema["_kc_row"].dataType[f].dataType))
         cols.append(c.alias(f))
-    order = [F.col(f"value.{cfg['delta.merge.order.by']}").desc_nulls_last()] if cfg["delta.merge.order.by"] else []
+    order_by = cfg["delta.merge.order.by"]
+    extra = [F.col(c) for c in ("partition", "offset") if c in names]
+    if order_by:  # a path in the value first, then a record column (as rows_arrow resolves it)
+        in_value = order_by.split(".")[0] in vt.fieldNames()
+        if not in_value and order_by.split(".")[0] not in names:
+            raise ConfigError([ConfigProblem("delta.merge.order.by", f"Invalid value {order_by} for configuration "
+                                                                     f"delta.merge.order.by: no such field in the "
+                                                                     f"value or the record")])
+        extra.append(F.col(f"value.{order_by}" if in_value else order_by).alias("_kc_order"))
+    out = rows.select(*cols, OP_COLUMN, *extra)
+    order = [F.col("_kc_order").desc_nulls_last()] if order_by else []
     order += [F.col(c).desc_nulls_last() for c in ("partition", "offset") if c in names]
     if not order:
         order = [F.monotonically_increasing_id().desc()]
-    w = Window.partitionBy(*[F.col(f"_kc_row.`{k}`") for k in keys]).orderBy(*order)
-    out = rows.withColumn("_kc_rn", F.row_number().over(w)).filter("_kc_rn = 1").select(*cols, OP_COLUMN)
-    return out, OP_COLUMN
+    w = Window.partitionBy(*[F.col(f"`{k}`") for k in keys]).orderBy(*order)
+    out = out.withColumn("_kc_rn", F.row_number().over(w)).filter("_kc_rn = 1").select(*row_fields, OP_COLUMN)
+    return out, keys
 
 
 # ---------------------------------------------------------------------------------------------- source
