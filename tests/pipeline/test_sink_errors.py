@@ -61,6 +61,25 @@ def test_rows_the_database_rejects_are_dead_lettered_exactly(spark, pg, tmp_path
         assert r.value.decode() == lines[json.loads(r.value)["id"]]  # the bytes as they were consumed
 
 
+def test_rejected_rows_survive_a_crash_between_the_database_commit_and_spark(spark, pg, tmp_path):
+    pg.execute("CREATE TABLE crashy (id bigint PRIMARY KEY, amount double precision CHECK (amount >= 0))")
+    lines = [json.dumps({"id": i, "amount": -1.0 if i in (5, 77) else 1.0}) for i in range(100)]
+    topics, ckpt = tmp_path / "topics", str(tmp_path / "ckpt")
+    src = _source(tmp_path, lines, 1000)
+    sink = _sink(pg, "crashy", **{"errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq",
+                                  "errors.deadletterqueue.topics.dir": str(topics)})
+    crash = {**sink, "fault.injection.point": "after-apply"}  # the DB transaction commits, then the driver dies
+    with pytest.raises(Exception, match="fault injected"):
+        scb.write_stream(scb.read_stream(spark, src), crash, checkpoint=ckpt,
+                         trigger={"availableNow": True}).awaitTermination()
+    assert TopicStore(str(topics)).topics() == []  # the crash came before the dead letters were written
+    scb.write_stream(scb.read_stream(spark, src), sink, checkpoint=ckpt,
+                     trigger={"availableNow": True}).awaitTermination()
+    assert pg.execute("SELECT count(*) FROM crashy")[0][0] == 98
+    dlq = TopicStore(str(topics)).read_batch(spark, ["dlq"]).collect()
+    assert sorted(json.loads(r.value)["id"] for r in dlq) == [5, 77]
+
+
 def test_a_restarted_server_is_retried_and_nothing_is_lost(spark, pg, tmp_path):
     n = 3000
     lines = [json.dumps({"id": i, "amount": float(i)}) for i in range(n)]

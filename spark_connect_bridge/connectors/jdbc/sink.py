@@ -32,6 +32,7 @@ deadlocks and serialization failures are retried with backoff (``errors.retry.ti
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -435,8 +436,12 @@ class JdbcSinkConnector(SinkConnector):
             cur = conn.cursor()
             off = d.table(self.config["offsets.table.name"])
             cur.execute(f"CREATE TABLE IF NOT EXISTS {off} (app_id VARCHAR(255) NOT NULL PRIMARY KEY, "
-                        "batch_id BIGINT NOT NULL)")
+                        "batch_id BIGINT NOT NULL, rejected TEXT)")
+            existing = self._existing_columns(cur, d, self.config["offsets.table.name"]) or {}
+            if existing and "rejected" not in {c.lower() for c in existing}:
+                cur.execute(f"ALTER TABLE {off} ADD COLUMN rejected TEXT")  # tables of earlier versions
             conn.commit()
+            self.last_rejected = []
             if ctx.batch_id is not None and self._done(cur, d, ctx, lock=False):
                 log.info("JDBC sink %s: batch %s of %s already committed; skipping the replay", self.name,
                          ctx.batch_id, ctx.app_id)
@@ -456,7 +461,7 @@ class JdbcSinkConnector(SinkConnector):
             for table, ss in by_table.items():
                 rejected += self._apply(conn, cur, d, table, ss)
             if ctx.batch_id is not None:
-                self._record(cur, d, ctx)
+                self._record(cur, d, ctx, rejected)
             conn.commit()
             self.last_rejected = rejected
             if rejected:
@@ -487,20 +492,29 @@ class JdbcSinkConnector(SinkConnector):
             cur.execute("START TRANSACTION")
 
     def _done(self, cur: Any, d: Dialect, ctx: CommitContext, *, lock: bool) -> bool:
+        """True when ``ctx.batch_id`` was committed already; then :attr:`last_rejected` is what that commit
+        rejected (kept in the offsets row, in the same transaction as the data), so a replay after a crash
+        still dead-letters them."""
         off = d.table(self.config["offsets.table.name"])
         lock_sql = " FOR UPDATE" if lock and d.info.kind != "sqlite" else ""
-        cur.execute(d.sql(f"SELECT batch_id FROM {off} WHERE app_id = {{p}}{lock_sql}"), (ctx.app_id,))
+        cur.execute(d.sql(f"SELECT batch_id, rejected FROM {off} WHERE app_id = {{p}}{lock_sql}"), (ctx.app_id,))
         row = cur.fetchone()
-        return row is not None and int(row[0]) >= int(ctx.batch_id)
+        done = row is not None and int(row[0]) >= int(ctx.batch_id)
+        if done and int(row[0]) == int(ctx.batch_id) and row[1]:
+            self.last_rejected = [RejectedRecord(**r) for r in json.loads(row[1])]
+        return done
 
-    def _record(self, cur: Any, d: Dialect, ctx: CommitContext) -> None:
+    def _record(self, cur: Any, d: Dialect, ctx: CommitContext, rejected: Sequence[RejectedRecord] = ()) -> None:
         off = d.table(self.config["offsets.table.name"])
+        text = json.dumps([r.__dict__ for r in rejected]) if rejected else None
         if d.info.kind == "mysql":
-            cur.execute(f"INSERT INTO {off} (app_id, batch_id) VALUES (%s, %s) "
-                        "ON DUPLICATE KEY UPDATE batch_id = VALUES(batch_id)", (ctx.app_id, ctx.batch_id))
+            cur.execute(f"INSERT INTO {off} (app_id, batch_id, rejected) VALUES (%s, %s, %s) "
+                        "ON DUPLICATE KEY UPDATE batch_id = VALUES(batch_id), rejected = VALUES(rejected)",
+                        (ctx.app_id, ctx.batch_id, text))
         else:
-            cur.execute(d.sql(f"INSERT INTO {off} (app_id, batch_id) VALUES ({{p}}, {{p}}) ON CONFLICT (app_id) "
-                              "DO UPDATE SET batch_id = excluded.batch_id"), (ctx.app_id, ctx.batch_id))
+            cur.execute(d.sql(f"INSERT INTO {off} (app_id, batch_id, rejected) VALUES ({{p}}, {{p}}, {{p}}) "
+                              "ON CONFLICT (app_id) DO UPDATE SET batch_id = excluded.batch_id, "
+                              "rejected = excluded.rejected"), (ctx.app_id, ctx.batch_id, text))
 
     # -- DDL ------------------------------------------------------------------------------------------
     def _existing_columns(self, cur: Any, d: Dialect, table: str) -> dict[str, str] | None:
