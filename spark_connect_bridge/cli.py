@@ -210,70 +210,6 @@ def cmd_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_standalone(args: argparse.Namespace) -> int:
-    from .runtime.standalone import run
-
-    return run(args.worker_config, args.connector_configs, live=not args.no_live)
-
-
-def cmd_worker(args: argparse.Namespace) -> int:
-    from .runtime.standalone import run
-
-    return run(args.worker_config, (), live=not args.no_live)
-
-
-def _client(args: argparse.Namespace) -> Any:
-    from .rest.client import Client
-
-    return Client(args.url, user=os.environ.get("KCONNECT_REST_USER"),
-                  password=os.environ.get("KCONNECT_REST_PASSWORD"))
-
-
-def cmd_connectors(args: argparse.Namespace) -> int:
-    from .config import load_config_file
-
-    c = _client(args)
-    if args.action == "list":
-        out: Any = c.call("GET", "/connectors", expand=["status"])
-        for name, entry in sorted(out.items()):
-            st = entry["status"]
-            print(f"{name:<30} {st['type']:<7} {st['connector']['state']:<11} tasks={len(st['tasks'])}")
-        return 0
-    if args.action == "create":
-        req = load_config_file(args.config)
-        body: dict[str, Any] = {"name": req.get("name"), "config": dict(req)}
-        if req.initial_state:
-            body["initial_state"] = req.initial_state
-        out = c.call("POST", "/connectors", body)
-    elif args.action == "status":
-        out = c.call("GET", f"/connectors/{args.name}/status")
-    elif args.action in ("pause", "resume", "stop"):
-        out = c.call("PUT", f"/connectors/{args.name}/{args.action}")
-    elif args.action == "restart":
-        out = c.call("POST", f"/connectors/{args.name}/restart", includeTasks=str(args.include_tasks).lower(),
-                     onlyFailed=str(args.only_failed).lower())
-    elif args.action == "delete":
-        out = c.call("DELETE", f"/connectors/{args.name}")
-    else:
-        raise AssertionError(args.action)
-    if out is not None:
-        print(json.dumps(out, indent=2))
-    return 0
-
-
-def cmd_offsets(args: argparse.Namespace) -> int:
-    c = _client(args)
-    if args.action == "get":
-        out = c.call("GET", f"/connectors/{args.name}/offsets")
-    elif args.action == "set":
-        with open(args.file, encoding="utf-8") as f:
-            out = c.call("PATCH", f"/connectors/{args.name}/offsets", json.load(f))
-    else:
-        out = c.call("DELETE", f"/connectors/{args.name}/offsets")
-    print(json.dumps(out, indent=2))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kconnect", description="Kafka Connect pipelines on Apache Spark.")
     p.add_argument("--version", action="version", version=f"kconnect {__version__}")
@@ -302,42 +238,6 @@ def build_parser() -> argparse.ArgumentParser:
     v = pl_sub.add_parser("validate", help="validate a connector config file (connector, transforms, converters)")
     v.add_argument("config")
     pl.set_defaults(func=cmd_plugins)
-
-    sa = sub.add_parser("standalone", help="run a worker with the REST API and the given connectors "
-                                           "(like connect-standalone)")
-    sa.add_argument("worker_config", help="worker.properties")
-    sa.add_argument("connector_configs", nargs="*", help="connector configs (.properties or .json)")
-    sa.add_argument("--no-live", action="store_true", help="no live status table")
-    sa.set_defaults(func=cmd_standalone)
-    wk = sub.add_parser("worker", help="run a worker with the REST API; connectors come from its stored state")
-    wk.add_argument("worker_config", help="worker.properties")
-    wk.add_argument("--no-live", action="store_true", help="no live status table")
-    wk.set_defaults(func=cmd_worker)
-
-    url_help = "the worker's REST API (default: $KCONNECT_URL or http://127.0.0.1:8083; basic auth from " \
-               "$KCONNECT_REST_USER / $KCONNECT_REST_PASSWORD)"
-    default_url = os.environ.get("KCONNECT_URL", "http://127.0.0.1:8083")
-    co = sub.add_parser("connectors", help="manage the connectors of a running worker (over its REST API)")
-    co_sub = co.add_subparsers(dest="action", required=True)
-    for action, needs in (("list", None), ("create", "config"), ("status", "name"), ("pause", "name"),
-                          ("resume", "name"), ("stop", "name"), ("restart", "name"), ("delete", "name")):
-        a = co_sub.add_parser(action)
-        if needs:
-            a.add_argument(needs)
-        if action == "restart":
-            a.add_argument("--include-tasks", action="store_true")
-            a.add_argument("--only-failed", action="store_true")
-        a.add_argument("--url", default=default_url, help=url_help)
-    co.set_defaults(func=cmd_connectors)
-    of = sub.add_parser("offsets", help="read and change a connector's offsets (change: connector STOPPED)")
-    of_sub = of.add_subparsers(dest="action", required=True)
-    for action in ("get", "set", "reset"):
-        a = of_sub.add_parser(action)
-        a.add_argument("name")
-        if action == "set":
-            a.add_argument("file", help='JSON file: {"offsets": [{"partition": {...}, "offset": {...}}]}')
-        a.add_argument("--url", default=default_url, help=url_help)
-    of.set_defaults(func=cmd_offsets)
 
     sa = sub.add_parser("standalone", help="run a worker with the REST API and the given connectors "
                                            "(like connect-standalone)")
