@@ -39,7 +39,7 @@ except ImportError:  # pragma: no cover - pyspark 4.0/4.1
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         pass
 
-__all__ = ["KConnectDataSource", "register"]
+__all__ = ["KConnectDataSource", "register", "read_batch_reports"]
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,9 @@ class KConnectDataSource(DataSource):
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         sink = self._connector("sink")
         sink.validate_input(schema)
-        return _StreamWriter(sink, schema, overwrite, _app_id(self.options))
+        ckpt = self.options.get("checkpointlocation")
+        reports = self.options.get("kconnect.rejects.dir") or (reports_dir(str(ckpt)) if ckpt else None)
+        return _StreamWriter(sink, schema, overwrite, _app_id(self.options), reports)
 
 
 def _app_id(options: Mapping[str, str]) -> str:
@@ -211,6 +213,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 @dataclass
 class _Message(WriterCommitMessage):
     payload: Any
+    retries: int = 0
 
 
 def _topic_filter(config: Any) -> Any:
@@ -244,10 +247,25 @@ class _WriteMixin:
             bid = tc.getLocalProperty("streaming.sql.batchId")
         ctx = WriteContext(self.app_id, int(bid) if bid is not None else None,
                            tc.partitionId() if tc else 0, tc.attemptNumber() if tc else 0)
+        from .retry import retries_so_far
+
         keep = _topic_filter(self.sink.config)
         if keep is not None:
             batches = (keep(b) for b in batches)
-        return _Message(self.sink.write(batches, ctx))
+        before = retries_so_far()
+        payload = self.sink.write(batches, ctx)
+        return _Message(payload, retries_so_far() - before)
+
+    def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
+        from .connectors.base import CommitContext
+        from .retry import retries_so_far
+
+        before = retries_so_far()
+        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batch_id, self.overwrite))
+        if self.rejects_dir:
+            retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)
+            write_batch_report(self.rejects_dir, self.app_id, batch_id, getattr(self.sink, "last_rejected", ()),
+                               retries)
 
     @staticmethod
     def _payloads(messages: Any) -> list[Any]:
@@ -269,9 +287,14 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
     def commit(self, messages: list) -> None:
         from .connectors.base import CommitContext
 
+        from .retry import retries_so_far
+
+        before = retries_so_far()
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
         if self.rejects_dir:
-            write_rejects(self.rejects_dir, self.app_id, self.batch_id, getattr(self.sink, "last_rejected", ()))
+            retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)
+            write_batch_report(self.rejects_dir, self.app_id, self.batch_id,
+                               getattr(self.sink, "last_rejected", ()), retries)
 
     def abort(self, messages: list) -> None:
         from .connectors.base import CommitContext
@@ -280,8 +303,9 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
 
 
 class _StreamWriter(_WriteMixin, _StreamWriterBase):
-    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str):
+    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, rejects_dir: str | None = None):
         self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
+        self.rejects_dir = rejects_dir
 
     def write(self, iterator: Iterator[Any]) -> _Message:
         if not _ARROW_STREAM_WRITER:  # pragma: no cover - pyspark 4.0 gives rows
@@ -289,14 +313,33 @@ class _StreamWriter(_WriteMixin, _StreamWriterBase):
         return self._write_batches(iterator)
 
     def commit(self, messages: list, batchId: int) -> None:  # noqa: N803 - Spark's name
-        from .connectors.base import CommitContext
-
-        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
+        self._commit_and_report(messages, batchId)
 
     def abort(self, messages: list, batchId: int) -> None:  # noqa: N803
         from .connectors.base import CommitContext
 
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
+
+
+def reports_dir(checkpoint: str) -> str:
+    """Where a streaming sink's per-batch reports (rejected records, retries) live: beside its checkpoint."""
+    import os
+
+    return os.path.join(checkpoint, "kconnect-reports")
+
+
+def read_batch_reports(checkpoint: str) -> list[dict]:
+    """The per-batch sink reports of a query: ``{"batch_id", "retries", "rejected": [...]}``, by batch id."""
+    import glob
+    import json
+    import os
+
+    out = []
+    for path in glob.glob(os.path.join(reports_dir(checkpoint), "*.json")):
+        with open(path) as f:
+            report = json.load(f)
+        out.append({"batch_id": report.get("batch_id"), **report})
+    return sorted(out, key=lambda r: (r["batch_id"] is None, r["batch_id"] or 0))
 
 
 def rejects_path(directory: str, app_id: str, batch_id: int | None) -> str:
@@ -305,8 +348,8 @@ def rejects_path(directory: str, app_id: str, batch_id: int | None) -> str:
     return os.path.join(directory, f"{app_id}-{batch_id if batch_id is not None else 'batch'}.json")
 
 
-def write_rejects(directory: str, app_id: str, batch_id: int | None, rejected: Any) -> None:
-    """Record the coordinates of the records a sink rejected in this batch (read by the pipeline's router)."""
+def write_batch_report(directory: str, app_id: str, batch_id: int | None, rejected: Any, retries: int) -> None:
+    """Record what the sink rejected in this batch, and how often it retried (read by the pipeline's router)."""
     import json
     import os
 
@@ -314,11 +357,9 @@ def write_rejects(directory: str, app_id: str, batch_id: int | None, rejected: A
     path = rejects_path(directory, app_id, batch_id)
     rows = [{"topic": r.topic, "partition": r.partition, "offset": r.offset, "error": str(r.error)}
             for r in rejected]
-    if not rows and os.path.exists(path):
-        return  # a replay of a committed batch: keep what its first commit recorded
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(rows, f)
+        json.dump({"batch_id": batch_id, "rejected": rows, "retries": retries}, f)
     os.replace(tmp, path)
 
 

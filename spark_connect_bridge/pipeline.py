@@ -19,7 +19,8 @@ DataFrame with two extra columns (``_kc_error``, ``_kc_original``); :func:`write
 in a ``foreachBatch``.
 
 Each query reports its counts in its progress (``query.lastProgress["observedMetrics"]["kconnect"]``:
-``records``, ``failed``) and, for routed queries, per batch in :data:`BATCH_METRICS`.
+``records``, ``failed``) and, for routed queries, per batch in :data:`BATCH_METRICS` (``records``, ``failed``,
+``dead_lettered``, ``written``; then, from the sink, ``retried`` and ``rejected_by_sink``).
 
 >>> df = read_stream(spark, "conf/file-source.properties")                 # doctest: +SKIP
 >>> q = write_stream(df, {"connector.class": "FileStreamSink", "file": "/tmp/out.txt"},
@@ -239,7 +240,9 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                       direct=lambda w: w.format("kconnect").options(**opts))
 
-    rejects_dir = os.path.join(os.path.abspath(checkpoint), "kconnect-rejects")
+    from .datasource import reports_dir
+
+    rejects_dir = reports_dir(os.path.abspath(checkpoint))
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
         _without_internal(good).write.format("kconnect").options(**opts, **{
@@ -262,7 +265,11 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
     if not os.path.exists(path):
         return 0
     with open(path) as f:
-        rejected = json.load(f)
+        report = json.load(f)
+    rejected = report["rejected"]
+    with _metrics_lock:
+        BATCH_METRICS[p.name].append({"batch_id": batch_id, "retried": report["retries"],
+                                      "rejected_by_sink": len(rejected)})
     if not rejected:
         return 0
     spark = good.sparkSession
@@ -279,8 +286,6 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
                                            .alias("exception_class"), F.col("r_error").alias("message")))
            .drop("r_topic", "r_partition", "r_offset", "r_error"))
     write_dead_letters(bad, p.policy, app_id=f"put-{app_id}", batch_id=batch_id)
-    with _metrics_lock:
-        BATCH_METRICS[p.name].append({"batch_id": batch_id, "rejected_by_sink": len(rejected)})
     return len(rejected)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import spark_connect_bridge as scb
+from spark_connect_bridge.datasource import read_batch_reports
 from spark_connect_bridge.runtime.topic_store import TopicStore
 from tests.support.postgres import PostgresCluster
 
@@ -91,12 +92,16 @@ def test_a_restarted_server_is_retried_and_nothing_is_lost(spark, pg, tmp_path):
     def restart_mid_stream() -> None:
         while q.isActive and sum(p["numInputRows"] for p in q.recentProgress) < 600:
             time.sleep(0.05)
-        pg.restart(mode="immediate")  # connections are cut, as in a crash
+        pg.stop(mode="immediate")  # connections are cut, as in a crash
+        time.sleep(4)  # the stream meets a server that is down
+        pg.start()
 
     t = threading.Thread(target=restart_mid_stream)
     t.start()
     q.awaitTermination()
     t.join()
     assert sum(p["numInputRows"] for p in q.recentProgress) == n
+    reports = read_batch_reports(str(tmp_path / "ckpt"))
+    assert sum(r["retries"] for r in reports) >= 1, reports  # the retries show per micro-batch
     ids = [r[0] for r in pg.execute("SELECT id FROM restarted ORDER BY id")]
     assert ids == list(range(n))
