@@ -116,6 +116,8 @@ class Converter:
     def __init__(self, config: Mapping[str, Any] | None = None, *, is_key: bool = False, prefix: str = ""):
         self.is_key = is_key
         self.prefix = prefix
+        # The whole connector config (read-only): some converters read connector keys such as ``topics``.
+        self.connector_config: Mapping[str, Any] = dict(config or {})
         self.config = parse_prefixed(self.config_def, config or {}, prefix,
                                      context=f"{prefix.rstrip('.') or type(self).__name__}")
         self.validate()

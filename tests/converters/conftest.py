@@ -17,13 +17,13 @@ def registry(tmp_path_factory):
 
 @pytest.fixture
 def records(spark):
-    """``records(rows, value_type, key_type)``: a record DataFrame from ``(key, value)`` tuples (topic ``t``,
-    partition 0, offset = index)."""
+    """``records(rows, value_type, key_type, headers, topic)``: a record DataFrame from ``(key, value[,
+    headers])`` tuples (topic ``t`` by default, partition 0, offset = index)."""
     from pyspark.sql.types import _parse_datatype_string
 
     from spark_connect_bridge.records import record_schema
 
-    def build(rows, value_type="binary", key_type="binary", headers=None):
+    def build(rows, value_type="binary", key_type="binary", headers=None, topic="t"):
         kt = _parse_datatype_string(key_type) if isinstance(key_type, str) else key_type
         vt = _parse_datatype_string(value_type) if isinstance(value_type, str) else value_type
         schema = record_schema(kt, vt)
@@ -32,7 +32,7 @@ def records(spark):
             ht = _parse_datatype_string(headers) if isinstance(headers, str) else headers
             schema = StructType([f if f.name != "headers" else StructField("headers", ArrayType(StructType([
                 StructField("key", StringType()), StructField("value", ht)]))) for f in schema.fields])
-        data = [(r[0], r[1], "t", 0, i, None, r[2] if len(r) > 2 else []) for i, r in enumerate(rows)]
+        data = [(r[0], r[1], topic, 0, i, None, r[2] if len(r) > 2 else []) for i, r in enumerate(rows)]
         return spark.createDataFrame(data, schema)
 
     return build

@@ -1,0 +1,558 @@
+"""``io.confluent.connect.avro.AvroConverter``: Avro in the Confluent wire format with a Schema Registry.
+
+Wire format: byte 0 = magic ``0x00``, bytes 1-4 = schema id (big-endian int32), then the Avro binary datum.
+A null value is null bytes both ways (tombstones stay null).
+
+**Two engines, one API**, chosen when the expression is built (``avro.engine=auto``):
+
+* ``native``: Spark's ``from_avro``/``to_avro`` (the spark-avro module, e.g. on Databricks), detected by
+  analysing (not running) a tiny ``from_avro`` expression once per session;
+* ``fastavro``: an Arrow UDF over whole record batches (``arrow_udf``): per batch, one registry lookup per
+  schema id/topic (cached per process) and the fastavro decode/encode per record, nothing else per row.
+
+**Parse type** (plan time), in this order: the caller's argument, ``<prefix>spark.schema``,
+``<prefix>use.schema.id`` (that registry schema), then the latest version of the subject of the connector's
+single topic (``topics``) under the subject name strategy. Otherwise a ConfigError names the keys to set.
+When the Spark type comes from the registry, records written with another version are resolved to it (Avro
+schema resolution: defaults, promotions); with an explicit Spark type, fields are matched by name.
+
+**Serialize**: the Avro schema is derived from the column's Spark type (Confluent's AvroData mapping, see
+:mod:`.avro_data`) and registered per topic under the subject name strategy (``auto.register.schemas``), or
+looked up; ``use.latest.version`` writes with the subject's latest schema, ``use.schema.id`` with that id.
+
+Bad input (wrong magic byte, unknown schema id, truncated or random bytes, a record that does not fit the
+schema) is a record error, never a crashed worker. An unreachable registry is a system error
+(:class:`~spark_connect_bridge.errors.RetriableError`, retried with backoff first).
+
+>>> conv = AvroConverter({"schema.registry.url": "http://127.0.0.1:8081"})      # doctest: +SKIP
+>>> df.select(conv.serialize("value", df.schema["value"].dataType, topic=F.col("topic")))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import threading
+from typing import Any, Callable, Mapping
+
+import pyarrow as pa  # a core dependency; module-level so arrow_udf can resolve the 'pa.Array' hints
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, MapType, ShortType, StringType,
+                               StructField, StructType)
+
+from ..config import (NO_DEFAULT, CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type,
+                      ValidList)
+from ..errors import ConfigError, ConfigProblem, DataError
+from .avro_data import avro_to_spark, record_fullname, spark_to_avro
+from .base import Conversion, Converter, SPARK_SCHEMA_DOC
+from .schema_registry import SchemaRegistryError, client_for
+
+__all__ = ["AvroConverter", "native_avro_available", "STRATEGIES", "decode_batch", "encode_batch"]
+
+log = logging.getLogger(__name__)
+_SUBJ = "io.confluent.kafka.serializers.subject."
+STRATEGIES = {"TopicNameStrategy": "topic", "RecordNameStrategy": "record", "TopicRecordNameStrategy": "topic_record"}
+_STRATEGY_NAMES = tuple([_SUBJ + s for s in STRATEGIES] + list(STRATEGIES))
+MAGIC = b"\x00"
+
+
+def _strategy(name: str) -> str:
+    return STRATEGIES[name.rsplit(".", 1)[-1]]
+
+
+def subject_name(strategy: str, topic: str | None, is_key: bool, record: str | None) -> str:
+    """Confluent's subject name strategies."""
+    suffix = "key" if is_key else "value"
+    if strategy == "topic":
+        return f"{topic}-{suffix}"
+    if record is None:
+        raise DataError("RecordNameStrategy and TopicRecordNameStrategy need a named (record) schema")
+    return record if strategy == "record" else f"{topic}-{record}"
+
+
+# -- engine detection ---------------------------------------------------------------------------------------
+
+_NATIVE: dict[int, bool] = {}
+
+
+def native_avro_available(spark: Any) -> bool:
+    """Whether Spark's ``from_avro`` works in this session (spark-avro loaded): analyses a tiny expression
+    on an empty DataFrame, runs no job; cached per session."""
+    key = id(spark)
+    if key not in _NATIVE:
+        try:
+            from pyspark.sql.avro.functions import from_avro
+
+            spark.range(0).select(from_avro(F.lit(None).cast("binary"), '"int"')).schema  # noqa: B018
+            _NATIVE[key] = True
+        except Exception as e:  # noqa: BLE001 - any failure means "not available"
+            log.debug("spark-avro not available: %s", str(e).splitlines()[0] if str(e) else type(e).__name__)
+            _NATIVE[key] = False
+    return _NATIVE[key]
+
+
+# -- schema helpers shared by both engines -------------------------------------------------------------------
+
+def _strip_time(obj: Any) -> Any:
+    """The schema without time-millis/micros logical types: fastavro would turn them into datetime.time; a
+    Connect Time is an int (ms of day). The binary encoding is the same."""
+    if isinstance(obj, list):
+        return [_strip_time(x) for x in obj]
+    if isinstance(obj, dict):
+        if obj.get("logicalType") in ("time-millis", "time-micros"):
+            return {k: v for k, v in obj.items() if k != "logicalType"}
+        return {k: _strip_time(v) for k, v in obj.items()}
+    return obj
+
+
+def _parsed(schema_text: str) -> Any:
+    import fastavro
+
+    return fastavro.parse_schema(_strip_time(json.loads(schema_text)), _write_hint=False)
+
+
+def _arrow_type(dt: DataType) -> Any:
+    from ..records import arrow_schema
+
+    return arrow_schema(StructType([StructField("v", dt)])).field("v").type
+
+
+def _fixer(dt: DataType, decode: bool) -> Callable[[Any], Any] | None:
+    """Python value conversions between fastavro and Arrow; None when the type needs none."""
+    if isinstance(dt, MapType):
+        vf = _fixer(dt.valueType, decode)
+        if isinstance(dt.keyType, StringType):
+            if decode:  # fastavro dict -> list of pairs for Arrow
+                return lambda m: None if m is None else [(k, vf(v) if vf else v) for k, v in m.items()]
+            return lambda m: None if m is None else {k: (vf(v) if vf else v) for k, v in m}
+        kf = _fixer(dt.keyType, decode)
+        if decode:  # array of MapEntry records -> pairs
+            return lambda m: None if m is None else [((kf(e["key"]) if kf else e["key"]),
+                                                      (vf(e["value"]) if vf else e["value"])) for e in m]
+        return lambda m: None if m is None else [{"key": kf(k) if kf else k, "value": vf(v) if vf else v}
+                                                 for k, v in m]
+    if isinstance(dt, ArrayType):
+        ef = _fixer(dt.elementType, decode)
+        return None if ef is None else (lambda a: None if a is None else [ef(x) for x in a])
+    if isinstance(dt, StructType):
+        fs = [(f.name, _fixer(f.dataType, decode)) for f in dt.fields]
+        fs = [(n, fn) for n, fn in fs if fn is not None]
+        if not fs:
+            return None
+
+        def fix(r: Any) -> Any:
+            if r is None:
+                return None
+            r = dict(r)
+            for n, fn in fs:
+                r[n] = fn(r.get(n))
+            return r
+        return fix
+    return None
+
+
+# -- fastavro engine: whole Arrow batches ------------------------------------------------------------------
+
+_SCHEMAS: dict[tuple[Any, ...], Any] = {}
+_SCHEMAS_LOCK = threading.Lock()
+
+
+def _cached(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    hit = _SCHEMAS.get(key)
+    if hit is None:
+        hit = make()
+        with _SCHEMAS_LOCK:
+            _SCHEMAS[key] = hit
+    return hit
+
+
+def _writer_for(reg: tuple[Any, ...], sid: int, reader_text: str | None) -> tuple[Any, Any] | str:
+    """(parsed writer, parsed reader or None) for a schema id, or an error message (cached per process)."""
+    def make() -> tuple[Any, Any] | str:
+        try:
+            text = client_for(*reg).get_schema(sid)
+        except SchemaRegistryError as e:
+            return f"Error retrieving Avro schema for id {sid}: {e}"
+        try:
+            writer = _parsed(text)
+            same = reader_text is None or json.loads(text) == json.loads(reader_text)
+            return writer, (None if same else _parsed(reader_text))
+        except Exception as e:  # noqa: BLE001 - an unusable writer schema fails its records only
+            return f"Error parsing Avro schema for id {sid}: {type(e).__name__}: {e}"
+    return _cached(("w", reg, sid, reader_text), make)
+
+
+def decode_batch(values: Any, reg: tuple[Any, ...], reader_text: str | None, dt_json: str) -> Any:
+    """Decode one Arrow array of Confluent-framed Avro into ``struct<value, error>`` (the UDF body)."""
+    from fastavro import schemaless_reader
+
+    dt = _cached(("dt", dt_json), lambda: _type_from_json(dt_json))
+    arrow_t = _cached(("at", dt_json), lambda: _arrow_type(dt))
+    fix = _cached(("fix-d", dt_json), lambda: _fixer(dt, True) or False)
+    raw = values.to_pylist()
+    n = len(raw)
+    out: list[Any] = [None] * n
+    errs: list[str | None] = [None] * n
+    for i, b in enumerate(raw):
+        if b is None:
+            continue
+        if len(b) < 5 or b[0] != 0:
+            errs[i] = "Error deserializing Avro message: Unknown magic byte!"
+            continue
+        sid = int.from_bytes(b[1:5], "big", signed=True)
+        ws = _writer_for(reg, sid, reader_text)
+        if isinstance(ws, str):
+            errs[i] = ws
+            continue
+        fo = io.BytesIO(b)
+        fo.seek(5)
+        try:
+            rec = schemaless_reader(fo, ws[0], ws[1])
+        except Exception as e:  # noqa: BLE001 - any decode failure is this record's error
+            errs[i] = f"Error deserializing Avro message for id {sid}: {type(e).__name__}: {e}"[:500]
+            continue
+        if fo.tell() != len(b):
+            errs[i] = (f"Error deserializing Avro message for id {sid}: {len(b) - fo.tell()} trailing bytes after "
+                       f"the Avro datum")
+            continue
+        out[i] = fix(rec) if fix else rec
+    arr = _to_arrow(out, errs, arrow_t)
+    return pa.StructArray.from_arrays([arr, pa.array(errs, pa.string())], names=["value", "error"])
+
+
+def _to_arrow(values: list[Any], errs: list[str | None], arrow_t: Any) -> Any:
+    """Arrow array of ``values``; a value that does not fit the type becomes null with an error."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, type=arrow_t)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            try:
+                pa.array([v], type=arrow_t)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+                errs[i] = f"Avro record does not fit the Spark type {arrow_t}: {type(e).__name__}: {e}"[:500]
+                values[i] = None
+        return pa.array(values, type=arrow_t)
+
+
+def _type_from_json(s: str) -> DataType:
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    return _parse_datatype_json_string(s)
+
+
+def _resolve_writer(reg: tuple[Any, ...], mode: dict[str, Any], topic: str | None) -> tuple[bytes, Any] | str:
+    """(5-byte header, parsed writer schema) for a topic, or an error message (cached per process)."""
+    subject = None
+
+    def make() -> tuple[bytes, Any] | str:
+        nonlocal subject
+        client = client_for(*reg)
+        try:
+            subject = subject_name(mode["strategy"], topic, mode["is_key"], mode["record"])
+            if mode["schema_id"] >= 0:
+                sid, text = mode["schema_id"], client.get_schema(mode["schema_id"])
+            elif mode["use_latest"]:
+                latest = client.get_latest(subject)
+                sid, text = latest.id, latest.schema
+            elif mode["auto_register"]:
+                sid, text = client.register(subject, mode["schema"]), mode["schema"]
+            else:
+                sid, text = client.lookup(subject, mode["schema"]).id, mode["schema"]
+            return MAGIC + sid.to_bytes(4, "big", signed=True), _parsed(text)
+        except (SchemaRegistryError, DataError) as e:
+            return f"Error registering or retrieving the Avro schema for subject {subject}: {e}"
+    return _cached(("e", reg, json.dumps(mode, sort_keys=True), topic), make)
+
+
+def encode_batch(values: Any, topics: Any, reg: tuple[Any, ...], mode: dict[str, Any], dt_json: str) -> Any:
+    """Encode one Arrow array into Confluent-framed Avro ``struct<value: binary, error>`` (the UDF body)."""
+    from fastavro import schemaless_writer
+
+    dt = _cached(("dt", dt_json), lambda: _type_from_json(dt_json))
+    fix = _cached(("fix-e", dt_json), lambda: _fixer(dt, False) or False)
+    rows = values.to_pylist()
+    tps = topics.to_pylist() if topics is not None else [None] * len(rows)
+    out: list[bytes | None] = [None] * len(rows)
+    errs: list[str | None] = [None] * len(rows)
+    for i, v in enumerate(rows):
+        if v is None:
+            continue
+        w = _resolve_writer(reg, mode, tps[i])
+        if isinstance(w, str):
+            errs[i] = w
+            continue
+        buf = io.BytesIO()
+        buf.write(w[0])
+        try:
+            schemaless_writer(buf, w[1], fix(v) if fix else v)
+        except Exception as e:  # noqa: BLE001 - a value that does not fit the schema fails its record only
+            errs[i] = f"Failed to serialize Avro data: {type(e).__name__}: {e}"[:500]
+            continue
+        out[i] = buf.getvalue()
+    return pa.StructArray.from_arrays([pa.array(out, pa.binary()), pa.array(errs, pa.string())],
+                                      names=["value", "error"])
+
+
+def _decode_udf(reg: tuple[Any, ...], reader_text: str | None, dt: DataType) -> Callable[..., Column]:
+    dt_json = dt.json()
+
+    def avro_decode(values: pa.Array) -> pa.Array:
+        return decode_batch(values, reg, reader_text, dt_json)
+
+    rt = StructType([StructField("value", dt), StructField("error", StringType())])
+    return F.arrow_udf(avro_decode, rt)
+
+
+def _encode_udf(reg: tuple[Any, ...], mode: dict[str, Any], dt: DataType, with_topic: bool) -> Callable[..., Column]:
+    dt_json = dt.json()
+    rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
+    if with_topic:
+        def avro_encode(values: pa.Array, topics: pa.Array) -> pa.Array:
+            return encode_batch(values, topics, reg, mode, dt_json)
+    else:
+        def avro_encode(values: pa.Array) -> pa.Array:  # type: ignore[misc]
+            return encode_batch(values, None, reg, mode, dt_json)
+    return F.arrow_udf(avro_encode, rt)
+
+
+# -- the converter ----------------------------------------------------------------------------------------
+
+class AvroConverter(Converter):
+    """``io.confluent.connect.avro.AvroConverter`` (key and value; not a header converter)."""
+
+    class_name = "io.confluent.connect.avro.AvroConverter"
+    header_capable = False
+    config_def = (
+        ConfigDef()
+        .define("schema.registry.url", Type.LIST, NO_DEFAULT, ValidList(NonEmptyString(), non_empty=True), Importance.HIGH,
+                "Comma-separated list of Schema Registry URLs.")
+        .define("auto.register.schemas", Type.BOOLEAN, True, None, Importance.MEDIUM,
+                "Register the value's schema under its subject when serializing.")
+        .define("use.latest.version", Type.BOOLEAN, False, None, Importance.MEDIUM,
+                "Serialize with the subject's latest registered schema.")
+        .define("use.schema.id", Type.INT, -1, Range.at_least(-1), Importance.LOW,
+                "Serialize with this schema id; parse with this schema's type (-1: not set).")
+        .define("key.subject.name.strategy", Type.STRING, _SUBJ + "TopicNameStrategy",
+                CaseInsensitiveValidString(*_STRATEGY_NAMES), Importance.MEDIUM,
+                "Subject name strategy of keys: TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy.")
+        .define("value.subject.name.strategy", Type.STRING, _SUBJ + "TopicNameStrategy",
+                CaseInsensitiveValidString(*_STRATEGY_NAMES), Importance.MEDIUM,
+                "Subject name strategy of values.")
+        .define("basic.auth.credentials.source", Type.STRING, "URL",
+                CaseInsensitiveValidString("URL", "USER_INFO", "SASL_INHERIT"), Importance.MEDIUM,
+                "Where basic auth credentials come from: URL (user info in the URL) or USER_INFO.")
+        .define("basic.auth.user.info", Type.PASSWORD, None, None, Importance.MEDIUM,
+                "user:password for basic.auth.credentials.source=USER_INFO.")
+        .define("connect.meta.data", Type.BOOLEAN, True, None, Importance.LOW,
+                "Add connect.* properties (name, version, parameters) to generated Avro schemas.")
+        .define("enhanced.avro.schema.support", Type.BOOLEAN, False, None, Importance.LOW,
+                "Accepted for compatibility; enums are read as strings.")
+        .define("schemas.cache.config", Type.INT, 1000, Range.at_least(1), Importance.LOW,
+                "Size of the per-process cache of schemas and ids.")
+        .define("spark.schema", Type.STRING, None, None, Importance.MEDIUM, SPARK_SCHEMA_DOC)
+        .define("avro.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "native", "fastavro"),
+                Importance.LOW, "auto: Spark's from_avro/to_avro when spark-avro is loaded, else fastavro.")
+    )
+
+    def validate(self) -> None:
+        if self.config["basic.auth.credentials.source"].upper() == "USER_INFO" and \
+                not self.config.password("basic.auth.user.info"):
+            key = self.key_name("basic.auth.user.info")
+            raise ConfigError([ConfigProblem(key, f"Missing {key}: basic.auth.credentials.source=USER_INFO needs "
+                                                  f"user:password")])
+        self._reader_text: str | None = None
+
+    # -- registry -----------------------------------------------------------------------------------
+    @property
+    def _reg(self) -> tuple[Any, ...]:
+        info = None
+        if self.config["basic.auth.credentials.source"].upper() == "USER_INFO":
+            info = self.config.password("basic.auth.user.info")
+        return tuple(self.config["schema.registry.url"]), info, self.config["schemas.cache.config"]
+
+    def _client(self) -> Any:
+        return client_for(*self._reg)
+
+    @property
+    def _strategy(self) -> str:
+        return _strategy(self.config[f"{self.side}.subject.name.strategy"])
+
+    def _single_topic(self) -> str | None:
+        topics = (self.connector_config or {}).get("topics")
+        if isinstance(topics, str):
+            topics = [t.strip() for t in topics.split(",") if t.strip()]
+        return topics[0] if topics and len(topics) == 1 else None
+
+    # -- parse ----------------------------------------------------------------------------------------
+    def resolve_parse_type(self, df: Any = None, column: str | None = None,
+                           explicit: DataType | None = None) -> tuple[DataType, dict[str, Any]]:
+        self._reader_text = None
+        return super().resolve_parse_type(df, column, explicit)
+
+    def default_parse_type(self, df: Any, column: str | None) -> tuple[DataType, dict[str, Any]]:
+        keys = [self.key_name("spark.schema"), self.key_name("use.schema.id")]
+        sid = self.config["use.schema.id"]
+        try:
+            if sid >= 0:
+                text = self._client().get_schema(sid)
+            else:
+                topic = self._single_topic()
+                if topic is None or self._strategy != "topic":
+                    why = ("the subject name strategy needs the record name" if self._strategy != "topic"
+                           else "the connector has no single topic in 'topics'")
+                    raise ConfigError([ConfigProblem(keys[0], f"Set {keys[0]} or {keys[1]}: AvroConverter cannot "
+                                                              f"find the {self.side} schema in the registry ({why})")])
+                text = self._client().get_latest(subject_name("topic", topic, self.is_key, None)).schema
+        except SchemaRegistryError as e:
+            raise ConfigError([ConfigProblem(keys[0], f"Set {keys[0]} or {keys[1]}: the {self.side} schema is not "
+                                                      f"in the registry ({e})")]) from e
+        try:
+            dt, _, meta = avro_to_spark(json.loads(text))
+        except DataError as e:
+            raise ConfigError([ConfigProblem(keys[0], f"Set {keys[0]}: the registry schema has no Spark "
+                                                      f"equivalent ({e})")]) from e
+        self._reader_text = text
+        return dt, meta
+
+    def _engine(self) -> str:
+        choice = self.config["avro.engine"].lower()
+        if choice != "auto":
+            return choice
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        return "native" if spark is not None and native_avro_available(spark) else "fastavro"
+
+    def parse_checked(self, col: Column, data_type: DataType, *, topic: Column | None = None) -> Conversion:
+        if self._engine() == "native":
+            return self._native_parse(col, data_type)
+        r = _decode_udf(self._reg, self._reader_text, data_type)(col)
+        return Conversion(r["value"], r["error"].isNotNull(), r["error"])
+
+    # -- serialize --------------------------------------------------------------------------------------
+    def _mode(self, data_type: DataType, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
+        try:
+            schema = spark_to_avro(data_type, metadata, False, connect_meta=self.config["connect.meta.data"])
+        except DataError as e:
+            raise ConfigError([ConfigProblem(self.prefix.rstrip(".") or "data_type", str(e))]) from e
+        record = record_fullname(schema)
+        if self._strategy != "topic" and record is None and self.config["use.schema.id"] < 0:
+            key = self.key_name(f"{self.side}.subject.name.strategy")
+            raise ConfigError([ConfigProblem(key, f"{key}: {self.config[f'{self.side}.subject.name.strategy']} "
+                                                  f"needs a record schema; the {self.side} is "
+                                                  f"{data_type.simpleString()}")])
+        return {"schema": json.dumps(schema, separators=(",", ":")), "record": record, "strategy": self._strategy,
+                "is_key": self.is_key, "schema_id": self.config["use.schema.id"],
+                "use_latest": self.config["use.latest.version"], "auto_register": self.config["auto.register.schemas"]}
+
+    def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
+                          topic: Column | None = None) -> Conversion:
+        mode = self._mode(data_type, metadata)
+        if topic is None and mode["strategy"] != "record" and mode["schema_id"] < 0:
+            key = self.key_name(f"{self.side}.subject.name.strategy")
+            raise ConfigError([ConfigProblem(key, f"{key}: the subject name needs the record's topic; the DataFrame "
+                                                  f"has no 'topic' column")])
+        if self._engine() == "native":
+            return self._native_serialize(col, data_type, mode, topic)
+        udf = _encode_udf(self._reg, mode, data_type, topic is not None)
+        r = udf(col, topic) if topic is not None else udf(col)
+        return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(r["value"]),
+                          col.isNotNull() & r["error"].isNotNull(), r["error"])
+
+    # -- native engine (spark-avro) -----------------------------------------------------------------------
+    def _native_parse(self, col: Column, data_type: DataType) -> Conversion:
+        """CASE over the subject's known schema ids: ``from_avro(payload, writer, {avroSchema: reader})`` then
+        the Connect type fix-ups (int8/int16 casts, MapEntry arrays to maps)."""
+        from pyspark.sql.avro.functions import from_avro
+
+        reader = self._reader_text or json.dumps(spark_to_avro(data_type, {}, False))
+        writers = self._known_writers(reader)
+        sid = F.conv(F.hex(F.substring(col, 2, 4)), 16, 10).cast("bigint")
+        payload = F.substring(col, 6, 1 << 30)
+        decoded: Column | None = None
+        for wid, wtext in writers.items():
+            branch = _native_fix(from_avro(payload, wtext, {"mode": "PERMISSIVE", "avroSchema": reader}), data_type)
+            decoded = F.when(sid == F.lit(wid), branch) if decoded is None else decoded.when(sid == F.lit(wid), branch)
+        if decoded is None:
+            decoded = F.lit(None).cast(data_type)
+        bad_magic = (F.octet_length(col) < 5) | (F.substring(col, 1, 1) != F.unhex(F.lit("00")))
+        known = sid.isin(list(writers)) if writers else F.lit(False)
+        failed = col.isNotNull() & (bad_magic | ~known | decoded.isNull())
+        msg = (F.when(bad_magic, F.lit("Error deserializing Avro message: Unknown magic byte!"))
+               .when(~known, F.concat(F.lit("Error retrieving Avro schema for id "), sid.cast("string"),
+                                      F.lit(": not a version of the subject known when the query was planned")))
+               .otherwise(F.concat(F.lit("Error deserializing Avro message for id "), sid.cast("string"))))
+        return Conversion(F.when(failed, F.lit(None)).otherwise(decoded), failed, msg)
+
+    def _known_writers(self, reader: str) -> dict[int, str]:
+        client = self._client()
+        sid = self.config["use.schema.id"]
+        if sid >= 0:
+            return {sid: client.get_schema(sid)}
+        topic = self._single_topic()
+        if topic is None:
+            return {}
+        subject = subject_name("topic", topic, self.is_key, None)
+        return {client.get_version(subject, v).id: client.get_version(subject, v).schema
+                for v in client.get_versions(subject)}
+
+    def _native_serialize(self, col: Column, data_type: DataType, mode: dict[str, Any],
+                          topic: Column | None) -> Conversion:
+        """``to_avro`` with the generated schema, prefixed with the header of the topic's schema id (a tiny
+        Arrow UDF over the topic column resolves/registers it per topic, cached per process)."""
+        from pyspark.sql.avro.functions import to_avro
+
+        reg = self._reg
+
+        def header(topics: pa.Array) -> pa.Array:
+            hs, es = [], []
+            for t in topics.to_pylist():
+                w = _resolve_writer(reg, mode, t)
+                hs.append(None if isinstance(w, str) else w[0])
+                es.append(w if isinstance(w, str) else None)
+            return pa.StructArray.from_arrays([pa.array(hs, pa.binary()), pa.array(es, pa.string())],
+                                              names=["value", "error"])
+
+        rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
+        h = F.arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
+        body = to_avro(_native_unfix(col, data_type), mode["schema"])
+        value = F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(F.concat(h["value"], body))
+        return Conversion(value, col.isNotNull() & h["error"].isNotNull(), h["error"])
+
+
+def _native_fix(c: Column, dt: DataType) -> Column:
+    """spark-avro's Avro -> Spark mapping to ours: int8/int16 are Avro ints, MapEntry arrays become maps."""
+    if isinstance(dt, (ByteType, ShortType)):
+        return c.cast(dt)
+    if isinstance(dt, StructType):
+        return F.when(c.isNull(), F.lit(None)).otherwise(
+            F.struct(*[_native_fix(c[f.name], f.dataType).alias(f.name) for f in dt.fields]))
+    if isinstance(dt, ArrayType):
+        return F.transform(c, lambda x: _native_fix(x, dt.elementType))
+    if isinstance(dt, MapType):
+        if not isinstance(dt.keyType, StringType):
+            c = F.map_from_entries(F.transform(c, lambda e: F.struct(e["key"].alias("key"),
+                                                                     e["value"].alias("value"))))
+        return F.transform_values(c, lambda _k, v: _native_fix(v, dt.valueType))
+    return c
+
+
+def _native_unfix(c: Column, dt: DataType) -> Column:
+    """Our Spark types to what ``to_avro`` accepts for the generated schema (maps with non-string keys as
+    arrays of key/value structs)."""
+    if isinstance(dt, MapType) and not isinstance(dt.keyType, StringType):
+        return F.transform(F.map_entries(c), lambda e: F.struct(e["key"].alias("key"),
+                                                                _native_unfix(e["value"], dt.valueType).alias("value")))
+    if isinstance(dt, StructType):
+        return F.when(c.isNull(), F.lit(None)).otherwise(
+            F.struct(*[_native_unfix(c[f.name], f.dataType).alias(f.name) for f in dt.fields]))
+    if isinstance(dt, ArrayType):
+        return F.transform(c, lambda x: _native_unfix(x, dt.elementType))
+    return c
+
