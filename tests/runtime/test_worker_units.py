@@ -1,0 +1,104 @@
+"""Worker pieces without Spark: worker config, durable state, offsets in a checkpoint, the status table."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.runtime import offsets_store
+from spark_connect_bridge.runtime.state import ConnectorState, StateStore
+from spark_connect_bridge.runtime.worker_config import parse_worker_config
+
+
+def test_worker_binds_loopback_by_default(tmp_path):
+    cfg = parse_worker_config({"offset.storage.dir": str(tmp_path)})
+    assert (cfg.host, cfg.port) == ("127.0.0.1", 8083)
+    assert parse_worker_config({"offset.storage.dir": str(tmp_path), "listeners": "http://:9000"}).host == "127.0.0.1"
+    old = parse_worker_config({"offset.storage.dir": str(tmp_path), "rest.host.name": "0.0.0.0", "rest.port": "8084"})
+    assert (old.host, old.port) == ("0.0.0.0", 8084)
+
+
+def test_kafka_offsets_file_gives_the_state_directory(tmp_path):
+    cfg = parse_worker_config({"offset.storage.file.filename": str(tmp_path / "connect.offsets")})
+    assert cfg.state_dir == str(tmp_path)
+
+
+@pytest.mark.parametrize("props, key", [
+    ({}, "offset.storage.dir"),
+    ({"offset.storage.dir": "x", "listeners": "https://127.0.0.1:8443"}, "listeners"),
+    ({"offset.storage.dir": "x", "rest.prot": "1"}, "rest.prot"),
+    ({"offset.storage.dir": "x", "rest.basic.auth.file": "/no/such/file"}, "rest.basic.auth.file"),
+])
+def test_bad_worker_configs_name_the_key(props, key):
+    with pytest.raises(ConfigError) as e:
+        parse_worker_config(props)
+    assert key in e.value.keys
+
+
+def test_spark_and_converter_keys_pass_through(tmp_path):
+    cfg = parse_worker_config({"offset.storage.dir": str(tmp_path), "spark.master": "local[1]",
+                               "spark.sql.shuffle.partitions": "3", "value.converter": "StringConverter",
+                               "value.converter.encoding": "UTF-8", "bootstrap.servers": "k:9092"})
+    assert cfg.spark_conf == {"spark.sql.shuffle.partitions": "3", "spark.master": "local[1]"}
+    assert cfg.converter_defaults == {"value.converter": "StringConverter", "value.converter.encoding": "UTF-8"}
+
+
+def test_state_survives_reload_and_odd_names(tmp_path):
+    store = StateStore(str(tmp_path))
+    store.put(ConnectorState("a/b c", {"connector.class": "x"}, "PAUSED", created=1.0, generation=7))
+    store.put(ConnectorState("z", {"connector.class": "y"}, created=0.5))
+    again = StateStore(str(tmp_path)).load_all()
+    assert [(s.name, s.target_state, s.generation) for s in again] == [("z", "STARTED", 0), ("a/b c", "PAUSED", 7)]
+    store.delete("z")
+    assert [s.name for s in store.load_all()] == ["a/b c"]
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp")]
+
+
+def _checkpoint(tmp_path, batches: int) -> str:
+    ck = tmp_path / "ck"
+    (ck / "offsets").mkdir(parents=True)
+    (ck / "commits").mkdir()
+    for b in range(batches):
+        (ck / "offsets" / str(b)).write_text(f'v1\n{{"batchWatermarkMs":0,"batchTimestampMs":{b},"conf":{{}}}}\n'
+                                             f'{{"{{\\"filename\\":\\"/a\\"}}": {{"position": {b * 10}}}}}')
+        (ck / "commits" / str(b)).write_text('v1\n{"nextBatchWatermarkMs":0}')
+    (ck / "offsets" / str(batches)).write_text("v1\n{}\n{\"planned\": 1}")  # planned, never committed
+    return str(ck)
+
+
+def test_offsets_are_read_from_the_latest_committed_batch(tmp_path):
+    ck = _checkpoint(tmp_path, 3)
+    assert offsets_store.committed_batch(ck) == 2
+    assert offsets_store.read_committed(ck) == {'{"filename":"/a"}': {"position": 20}}
+
+
+def test_altered_offsets_become_a_new_committed_batch(tmp_path):
+    ck = _checkpoint(tmp_path, 2)
+    new = offsets_store.write_committed(ck, {'{"filename":"/a"}': {"position": 3}})
+    assert new == 2
+    assert offsets_store.read_committed(ck) == {'{"filename":"/a"}': {"position": 3}}
+    text = open(os.path.join(ck, "offsets", "2")).read().split("\n")
+    assert text[0] == "v1" and json.loads(text[1])["batchTimestampMs"] == 1  # metadata of batch 1 copied
+    assert sorted(os.listdir(os.path.join(ck, "commits"))) == ["0", "1", "2"]
+
+
+def test_status_table_shows_every_connector(tmp_path):
+    from rich.console import Console
+
+    from spark_connect_bridge.runtime.service import ConnectService
+    from spark_connect_bridge.runtime.standalone import status_table
+    from spark_connect_bridge.runtime.worker import ConnectorRuntime
+
+    svc = ConnectService(parse_worker_config({"offset.storage.dir": str(tmp_path)}))
+    rt = ConnectorRuntime(ConnectorState("orders", {"connector.class": "DatagenConnector", "tasks.max": "2"}),
+                          kind="source", phase="RUNNING")
+    rt.metrics.records_in_per_sec, rt.metrics.lag, rt.metrics.batch_duration_ms = 1234.0, 5, 250
+    svc.worker.runtimes["orders"] = rt
+    console = Console(width=160, record=True)
+    console.print(status_table(svc, "http://127.0.0.1:8083"))
+    text = console.export_text()
+    assert "orders" in text and "RUNNING" in text and "1,234" in text and "250" in text
+    assert svc.status("orders")["metrics"]["lag"] == 5
