@@ -124,6 +124,8 @@ class Transformation(_Configurable):
     """Base class of every SMT: ``df.transform(smt)`` applies it."""
 
     plugin_type: ClassVar[str] = "transformation"
+    #: Why this transform can never take a predicate (checked when the chain is built), or None.
+    predicate_problem: ClassVar[str | None] = None
 
     def plan(self, df: DataFrame) -> Step:
         raise NotImplementedError

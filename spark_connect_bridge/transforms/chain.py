@@ -166,6 +166,9 @@ def build_chain(config: Mapping[str, Any]) -> Chain:
                 f"Invalid value true for configuration {prefix}negate: negate is only allowed together with "
                 f"{prefix}predicate")))
         transform = _build("transformation", prefix, sub, problems, alias=alias)
+        if transform is not None and pred_alias is not None and transform.predicate_problem:
+            problems.append(ConfigProblem(f"{prefix}predicate", (
+                f"Invalid value {pred_alias} for configuration {prefix}predicate: {transform.predicate_problem}")))
         if transform is not None:
             stages.append(Stage(alias, transform, predicate, pred_alias, negate))
     if problems:

@@ -33,6 +33,8 @@ class Explode(KeyOrValue):
     """
 
     kafka_base = "spark_connect_bridge.transforms.Explode"
+    predicate_problem = ("Explode replaces an array by its element type, and a predicated stage would leave "
+                         "non-matching records with the array type in the same column")
     config_def = (
         ConfigDef()
         .define("field", Type.STRING, "", importance=Importance.HIGH,
@@ -64,9 +66,7 @@ class Explode(KeyOrValue):
     def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None) -> DataFrame:
         if condition is not None or self.predicate is not None:
             key = f"transforms.{alias or self.alias}.predicate" if (alias or self.alias) else "predicate"
-            raise ConfigError([ConfigProblem(key, (
-                f"Invalid value for configuration {key}: Explode replaces an array by its element type, and a "
-                f"predicated stage would leave non-matching records with the array type in the same column"))])
+            raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: {self.predicate_problem}")])
         sf = df.schema[self.target]
         # Walk the path through structs.
         types, cols = [sf.dataType], [F.col(self.target)]

@@ -102,3 +102,65 @@ def replacement_problem(replacement: str, groups: int | None) -> str | None:
             continue
         i += 1
     return None
+
+
+_META = set(".[]{}()*+?^$|\\")
+# Java's '.' does not match these (without DOTALL).
+LINE_TERMINATORS = ("\n", "\r", "\u0085", "\u2028", "\u2029")
+
+
+def _literal(text: str) -> str | None:
+    """The literal string a regex fragment matches, or None if it has any regex construct."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\":
+            if i + 1 < len(text) and not text[i + 1].isalnum():
+                out.append(text[i + 1])
+                i += 2
+                continue
+            return None
+        if c in _META:
+            return None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def simple_shape(pattern: str) -> tuple[str, str, bool] | None:
+    """``(prefix, suffix, has_group)`` when ``pattern`` is ``literal`` or ``literal(.*)literal``: such
+    patterns are evaluated with plain string functions instead of a regex per record."""
+    if "(.*)" in pattern:
+        pre, _, suf = pattern.partition("(.*)")
+        p, s = _literal(pre), _literal(suf)
+        return (p, s, True) if p is not None and s is not None else None
+    lit = _literal(pattern)
+    return (lit, "", False) if lit is not None else None
+
+
+def replacement_parts(replacement: str) -> list[str | int] | None:
+    """A Java replacement as literal strings and group numbers (``$1``), or None for named groups."""
+    parts: list[str | int] = []
+    buf: list[str] = []
+    i = 0
+    while i < len(replacement):
+        c = replacement[i]
+        if c == "\\" and i + 1 < len(replacement):
+            buf.append(replacement[i + 1])
+            i += 2
+            continue
+        if c == "$":
+            if i + 1 < len(replacement) and replacement[i + 1].isdigit():
+                if buf:
+                    parts.append("".join(buf))
+                    buf = []
+                # Groups are at most 1 here, so a group number is one digit (Java stops at existing groups).
+                parts.append(int(replacement[i + 1]))
+                i += 2
+                continue
+            return None
+        buf.append(c)
+        i += 1
+    if buf:
+        parts.append("".join(buf))
+    return parts

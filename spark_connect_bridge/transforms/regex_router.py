@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
 from ..errors import ConfigProblem
 from .base import Step, Transformation
-from .regex import anchored, group_count, java_regex_problem, replacement_problem
+from .regex import (LINE_TERMINATORS, anchored, group_count, java_regex_problem, replacement_parts,
+                    replacement_problem, simple_shape)
 
 __all__ = ["RegexRouter"]
 
@@ -37,8 +38,34 @@ class RegexRouter(Transformation):
     def configure(self, config: Config) -> None:
         self.pattern = anchored(config["regex"])
         self.replacement = config["replacement"]
+        shape = simple_shape(config["regex"])
+        parts = replacement_parts(config["replacement"]) if shape else None
+        max_group = 1 if shape and shape[2] else 0
+        ok = parts is not None and all(not isinstance(p, int) or p <= max_group for p in parts)
+        self.fast = (shape, parts) if ok else None
+
+    def _fast(self, topic: Column) -> Column:
+        """``literal`` / ``literal(.*)literal`` patterns with plain string functions (no regex per record):
+        same result as Java's ``matches()`` + ``replaceFirst()``."""
+        assert self.fast is not None
+        (pre, suf, group), parts = self.fast
+        assert parts is not None
+        if not group:
+            match = topic == F.lit(pre)
+            g1 = topic
+        else:
+            n = len(pre) + len(suf)
+            match = topic.startswith(pre) & topic.endswith(suf) & (F.length(topic) >= F.lit(n))
+            g1 = F.substring(topic, len(pre) + 1, F.length(topic) - F.lit(n))
+            for t in LINE_TERMINATORS:  # '.' does not match a line terminator
+                match = match & (F.instr(g1, t) == F.lit(0))
+        pieces = [F.lit(p) if isinstance(p, str) else (topic if p == 0 else g1) for p in parts]
+        new = F.concat(*pieces) if pieces else F.lit("")
+        return F.when(match, new).otherwise(topic)
 
     def plan(self, df: DataFrame) -> Step:
+        if self.fast is not None:
+            return Step({"topic": self._fast(F.col("topic"))})
         # The pattern is anchored (^...\z), so it matches at most once, at the start, and only when it
         # matches the whole topic: one regexp_replace is Java's matches() + replaceFirst().
         return Step({"topic": F.regexp_replace(F.col("topic"), F.lit(self.pattern), F.lit(self.replacement))})

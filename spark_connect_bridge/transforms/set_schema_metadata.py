@@ -19,6 +19,8 @@ class SetSchemaMetadata(KeyOrValue):
     metadata, which converters write out. A schemaless Map has no schema: a non-null one fails the record.
     Schema metadata is one per column, so this SMT cannot take a predicate."""
 
+    predicate_problem = ("SetSchemaMetadata changes the schema metadata of a column, which is one per column, not per "
+                         "record: it cannot depend on a predicate")
     config_def = (
         ConfigDef()
         .define("schema.name", Type.STRING, None, importance=Importance.HIGH, doc="Schema name to set.")

@@ -128,3 +128,13 @@ def test_filter_class_is_resolvable_by_every_name():
     for name in ("org.apache.kafka.connect.transforms.Filter", "Filter",
                  "spark_connect_bridge.transforms.filter.Filter"):
         assert isinstance(build_chain({"transforms": "f", "transforms.f.type": name}).stages[0].transform, Filter)
+
+
+@pytest.mark.parametrize("smt", [{"type": "SetSchemaMetadata$Value", "schema.name": "x"},
+                                 {"type": "Explode$Value", "field": "items"}])
+def test_transforms_that_never_take_a_predicate_fail_at_build_time(smt):
+    cfg = {"transforms": "a", "predicates": "p", "predicates.p.type": "RecordIsTombstone",
+           "transforms.a.predicate": "p", **{f"transforms.a.{k}": v for k, v in smt.items()}}
+    with pytest.raises(ConfigError) as e:
+        build_chain(cfg)
+    assert e.value.keys == ["transforms.a.predicate"] and "predicate" in str(e.value)

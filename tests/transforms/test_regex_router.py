@@ -39,3 +39,19 @@ def test_config_errors(spark, config, key, fragment):
     with pytest.raises(ConfigError) as e:
         RegexRouter(config)
     assert e.value.keys == [key] and fragment in str(e.value)
+
+
+TOPICS = ["orders-1", "orders-", "orders", "xorders-1", "orders-a\nb", "orders-ünï", None, "-orders-1-sfx", "a.b"]
+
+
+@pytest.mark.parametrize("regex, replacement", [
+    ("orders-(.*)", "clean-$1"), ("(.*)", "p_$1_$0"), ("orders-1", "one"), ("-orders-(.*)-sfx", "$1"),
+    (r"a\.b", "ab\\$"), ("(.*)-sfx", "$1"),
+])
+def test_string_fast_path_matches_java_regex(make_records, regex, replacement):
+    router = RegexRouter(regex=regex, replacement=replacement)
+    assert router.fast is not None
+    df = make_records([{"value": "v", "topic": t} for t in TOPICS])
+    fast = [r["topic"] for r in df.transform(router).collect()]
+    router.fast = None  # force the regexp_replace path
+    assert fast == [r["topic"] for r in df.transform(router).collect()]
