@@ -166,7 +166,7 @@ def _without_internal(df: DataFrame) -> DataFrame:
 class _Router:
     """foreachBatch: dead-letter the failed rows, write the good ones once per batch id."""
 
-    def __init__(self, write_good: Callable[[DataFrame, str, int], None], *, app_id: str, policy: ErrorPolicy | None,
+    def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str, policy: ErrorPolicy | None,
                  source_policy: ErrorPolicy | None, name: str):
         self.write_good, self.app_id, self.name = write_good, app_id, name
         self.policy, self.source_policy = policy, source_policy
@@ -192,10 +192,15 @@ class _Router:
                 assert self.policy is not None
                 write_dead_letters(here_bad, self.policy, app_id=self.app_id, batch_id=batch_id)
                 dead += counts["failed"] if self.policy.has_dlq else 0
-            self.write_good(good, self.app_id, batch_id)  # keeps _kc_original: rejects are dead-lettered as they came
+            # good keeps _kc_original: records the sink rejects are dead-lettered as they came
+            sink_report = self.write_good(good, self.app_id, batch_id) or {}
             m = {"batch_id": batch_id, "records": counts["records"],
                  "failed": counts["failed"] + counts["source_failed"], "dead_lettered": dead,
-                 "written": counts["records"] - counts["failed"] - counts["source_failed"]}
+                 "written": counts["records"] - counts["failed"] - counts["source_failed"], **sink_report}
+            if sink_report.get("rejected_by_sink"):
+                m["written"] -= sink_report["rejected_by_sink"]
+                m["failed"] += sink_report["rejected_by_sink"]
+                m["dead_lettered"] += sink_report["rejected_by_sink"] if self.policy and self.policy.has_dlq else 0
             with _metrics_lock:
                 BATCH_METRICS[self.name].append(m)
             log.info("%s batch %d: %s", self.name, batch_id, m)
@@ -244,34 +249,33 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
 
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
 
-    def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
+    def write_good(good: DataFrame, app_id: str, batch_id: int) -> dict:
         _without_internal(good).write.format("kconnect").options(**opts, **{
             "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id), "kconnect.rejects.dir": rejects_dir,
             "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
-        _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
+        return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
     router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=p.policy,
                      source_policy=source_policy, name=name)
     return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
 
 
-def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, app_id: str, batch_id: int) -> int:
-    """Dead-letter the records the sink rejected one by one (Kafka's ErrantRecordReporter, stage TASK_PUT)."""
+def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, app_id: str, batch_id: int) -> dict:
+    """Dead-letter the records the sink rejected one by one (Kafka's ErrantRecordReporter, stage TASK_PUT);
+    return the sink's report for the batch metrics (``retried``, ``rejected_by_sink``)."""
     import json
 
     from .datasource import rejects_path
 
     path = rejects_path(rejects_dir, app_id, batch_id)
     if not os.path.exists(path):
-        return 0
+        return {}
     with open(path) as f:
         report = json.load(f)
     rejected = report["rejected"]
-    with _metrics_lock:
-        BATCH_METRICS[p.name].append({"batch_id": batch_id, "retried": report["retries"],
-                                      "rejected_by_sink": len(rejected)})
+    summary = {"retried": report["retries"], "rejected_by_sink": len(rejected)}
     if not rejected:
-        return 0
+        return summary
     spark = good.sparkSession
     coords = spark.createDataFrame([(r["topic"], r["partition"], r["offset"], r["error"]) for r in rejected],
                                    "r_topic string, r_partition int, r_offset bigint, r_error string")
@@ -286,7 +290,7 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
                                            .alias("exception_class"), F.col("r_error").alias("message")))
            .drop("r_topic", "r_partition", "r_offset", "r_error"))
     write_dead_letters(bad, p.policy, app_id=f"put-{app_id}", batch_id=batch_id)
-    return len(rejected)
+    return summary
 
 
 def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "append") -> None:
@@ -300,6 +304,7 @@ def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
         _without_internal(good).write.format("kconnect").options(**p.connector_options).mode(mode).save()
+        return None
 
     _Router(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
 

@@ -15,6 +15,7 @@ import pytest
 
 import spark_connect_bridge as scb
 from spark_connect_bridge.datasource import read_batch_reports
+from spark_connect_bridge.pipeline import BATCH_METRICS
 from spark_connect_bridge.runtime.topic_store import TopicStore
 from tests.support.postgres import PostgresCluster
 
@@ -55,6 +56,8 @@ def test_rows_the_database_rejects_are_dead_lettered_exactly(spark, pg, tmp_path
     assert [r[0] for r in rows] == [i for i in range(n) if i % 100 != 3]
     dlq = TopicStore(str(topics)).read_batch(spark, ["dlq"]).collect()
     assert sorted(json.loads(r.value)["id"] for r in dlq) == [i for i in range(n) if i % 100 == 3]
+    batches = list(BATCH_METRICS["jdbc-checked"])
+    assert sum(b["rejected_by_sink"] for b in batches) == 20 and sum(b["written"] for b in batches) == n - 20
     for r in dlq:
         h = {x.key: x.value.decode() for x in r.headers}
         assert h["__connect.errors.stage"] == "TASK_PUT"
