@@ -57,8 +57,11 @@ class RegexRouter(Transformation):
             n = len(pre) + len(suf)
             match = topic.startswith(pre) & topic.endswith(suf) & (F.length(topic) >= F.lit(n))
             g1 = F.substring(topic, len(pre) + 1, F.length(topic) - F.lit(n))
-            for t in LINE_TERMINATORS:  # '.' does not match a line terminator
-                match = match & (F.instr(g1, t) == F.lit(0))
+            # '.' does not match a line terminator; when prefix and suffix hold none, checking the whole
+            # topic is the same as checking the group, and cheaper.
+            scope = topic if not any(t in pre + suf for t in LINE_TERMINATORS) else g1
+            for t in LINE_TERMINATORS:
+                match = match & (F.instr(scope, t) == F.lit(0))
         pieces = [F.lit(p) if isinstance(p, str) else (topic if p == 0 else g1) for p in parts]
         new = F.concat(*pieces) if pieces else F.lit("")
         return F.when(match, new).otherwise(topic)
