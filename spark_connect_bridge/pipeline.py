@@ -309,13 +309,15 @@ def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "
     _Router(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
 
 
-def write_topic_store(df: DataFrame, topics_dir: str, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
+def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
                       query_name: str | None = None) -> Any:
-    """Start a query writing a source pipeline's records into the topic store (one table per topic), exactly
+    """Start a query writing a source pipeline's records into the topic store (a
+    :class:`~spark_connect_bridge.runtime.topic_store.TopicStore` or its directory; one table per topic), exactly
     once; failed records of a tolerant source go to its dead-letter sink."""
     from .runtime.topic_store import TopicStore
 
-    store = TopicStore(topics_dir)
+    if not isinstance(store, TopicStore):
+        store = TopicStore(str(store))
     source_policy = attached_policy(df)
     name = query_name or (source_policy.connector if source_policy else "topic-store-writer")
     if source_policy is None:

@@ -227,7 +227,7 @@ class Worker:
         rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0
 
     def _start_query(self, rt: ConnectorRuntime) -> None:
-        from ..pipeline import prepare, read_stream, write_stream
+        from ..pipeline import prepare, read_stream, write_stream, write_topic_store
 
         rt.trace = None
         rt.metrics = Metrics()
@@ -239,8 +239,8 @@ class Worker:
             if rt.kind == "source":
                 df = read_stream(self.spark, config)
                 rt.lag_source = self._driver_source(prepared.connector_options)
-                rt.query = self.store.write_stream(df, checkpoint=checkpoint, trigger=self.config.trigger,
-                                                   query_name=self._query_name(rt))
+                rt.query = write_topic_store(df, self.store, checkpoint=checkpoint, trigger=self.config.trigger,
+                                             query_name=self._query_name(rt))
             else:
                 topics, regex = self._sink_topics(config)
                 if not self._has_topics(topics, regex):
@@ -269,6 +269,8 @@ class Worker:
     def effective_config(self, state: ConnectorState) -> dict[str, str]:
         """The connector config with the worker's converter defaults for converters it does not set."""
         cfg = dict(state.config)
+        if cfg.get("errors.deadletterqueue.topic.name") and not cfg.get("errors.deadletterqueue.topics.dir"):
+            cfg["errors.deadletterqueue.topics.dir"] = self.store.directory  # dead letters live in the topic store
         for conv in ("key.converter", "value.converter", "header.converter"):
             if conv in cfg or conv not in self.config.converter_defaults:
                 continue

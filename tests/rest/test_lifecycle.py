@@ -46,7 +46,8 @@ def test_connector_lifecycle_over_http(start_worker, tmp_path):
     assert metrics["lag"] == 0  # FileStreamSource knows its lag: the bytes not read yet
     both = api.get("/connectors", expand=["status", "info"])
     assert both["src"]["info"]["type"] == "source" and both["sink"]["status"]["connector"]["state"] == "RUNNING"
-    assert api.get("/connectors/sink/topics") == {"sink": {"topics": ["lines"]}}
+    # The sink's file shows the lines once the sink committed; Spark records the batch a moment later.
+    wait_for(lambda: api.get("/connectors/sink/topics") == {"sink": {"topics": ["lines"]}}, what="sink topics")
     assert api.get("/connectors/src/topics") == {"src": {"topics": ["lines"]}}
 
     # pause: nothing moves; resume: from the checkpoint
