@@ -30,7 +30,7 @@ from .. import __version__
 from ..config import HIDDEN, Type
 from ..config.files import ConnectorRequest
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
-from ..errors import ConfigError, ConfigProblem, ConnectError, PluginNotFoundError
+from ..errors import ConfigError, ConnectError, PluginNotFoundError
 from . import offsets_store
 from .state import ConnectorState, StateStore
 from .worker import ConnectorRuntime, Worker
@@ -74,7 +74,7 @@ def _config_error_message(e: ConfigError, kind: str | None) -> str:
     lines = [str(p) for p in e.problems]
     return (f"Connector configuration is invalid and contains the following {len(lines)} error(s):\n"
             + "\n".join(lines) + "\nYou can also find the above list of errors at the endpoint "
-            f"`/connector-plugins/{{connectorType}}/config/validate`")
+            "`/connector-plugins/{connectorType}/config/validate`")
 
 
 class ConnectService:

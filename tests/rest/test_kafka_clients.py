@@ -78,7 +78,6 @@ def test_kafka_connect_py_client_and_cli_work_unchanged(start_worker, tmp_path, 
 
 
 def test_validate_returns_kafka_config_infos(start_worker, tmp_path):
-    from runtime.worker_helpers import Api
 
     worker, api = start_worker()
     r = api.call("PUT", "/connector-plugins/FileStreamSourceConnector/config/validate", {

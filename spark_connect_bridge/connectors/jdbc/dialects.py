@@ -24,7 +24,8 @@ from urllib.parse import parse_qsl, unquote
 from ...config import Password
 from ...errors import ConfigError, ConfigProblem, ConnectError
 
-__all__ = ["ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url", "masked_repr"]
+__all__ = ["connection_config_def", "ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url",
+           "masked_repr"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,26 @@ def mask_url(text: str) -> str:
 def masked_repr(connector: Any) -> str:
     """A connector's repr with the password in ``connection.url`` (``?password=``) hidden."""
     return mask_url(f"{type(connector).__name__}(name={connector.name!r}, config={connector.config!r})")
+
+
+# ------------------------------------------------------------------------------------------------ config
+def connection_config_def(group: str) -> "ConfigDef":
+    """The connection keys Confluent's JDBC source and sink share (declared once; ``group`` as each names it)."""
+    from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
+
+    return (ConfigDef()
+            .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+                    doc="JDBC connection URL: jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db, "
+                        "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured.",
+                    group=group)
+            .define("connection.user", Type.STRING, None, importance=Importance.HIGH,
+                    doc="JDBC connection user.", group=group)
+            .define("connection.password", Type.PASSWORD, None, importance=Importance.HIGH,
+                    doc="JDBC connection password (never logged or shown).", group=group)
+            .define("connection.attempts", Type.INT, 3, Range.at_least(1), Importance.LOW,
+                    "Maximum number of attempts to get a valid connection.", group=group)
+            .define("connection.backoff.ms", Type.LONG, 10000, Range.at_least(0), Importance.LOW,
+                    "Backoff time in ms between connection attempts.", group=group))
 
 
 # ------------------------------------------------------------------------------------------------ retries

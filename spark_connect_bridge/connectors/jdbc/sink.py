@@ -38,10 +38,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
-from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
+from ...config import CaseInsensitiveValidString, Importance, NonEmptyString, Range, Type
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
 from ..base import CommitContext, SinkConnector, WriteContext
-from .dialects import Dialect, dialect_for, masked_repr, parse_jdbc_url, with_retries
+from .dialects import Dialect, connection_config_def, dialect_for, masked_repr, parse_jdbc_url, with_retries
 
 __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
@@ -69,18 +69,7 @@ def _check(cfg: Any) -> Any:
 
 
 CONFIG_DEF = (
-    ConfigDef()
-    .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
-            doc="JDBC connection URL: jdbc:postgresql://, jdbc:mysql://, jdbc:mariadb:// or jdbc:sqlite:<path>.",
-            group="Connection")
-    .define("connection.user", Type.STRING, None, importance=Importance.HIGH, doc="JDBC connection user.",
-            group="Connection")
-    .define("connection.password", Type.PASSWORD, None, importance=Importance.HIGH,
-            doc="JDBC connection password (never logged or shown).", group="Connection")
-    .define("connection.attempts", Type.INT, 3, Range.at_least(1), Importance.LOW,
-            "Maximum number of attempts to get a valid connection.", group="Connection")
-    .define("connection.backoff.ms", Type.LONG, 10000, Range.at_least(0), Importance.LOW,
-            "Backoff time in ms between connection attempts.", group="Connection")
+    connection_config_def("Connection")
     .define("dialect.name", Type.STRING, "", importance=Importance.LOW,
             doc="Database dialect; chosen from connection.url when empty.", group="Connection")
     .define("insert.mode", Type.STRING, "insert", CaseInsensitiveValidString("insert", "upsert", "update"),

@@ -33,11 +33,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
-from ...errors import ConfigError, ConfigProblem, ConnectError
+from ...config import CaseInsensitiveValidString, Importance, Range, Type
+from ...errors import ConfigError, ConfigProblem
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
-from .dialects import Dialect, dialect_for, masked_repr, parse_jdbc_url, rows_to_batch, with_retries
+from .dialects import (Dialect, connection_config_def, dialect_for, masked_repr, parse_jdbc_url, rows_to_batch,
+                       with_retries)
 
 __all__ = ["JdbcSourceConnector"]
 
@@ -66,19 +67,7 @@ def _check(cfg: Any) -> Any:
 
 
 CONFIG_DEF = (
-    ConfigDef()
-    .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
-            doc="JDBC connection URL: jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db, "
-                "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured.",
-            group="Database")
-    .define("connection.user", Type.STRING, None, importance=Importance.HIGH, doc="JDBC connection user.",
-            group="Database")
-    .define("connection.password", Type.PASSWORD, None, importance=Importance.HIGH,
-            doc="JDBC connection password (never logged or shown).", group="Database")
-    .define("connection.attempts", Type.INT, 3, Range.at_least(1), Importance.LOW,
-            "Maximum number of attempts to get a valid connection.", group="Database")
-    .define("connection.backoff.ms", Type.LONG, 10000, Range.at_least(0), Importance.LOW,
-            "Backoff time in ms between connection attempts.", group="Database")
+    connection_config_def("Database")
     .define("catalog.pattern", Type.STRING, None, importance=Importance.MEDIUM,
             doc="Catalog of the tables to copy (MySQL: the database).", group="Database")
     .define("schema.pattern", Type.STRING, None, importance=Importance.MEDIUM,
@@ -297,7 +286,7 @@ class JdbcSourceConnector(SourceConnector):
                                        pa.int32() if pa.types.is_duration(f.type) else f.type) for f in s])
         # SQLite: declared types of a table; a query's column types come from its first rows.
         if name is not None:
-            cur.execute(f"SELECT name, type FROM pragma_table_info(?)", (name,))
+            cur.execute("SELECT name, type FROM pragma_table_info(?)", (name,))
             return pa.schema([pa.field(n, _sqlite_type(t)) for n, t in cur.fetchall()])
         cur.execute(f"SELECT * FROM {self._from(d, name)} LIMIT 100")
         rows = cur.fetchall()
