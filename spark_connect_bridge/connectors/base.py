@@ -32,7 +32,7 @@ from __future__ import annotations
 import abc
 import hashlib
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Iterator, Sequence
 
 from ..config import Config, ConfigDef
 from ..config.common import COMMON, SINK, SOURCE

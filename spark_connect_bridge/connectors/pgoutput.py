@@ -19,7 +19,6 @@ use ``COPY ... (FORMAT csv)`` in a session with the same settings, so both paths
 
 from __future__ import annotations
 
-import json
 import logging
 import struct
 from dataclasses import dataclass, field
