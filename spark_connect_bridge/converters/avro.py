@@ -110,7 +110,7 @@ def _strip_time(obj: Any) -> Any:
 def _parsed(schema_text: str) -> Any:
     import fastavro
 
-    return fastavro.parse_schema(_strip_time(json.loads(schema_text)), _write_hint=False)
+    return fastavro.parse_schema(_strip_time(json.loads(schema_text)))  # keeps the "parsed" hint: no re-parse per record
 
 
 def _arrow_type(dt: DataType) -> Any:
@@ -195,25 +195,32 @@ def decode_batch(values: Any, reg: tuple[Any, ...], reader_text: str | None, dt_
     n = len(raw)
     out: list[Any] = [None] * n
     errs: list[str | None] = [None] * n
+    targets: dict[bytes, Any] = {}  # 5-byte header -> (writer, reader) or an error message, for this batch
+    bytes_io, reader = io.BytesIO, schemaless_reader
     for i, b in enumerate(raw):
         if b is None:
             continue
-        if len(b) < 5 or b[0] != 0:
-            errs[i] = "Error deserializing Avro message: Unknown magic byte!"
-            continue
-        sid = int.from_bytes(b[1:5], "big", signed=True)
-        ws = _writer_for(reg, sid, reader_text)
-        if isinstance(ws, str):
+        hdr = b[:5]
+        ws = targets.get(hdr)
+        if ws is None:
+            if len(hdr) < 5 or hdr[0] != 0:
+                ws = "Error deserializing Avro message: Unknown magic byte!"
+            else:
+                ws = _writer_for(reg, int.from_bytes(hdr[1:], "big", signed=True), reader_text)
+            targets[hdr] = ws
+        if ws.__class__ is str:
             errs[i] = ws
             continue
-        fo = io.BytesIO(b)
+        fo = bytes_io(b)
         fo.seek(5)
         try:
-            rec = schemaless_reader(fo, ws[0], ws[1])
+            rec = reader(fo, ws[0], ws[1])
         except Exception as e:  # noqa: BLE001 - any decode failure is this record's error
+            sid = int.from_bytes(hdr[1:], "big", signed=True)
             errs[i] = f"Error deserializing Avro message for id {sid}: {type(e).__name__}: {e}"[:500]
             continue
         if fo.tell() != len(b):
+            sid = int.from_bytes(hdr[1:], "big", signed=True)
             errs[i] = (f"Error deserializing Avro message for id {sid}: {len(b) - fo.tell()} trailing bytes after "
                        f"the Avro datum")
             continue

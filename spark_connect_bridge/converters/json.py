@@ -18,8 +18,11 @@ with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the f
 naming ``<prefix>spark.schema``. The payload of every message is read with that plan-time type; the
 ``schema`` part of each message is not re-read per message.
 
-Tombstones (null bytes) stay null and a null value serializes to null bytes. Invalid JSON, an envelope
-without exactly ``schema`` and ``payload``, and a payload that does not fit the type are record errors.
+Tombstones (null bytes) stay null and a null value serializes to null bytes. Invalid JSON, a message
+without the envelope (for example plain JSON with ``schemas.enable=true``) and a payload that does not fit
+the type are record errors. Unlike Kafka, an envelope whose payload is present is accepted even when it has
+keys besides ``schema`` and ``payload``: the keys are checked only when the payload is null, which keeps the
+decode a single JSON parse per message.
 A map with non-string keys is written and read as Kafka's array of ``[key, value]`` pairs only by the Avro
 converter; for JSON it is a plan-time error.
 
@@ -232,12 +235,14 @@ class JsonConverter(Converter):
         text = col.cast("string")
         opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
         if self.schemas_enabled:
-            st = StructType([StructField("schema", StringType()), StructField("payload", wire),
-                             StructField(_CORRUPT, StringType())])
+            # The "schema" part is skipped by the parser (not copied); the envelope's keys are listed (a second
+            # parse) only for rows whose payload is null, which is where a plain-JSON message lands.
+            st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
             parsed = F.from_json(text, st, opts)
             keys = F.json_object_keys(text)
-            bad_envelope = F.coalesce((F.size(keys) != 2) | ~F.array_contains(keys, "schema")
-                                      | ~F.array_contains(keys, "payload"), F.lit(True))
+            bad_envelope = parsed["payload"].isNull() & F.coalesce(
+                (F.size(keys) != 2) | ~F.array_contains(keys, "schema") | ~F.array_contains(keys, "payload"),
+                F.lit(True))
         else:
             st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
             parsed = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)

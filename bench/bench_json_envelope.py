@@ -1,0 +1,67 @@
+"""JSON-envelope decode throughput: JsonConverter (schemas.enable=true, through apply_sink_converters: envelope
+check, logical types, record errors) vs a bare ``from_json`` of the same messages' payload (no checks, the
+timestamp left as a long).
+
+    .venv/bin/python bench/bench_json_envelope.py 1000000 [--partitions 2]
+
+Prints records/s of both (best of 2 runs each, cached input, noop sink) and the ratio (goal >= 0.9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+SPARK_SCHEMA = "id BIGINT, customer STRING, amount DOUBLE, qty INT, paid BOOLEAN, at TIMESTAMP"
+BARE_SCHEMA = "payload STRUCT<id: BIGINT, customer: STRING, amount: DOUBLE, qty: INT, paid: BOOLEAN, at: BIGINT>"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("records", type=int, nargs="?", default=1_000_000)
+    p.add_argument("--partitions", type=int, default=2)
+    args = p.parse_args()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    from spark_connect_bridge.converters import JsonConverter, apply_sink_converters, apply_source_converters
+
+    spark = (SparkSession.builder.master(f"local[{args.partitions}]").config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    typed = spark.range(0, args.records, 1, args.partitions).select(
+        F.lit(None).cast("binary").alias("key"),
+        F.struct(F.col("id"), F.concat(F.lit("customer-"), (F.col("id") % 1000).cast("string")).alias("customer"),
+                 (F.col("id") * 0.5).alias("amount"), (F.col("id") % 7).cast("int").alias("qty"),
+                 (F.col("id") % 2 == 0).alias("paid"), F.timestamp_millis(F.col("id") + 1_700_000_000_000).alias("at")
+                 ).alias("value"),
+        F.lit("orders").alias("topic"), F.lit(0).alias("partition"), F.col("id").alias("offset"))
+    cfg = {"value.converter": JsonConverter.class_name, "value.converter.spark.schema": SPARK_SCHEMA}
+    df = apply_source_converters(typed, cfg).cache()
+    df.count()
+    sample = df.first().value.decode()
+
+    def run(frame) -> float:
+        t = time.perf_counter()
+        frame.write.format("noop").mode("overwrite").save()
+        return time.perf_counter() - t
+
+    bare = df.select(F.from_json(F.col("value").cast("string"), BARE_SCHEMA)["payload"].alias("value"))
+    ours_df = apply_sink_converters(df, cfg)
+    base = min(run(bare), run(bare))
+    ours = min(run(ours_df), run(ours_df))
+    spark.stop()
+    n = args.records
+    print(f"records: {n:,}  partitions: {args.partitions}  message: {len(sample)} bytes")
+    print(f"baseline bare from_json of the payload: {base:8.2f} s  {n / base:12,.0f} rec/s")
+    print(f"ours (JsonConverter, envelope):         {ours:8.2f} s  {n / ours:12,.0f} rec/s")
+    print(f"ratio ours/baseline throughput: {base / ours:.2f}x (goal >= 0.9x)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
