@@ -5,8 +5,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, ShortType, StringType, TimestampNTZType,
-                               TimestampType)
+                               FloatType, IntegerType, LongType, ShortType, StringType, StructField, StructType,
+                               TimestampNTZType, TimestampType)
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
 from ..errors import ConfigProblem
@@ -182,7 +182,14 @@ class Cast(KeyOrValue):
                     if bad is not None:
                         step.fail(bad, f"{msg} (field {f.name})")
                     new = new.withField(f.name, c)
-            # update_fields keeps field order, and of a null struct is null.
+            # update_fields keeps field order, and of a null struct is null; it drops field metadata, which a
+            # cast to the output type restores for fields whose type did not change.
+            kept_md = [f for f in dtype.fields if f.name in self.fields and f.metadata
+                       and same_type(f.dataType, self.fields[f.name])]
+            if kept_md:
+                new = new.cast(StructType([StructField(f.name, self.fields.get(f.name, f.dataType), True,
+                                                       f.metadata if f in kept_md or f.name not in self.fields
+                                                       else {}) for f in dtype.fields]))
             step.updates[self.target] = new
             return step
         if k == "map":

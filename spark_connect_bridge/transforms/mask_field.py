@@ -109,7 +109,10 @@ class MaskField(KeyOrValue):
             for f in dtype.fields:
                 if f.name in self.fields:
                     new = new.withField(f.name, self._mask(op.getField(f.name), f.dataType, step))
-            # update_fields keeps field order, and of a null struct is null.
+            # update_fields keeps field order, and of a null struct is null; it drops field metadata, which a
+            # cast back to the (unchanged) type restores.
+            if any(f.metadata for f in dtype.fields if f.name in self.fields):
+                new = new.cast(dtype)
             step.updates[self.target] = new
         elif k == "map":
             vt = dtype.valueType

@@ -95,3 +95,16 @@ def test_config_errors(spec, fragment):
 def test_missing_spec_is_an_error():
     with pytest.raises(ConfigError, match='Missing required configuration "spec"'):
         Cast.Value()
+
+
+def test_field_metadata_kept_when_type_unchanged(make_records):
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    md = {"connect.name": "org.apache.kafka.connect.data.Time"}
+    vt = StructType([StructField("t", IntegerType(), True, md), StructField("s", IntegerType(), True, md)])
+    df = make_records([("k", {"t": 5, "s": 1})], value_type=vt)
+    out = df.transform(Cast.Value(spec="t:int32,s:string"))
+    assert out.schema["value"].dataType["t"].metadata == md
+    assert out.schema["value"].dataType["s"].metadata == {}
+    # A Connect Time cast to string is printed as a time of day, as Kafka does.
+    assert out.collect()[0]["value"].asDict() == {"t": 5, "s": "00:00:00.001Z"}

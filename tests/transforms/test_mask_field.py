@@ -75,3 +75,14 @@ def test_config_errors(config, key, fragment):
     with pytest.raises(ConfigError) as e:
         MaskField.Value(config)
     assert e.value.keys == [key] and fragment in str(e.value)
+
+
+def test_field_metadata_kept(make_records):
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    md = {"connect.name": "org.apache.kafka.connect.data.Time"}
+    vt = StructType([StructField("t", IntegerType(), True, md), StructField("s", IntegerType())])
+    df = make_records([("k", {"t": 5, "s": 1})], value_type=vt)
+    out = df.transform(MaskField.Value(fields="t"))
+    assert out.schema["value"].dataType["t"].metadata == md
+    assert out.collect()[0]["value"].t == 0
