@@ -11,7 +11,7 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, Date
 from ..config import Config, ConfigDef, Importance, Type, ValidList
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import map_put, map_value_type_problem, same_type
+from .columns import q, map_put, map_value_type_problem, same_type
 from .replace_field import REPLACE_NULL_DOC
 from .values import connect_to_string
 
@@ -181,7 +181,7 @@ class Cast(KeyOrValue):
                     c, bad, msg = cast_column(op.getField(f.name), f.dataType, dict(f.metadata), to)
                     if bad is not None:
                         step.fail(bad, f"{msg} (field {f.name})")
-                    new = new.withField(f.name, c)
+                    new = new.withField(q(f.name), c)
             # update_fields keeps field order, and of a null struct is null; it drops field metadata, which a
             # cast to the output type restores for fields whose type did not change.
             kept_md = [f for f in dtype.fields if f.name in self.fields and f.metadata

@@ -72,3 +72,8 @@ def into_map_value(v: Column, t: DataType, vt: DataType) -> Column | None:
     if b == "string":
         return v.cast("string")
     return None
+
+
+def q(name: str) -> str:
+    """A field name for ``withField``/``dropFields``, which read dots as nesting: backtick-quote it."""
+    return "`" + name.replace("`", "``") + "`"

@@ -12,6 +12,7 @@ from ..record_errors import drop_where, ok
 from .base import KeyOrValue, key_value_variants, type_name
 from .extract_field import FIELD_SYNTAX_DOC
 from .fieldpath import SYNTAX_VERSIONS, parse_path
+from .columns import q
 from .insert_header import append_headers
 
 __all__ = ["Explode"]
@@ -91,8 +92,8 @@ class Explode(KeyOrValue):
         new = elem
         for i in range(len(self.steps) - 1, -1, -1):
             parent = cols[i]
-            new = F.when(parent.isNull(), F.lit(None)).otherwise(parent.withField(self.steps[i], new)) \
-                if i else parent.withField(self.steps[i], new)
+            new = F.when(parent.isNull(), F.lit(None)).otherwise(parent.withField(q(self.steps[i]), new)) \
+                if i else parent.withField(q(self.steps[i]), new)
         if self.steps:
             new = F.when(F.col(self.target).isNull(), F.lit(None)).otherwise(new)
         updates = {self.target: new}

@@ -11,6 +11,7 @@ from pyspark.sql.types import StructType
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..errors import ConfigProblem
 from .base import Step, Transformation, _coerce, _unify
+from .columns import q
 from .insert_header import append_headers
 from .values import header_bytes
 
@@ -165,7 +166,7 @@ class ExtractNewRecordState(Transformation):
         for ref in self.fields:
             found = ref.column(value, env)
             if found is not None:
-                row = row.withField(ref.name, found[0])
+                row = row.withField(q(ref.name), found[0])
         step.updates["value"] = F.when(tomb, F.lit(None)).otherwise(row)
         step.metadata["value"] = dict(env["after"].metadata)
 

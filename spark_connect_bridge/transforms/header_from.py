@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from ..config import Config, ConfigDef, Importance, Type, ValidList, ValidString
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import map_remove, rebuild_struct
+from .columns import q, map_remove, rebuild_struct
 from .insert_header import append_headers
 from .replace_field import REPLACE_NULL_DOC
 from .values import header_bytes
@@ -60,7 +60,7 @@ class HeaderFrom(KeyOrValue):
             if self.move:
                 keep = [op.getField(f.name).alias(f.name, metadata=f.metadata) for f in dtype.fields
                         if f.name not in self.fields]
-                step.updates[self.target] = op.dropFields(*dict.fromkeys(self.fields)) if keep else \
+                step.updates[self.target] = op.dropFields(*[q(f) for f in dict.fromkeys(self.fields)]) if keep else \
                     rebuild_struct(op, keep)
         elif k == "map":
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))

@@ -9,7 +9,7 @@ from pyspark.sql.types import DataType, IntegerType, LongType, StringType, Times
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import into_map_value, map_put, map_value_type_problem
+from .columns import q, into_map_value, map_put, map_value_type_problem
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["InsertField"]
@@ -85,7 +85,7 @@ class InsertField(KeyOrValue):
             new = op
             for key, name in self.inserts:
                 v, _ = self._value(key, df, False)
-                new = new.withField(name, v)
+                new = new.withField(q(name), v)
             # update_fields of a null struct is null: a tombstone passes through.
             return Step({self.target: new})
         if k == "map":

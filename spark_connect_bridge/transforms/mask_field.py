@@ -13,7 +13,7 @@ from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DataType, DateT
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import map_put
+from .columns import q, map_put
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["MaskField"]
@@ -108,7 +108,7 @@ class MaskField(KeyOrValue):
             new = op
             for f in dtype.fields:
                 if f.name in self.fields:
-                    new = new.withField(f.name, self._mask(op.getField(f.name), f.dataType, step))
+                    new = new.withField(q(f.name), self._mask(op.getField(f.name), f.dataType, step))
             # update_fields keeps field order, and of a null struct is null; it drops field metadata, which a
             # cast back to the (unchanged) type restores.
             if any(f.metadata for f in dtype.fields if f.name in self.fields):

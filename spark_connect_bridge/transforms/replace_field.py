@@ -9,7 +9,9 @@ from pyspark.sql.types import StructField, StructType
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import rebuild_struct
+from .columns import q, rebuild_struct
+
+_PLACEHOLDER = "__kc_placeholder"
 
 __all__ = ["ReplaceField"]
 
@@ -67,21 +69,34 @@ class ReplaceField(KeyOrValue):
             return expr
         return F.transform_keys(m, lambda key, v: rename(key, v))
 
+    def _struct_update(self, op: Column, dtype: StructType, dropped: list[str], kept: list[StructField]) -> Column:
+        """Drop and rename with update_fields only (null-safe, order kept), which Catalyst folds with the
+        neighbouring struct updates into one struct: renamed fields and everything after the first one are
+        dropped and re-added in order (a placeholder keeps the struct from ever being empty)."""
+        new = op.dropFields(*[q(n) for n in dropped]) if dropped else op
+        first = next((i for i, f in enumerate(kept) if f.name in self.renames), None)
+        if first is None:
+            return new
+        tail = kept[first:]
+        new = new.withField(_PLACEHOLDER, F.lit(None)).dropFields(*[q(f.name) for f in tail])
+        for f in tail:
+            new = new.withField(q(self.renames.get(f.name, f.name)), op.getField(f.name))
+        new = new.dropFields(_PLACEHOLDER)
+        if any(f.metadata for f in tail):
+            # update_fields drops field metadata: a cast to the output type restores it.
+            new = new.cast(StructType([StructField(self.renames.get(f.name, f.name), f.dataType, True, f.metadata)
+                                       for f in kept]))
+        return new
+
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
         k = kind(dtype)
         if k == "struct":
             dropped = [f.name for f in dtype.fields if not self._keep(f.name)]
-            if len(dropped) < len(dtype.fields):
-                # drop_fields keeps the order and is null-safe; a struct-to-struct cast renames by position
-                # (also null-safe): no per-field rebuild for Catalyst to duplicate.
-                new = op.dropFields(*dropped) if dropped else op
-                if self.renames:
-                    kept = [f for f in dtype.fields if self._keep(f.name)]
-                    new = new.cast(StructType([StructField(self.renames.get(f.name, f.name), f.dataType, f.nullable,
-                                                           f.metadata) for f in kept]))
-                return Step({self.target: new})
+            kept = [f for f in dtype.fields if self._keep(f.name)]
+            if kept:
+                return Step({self.target: self._struct_update(op, dtype, dropped, kept)})
             parts = [op.getField(f.name).alias(self.renames.get(f.name, f.name), metadata=f.metadata)
                      for f in dtype.fields if self._keep(f.name)]
             return Step({self.target: rebuild_struct(op, parts)})

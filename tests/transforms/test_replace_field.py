@@ -69,3 +69,16 @@ def test_config_errors(config, key, fragment):
         ReplaceField.Value(config)
     assert e.value.keys == [key]
     assert fragment in str(e.value)
+
+
+def test_rename_keeps_field_order_and_metadata(make_records):
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    md = {"connect.name": "org.apache.kafka.connect.data.Time"}
+    vt = StructType([StructField("a", IntegerType()), StructField("b", IntegerType(), True, md),
+                     StructField("c", StringType()), StructField("d", StringType())])
+    df = make_records([("k", {"a": 1, "b": 2, "c": "x", "d": "y"}), ("k", None)], value_type=vt)
+    out = df.transform(ReplaceField.Value(renames="b:bb,d:dd", exclude="c"))
+    st = out.schema["value"].dataType
+    assert st.fieldNames() == ["a", "bb", "dd"] and st["bb"].metadata == md
+    assert [r["value"] and r["value"].asDict() for r in out.collect()] == [{"a": 1, "bb": 2, "dd": "y"}, None]
