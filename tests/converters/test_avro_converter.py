@@ -283,3 +283,16 @@ def test_confluent_kafka_serializer_bytes_decode_and_ours_decode_with_confluent(
     de = AvroDeserializer(ck)
     decoded = [de(b, ctx) for b in ours]
     assert decoded == values
+
+
+def test_native_engine_builds_from_avro_and_to_avro_expressions(spark, records, registry, small):
+    """spark-avro is not loaded here: forcing the native engine must reach Spark's own from_avro/to_avro
+    (and fail in analysis with Spark's AVRO_NOT_LOADED error), proving the expressions are built."""
+    from pyspark.errors import AnalysisException
+
+    df = records([(None, (1, "x"))], value_type="n BIGINT, s STRING", topic="small")
+    with pytest.raises(AnalysisException, match="AVRO"):
+        apply_source_converters(df, cfg(registry, topic="small", **{"avro.engine": "native"})).schema
+    raw = records([(None, _framed(small[0], small[1]))], topic="small")
+    with pytest.raises(AnalysisException, match="AVRO"):
+        apply_sink_converters(raw, cfg(registry, topic="small", **{"avro.engine": "native"})).schema
