@@ -50,6 +50,40 @@ __all__ = [
 ]
 
 
+_NOTES = """\
+How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
+
+* **Struct, Map, primitive.** A struct `value`/`key` is schema'd data, a `map<string,X>` is Kafka's schemaless
+  Map, other types are primitives. Spark knows the type of every column, so a transform picks its behaviour
+  from the schema once, not per record. A schemaless Map holds one value type: a change that needs another
+  value type (e.g. `Cast` of one Map entry to `int32` in a `map<string,string>`) is rejected with a
+  `ConfigError` when the chain is applied, rather than producing mixed types.
+* **Record errors.** Where Kafka throws for one record (a string that does not parse, a tombstone given to
+  `MaskField`), the record fails: strict mode fails the query naming the alias and the record's
+  topic/partition/offset; tolerant mode (`_kc_error`) marks exactly that record for the dead-letter sink.
+  Where Kafka would throw for *every* record because of the schema (a field the struct lacks), every
+  non-null record fails the same way.
+* **Predicates.** A stage runs for a record iff it has no predicate, or `negate` XOR the predicate holds;
+  other records keep their columns. One column has one type, so when a predicated stage changes the type of
+  `key`/`value`, both branches are unified: equal types, or structs merged by field name (fields missing on
+  one side are null for it). Anything else (e.g. `ExtractField` under a predicate) fails with a `ConfigError`
+  naming `transforms.<alias>.predicate` when the chain is applied to a DataFrame (the types are known only
+  then, still before any data moves). `SetSchemaMetadata` and `Explode` never take a predicate (column
+  metadata is per column; an exploded array changes type): that is reported when the chain is built.
+* **Dropped records** (`Filter`, `ExtractNewRecordState`, `Sql` filter, `Explode` of an empty array) skip
+  the rest of the chain; a record that already failed is never dropped (it goes to the dead-letter sink).
+* **Headers** are `array<struct<key:string,value:binary>>`, an append-only multimap. `HeaderFrom`,
+  `InsertHeader` and `ExtractNewRecordState` write values as Kafka's `SimpleHeaderConverter` does: UTF-8 of
+  `Values.convertToString` (strings as they are, numbers and booleans as Java prints them, bytes in Base64,
+  Date/Time/Timestamp in ISO form, structs/maps/arrays in Connect's JSON-like form via `to_json`).
+* **`replace.null.with.default`** is accepted everywhere Kafka has it, with no effect: Spark types carry no
+  default values.
+* **Time zones.** Date formats are Java `SimpleDateFormat` patterns translated to Spark's (what cannot be
+  translated faithfully is rejected) and applied in UTC whatever the session time zone; a pattern letter
+  that prints a zone (`z`, `Z`, `X`) prints the session zone, so keep `spark.sql.session.timeZone=UTC`.
+"""
+
+
 def reference_markdown() -> str:
     """A generated reference of every built-in transform and predicate: names, description, config table."""
     from .catalog import CATALOG
@@ -61,10 +95,11 @@ def reference_markdown() -> str:
         if base not in seen:
             seen[base] = []
             order.append(base)
-        seen[base].extend(n for n in spec.names if "$" in n or "." not in n)
+        # The reported class name, then the short names (no package).
+        seen[base].extend([spec.names[0]] + [n for n in spec.names if "." not in n])
     out = ["## Transforms and predicates reference", "",
            "Generated from each plugin's config declaration "
-           "(`spark_connect_bridge.transforms.reference_markdown()`).", ""]
+           "(`spark_connect_bridge.transforms.reference_markdown()`).", "", _NOTES, ""]
     for base in order:
         module, _, attr = base.partition(":")
         import importlib

@@ -48,11 +48,15 @@ def connect_to_string(col: Column, dtype: DataType, metadata: dict | None = None
         return F.base64(col)
     if isinstance(dtype, DateType):
         return F.date_format(col, "yyyy-MM-dd")
-    if isinstance(dtype, (TimestampType, TimestampNTZType)):
+    if isinstance(dtype, TimestampType):
+        from .datetime_format import format_utc
+
+        return format_utc(col, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
+    if isinstance(dtype, TimestampNTZType):
         return F.date_format(col, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
     if isinstance(dtype, (StructType, MapType, ArrayType)):
         return F.to_json(col, {"ignoreNullFields": "false", "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'",
-                               "dateFormat": "yyyy-MM-dd"})
+                               "dateFormat": "yyyy-MM-dd", "timeZone": "UTC"})
     if isinstance(dtype, DecimalType):
         return col.cast("string")
     return col.cast("string")

@@ -98,3 +98,15 @@ def test_config_errors(config, key, fragment):
     with pytest.raises(ConfigError) as e:
         TimestampConverter.Value(config)
     assert e.value.keys == [key] and fragment in str(e.value)
+
+
+def test_formats_are_utc_whatever_the_session_time_zone(spark, make_records):
+    df = make_records([("k", {"t": MS, "s": "2024-05-06 07:08:09"})], value_type="struct<t:bigint,s:string>")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        out = df.transform(TimestampConverter.Value(field="t", target_type="string", format="yyyy-MM-dd HH:mm:ss")) \
+            .transform(TimestampConverter.Value(field="s", target_type="unix", format="yyyy-MM-dd HH:mm:ss"))
+        v = out.collect()[0]["value"]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+    assert (v.t, v.s) == ("2024-05-06 07:08:09", MS - 123)
