@@ -102,7 +102,7 @@ def main() -> None:
     for _ in range(args.repeat):
         t_base.append(timed(base))
         t_chain.append(timed(chained))
-    (b, bc), (c, cc) = min(t_base), min(t_chain)
+    b, c = min(x[0] for x in t_base), min(x[0] for x in t_chain)
     bcpu, ccpu = min(x[1] for x in t_base), min(x[1] for x in t_chain)
     print(f"records: {args.records:,}  master: {args.master}  runs: {args.repeat} interleaved (best)")
     print(f"without SMTs: {b:8.2f} s wall ({args.records / b / 1e6:6.2f} M records/s), {bcpu:8.2f} s JVM CPU")

@@ -98,8 +98,8 @@ def reference_markdown() -> str:
         # The reported class name, then the short names (no package).
         seen[base].extend([spec.names[0]] + [n for n in spec.names if "." not in n])
     out = ["## Transforms and predicates reference", "",
-           "Generated from each plugin's config declaration "
-           "(`spark_connect_bridge.transforms.reference_markdown()`).", "", _NOTES, ""]
+           ("Generated from each plugin's config declaration "
+            "(`spark_connect_bridge.transforms.reference_markdown()`)."), "", _NOTES, ""]
     for base in order:
         module, _, attr = base.partition(":")
         import importlib

@@ -278,7 +278,7 @@ def prefix_problems(problems: list[ConfigProblem], prefix: str, known: list[str]
         key = p.key
         names_here = names | {key}
 
-        def quoted(m: re.Match[str]) -> str:
+        def quoted(m: re.Match[str], names_here: set[str] = names_here) -> str:
             inner = m.group(1)
             return f'"{prefix}{inner}"' if inner in names_here and inner else m.group(0)
 

@@ -10,9 +10,9 @@ from ..config import CaseInsensitiveValidString, Config, ConfigDef, Importance, 
 from ..errors import ConfigError, ConfigProblem
 from ..record_errors import drop_where, ok
 from .base import KeyOrValue, key_value_variants, type_name
+from .columns import q
 from .extract_field import FIELD_SYNTAX_DOC
 from .fieldpath import SYNTAX_VERSIONS, parse_path
-from .columns import q
 from .insert_header import append_headers
 
 __all__ = ["Explode"]

@@ -79,7 +79,7 @@ def resolve(operand: Column, dtype: DataType, steps: list[str]) -> Resolved:
     """Follow ``steps`` from ``operand`` (a struct or a string-keyed map, possibly nested)."""
     col, cur, md = operand, dtype, {}
     not_a_map: Column | None = None
-    for idx, step in enumerate(steps):
+    for step in steps:
         if isinstance(cur, StructType):
             if step not in cur.fieldNames():
                 return Resolved(col, None, {}, not_a_map)

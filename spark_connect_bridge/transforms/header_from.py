@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from ..config import Config, ConfigDef, Importance, Type, ValidList, ValidString
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import q, map_remove, rebuild_struct
+from .columns import map_remove, q, rebuild_struct
 from .insert_header import append_headers
 from .replace_field import REPLACE_NULL_DOC
 from .values import header_bytes
@@ -56,7 +56,7 @@ class HeaderFrom(KeyOrValue):
             if missing:
                 return step.fail(F.lit(True), f"Field does not exist in the {self.target} schema: {missing[0]}")
             pairs = [(h, header_bytes(op.getField(f), dtype[f].dataType, dict(dtype[f].metadata)))
-                     for f, h in zip(self.fields, self.headers)]
+                     for f, h in zip(self.fields, self.headers, strict=True)]
             if self.move:
                 keep = [op.getField(f.name).alias(f.name, metadata=f.metadata) for f in dtype.fields
                         if f.name not in self.fields]
@@ -64,11 +64,11 @@ class HeaderFrom(KeyOrValue):
                     rebuild_struct(op, keep)
         elif k == "map":
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))
-                     for f, h in zip(self.fields, self.headers)]
+                     for f, h in zip(self.fields, self.headers, strict=True)]
             if self.move:
                 step.updates[self.target] = map_remove(op, self.fields)
         else:
             return step.fail(F.lit(True), f"Only Struct or Map objects supported for [header from], found: "
                                           f"{type_name(dtype)}")
         step.updates["headers"] = append_headers(pairs)
-        return step.fail(op.isNull(), f"Only Struct or Map objects supported for [header from], found: null")
+        return step.fail(op.isNull(), "Only Struct or Map objects supported for [header from], found: null")

@@ -9,7 +9,7 @@ from pyspark.sql.types import DataType, IntegerType, LongType, StringType, Times
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import q, into_map_value, map_put, map_value_type_problem
+from .columns import into_map_value, map_put, map_value_type_problem, q
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["InsertField"]
@@ -59,7 +59,7 @@ class InsertField(KeyOrValue):
         for k in self._FIELDS:
             if config[k]:
                 name = config[k]
-                if name.endswith("!") or name.endswith("?"):
+                if name.endswith(("!", "?")):
                     name = name[:-1]
                 self.inserts.append((k, name))
         self.static_value = config["static.value"]

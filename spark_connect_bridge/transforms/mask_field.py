@@ -7,13 +7,27 @@ from decimal import Decimal, InvalidOperation
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, TimestampNTZType,
-                               TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
 from .base import KeyOrValue, Step, key_value_variants, kind, type_name
-from .columns import q, map_put
+from .columns import map_put, q
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["MaskField"]

@@ -9,8 +9,15 @@ from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
 from ..errors import ConfigProblem
 from .base import Step, Transformation
-from .regex import (LINE_TERMINATORS, anchored, group_count, java_regex_problem, replacement_parts,
-                    replacement_problem, simple_shape)
+from .regex import (
+    LINE_TERMINATORS,
+    anchored,
+    group_count,
+    java_regex_problem,
+    replacement_parts,
+    replacement_problem,
+    simple_shape,
+)
 
 __all__ = ["RegexRouter"]
 

@@ -22,9 +22,19 @@ import struct as _struct
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, MapType, StringType, StructType, TimestampNTZType,
-                               TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 __all__ = ["connect_to_string", "header_bytes", "parse_literal_to_string", "java_double_str", "java_float_str",
            "TIME_NAME", "is_time"]

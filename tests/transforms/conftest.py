@@ -12,7 +12,7 @@ from pyspark.sql.types import DataType, StructType
 from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
 from spark_connect_bridge.records import record_schema
 
-TS = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.timezone.utc)
+TS = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,14 @@ import copy
 import pytest
 
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.transforms import Chain, Filter, InsertField, ReplaceField, apply_transforms, build_chain
+from spark_connect_bridge.transforms import (
+    Chain,
+    Filter,
+    InsertField,
+    ReplaceField,
+    apply_transforms,
+    build_chain,
+)
 
 from .conftest import errors
 

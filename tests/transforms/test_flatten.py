@@ -63,7 +63,12 @@ def test_config_errors(config, key, fragment):
 
 
 def test_dotted_names_work_in_later_smts(make_records):
-    from spark_connect_bridge.transforms import Cast, InsertField, MaskField, ReplaceField
+    from spark_connect_bridge.transforms import (
+        Cast,
+        InsertField,
+        MaskField,
+        ReplaceField,
+    )
 
     df = make_records([("k", {"a": 1, "b": {"c": "x", "d": 2}})],
                       value_type="struct<a:int,b:struct<c:string,d:int>>")

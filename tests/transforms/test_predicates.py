@@ -1,7 +1,12 @@
 import pytest
 
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.transforms import Filter, HasHeaderKey, RecordIsTombstone, TopicNameMatches
+from spark_connect_bridge.transforms import (
+    Filter,
+    HasHeaderKey,
+    RecordIsTombstone,
+    TopicNameMatches,
+)
 
 
 def test_predicates_as_columns(make_records):

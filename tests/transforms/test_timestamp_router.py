@@ -11,7 +11,7 @@ from .conftest import errors
 def test_default_format_routes_by_day(make_records):
     df = make_records([{"value": "v", "topic": "orders"}, {"value": None, "topic": "orders",
                                                           "timestamp": dt.datetime(2023, 12, 31, 23, 59,
-                                                                                   tzinfo=dt.timezone.utc)}])
+                                                                                   tzinfo=dt.UTC)}])
     assert [r["topic"] for r in df.transform(TimestampRouter()).collect()] == ["orders-20240506", "orders-20231231"]
 
 
