@@ -229,23 +229,27 @@ class JsonConverter(Converter):
                                                   f"{self.side} ({why}; a Spark DDL or JSON schema)")])
         return infer_schema_from_envelopes(df, column, self.config["schemas.sample.size"], key)
 
-    def parse_checked(self, col: Column, data_type: DataType, *, topic: Column | None = None) -> Conversion:
-        key = self.key_name("spark.schema")
-        wire = _wire(data_type, key)
-        text = col.cast("string")
+    def _parsed(self, col: Column, data_type: DataType) -> Column:
+        """The one ``from_json`` of a message: ``struct<payload: wire type, _kc_corrupt: string>``."""
+        wire = _wire(data_type, self.key_name("spark.schema"))
+        st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
         opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+        text = col.cast("string")
         if self.schemas_enabled:
-            # The "schema" part is skipped by the parser (not copied); the envelope's keys are listed (a second
-            # parse) only for rows whose payload is null, which is where a plain-JSON message lands.
-            st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
-            parsed = F.from_json(text, st, opts)
+            # The "schema" part is skipped by the parser, not copied.
+            return F.from_json(text, st, opts)
+        return F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
+
+    def _finish(self, col: Column, parsed: Column, data_type: DataType) -> Conversion:
+        text = col.cast("string")
+        if self.schemas_enabled:
+            # The envelope's keys are listed (a second parse) only for rows whose payload is null, which is
+            # where a plain-JSON message lands.
             keys = F.json_object_keys(text)
             bad_envelope = parsed["payload"].isNull() & F.coalesce(
                 (F.size(keys) != 2) | ~F.array_contains(keys, "schema") | ~F.array_contains(keys, "payload"),
                 F.lit(True))
         else:
-            st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
-            parsed = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
             bad_envelope = F.lit(False)
         corrupt = parsed.isNull() | parsed[_CORRUPT].isNotNull()
         value, bad_value = _from_wire(parsed["payload"], data_type)
@@ -260,6 +264,18 @@ class JsonConverter(Converter):
         failed = col.isNotNull() & (corrupt | bad_envelope | F.coalesce(_or(bad_value, F.lit(False)), F.lit(False)))
         out = F.when(col.isNull() | failed, F.lit(None)).otherwise(value)  # NullType keeps the metadata
         return Conversion(out, failed, message)
+
+    def parse_checked(self, col: Column, data_type: DataType, *, topic: Column | None = None) -> Conversion:
+        return self._finish(col, self._parsed(col, data_type), data_type)
+
+    def parse_frame(self, df: DataFrame, column: str, data_type: DataType, error_column: str) -> DataFrame:
+        """DataFrame-level form of :meth:`parse_checked` used by the pipeline wiring: ``from_json`` runs in its
+        own projection, so the checks that read its result never re-parse the message (a large expression can
+        fall out of whole-stage codegen, where nothing is shared)."""
+        tmp = "_kc_json"
+        staged = df.withColumn(tmp, self._parsed(F.col(column), data_type))
+        c = self._finish(F.col(column), F.col(tmp), data_type)
+        return staged.withColumns({error_column: F.when(c.failed, c.message), column: c.value}).drop(tmp)
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
