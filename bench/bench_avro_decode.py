@@ -78,7 +78,7 @@ def main() -> int:
 
         spark = (SparkSession.builder.master(f"local[{args.partitions}]").config("spark.ui.enabled", "false")
                  .config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
-                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "3g")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         cfg = {"topics": "orders", "value.converter": "io.confluent.connect.avro.AvroConverter",

@@ -31,7 +31,7 @@ def main() -> int:
 
     spark = (SparkSession.builder.master(f"local[{args.partitions}]").config("spark.ui.enabled", "false")
              .config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "3g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     typed = spark.range(0, args.records, 1, args.partitions).select(
         F.lit(None).cast("binary").alias("key"),
