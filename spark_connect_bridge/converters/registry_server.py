@@ -159,9 +159,9 @@ class RegistryStore:
     def set_compatibility(self, level: str, subject: str | None = None) -> str:
         level = str(level).upper()
         if level not in LEVELS:
-            raise RegistryHTTPError(42203, f"Invalid compatibility level. Valid values are none, backward, "
-                                           f"forward, full, backward_transitive, forward_transitive, and "
-                                           f"full_transitive")
+            raise RegistryHTTPError(42203, "Invalid compatibility level. Valid values are none, backward, "
+                                           "forward, full, backward_transitive, forward_transitive, and "
+                                           "full_transitive")
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO config (subject, compatibility) VALUES (?, ?)",
                              (subject or _GLOBAL, level))

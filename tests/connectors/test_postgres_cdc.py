@@ -138,7 +138,6 @@ def test_snapshot_then_stream_delivers_debezium_events_and_a_mirror_equal_to_the
     config = _config(pg, db, **{"max.records.per.trigger": 4})
     fields = _fields(config)
     f = fields["shop.public.customers"]
-    fo = fields["shop.public.orders"]
     ckpt = str(tmp_path / "ckpt")
     events: list = []
     _collect(spark, config, ckpt, events)

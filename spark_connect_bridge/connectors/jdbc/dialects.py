@@ -119,8 +119,9 @@ def masked_repr(connector: Any) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ config
-def connection_config_def(group: str) -> "ConfigDef":
-    """The connection keys Confluent's JDBC source and sink share (declared once; ``group`` as each names it)."""
+def connection_config_def(group: str) -> Any:
+    """The connection keys Confluent's JDBC source and sink share (a ConfigDef declared once; ``group`` as each
+    names it)."""
     from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
 
     return (ConfigDef()
