@@ -10,7 +10,6 @@ and the driver do); "ours (Spark)" is ``df.write.format("kconnect")`` with 2 par
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import subprocess
 import sys
