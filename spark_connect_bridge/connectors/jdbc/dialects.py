@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, unquote
 from ...config import Password
 from ...errors import ConfigError, ConfigProblem, ConnectError
 
-__all__ = ["connection_config_def", "ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url",
+__all__ = ["connection_config_def", "JdbcConnection", "ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url",
            "masked_repr"]
 
 log = logging.getLogger(__name__)
@@ -137,6 +137,21 @@ def connection_config_def(group: str) -> Any:
                     "Maximum number of attempts to get a valid connection.", group=group)
             .define("connection.backoff.ms", Type.LONG, 10000, Range.at_least(0), Importance.LOW,
                     "Backoff time in ms between connection attempts.", group=group))
+
+
+class JdbcConnection:
+    """What the JDBC source and sink share: their connection info, dialect and masked repr (a mixin over
+    :class:`~spark_connect_bridge.connectors.base.SourceConnector` / ``SinkConnector``)."""
+
+    config: Any
+    _info: "ConnInfo"
+
+    def __repr__(self) -> str:
+        return masked_repr(self)
+
+    def _dialect(self) -> "Dialect":
+        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
+                           timezone=self.config["db.timezone"])
 
 
 # ------------------------------------------------------------------------------------------------ retries

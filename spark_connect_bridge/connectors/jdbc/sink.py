@@ -41,7 +41,7 @@ from typing import Any, Iterator, Sequence
 from ...config import CaseInsensitiveValidString, Importance, NonEmptyString, Range, Type
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
 from ..base import CommitContext, SinkConnector, WriteContext
-from .dialects import Dialect, connection_config_def, dialect_for, masked_repr, parse_jdbc_url, with_retries
+from .dialects import Dialect, JdbcConnection, connection_config_def, parse_jdbc_url, with_retries
 
 __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
@@ -146,7 +146,7 @@ class RejectedRecord:
     error: str
 
 
-class JdbcSinkConnector(SinkConnector):
+class JdbcSinkConnector(JdbcConnection, SinkConnector):
     """Writes records to PostgreSQL, MariaDB/MySQL or SQLite tables (Confluent's JDBC sink), exactly once."""
 
     kafka_class = "io.confluent.connect.jdbc.JdbcSinkConnector"
@@ -158,13 +158,6 @@ class JdbcSinkConnector(SinkConnector):
         self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
                                     config.get("connection.password"))
         self.last_rejected: list[RejectedRecord] = []
-
-    def __repr__(self) -> str:
-        return masked_repr(self)
-
-    def _dialect(self) -> Dialect:
-        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
-                           timezone=self.config["db.timezone"])
 
     def _retry(self, fn: Any, what: str) -> Any:
         timeout = self.config["errors.retry.timeout"]

@@ -37,8 +37,7 @@ from ...config import CaseInsensitiveValidString, Importance, Range, Type
 from ...errors import ConfigError, ConfigProblem
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
-from .dialects import (Dialect, connection_config_def, dialect_for, masked_repr, parse_jdbc_url, rows_to_batch,
-                       with_retries)
+from .dialects import Dialect, JdbcConnection, connection_config_def, parse_jdbc_url, rows_to_batch, with_retries
 
 __all__ = ["JdbcSourceConnector"]
 
@@ -155,7 +154,7 @@ class _Table:
     columns: tuple[tuple[str, str], ...]  # (column name, arrow type string) as read
 
 
-class JdbcSourceConnector(SourceConnector):
+class JdbcSourceConnector(JdbcConnection, SourceConnector):
     """Copies tables or a query's rows from PostgreSQL, MariaDB/MySQL or SQLite (Confluent's JDBC source)."""
 
     kafka_class = "io.confluent.connect.jdbc.JdbcSourceConnector"
@@ -175,13 +174,6 @@ class JdbcSourceConnector(SourceConnector):
         # Driver-only visibility state (see _observe_pg): candidates not yet safe, the best safe one.
         self._pending: list[tuple[dict, Any]] = []
         self._time_cols: set[str] = set()
-
-    def __repr__(self) -> str:
-        return masked_repr(self)
-
-    def _dialect(self) -> Dialect:
-        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
-                           timezone=self.config["db.timezone"])
 
     def _retry(self, fn: Any, what: str) -> Any:
         return with_retries(fn, self._dialect(), timeout_ms=max(self.config["errors.retry.timeout"],
