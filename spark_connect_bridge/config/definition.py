@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -23,7 +24,7 @@ from ..errors import ConfigError, ConfigProblem
 from .validators import Validator
 
 __all__ = [
-    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "NO_DEFAULT", "HIDDEN",
+    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "NO_DEFAULT", "HIDDEN", "mask_secrets",
 ]
 
 HIDDEN = "[hidden]"
@@ -137,13 +138,22 @@ def _parse_value(key: "ConfigKey", raw: Any) -> Any:
     raise AssertionError(t)
 
 
+_URL_SECRETS = re.compile(r"(?i)((?:password|passwd|pwd|secret|token)=)[^&;\s]*|(//[^/:@\s]+:)[^@/\s]*@")
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with credentials embedded in URLs hidden (``?password=x``, ``//user:x@host``)."""
+    return _URL_SECRETS.sub(lambda m: (m.group(1) + HIDDEN) if m.group(1) else (m.group(2) + HIDDEN + "@"), text)
+
+
 def _render(key: "ConfigKey", value: Any) -> str:
-    """The value as it may appear in a message: passwords are never shown."""
+    """The value as it may appear in a message or a listing: passwords are never shown, nor credentials
+    embedded in a URL."""
     if key.type is Type.PASSWORD:
         return HIDDEN
     if isinstance(value, list):
-        return ",".join(value)
-    return str(value)
+        return mask_secrets(",".join(value))
+    return mask_secrets(str(value))
 
 
 @dataclass(frozen=True)

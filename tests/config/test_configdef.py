@@ -95,3 +95,15 @@ def test_docs_are_generated_from_the_declaration():
     rest = {k["name"]: k for k in _def().to_rest()}
     assert rest["file"]["required"] is True and rest["batch.size"]["default_value"] == "2000"
     assert rest["connection.password"]["type"] == "PASSWORD"
+
+
+def test_credentials_in_urls_are_masked_in_listings_and_errors():
+    d = ConfigDef().define("connection.url", Type.STRING, validator=ValidString("x"))
+    for url in ("jdbc:postgresql://db:5432/shop?user=app&password=s3cret", "http://app:s3cret@registry:8081"):
+        with pytest.raises(ConfigError) as info:
+            d.parse({"connection.url": url})
+        assert "s3cret" not in str(info.value) and "[hidden]" in str(info.value)
+    cfg = ConfigDef().define("connection.url", Type.STRING).parse(
+        {"connection.url": "jdbc:mysql://db/shop?password=s3cret&ssl=true"})
+    assert cfg.masked()["connection.url"] == "jdbc:mysql://db/shop?password=[hidden]&ssl=true"
+    assert "s3cret" not in repr(cfg)
