@@ -26,8 +26,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from ..errors import DataError
 
-__all__ = ["Relation", "Decoder", "UNCHANGED", "TypeSpec", "type_spec", "to_arrow", "parse_array_literal",
-           "PG_EPOCH_US", "SESSION_OPTIONS"]
+__all__ = ["Relation", "Decoder", "decode_tuple", "UNCHANGED", "TypeSpec", "type_spec", "to_arrow",
+           "parse_array_literal", "PG_EPOCH_US", "SESSION_OPTIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +115,11 @@ def _tuple(data: bytes, pos: int) -> tuple[tuple, int]:
         else:
             raise DataError(f"pgoutput: unknown tuple column kind {kind!r}")
     return tuple(vals), pos
+
+
+def decode_tuple(data: bytes, pos: int) -> tuple[tuple, int]:
+    """Public name of the TupleData parser (the CDC driver reads signal-table inserts with it)."""
+    return _tuple(data, pos)
 
 
 @dataclass

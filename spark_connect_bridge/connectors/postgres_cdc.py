@@ -52,10 +52,21 @@ Unchanged TOAST values (a column PostgreSQL does not resend when an update leave
 the old row when the table has ``REPLICA IDENTITY FULL``; otherwise set to ``unavailable.value.placeholder``
 (Debezium's ``__debezium_unavailable_value``) for string and bytes columns, explicitly, never an empty value.
 
+**Incremental snapshots on demand** (``signal.data.collection``, Debezium's signal table ``(id varchar primary
+key, type varchar, data varchar)``, in the publication, never emitted): inserting ``type='execute-snapshot'``,
+``data='{"data-collections": ["public.orders"], "type": "incremental"}'`` snapshots those tables in primary-key
+chunks of ``incremental.snapshot.chunk.size`` rows, one chunk per micro-batch, as ``op=r`` events with
+``source.snapshot="incremental"`` interleaved with the stream. Debezium's watermarks (DBLog) de-duplicate a
+chunk against the changes streamed inside its window; to keep a batch a pure function of its offsets the
+driver writes the chunk's rows into the high-watermark row, so the executor reads chunk and window from the
+slot (see :meth:`PostgresConnector._write_chunk`). The progress (tables left, last key) is the offset's
+``incremental`` entry. Bad signals are logged and skipped. Not implemented: ``stop-snapshot``,
+``pause-snapshot``/``resume-snapshot``, ``log`` signals, ``additional-conditions``, blocking snapshots, tables
+without a primary key; under ``Trigger.AvailableNow`` a run delivers at most one new chunk.
+
 Deviations from Debezium, all deliberate: envelope ``ts_ms`` is the commit time (the processing time would
 make replays differ); ``heartbeat.interval.ms`` moves the offset (and so the slot) over WAL that holds no
-captured change but emits no heartbeat records; incremental snapshots (``signal.data.collection``) are not
-implemented; only ``plugin.name=pgoutput``.
+captured change but emits no heartbeat records; only ``plugin.name=pgoutput``.
 
 >>> df = (spark.readStream.format("kconnect")                                     # doctest: +SKIP
 ...       .options(**{"connector.class": "io.debezium.connector.postgresql.PostgresConnector",
@@ -72,6 +83,7 @@ import json
 import logging
 import re
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -125,10 +137,6 @@ def _regex_list(v: list[str]) -> str | None:
 def _skipped_ops(v: list[str]) -> str | None:
     bad = [x for x in v if x not in ("c", "u", "d", "t", "none")]
     return f"unknown operations {', '.join(bad)}; allowed: c, u, d, t, none" if bad else None
-
-
-def _unsupported_if_set(what: str) -> Lambda:
-    return Lambda(lambda v: f"{what} is not supported yet" if v else None, "empty")
 
 
 def _exclusive(cfg: Any) -> list[ConfigProblem]:
@@ -362,10 +370,18 @@ class PostgresConnector(SourceConnector):
                 group="Replication")
         .define("max.batch.size", Type.INT, 2048, Range.at_least(1), Importance.LOW,
                 "Events per Arrow record batch handed to Spark.", group="Connector")
-        .define("signal.data.collection", Type.STRING, "", _unsupported_if_set("incremental snapshots "
-                                                                               "(signal.data.collection)"),
-                Importance.LOW, "Debezium's signal table for incremental snapshots: not supported yet.",
-                group="Snapshot")
+        .define("signal.data.collection", Type.STRING, "",
+                Lambda(lambda v: None if not v or re.fullmatch(r"[^.\s]+\.[^.\s]+", v) else
+                       "expected <schema>.<table>", "<schema>.<table> or empty"),
+                Importance.MEDIUM,
+                "<schema>.<table> of Debezium's signal table (id varchar primary key, type varchar, data "
+                "varchar). Inserting type 'execute-snapshot' with data '{\"data-collections\": "
+                "[\"public.orders\"], \"type\": \"incremental\"}' starts an incremental snapshot of those "
+                "captured tables. The table must be in the publication; its rows are never emitted. The "
+                "connector writes its watermark rows (snapshot-window-open/-close) into it and deletes them "
+                "again. Empty: no signals.", group="Snapshot")
+        .define("incremental.snapshot.chunk.size", Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
+                "Rows per incremental snapshot chunk (one chunk is read per micro-batch).", group="Snapshot")
         .define("snapshot.fetch.size", Type.INT, 10240, Range.at_least(1), Importance.LOW,
                 "Accepted for compatibility; snapshot chunks are bounded by max.records.per.trigger.",
                 group="Snapshot")
@@ -396,6 +412,11 @@ class PostgresConnector(SourceConnector):
     @property
     def _key(self) -> str:
         return partition_key({"server": self.config["topic.prefix"]})
+
+    @property
+    def _signal(self) -> tuple[str, str] | None:
+        s = self.config["signal.data.collection"]
+        return (s.split(".", 1)[0], s.split(".", 1)[1]) if s else None
 
     @property
     def _mode(self) -> str:
@@ -464,6 +485,8 @@ class PostgresConnector(SourceConnector):
         c = self.config
         if schema in _SYSTEM_SCHEMAS or schema.startswith("pg_"):
             return False
+        if (schema, table) == self._signal:
+            return False  # the signal table is read, never emitted
         if c["schema.include.list"] and not self._match(c["schema.include.list"], schema):
             return False
         if self._match(c["schema.exclude.list"], schema):
@@ -615,7 +638,17 @@ class PostgresConnector(SourceConnector):
         if self._initial is not None:
             return self._initial
         layout = self.layout()
-        self._ensure_publication([(t.schema, t.table) for t in layout.tables])
+        tables = [(t.schema, t.table) for t in layout.tables]
+        if self._signal is not None:
+            self._signal_table()  # fails early when it is missing or malformed
+            tables.append(self._signal)
+        self._ensure_publication(tables)
+        if self._signal is not None:
+            pub = self._publication_tables()
+            if pub is not None and self._signal not in pub:
+                raise ConnectError(f"The signal table {'.'.join(self._signal)} is not in publication "
+                                   f"{self.config['publication.name']!r}: add it (ALTER PUBLICATION ... ADD TABLE) "
+                                   f"so that its inserts reach the replication slot")
         slot = self._slot()
         if slot is not None:
             # Never drop an existing slot here: Spark may ask for initial offsets of a query that resumes
@@ -646,7 +679,11 @@ class PostgresConnector(SourceConnector):
         elif self._mode == "initial_only":
             end = pos
         else:
+            if self._signal is not None:
+                self._write_chunk(pos)
             end = self._stream_end(pos, max_records, until)
+            if self._signal is not None and "snapshot" not in end:
+                end = self._incremental_end(pos, end)
         self._log_lag(end)
         return {self._key: end}
 
@@ -796,6 +833,205 @@ class PostgresConnector(SourceConnector):
         finally:
             conn.close()
 
+    # ---- incremental snapshots (signal table)
+    # Debezium's watermark algorithm (DBLog), made replayable. Debezium reads a chunk between a low and a
+    # high watermark it writes into the signal table, buffers the chunk and drops every buffered row whose key
+    # the stream changes between the two watermarks. A chunk read cannot be repeated here: PostgreSQL cannot
+    # read a table "as of" an LSN, and Spark replays a micro-batch from its offsets. So the driver writes the
+    # chunk itself into the WAL: the high watermark row carries the chunk's rows (their text forms) in its
+    # ``data``. The executor then finds the low watermark, the changes in the window and the chunk, all in the
+    # slot, and de-duplicates there: a batch stays a pure function of its LSN range, exactly like a streamed
+    # change. Offsets only say where the snapshot stands ("incremental": remaining tables, last key emitted),
+    # folded from the signal rows of each batch's range, so they are small and a crashed driver's chunk that
+    # reached the WAL is emitted and counted like any other. The watermark rows are deleted in the high
+    # watermark's own transaction: the table stays small, the WAL keeps them for replays.
+    _OPEN, _CLOSE = "snapshot-window-open", "snapshot-window-close"
+
+    def _signal_table(self) -> tuple[int, list[str]]:
+        """(relid, column names in order) of the signal table; fails when it is missing or malformed."""
+        assert self._signal is not None
+        rows = self._query("""
+            select c.oid::int8, array_agg(a.attname::text order by a.attnum)
+            from pg_class c join pg_namespace n on n.oid = c.relnamespace
+            join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+            where n.nspname = %s and c.relname = %s group by c.oid""", self._signal)
+        name = ".".join(self._signal)
+        if not rows:
+            raise ConnectError(f"The signal table {name} (signal.data.collection) does not exist: CREATE TABLE "
+                               f"{name} (id varchar(42) primary key, type varchar(32) not null, data varchar)")
+        relid, cols = int(rows[0][0]), list(rows[0][1])
+        missing = [c for c in ("id", "type", "data") if c not in cols]
+        if missing:
+            raise ConnectError(f"The signal table {name} lacks the column(s) {', '.join(missing)}: Debezium's "
+                               f"layout is (id varchar primary key, type varchar, data varchar)")
+        return relid, cols
+
+    def _signals(self, lo: int, hi: int) -> list[dict[str, Any]]:
+        """Rows inserted into the signal table by transactions with commit LSN in ``(lo, hi]``, in commit
+        order, each with its transaction's commit LSN (``lsn``, as in offsets), ``txId`` and ``ts_usec``."""
+        from .pgoutput import PG_EPOCH_US, decode_tuple
+
+        relid, cols = self._signal_table()
+        rows = self._query("""
+            with p as materialized (
+                select (p.lsn - '0/0'::pg_lsn)::int8 as l, p.xid::text::int8 as xid, get_byte(p.data, 0) as tag,
+                       p.data, p.ord
+                from pg_logical_slot_peek_binary_changes(%s::name, %s::pg_lsn, NULL::int4, 'proto_version', '1',
+                                                         'publication_names', %s::text)
+                     with ordinality as p(lsn, xid, data, ord)),
+            s as (select * from p where tag = 73 and substring(data from 2 for 4) = %s::bytea)
+            select l, xid, tag, data from s
+            union all select l, xid, tag, data from p where tag = 67 and xid in (select xid from s)
+            """,
+                           (self.config["slot.name"], lsn_text(hi), self.config["publication.name"],
+                            relid.to_bytes(4, "big")))
+        # A transaction's inserts precede its commit row; group them by xid and stamp them at the commit.
+        pending: dict[int, list[dict[str, Any]]] = {}
+        out = []
+        for lsn, xid, tag, data in sorted(rows, key=lambda r: (int(r[0]), -int(r[2]))):
+            xid, data = int(xid), bytes(data)
+            if tag == 73:
+                vals = dict(zip(cols, decode_tuple(data, 6)[0]))
+                text = {k: (v.decode() if isinstance(v, bytes) else None) for k, v in vals.items()}
+                pending.setdefault(xid, []).append(text)
+            else:
+                l = int(lsn)
+                ts = int.from_bytes(data[18:26], "big", signed=True) + PG_EPOCH_US
+                for sig in pending.pop(xid, []):
+                    if lo < l <= hi:
+                        out.append({**sig, "lsn": l, "txId": xid, "ts_usec": ts})
+        return out
+
+    def _fold(self, state: dict[str, Any] | None, signals: list[dict[str, Any]],
+              quiet: bool = False) -> dict[str, Any] | None:
+        """The incremental snapshot after ``signals`` (in commit order): execute-snapshot adds tables, a high
+        watermark moves the last key (or finishes its table). Bad signals are logged and skipped."""
+        layout = self.layout()
+        say = log.debug if quiet else log.warning
+        for sig in signals:
+            kind, raw = (sig.get("type") or "").strip(), sig.get("data") or ""
+            if kind == self._OPEN:
+                continue
+            if kind == self._CLOSE:
+                d = json.loads(raw)
+                if state and state["tables"] and state["tables"][0] == d["table"] and state["key"] == d["after"]:
+                    if d["done"]:
+                        state = {**state, "tables": state["tables"][1:], "key": ""}
+                    else:
+                        state = {**state, "key": d["last"]}
+                    if not state["tables"]:
+                        log.info("%s: incremental snapshot %s finished", self.name, state["signal"])
+                        state = None
+                continue
+            if kind != "execute-snapshot":
+                say("%s: signal %s of type %r ignored: only execute-snapshot (incremental) is supported "
+                            "(stop-snapshot, pause/resume-snapshot and log are not)", self.name, sig.get("id"),
+                            kind)
+                continue
+            tables, problem = self._snapshot_request(raw, layout)
+            if problem:
+                say("%s: signal %s ignored: %s (data: %s)", self.name, sig.get("id"), problem, raw[:200])
+                continue
+            if state is None:
+                state = {"signal": sig.get("id") or "", "tables": tables, "key": ""}
+            else:
+                state = {**state, "tables": state["tables"] + [t for t in tables if t not in state["tables"]]}
+            log.info("%s: signal %s: incremental snapshot of %s", self.name, sig.get("id"), ", ".join(tables))
+        return state
+
+    @staticmethod
+    def _snapshot_request(raw: str, layout: Layout) -> tuple[list[str], str | None]:
+        """Tables of an execute-snapshot signal's data, or the reason it is rejected."""
+        try:
+            d = json.loads(raw)
+        except ValueError as e:
+            return [], f"data is not JSON ({e})"
+        if not isinstance(d, dict):
+            return [], "data must be a JSON object"
+        kind = d.get("type", "incremental")
+        if not isinstance(kind, str) or kind.lower() != "incremental":
+            return [], f"snapshot type {kind!r} is not supported (only incremental)"
+        names = d.get("data-collections")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            return [], "data-collections must be a non-empty list of <schema>.<table> names"
+        tables = []
+        for n in names:
+            found = [t for t in layout.tables if t.id == n or re.fullmatch(n, t.id)]
+            if not found:
+                return [], f"{n!r} is not a captured table (captured: {', '.join(t.id for t in layout.tables)})"
+            for t in found:
+                if not t.key:
+                    return [], f"table {t.id} has no primary key (incremental snapshots read chunks by key)"
+                if t.id not in tables:
+                    tables.append(t.id)
+        return tables, None
+
+    @staticmethod
+    def _incr_state(pos: dict[str, Any]) -> dict[str, Any] | None:
+        return json.loads(pos["incremental"]) if pos.get("incremental") else None
+
+    def _write_chunk(self, pos: dict[str, Any]) -> None:
+        """Write the next chunk (low watermark, rows, high watermark) into the WAL when a snapshot is running
+        and no chunk written earlier is still ahead of ``pos`` (one chunk in flight at a time)."""
+        from psycopg import sql
+
+        flush = int(self._query("select (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8")[0][0])
+        signals = self._signals(int(pos["lsn"]), flush)
+        if any((s.get("type") or "").strip() == self._CLOSE for s in signals):
+            return
+        state = self._fold(self._incr_state(pos), signals, quiet=True)  # _incremental_end logs them
+        if state is None:
+            return
+        t = self.layout().table(*state["tables"][0].split(".", 1))
+        assert t is not None
+        size = self.config["incremental.snapshot.chunk.size"]
+        wid = uuid.uuid4().hex
+        ident = sql.Identifier(*self._signal)
+        insert = sql.SQL("insert into {} (id, type, data) values (%s, %s, %s)").format(ident)
+        self._query(insert, (f"{wid}-open", self._OPEN, json.dumps({"window": wid, "table": t.id})))
+        # Read after the low watermark committed: every change the chunk may miss is in the window.
+        cols, where, params = _key_predicate(t, state["key"], None)
+        q = sql.SQL("select {} from {} {} order by {} limit %s").format(
+            # aliased: ORDER BY a bare name would pick the text output column and sort keys as text
+            sql.SQL(", ").join(sql.SQL("{}::text as {}").format(sql.Identifier(c.name), sql.Identifier(f"c{i}"))
+                               for i, c in enumerate(t.columns)),
+            sql.Identifier(t.schema, t.table), where, sql.SQL(", ").join(cols))
+        rows = [list(r) for r in self._query(q, params + [size])]
+        names = [c.name for c in t.columns]
+        keyidx = [names.index(c.name) for c in t.key]
+        last = json.dumps([rows[-1][i] for i in keyidx]) if rows else state["key"]
+        data = json.dumps({"window": wid, "table": t.id, "columns": names, "rows": rows, "after": state["key"],
+                           "last": last, "done": len(rows) < size}, separators=(",", ":"))
+        conn = self._driver()
+        with conn.transaction():
+            conn.execute(insert, (f"{wid}-close", self._CLOSE, data))
+            conn.execute(sql.SQL("delete from {} where id in (%s, %s)").format(ident), (f"{wid}-open",
+                                                                                      f"{wid}-close"))
+        log.debug("%s: incremental snapshot chunk %s of %s: %d rows after key %s", self.name, wid, t.id,
+                  len(rows), state["key"] or "(start)")
+
+    def _incremental_end(self, pos: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
+        """``end`` moved past the high watermark of a chunk window it would cut (the executor needs a whole
+        window), with the incremental snapshot state folded over the signals of ``(pos, end]``."""
+        lo = int(pos["lsn"])
+        flush = int(self._query("select (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8")[0][0])
+        signals = self._signals(lo, max(flush, int(end["lsn"])))
+        opened: dict[str, int] = {}
+        e = int(end["lsn"])
+        for s in signals:
+            kind = (s.get("type") or "").strip()
+            if kind == self._OPEN:
+                opened[json.loads(s["data"])["window"]] = s["lsn"]
+            elif kind == self._CLOSE:
+                o = opened.get(json.loads(s["data"])["window"])
+                if o is not None and o <= e < s["lsn"]:
+                    end, e = {"lsn": s["lsn"], "txId": s["txId"], "ts_usec": s["ts_usec"]}, s["lsn"]
+        state = self._fold(self._incr_state(pos), [s for s in signals if s["lsn"] <= e])
+        end = {k: v for k, v in end.items() if k != "incremental"}
+        if state is not None:
+            end["incremental"] = json.dumps(state, sort_keys=True, separators=(",", ":"))
+        return end
+
     def commit(self, end: Offsets) -> None:
         pos = end.get(self._key)
         if not pos:
@@ -935,23 +1171,97 @@ class _Builder:
             dec = Decoder(lo, hi)
             window: list[Change] = []
             emitted = 0
-            for ch in dec.changes(cur):
-                window.append(ch)
-                if len(window) >= self.batch:
-                    for b in self._changes_batches(window):
-                        emitted, b = self._skip(b, emitted, skip)
-                        if b is not None:
-                            yield b
-                    window = []
-            if window:
-                for b in self._changes_batches(window):
+            signal = c._signal
+            chunks: dict[str, tuple[str, set | None]] = {}  # open snapshot windows: id -> (table, keys seen)
+
+            def emit(batches: Iterator[Any]) -> Iterator[Any]:
+                nonlocal emitted
+                for b in batches:
                     emitted, b = self._skip(b, emitted, skip)
                     if b is not None:
                         yield b
+
+            for ch in dec.changes(cur):
+                rel = ch.relation
+                if signal is not None and (rel.schema, rel.table) == signal:
+                    if ch.op == "c":
+                        yield from emit(self._changes_batches(window))
+                        window = []
+                        yield from emit(self._signal_row(ch, chunks))
+                    continue
+                if chunks:
+                    self._touch(ch, chunks)
+                window.append(ch)
+                if len(window) >= self.batch:
+                    yield from emit(self._changes_batches(window))
+                    window = []
+            if window:
+                yield from emit(self._changes_batches(window))
             cur.close()
             conn.rollback()
         finally:
             conn.close()
+
+    # ---- incremental snapshot chunks (see PostgresConnector._write_chunk)
+    def _touch(self, ch: Change, chunks: dict[str, tuple[str, set | None]]) -> None:
+        """Remember the key of a change made inside an open chunk window (a truncate touches every key)."""
+        rel = ch.relation
+        tid = f"{rel.schema}.{rel.table}"
+        for wid, (table, seen) in list(chunks.items()):
+            if table != tid or seen is None:
+                continue
+            if ch.op == "t":
+                chunks[wid] = (table, None)
+                continue
+            t = self.layout.table(rel.schema, rel.table)
+            if t is None:
+                continue
+            idx = [rel.names.index(c.name) for c in t.key if c.name in rel.names]
+            for tp in (ch.old, ch.new):
+                if tp is not None and all(isinstance(tp[i], bytes) for i in idx):
+                    seen.add(tuple(tp[i].decode() for i in idx))
+
+    def _signal_row(self, ch: Change, chunks: dict[str, tuple[str, set | None]]) -> Iterator[Any]:
+        """A signal-table insert: opens a chunk window, or closes one and emits its rows (op ``r``,
+        ``source.snapshot=incremental``) but those whose key the stream changed inside the window."""
+        vals = dict(zip(ch.relation.names, ch.new or ()))
+        kind = vals.get("type")
+        kind = kind.decode().strip() if isinstance(kind, bytes) else ""
+        if kind not in (PostgresConnector._OPEN, PostgresConnector._CLOSE):
+            return  # user signals are the driver's business; no signal row becomes an event
+        d = json.loads(vals["data"].decode())
+        if kind == PostgresConnector._OPEN:
+            chunks[d["window"]] = (d["table"], set())
+            return
+        opened = chunks.pop(d["window"], None)
+        if opened is None:
+            raise ConnectError(f"Incremental snapshot chunk {d['window']} of {d['table']} ends at "
+                               f"{lsn_text(ch.lsn)} but its window did not open in this batch: the batch cannot "
+                               f"de-duplicate it (its offsets were not chosen by this connector)")
+        t = self.layout.table(*d["table"].split(".", 1))
+        seen = opened[1]
+        if t is None or seen is None or not d["rows"]:
+            return
+        names = d["columns"]
+        idx = [names.index(c.name) for c in t.key]
+        rows = [r for r in d["rows"] if tuple(r[i] for i in idx) not in seen]
+        pa = self.pa
+        import numpy as np
+
+        for s in range(0, len(rows), max(self.batch, 1)):
+            part = rows[s:s + self.batch]
+            n = len(part)
+            cols = list(zip(*part))
+            texts = {name: pa.array(cols[i], pa.string()) for i, name in enumerate(names)}
+            valid = np.ones(n, dtype=bool)
+            after, a_typed = self._row_struct(t, texts, valid, n)
+            ts = pa.array([ch.ts_us] * n, pa.int64())
+            lsn = pa.array([ch.lsn] * n, pa.int64())
+            source = self._source(n, t, ts, pa.array([ch.xid] * n, pa.int64()), lsn,
+                                  pa.array(["incremental"] * n, pa.string()))
+            key = self._key(t, a_typed, {}, valid, np.ones(n, dtype=bool), n)
+            yield self._record(t, n, key, pa.nulls(n, self.row_t), after, source, pa.array(["r"] * n, pa.string()),
+                               ts, np.zeros(n, dtype=bool), lsn)
 
     @staticmethod
     def _skip(batch: Any, emitted: int, skip: int) -> tuple[int, Any]:
