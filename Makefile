@@ -13,7 +13,7 @@ $(VENV)/.installed: setup.cfg constraints.txt pyproject.toml
 
 install: $(VENV)/.installed
 
-# The main job: datagen "orders" -> the topic store (Parquet under work/topics), until caught up.
+# The main job: datagen "orders" -> the topic store (a Delta table per topic under work/topics), until caught up.
 demo: $(VENV)/.installed
 	$(VENV)/bin/kconnect run conf/demo/datagen-orders.properties --topics-dir work/topics \
 	    --checkpoint-dir work/checkpoints --once
