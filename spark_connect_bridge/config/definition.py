@@ -341,8 +341,12 @@ class ConfigDef:
         for k in self._keys.values():
             if k.internal:
                 continue
-            default = "*required*" if k.required else f"`{k.default_text()}`" if k.default_text() else '`""`' \
-                if k.default == "" else "null" if k.default is None else f"`{k.default_text()}`"
+            if k.required:
+                default = "*required*"
+            elif k.default is None:
+                default = "null"
+            else:
+                default = f"`{k.default_text()}`" if k.default_text() else '`""`'
             valid = k.validator.describe() if k.validator else ""
             doc = " ".join(k.doc.split()).replace("|", "\\|")
             rows.append(f"| `{k.name}` | {k.type.value.lower()} | {default} | {valid} | "
