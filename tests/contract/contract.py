@@ -139,7 +139,11 @@ class SourceContract:
 
 class SinkContract:
     """Hooks: ``sink_config(tmp_path)``, ``read_back(config) -> list[str]`` (the values now in the sink, in
-    any order). The input is a FileStreamSource stream of text lines."""
+    any order) and, optionally, ``shape_input(df)`` (e.g. wrap the line into a struct value). The input is a
+    FileStreamSource stream of text lines."""
+
+    def shape_input(self, df: Any) -> Any:
+        return df
 
     def sink_config(self, tmp_path: Path) -> dict:
         raise NotImplementedError
@@ -158,6 +162,7 @@ class SinkContract:
         df = spark.readStream.format("kconnect").options(**src).load()
         if df_fn is not None:
             df = df_fn(df)
+        df = self.shape_input(df)
         q = (df.writeStream.format("kconnect").options(**sink).option("checkpointLocation", ckpt)
              .trigger(availableNow=True).start())
         q.awaitTermination()
@@ -185,7 +190,7 @@ class SinkContract:
         flag.touch()
 
         @F.udf("string")
-        def poison(v: str) -> str:
+        def poison(v):  # noqa: ANN001 - a plain Python UDF (type hints would make Spark guess an eval type)
             # Fails the write task of the batch holding row-6 while the flag file exists.
             if v == "row-6" and os.path.exists(str(flag)):
                 raise RuntimeError("injected write failure")
