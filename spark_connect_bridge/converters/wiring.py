@@ -94,7 +94,7 @@ def _apply(df: DataFrame, column: str, conv: Converter, *, parse: bool, data_typ
     stage, cls = STAGES[column], conv.class_name
     frame = getattr(conv, "parse_frame", None) if parse and column != "headers" else None
     staged = frame(df, column, data_type, _TMP) if frame is not None else None
-    if staged is not None:  # a converter's own DataFrame-level pass (JsonConverter: from_json projected once)
+    if staged is not None:  # a converter's own DataFrame-level pass (from_json / the Avro UDF projected once)
         out = checked(staged, {column: F.col(column)}, failed=F.col(_TMP).isNotNull(), message=F.col(_TMP),
                       stage=stage, class_name=cls).drop(_TMP)
         return out.withMetadata(column, dict(metadata)) if metadata else out
