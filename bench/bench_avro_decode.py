@@ -16,6 +16,7 @@ import argparse
 import io
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -125,6 +126,7 @@ def main() -> int:
         spark.stop()
     finally:
         server.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
     print(f"records: {n:,}  partitions: {args.partitions}")
     print(f"baseline raw fastavro loop (1 process): {base:8.2f} s  {n / base:12,.0f} rec/s  "
           f"{base_cpu:6.2f} s CPU")
