@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -215,8 +215,3 @@ def write_dead_letters(bad: DataFrame, policy: ErrorPolicy, *, app_id: str, batc
                                          "a dead-letter topic needs the deltalake library (pip install "
                                          "'spark_connect_bridge[delta]'), or set errors.deadletterqueue.sink.*")])
     records.write.format("kconnect").options(**store.sink_options(), **ids).mode("append").save()
-
-
-def tolerance_from(props: Mapping[str, Any]) -> bool:
-    return str(next((v for k, v in props.items() if k.lower() == "errors.tolerance"), "none")).strip().lower() \
-        == "all"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import plugins
 from .errors import PluginNotFoundError
 
-__all__ = ["plugin_markdown", "connectors_reference", "common_reference", "reference", "update_readme"]
+__all__ = ["plugin_markdown", "common_reference", "reference", "update_readme"]
 
 
 def _definition(cls: type):
@@ -38,11 +38,6 @@ def plugin_markdown(name: str, *, level: int = 3) -> str:
     body = definition.to_markdown() if definition is not None and len(definition) else "_No configuration keys._"
     return f"{'#' * level} {spec.names[1] if len(spec.names) > 1 else spec.names[0]} ({spec.type})\n\n" \
            f"{' '.join(doc.split())}\n\nNames: {aliases}\n\n{body}\n"
-
-
-def connectors_reference(level: int = 3) -> str:
-    return "\n".join(plugin_markdown(s.names[0], level=level) for s in plugins.all_specs("connector")
-                     if _loadable(s))
 
 
 def _loadable(spec: plugins.PluginSpec) -> bool:

@@ -131,9 +131,8 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) ->
     return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name)
 
 
-def _observe(df: DataFrame, streaming: bool) -> DataFrame:
-    if not streaming:
-        return df
+def _observe(df: DataFrame) -> DataFrame:
+    """Per-batch counts in the streaming query's progress (``observedMetrics["kconnect"]``)."""
     failed = F.count_if(F.col(ERROR_COL).isNotNull()) if ERROR_COL in df.columns else F.lit(0).cast("bigint")
     return df.observe("kconnect", F.count(F.lit(1)).alias("records"), failed.alias("failed"))
 
@@ -238,7 +237,7 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
     """
     p = prepare(config, kind="sink")
     out, source_policy, tolerant = _sink_side(df, p)
-    out = _observe(out, streaming=True)
+    out = _observe(out)
     name = query_name or p.name
     opts = p.connector_options
     if not tolerant:
@@ -321,8 +320,8 @@ def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Ma
     source_policy = attached_policy(df)
     name = query_name or (source_policy.connector if source_policy else "topic-store-writer")
     if source_policy is None:
-        return store.write_stream(_observe(df, True), checkpoint=checkpoint, trigger=trigger, query_name=name)
-    out = _observe(start_tolerant(df), True)
+        return store.write_stream(_observe(df), checkpoint=checkpoint, trigger=trigger, query_name=name)
+    out = _observe(start_tolerant(df))
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
         good = _without_internal(good)

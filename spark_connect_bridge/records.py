@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["KEY", "VALUE", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS", "HEADERS_TYPE",
-           "RECORD_COLUMNS", "record_schema", "arrow_schema", "is_record_schema"]
+           "RECORD_COLUMNS", "record_schema", "arrow_schema"]
 
 KEY, VALUE, TOPIC, PARTITION, OFFSET, TIMESTAMP, HEADERS = (
     "key", "value", "topic", "partition", "offset", "timestamp", "headers")
@@ -45,12 +45,6 @@ def record_schema(key_type: DataType = BinaryType(), value_type: DataType = Bina
         StructField(TIMESTAMP, TimestampType()),
         StructField(HEADERS, HEADERS_TYPE),
     ])
-
-
-def is_record_schema(schema: StructType) -> bool:
-    """True when ``schema`` has the record columns ``key``/``value`` plus ``topic`` (the rest optional)."""
-    names = set(schema.fieldNames())
-    return {VALUE, TOPIC} <= names
 
 
 def arrow_schema(schema: StructType) -> "pa.Schema":
