@@ -261,7 +261,7 @@ class DatagenConnector(SourceConnector):
             cols, ts_ms = gen(_Gen(self.config["random.seed"], task, idx), task, self._tasks)
             value = pa.StructArray.from_arrays(list(cols.values()), names=list(cols))
             yield pa.RecordBatch.from_arrays(
-                [cols[keyfield], value, pa.array([topic] * n, pa.string()),
+                [cols[keyfield], value, pa.repeat(pa.scalar(topic, pa.string()), n),
                  pa.array(np.full(n, task, dtype=np.int32)), pa.array(idx),
                  pa.array(ts_ms * 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
                  pa.nulls(n, headers_type)],

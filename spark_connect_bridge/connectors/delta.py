@@ -818,7 +818,7 @@ class DeltaSourceConnector(SourceConnector):
         topic = self.config["topic"] or os.path.basename(path.rstrip("/"))
         offsets = first_offset + np.arange(n, dtype=np.int64)
         batch = pa.RecordBatch.from_arrays(
-            [key, value, pa.array([topic] * n, pa.string()), pa.array(np.zeros(n, dtype=np.int32)),
+            [key, value, pa.repeat(pa.scalar(topic, pa.string()), n), pa.array(np.zeros(n, dtype=np.int32)),
              pa.array(offsets), pa.array(np.full(n, ts_ms * 1000, dtype=np.int64)).cast(target.field("timestamp").type),
              pa.nulls(n, target.field("headers").type)],
             schema=target)

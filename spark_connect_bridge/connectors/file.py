@@ -121,7 +121,7 @@ class FileStreamSourceConnector(SourceConnector):
         for i in range(0, n_all, step):
             n = min(step, n_all - i)
             yield pa.RecordBatch.from_arrays(
-                [pa.nulls(n, pa.string()), lines.slice(i, n), pa.array([topic] * n, pa.string()),
+                [pa.nulls(n, pa.string()), lines.slice(i, n), pa.repeat(pa.scalar(topic, pa.string()), n),
                  pa.array(np.zeros(n, dtype=np.int32)), positions.slice(i, n),
                  pa.nulls(n, pa.timestamp("us", tz="UTC")), pa.nulls(n, headers_type)],
                 names=["key", "value", "topic", "partition", "offset", "timestamp", "headers"])
