@@ -4,12 +4,16 @@
     .venv/bin/python bench/bench_jdbc_sink.py --rows 1000000 [--executemany-rows 100000]
 
 "ours (SPI)" is the connector's executor ``write`` plus driver ``commit`` in this process (what each Spark task
-and the driver do); "ours (Spark)" is ``df.write.format("kconnect")`` with 2 partitions, including Spark.
+and the driver do), for ``commit.scope=batch`` (staged, the micro-batch visible at once) and ``commit.scope=task``
+(each task COPYs straight into the table with its offsets row in one transaction); "ours (Spark)" is
+``df.write.format("kconnect")`` with 2 partitions, including Spark. The executemany baseline is Confluent's
+sink: one prepared INSERT, batch.size=3000 rows per executemany (psycopg 3 pipelines it), a commit per batch.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -22,15 +26,10 @@ COLS = "id bigint PRIMARY KEY, name text, amount numeric(12,2), ts timestamptz, 
 
 def psql(sql: str, db: str = "test", stdin: str | None = None, out: str | None = None) -> None:
     cmd = ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", db, "-q", "-c", sql]
-    fin = open(stdin, "rb") if stdin else None
-    fout = open(out, "wb") if out else subprocess.DEVNULL
-    try:
+    with contextlib.ExitStack() as files:
+        fin = files.enter_context(open(stdin, "rb")) if stdin else None
+        fout = files.enter_context(open(out, "wb")) if out else subprocess.DEVNULL
         subprocess.run(cmd, check=True, stdin=fin, stdout=fout)
-    finally:
-        if fin:
-            fin.close()
-        if out:
-            fout.close()
 
 
 def arrow_records(rows: int):
@@ -67,22 +66,23 @@ def main() -> None:
     table = arrow_records(a.rows)
     results = {}
 
-    def sink(name: str, mode: str = "insert"):
+    def sink(name: str, mode: str, scope: str):
         psql(f"DROP TABLE IF EXISTS {name}; CREATE TABLE {name} ({COLS})", DB)
         return build_connector({"connector.class": "JdbcSinkConnector", "connection.url": url,
                                 "table.name.format": name, "insert.mode": mode, "pk.mode": "record_value",
-                                "pk.fields": "id"}, kind="sink")
+                                "pk.fields": "id", "commit.scope": scope}, kind="sink")
 
-    for mode in ("insert", "upsert"):
-        s = sink(f"t_{mode}", mode)
+    for mode, scope in (("insert", "batch"), ("insert", "task"), ("upsert", "batch")):
+        s = sink(f"t_{mode}_{scope}", mode, scope)
+        app = f"bench-{mode}-{scope}"
         t = time.perf_counter()
-        msg = s.write(iter(table.to_batches(max_chunksize=100_000)), WriteContext("bench", 0, 0, 0))
-        s.commit([msg], CommitContext("bench-" + mode, 0))
-        results[f"ours (SPI), insert.mode={mode}"] = (time.perf_counter() - t, a.rows)
+        msg = s.write(iter(table.to_batches(max_chunksize=100_000)), WriteContext(app, 0, 0, 0))
+        s.commit([msg], CommitContext(app, 0))
+        results[f"ours (SPI), insert.mode={mode}, commit.scope={scope}"] = (time.perf_counter() - t, a.rows)
 
     with tempfile.TemporaryDirectory() as tmp:
         f = os.path.join(tmp, "rows.bin")
-        psql("COPY t_insert TO STDOUT (FORMAT binary)", DB, out=f)
+        psql("COPY t_insert_batch TO STDOUT (FORMAT binary)", DB, out=f)
         psql(f"CREATE TABLE t_copy ({COLS})", DB)
         t = time.perf_counter()
         psql("COPY t_copy FROM STDIN (FORMAT binary)", DB, stdin=f)
@@ -97,10 +97,10 @@ def main() -> None:
     with psycopg.connect(host="127.0.0.1", user="postgres", dbname=DB) as c:
         t = time.perf_counter()
         with c.cursor() as cur:
-            for i in range(0, n, 1000):
-                cur.executemany("INSERT INTO t_many VALUES (%s, %s, %s, %s, %s)", tuples[i:i + 1000])
+            for i in range(0, n, 3000):
+                cur.executemany("INSERT INTO t_many VALUES (%s, %s, %s, %s, %s)", tuples[i:i + 3000])
                 c.commit()
-        results[f"psycopg executemany, 1000 rows per batch ({n:,} rows)"] = (time.perf_counter() - t, n)
+        results[f"psycopg executemany, 3000 rows per batch ({n:,} rows)"] = (time.perf_counter() - t, n)
 
     if a.spark:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -120,12 +120,15 @@ def main() -> None:
         results["ours (Spark df.write, 2 partitions)"] = (time.perf_counter() - t, a.rows)
         spark.stop()
 
-    base = results["ours (SPI), insert.mode=insert"]
-    ours_rate = base[1] / base[0]
-    print(f"\nrows={a.rows:,}; load average {os.getloadavg()[0]:.1f}")
+    def rate(k: str) -> float:
+        return results[k][1] / results[k][0]
+
+    copy = rate("raw psql COPY FROM STDIN (FORMAT binary)")
+    many = rate(next(k for k in results if k.startswith("psycopg executemany")))
+    print(f"\nrows={a.rows:,}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for k, (secs, rows) in results.items():
-        rate = rows / secs
-        print(f"  {k:<58} {secs:7.2f} s  {rate:>10,.0f} rows/s  ours(insert)/this = {ours_rate / rate:5.2f}x")
+        print(f"  {k:<62} {secs:7.2f} s  {rows / secs:>10,.0f} rows/s  /COPY = {rate(k) / copy:5.2f}x  "
+              f"/executemany = {rate(k) / many:6.2f}x")
     psql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
 
 

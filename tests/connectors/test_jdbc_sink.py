@@ -11,7 +11,12 @@ from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query, 
 
 from spark_connect_bridge.connectors.base import CommitContext, WriteContext
 from spark_connect_bridge.connectors.factory import build_connector
-from spark_connect_bridge.errors import ConfigError, ConnectError, DataError, RecordError
+from spark_connect_bridge.errors import (
+    ConfigError,
+    ConnectError,
+    DataError,
+    RecordError,
+)
 
 VALUE = pa.struct([("id", pa.int64()), ("name", pa.string()), ("amount", pa.decimal128(10, 2))])
 KEY = pa.struct([("id", pa.int64())])
@@ -112,7 +117,7 @@ def test_update_mode_changes_only_existing_rows(db):
 
 
 def test_pk_mode_kafka_whitelist_and_topic_table_format(db):
-    url, fetch, q = db
+    url, fetch, _q = db
     s = sink(url, table_name_format="kafka_${topic}", pk_mode="kafka", fields_whitelist="name",
              insert_mode="upsert")
     topic = table_name()
@@ -198,9 +203,68 @@ def test_password_never_shown():
 
 
 def test_validate_input_rejects_non_struct_values(spark):
-    from spark_connect_bridge.records import record_schema
     from pyspark.sql.types import StringType
+
+    from spark_connect_bridge.records import record_schema
 
     s = sink("jdbc:sqlite:/tmp/none.db")
     with pytest.raises(DataError, match="struct values"):
         s.validate_input(record_schema(StringType(), StringType()))
+
+
+def _task_sink(url: str, t: str, **cfg):
+    return sink(url, table_name_format=t, commit_scope="task", **cfg)
+
+
+def test_task_scope_tasks_commit_their_rows_once_and_replays_are_skipped(pg_db):  # noqa: F811 - fixture
+    """commit.scope=task: each task COPYs into the table and commits with its own offsets row; a replayed task
+    writes nothing, a replay split differently is refused, and no staging table is created."""
+    url, c, t = pg_url(pg_db), pg_conn(pg_db), table_name()
+    s = _task_sink(url, t)
+    parts = [records([{"id": i, "name": f"n{i}", "amount": decimal.Decimal("1.25")} for i in range(p, 10, 2)],
+                     VALUE, partition=p) for p in (0, 1)]
+    app = "task-" + t
+
+    def batch(batch_id, tasks, commit=True):
+        msgs = [s.write(iter([parts[p]]), WriteContext(app, batch_id, p, 0)) for p in tasks]
+        if commit:
+            s.commit(msgs, CommitContext(app, batch_id))
+
+    batch(0, [0], commit=False)  # task 0 committed, then the driver died before its commit
+    assert query(c, f'SELECT count(*) FROM "{t}"') == [(5,)]
+    batch(0, [0, 1])  # the replay: task 0 is skipped, task 1 writes, the driver records the batch
+    batch(0, [0, 1])  # a replay of a committed batch writes nothing
+    assert query(c, f'SELECT count(*), count(DISTINCT id), sum(amount) FROM "{t}"') == [(10, 10, decimal.Decimal("12.50"))]
+    with pytest.raises(ConnectError, match="same split on replay"):
+        s.write(iter([parts[0].slice(0, 2)]), WriteContext(app, 1, 0, 0))  # committed with 2 records
+        s.write(iter([parts[0].slice(0, 1)]), WriteContext(app, 1, 0, 0))
+    assert not query(c, "SELECT 1 FROM information_schema.tables WHERE table_name LIKE '\\_\\_kc\\_s%'")
+    c.close()
+
+
+def test_task_scope_casts_through_a_temporary_stage_when_column_types_differ(pg_db):  # noqa: F811 - fixture
+    url, c, t = pg_url(pg_db), pg_conn(pg_db), table_name()
+    c.execute(f'CREATE TABLE "{t}" (id integer, name varchar(10), amount real, extra text DEFAULT \'d\')')
+    c.commit()
+    run(_task_sink(url, t), [records([{"id": 1, "name": "a", "amount": decimal.Decimal("2.50")}], VALUE)])
+    assert query(c, f'SELECT id, name, amount, extra FROM "{t}"') == [(1, "a", 2.5, "d")]
+    c.close()
+
+
+def test_task_scope_rejected_rows_are_isolated_in_the_task(pg_db):  # noqa: F811 - fixture
+    url, c, t = pg_url(pg_db), pg_conn(pg_db), table_name()
+
+    def fetch(sql):
+        return query(c, sql)
+    s = _task_sink(url, t, pk_mode="record_value", pk_fields="id")
+    run(s, [records([{"id": 5, "name": "exists", "amount": None}], VALUE)], app="r0")
+    bad = records([{"id": 1, "name": "ok", "amount": None}, {"id": 5, "name": "dup", "amount": None},
+                   {"id": 6, "name": "ok2", "amount": None}], VALUE, topic="orders", partition=2, first_offset=40)
+    with pytest.raises(RecordError, match=r"topic=orders, partition=2, offset=41"):
+        run(s, [bad], app="r1")
+    assert rows_of(fetch, t) == [(5, "exists", None)]  # nothing of the failed task is visible
+    tolerant = _task_sink(url, t, pk_mode="record_value", pk_fields="id", errors_tolerance="all")
+    run(tolerant, [bad], app="r2")
+    assert [(r.topic, r.partition, r.offset) for r in tolerant.last_rejected] == [("orders", 2, 41)]
+    assert rows_of(fetch, t) == [(1, "ok", None), (5, "exists", None), (6, "ok2", None)]
+    c.close()

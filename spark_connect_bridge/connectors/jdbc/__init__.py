@@ -7,4 +7,4 @@ in :mod:`.dialects`.
 from .sink import JdbcSinkConnector
 from .source import JdbcSourceConnector
 
-__all__ = ["JdbcSourceConnector", "JdbcSinkConnector"]
+__all__ = ["JdbcSinkConnector", "JdbcSourceConnector"]

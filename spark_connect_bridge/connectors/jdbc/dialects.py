@@ -17,15 +17,25 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from ...config import Password
 from ...errors import ConfigError, ConfigProblem, ConnectError
 
-__all__ = ["connection_config_def", "JdbcConnection", "ConnInfo", "parse_jdbc_url", "dialect_for", "Dialect", "with_retries", "mask_url",
-           "masked_repr"]
+__all__ = [
+    "ConnInfo",
+    "Dialect",
+    "JdbcConnection",
+    "connection_config_def",
+    "dialect_for",
+    "mask_url",
+    "masked_repr",
+    "parse_jdbc_url",
+    "with_retries",
+]
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +72,7 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
     if isinstance(password, str):
         password = Password(password)
     u = (url or "").strip()
-    m = re.match(r"^jdbc:(postgresql|mysql|mariadb)://([^/?]*)(?:/([^?]*))?(?:\?(.*))?$", u, re.I)
+    m = re.match(r"^jdbc:(postgresql|mysql|mariadb)://([^/?]*)(?:/([^?]*))?(?:\?(.*))?$", u, re.IGNORECASE)
     if m:
         scheme = m.group(1).lower()
         kind = "postgresql" if scheme == "postgresql" else "mysql"
@@ -93,11 +103,10 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
         return ConnInfo(kind, host or "localhost", port, unquote(m.group(3) or "") or None, None,
                         user or url_user, password if password is not None and password.value() is not None
                         else url_password, tuple(params))
-    m = re.match(r"^jdbc:sqlite:(.*)$", u, re.I)
+    m = re.match(r"^jdbc:sqlite:(.*)$", u, re.IGNORECASE)
     if m:
         path = m.group(1).split("?")[0]
-        if path.startswith("//"):
-            path = path[2:]
+        path = path.removeprefix("//")
         if not path or path == ":memory:":
             raise ConfigError([ConfigProblem(key, f"Invalid value {u} for configuration {key}: an in-memory SQLite "
                                                   "database cannot be shared by Spark's processes; use a file path")])
@@ -110,7 +119,7 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
 
 def mask_url(text: str) -> str:
     """``text`` with every ``password=...`` URL parameter hidden."""
-    return re.sub(r"(password=)[^&\s'\"]*", r"\1[hidden]", text, flags=re.I)
+    return re.sub(r"(password=)[^&\s'\"]*", r"\1[hidden]", text, flags=re.IGNORECASE)
 
 
 def masked_repr(connector: Any) -> str:
@@ -144,18 +153,18 @@ class JdbcConnection:
     :class:`~spark_connect_bridge.connectors.base.SourceConnector` / ``SinkConnector``)."""
 
     config: Any
-    _info: "ConnInfo"
+    _info: ConnInfo
 
     def __repr__(self) -> str:
         return masked_repr(self)
 
-    def _dialect(self) -> "Dialect":
+    def _dialect(self) -> Dialect:
         return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
                            timezone=self.config["db.timezone"])
 
 
 # ------------------------------------------------------------------------------------------------ retries
-def with_retries(fn: Callable[[], Any], dialect: "Dialect", *, timeout_ms: int, max_delay_ms: int,
+def with_retries(fn: Callable[[], Any], dialect: Dialect, *, timeout_ms: int, max_delay_ms: int,
                  what: str) -> Any:
     """Run ``fn`` through the shared :func:`spark_connect_bridge.retry.retry_call`, classifying errors with the
     dialect and hiding the password in messages."""
@@ -289,7 +298,10 @@ class PostgresDialect(Dialect):
         conn.commit()
         return conn
 
-    def adbc_connect(self) -> Any:
+    def adbc_connect(self, *, autocommit: bool = False) -> Any:
+        """An ADBC connection (binary COPY in and out of Arrow). With ``autocommit=True`` the caller runs its own
+        ``BEGIN`` / ``SAVEPOINT`` / ``COMMIT``: the driver then never issues a ``BEGIN`` of its own, so a
+        failed statement can be rolled back to a savepoint (its implicit transactions cannot)."""
         try:
             import adbc_driver_postgresql.dbapi as adbc
         except ImportError as e:  # pragma: no cover
@@ -308,13 +320,22 @@ class PostgresDialect(Dialect):
         host = f"[{host}]" if ":" in host else host
         uri = f"postgresql://{auth}{host}:{kw.pop('port')}/{q(kw.pop('dbname'), safe='')}"
         extra = "&".join(f"{k}={q(str(v), safe='')}" for k, v in kw.items())
-        conn = adbc.connect(uri + (("?" + extra) if extra else ""))
+        conn = adbc.connect(uri + (("?" + extra) if extra else ""), autocommit=autocommit)
         cur = conn.cursor()
         cur.execute("SELECT set_config('TimeZone', $1, false)", (self.timezone,))
         cur.fetchall()
         cur.close()
-        conn.commit()
+        if not autocommit:
+            conn.commit()
         return conn
+
+    def for_adbc(self) -> PostgresDialect:
+        """This dialect with ``$n`` placeholders, for statements run on an ADBC connection."""
+        import copy
+
+        d = copy.copy(self)
+        d.__class__ = _PostgresAdbcDialect
+        return d
 
     def is_retriable(self, e: BaseException) -> bool:
         try:
@@ -362,8 +383,7 @@ class PostgresDialect(Dialect):
             cur.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             cur.execute(q, list(params) if params else None)
             reader = cur.fetch_record_batch()
-            for batch in reader:
-                yield batch
+            yield from reader
             cur.close()
         finally:
             conn.close()
@@ -394,6 +414,20 @@ class PostgresDialect(Dialect):
         if h.startswith("character varying") and w == "text":
             return "TEXT"
         return None
+
+
+class _PostgresAdbcDialect(PostgresDialect):
+    """PostgreSQL statements for an ADBC cursor: libpq numbers its placeholders (``$1``, ``$2``, ...)."""
+
+    def sql(self, template: str, n_params: int | None = None) -> str:
+        n = 0
+
+        def ph(_m: Any) -> str:
+            nonlocal n
+            n += 1
+            return f"${n}"
+
+        return re.sub(r"\{p\}", ph, template)
 
 
 class MySQLDialect(Dialect):
@@ -556,7 +590,7 @@ def mysql_arrow_schema(description: Sequence[Any]) -> Any:
 
     fields = []
     for d in description:
-        name, code, _disp, size, prec, scale, _null = d[:7]
+        name, code, _disp, _size, prec, scale, _null = d[:7]
         if code == F.TINY:
             t = pa.int8()
         elif code in (F.SHORT, F.YEAR):

@@ -14,6 +14,12 @@ table filled by ADBC ingest, i.e. binary COPY; MariaDB: multi-row INSERTs; SQLit
 (``offsets.table.name``, default ``__kconnect_offsets``). A replayed batch finds its id there and is skipped; a
 crash before the commit leaves only staging tables, which are dropped later.
 
+With ``commit.scope=task`` (PostgreSQL, ``insert.mode=insert`` without deletes, streaming queries) rows are not
+staged: each task COPYs (ADBC ingest) straight into the table and, in the same transaction on the same
+connection, records its own offsets row (``task:<query hash>:<partition>``); the driver then records the batch.
+A replayed task finds its row and writes nothing. Rows are written once instead of twice, at the price of a
+micro-batch becoming visible task by task.
+
 **Row errors.** When the database rejects the batch because of its data (a constraint, a value out of range),
 the driver bisects the batch under savepoints to find the rejected rows. With ``errors.tolerance=none`` the
 batch fails naming the first rejected record's topic/partition/offset; with ``errors.tolerance=all`` the other
@@ -35,13 +41,26 @@ import hashlib
 import json
 import logging
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
-from ...config import CaseInsensitiveValidString, Importance, NonEmptyString, Range, Type
+from ...config import (
+    CaseInsensitiveValidString,
+    Importance,
+    NonEmptyString,
+    Range,
+    Type,
+)
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
 from ..base import CommitContext, SinkConnector, WriteContext
-from .dialects import Dialect, JdbcConnection, connection_config_def, parse_jdbc_url, with_retries
+from .dialects import (
+    Dialect,
+    JdbcConnection,
+    connection_config_def,
+    parse_jdbc_url,
+    with_retries,
+)
 
 __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
@@ -50,6 +69,28 @@ log = logging.getLogger(__name__)
 _META = ("__kc_op", "__kc_ord", "__kc_tix", "__kc_kpart", "__kc_koff")
 _FLUSH_BYTES = 32 << 20
 _KAFKA_PK = ("__connect_topic", "__connect_partition", "__connect_offset")
+# PostgreSQL column types (information_schema data_type) that take an Arrow type's binary COPY encoding as is.
+_COPY_TYPES = {"bool": ("boolean",), "int16": ("smallint",), "int32": ("integer",), "int64": ("bigint",),
+               "float32": ("real",), "float64": ("double precision",), "decimal": ("numeric",),
+               "string": ("text", "character varying"), "binary": ("bytea",), "date": ("date",),
+               "timestamp": ("timestamp without time zone",), "timestamptz": ("timestamp with time zone",)}
+
+
+def _arrow_kind(t: Any) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t):
+        return "timestamptz" if t.tz is not None else "timestamp"
+    if pa.types.is_decimal(t):
+        return "decimal"
+    if pa.types.is_date32(t):
+        return "date"
+    if pa.types.is_string(t):
+        return "string"
+    if pa.types.is_binary(t):
+        return "binary"
+    return str(t) if str(t) in ("bool", "int16", "int32", "int64") else \
+        {"float": "float32", "double": "float64"}.get(str(t), "")
 
 
 def _check(cfg: Any) -> Any:
@@ -110,6 +151,12 @@ CONFIG_DEF = (
             doc="Accepted for compatibility: values are never logged.", group="Retries")
     .define("offsets.table.name", Type.STRING, "__kconnect_offsets", NonEmptyString(), Importance.LOW,
             "Table recording the last committed micro-batch per query (exactly-once).", group="Exactly once")
+    .define("commit.scope", Type.STRING, "batch", CaseInsensitiveValidString("batch", "task"), Importance.MEDIUM,
+            "batch: a micro-batch becomes visible at once, in one driver transaction (rows are staged first). "
+            "task (PostgreSQL, insert.mode=insert without deletes, streaming): each Spark task COPYs its rows "
+            "straight into the table and commits them with its own offsets row, so rows are written once; still "
+            "exactly once, but a micro-batch is visible task by task, and a lost connection fails the task "
+            "instead of being retried.", group="Exactly once")
     .define("fault.injection.point", Type.STRING, "none",
             CaseInsensitiveValidString("none", "after-stage", "after-apply"), Importance.LOW,
             "Testing only: fail the commit after staging (before the transaction) or after the transaction "
@@ -134,6 +181,14 @@ class _Staged:
 
     partition_id: int
     stages: tuple[_Stage, ...]
+
+
+@dataclass(frozen=True)
+class _Direct:
+    """Commit message of a task that committed its rows itself (``commit.scope=task``)."""
+
+    partition_id: int
+    rejected: tuple[RejectedRecord, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -225,13 +280,12 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         kpart = col.get("partition", pa.nulls(n, pa.int32()))
         koff = col.get("offset", pa.nulls(n, pa.int64()))
         tomb = value.is_null()
-        if pc.any(tomb).as_py():
-            if not self.config["delete.enabled"]:
-                i = pc.index(tomb, True).as_py()
-                raise RecordError("JDBC sink: a tombstone (null value) arrived and delete.enabled=false; "
-                                  "set delete.enabled=true (with pk.mode=record_key) or drop tombstones with "
-                                  "a Filter transform", stage="TASK_PUT", topic=topic[i].as_py(),
-                                  partition=kpart[i].as_py(), offset=koff[i].as_py())
+        if pc.any(tomb).as_py() and not self.config["delete.enabled"]:
+            i = pc.index(tomb, True).as_py()
+            raise RecordError("JDBC sink: a tombstone (null value) arrived and delete.enabled=false; "
+                              "set delete.enabled=true (with pk.mode=record_key) or drop tombstones with "
+                              "a Filter transform", stage="TASK_PUT", topic=topic[i].as_py(),
+                              partition=kpart[i].as_py(), offset=koff[i].as_py())
         out: dict[str, Any] = {}
         pk = self._pk_mode
         fields = self.config["pk.fields"]
@@ -270,8 +324,10 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             tables.setdefault(self._table_name(t or ""), []).append((sub, tuple(pk_cols), t))
         return tables
 
-    def write(self, batches: Iterator[Any], ctx: WriteContext) -> _Staged | None:
+    def write(self, batches: Iterator[Any], ctx: WriteContext) -> _Staged | _Direct | None:
         d = self._dialect()
+        if self._direct(d, ctx.batch_id):
+            return self._write_direct(d, batches, ctx)
         conn = self._retry(d.connect, "connect")
         stages: dict[str, dict[str, Any]] = {}
         prefix = self._stage_prefix(ctx.app_id, ctx.batch_id)
@@ -287,7 +343,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                     if st is None:
                         st = stages[name] = {"stage": f"{prefix}{uuid.uuid4().hex[:8]}", "schema": table.schema,
                                              "pk": pk, "rows": 0, "topics": []}
-                        self._retry(lambda: self._create_stage(conn, d, st["stage"], table.schema),
+                        self._retry(lambda st=st, table=table: self._create_stage(conn, d, st["stage"],
+                                                                                  table.schema),
                                     "create staging table")
                     elif not table.schema.equals(st["schema"]):
                         table = table.select(st["schema"].names).cast(st["schema"])
@@ -320,6 +377,178 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             _Stage(name, st["stage"], tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
                    st["pk"], st["rows"], tuple(st["topics"])) for name, st in stages.items()))
 
+    # -- executor: commit.scope=task --------------------------------------------------------------------
+    def _direct(self, d: Dialect, batch_id: int | None) -> bool:
+        """Whether tasks write straight into the tables: only plain inserts, where the order of records across
+        tasks does not matter and nothing has to be merged with the existing rows."""
+        return (self.config["commit.scope"].lower() == "task" and d.info.kind == "postgresql"
+                and batch_id is not None and self.config["insert.mode"].lower() == "insert"
+                and not self.config["delete.enabled"])
+
+    @staticmethod
+    def _task_key(ctx: WriteContext) -> str:
+        """The offsets-table key of one task of a query (the query's own key is ``ctx.app_id``)."""
+        return f"task:{hashlib.sha256(ctx.app_id.encode()).hexdigest()[:32]}:{ctx.partition_id}"
+
+    def _task_done(self, cur: Any, d: Dialect, ctx: WriteContext) -> tuple[int | None, tuple] | None:
+        """``None`` when this task still has to write batch ``ctx.batch_id``; else (the rows it wrote, or None
+        when the whole batch is committed, and the records it rejected)."""
+        off = d.table(self.config["offsets.table.name"])
+        cur.execute(d.sql(f"SELECT app_id, batch_id, rejected FROM {off} WHERE app_id IN ({{p}}, {{p}})"),
+                    [ctx.app_id, self._task_key(ctx)])
+        rows = {r[0]: r for r in cur.fetchall()}
+        query = rows.get(ctx.app_id)
+        if query is not None and int(query[1]) >= int(ctx.batch_id):
+            return None, ()
+        task = rows.get(self._task_key(ctx))
+        if task is not None and int(task[1]) >= int(ctx.batch_id):
+            info = json.loads(task[2])
+            return info["rows"], tuple(RejectedRecord(**r) for r in info["rejected"])
+        return None
+
+    def _write_direct(self, d: Dialect, batches: Iterator[Any], ctx: WriteContext) -> _Direct:
+        """COPY the task's rows into their tables and record the task's offsets row, in ONE transaction.
+
+        A replayed task (Spark retried it, or the query restarted on its checkpoint) finds its row and writes
+        nothing; it checks that it was given as many records as the committed attempt, since a different
+        split of the batch would otherwise lose or double rows silently. Two attempts running at once
+        (speculation) serialize on the offsets row: the second sees the first's commit and rolls back."""
+        ddl = self._retry(d.connect, "connect")
+        conn = None
+        try:
+            self._retry(lambda: self._ensure_offsets(ddl, d), "create the offsets table")
+            conn = self._retry(lambda: d.adbc_connect(autocommit=True), "connect")
+            dd = d.for_adbc()
+            cur = conn.cursor()
+            prior = self._task_done(cur, dd, ctx)
+            if prior is not None:
+                return self._replayed(batches, ctx, *prior)
+            cur.execute("BEGIN")
+            tables: dict[str, dict[str, Any]] = {}
+            seq = rows = 0
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                for name, parts in self._rows(batch, ctx.partition_id, seq).items():
+                    for table, pk, topic in parts:
+                        st = tables.setdefault(name, {"pk": pk, "topics": [], "buf": [], "bytes": 0,
+                                                      "schema": table.schema, "plan": None, "rejected": []})
+                        self._buffer(st, table, topic)
+                        if st["bytes"] >= _FLUSH_BYTES:
+                            self._flush_direct(cur, dd, ddl, name, st)
+                seq += batch.num_rows
+                rows += batch.num_rows
+            for name, st in tables.items():
+                self._flush_direct(cur, dd, ddl, name, st)
+            rejected = tuple(r for st in tables.values() for r in st["rejected"])
+            off = dd.table(self.config["offsets.table.name"])
+            info = json.dumps({"rows": rows, "rejected": [r.__dict__ for r in rejected]})
+            cur.execute(dd.sql(f"INSERT INTO {off} (app_id, batch_id, rejected) VALUES ({{p}}, {{p}}, {{p}}) "
+                               f"ON CONFLICT (app_id) DO UPDATE SET batch_id = excluded.batch_id, rejected = "
+                               f"excluded.rejected WHERE {off}.batch_id < excluded.batch_id RETURNING batch_id"),
+                        [self._task_key(ctx), ctx.batch_id, info])
+            if not cur.fetchall():  # another attempt of this task committed first
+                cur.execute("ROLLBACK")
+                prior = self._task_done(cur, dd, ctx)
+                return _Direct(ctx.partition_id, prior[1] if prior else ())
+            cur.execute("COMMIT")
+            return _Direct(ctx.partition_id, rejected)
+        finally:
+            ddl.close()
+            if conn is not None:
+                conn.close()
+
+    def _replayed(self, batches: Iterator[Any], ctx: WriteContext, rows: int | None,
+                  rejected: tuple) -> _Direct:
+        if rows is not None:
+            n = sum(b.num_rows for b in batches)
+            if n != rows:
+                raise ConnectError(f"JDBC sink {self.name}: the replay of batch {ctx.batch_id} gives task "
+                                   f"{ctx.partition_id} {n} records where the committed attempt had {rows}; "
+                                   "commit.scope=task needs the same split on replay (use commit.scope=batch)")
+        log.info("JDBC sink %s: task %s of batch %s already committed; skipping the replay", self.name,
+                 ctx.partition_id, ctx.batch_id)
+        return _Direct(ctx.partition_id, rejected)
+
+    @staticmethod
+    def _buffer(st: dict, table: Any, topic: str | None) -> None:
+        """Append ``table`` to the buffer of its destination, its topic as an index (``__kc_tix``)."""
+        import pyarrow as pa
+
+        if not table.schema.equals(st["schema"]):
+            table = table.select(st["schema"].names).cast(st["schema"])
+        if topic not in st["topics"]:
+            st["topics"].append(topic)
+        ix = table.schema.get_field_index("__kc_tix")
+        table = table.set_column(ix, "__kc_tix", pa.repeat(pa.scalar(st["topics"].index(topic), pa.int16()),
+                                                           table.num_rows))
+        st["buf"].append(table)
+        st["bytes"] += table.nbytes
+        st.setdefault("rows", 0)
+        st["rows"] += table.num_rows
+
+    def _plan_direct(self, ddl: Any, d: Dialect, name: str, st: dict) -> str:
+        """Create/evolve the table (committed DDL, as the driver would) and choose how rows go in: ``copy`` when
+        every column's Arrow type is exactly the column's type (binary COPY sends no casts), else ``stage``
+        (a temporary table in the task's transaction, then INSERT ... SELECT with assignment casts)."""
+        stage = self._stage_of(name, st, "")
+        for attempt in (0, 1):  # two tasks may create or evolve the same table at the same moment
+            try:
+                self._ensure_table(ddl, d, name, [stage])
+                break
+            except Exception as e:
+                ddl.rollback()
+                if attempt or not (d.is_data_error(e) or "already exists" in str(e)):
+                    raise
+        have = self._existing_columns(ddl.cursor(), d, name) or {}
+        ddl.commit()
+        ok = all(have.get(f.name, "").lower() in _COPY_TYPES.get(_arrow_kind(f.type), ())
+                 for f in st["schema"] if f.name not in _META)
+        return "copy" if ok else "stage"
+
+    def _stage_of(self, name: str, st: dict, stage: str) -> _Stage:
+        return _Stage(name, stage, tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
+                      st["pk"], st.get("rows", 0), tuple(st["topics"]))
+
+    def _flush_direct(self, cur: Any, d: Dialect, ddl: Any, name: str, st: dict) -> None:
+        """Write the buffered rows of one table inside the task's transaction; rows the database rejects are
+        isolated under savepoints (as the driver does for staged batches)."""
+        import pyarrow as pa
+
+        if not st["buf"]:
+            return
+        data = pa.concat_tables(st["buf"])
+        st["buf"], st["bytes"] = [], 0
+        if st["plan"] is None:
+            st["plan"] = self._plan_direct(ddl, self._dialect(), name, st)
+        parts = name.split(".")
+        cols = [n for n in data.schema.names if n not in _META]
+        cur.execute("SAVEPOINT kc_chunk")
+        try:
+            if st["plan"] == "copy":
+                cur.adbc_ingest(parts[-1], data.select(cols), mode="append",
+                                db_schema_name=parts[0] if len(parts) > 1 else None)
+            else:
+                tmp = self._temp_stage(cur, d, st, data.select(cols))
+                q = ", ".join(d.quote(c) for c in cols)
+                cur.execute(f"INSERT INTO {d.table(name)} ({q}) SELECT {q} FROM {d.quote(tmp)}")
+            cur.execute("RELEASE SAVEPOINT kc_chunk")
+            return
+        except Exception as e:
+            if not d.is_data_error(e):
+                raise
+            cur.execute("ROLLBACK TO SAVEPOINT kc_chunk")
+        tmp = self._temp_stage(cur, d, st, data)
+        st["rejected"] += self._apply(None, cur, d, name, [self._stage_of(name, st, tmp)])
+
+    def _temp_stage(self, cur: Any, d: Dialect, st: dict, data: Any) -> str:
+        """A temporary table (dropped at commit) holding ``data``, for INSERT ... SELECT."""
+        tmp = f"__kc_t_{uuid.uuid4().hex[:12]}"
+        cols = ", ".join(f"{d.quote(f.name)} {self._stage_type(d, f)}" for f in data.schema)
+        cur.execute(f"CREATE TEMPORARY TABLE {d.quote(tmp)} ({cols}) ON COMMIT DROP")
+        cur.adbc_ingest(tmp, data, mode="append", temporary=True)
+        return tmp
+
     def _flush(self, conn: Any, d: Dialect, st: dict) -> None:
         import pyarrow as pa
 
@@ -328,7 +557,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         data = pa.concat_tables(st["buf"])
         st["buf"], st["bytes"] = [], 0
         for chunk in data.to_batches(max_chunksize=max(self.config["batch.size"], 1 << 20)):
-            self._retry(lambda: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
+            self._retry(lambda chunk=chunk: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
 
     @staticmethod
     def _stage_prefix(app_id: str, batch_id: int | None) -> str:
@@ -399,30 +628,41 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return a.to_pylist()
 
     # -- driver: commit ---------------------------------------------------------------------------------
-    def commit(self, messages: Sequence[_Staged], ctx: CommitContext) -> None:
+    def commit(self, messages: Sequence[_Staged | _Direct | None], ctx: CommitContext) -> None:
         d = self._dialect()
-        stages = [s for m in messages if m is not None for s in m.stages]
+        stages = [s for m in messages if isinstance(m, _Staged) for s in m.stages]
+        direct = [r for m in messages if isinstance(m, _Direct) for r in m.rejected]
         try:
-            self._retry(lambda: self._commit_once(d, stages, ctx), "commit")
+            self._retry(lambda: self._commit_once(d, stages, ctx, direct), "commit")
         finally:
             if self.config["fault.injection.point"].lower() != "after-stage":
                 self._retry(lambda: self._drop_stages(d, ctx, stages), "drop staging tables")
 
     def abort(self, messages: Sequence[_Staged], ctx: CommitContext) -> None:
-        stages = [s for m in messages if m is not None for s in m.stages]
+        stages = [s for m in messages if isinstance(m, _Staged) for s in m.stages]
         self._retry(lambda: self._drop_stages(self._dialect(), ctx, stages), "drop staging tables")
 
-    def _commit_once(self, d: Dialect, stages: list[_Stage], ctx: CommitContext) -> None:
+    def _ensure_offsets(self, conn: Any, d: Dialect) -> None:
+        cur = conn.cursor()
+        off = d.table(self.config["offsets.table.name"])
+        try:
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {off} (app_id VARCHAR(255) NOT NULL PRIMARY KEY, "
+                        "batch_id BIGINT NOT NULL, rejected TEXT)")
+        except Exception as e:
+            if not d.is_data_error(e):
+                raise
+            conn.rollback()
+        existing = self._existing_columns(cur, d, self.config["offsets.table.name"]) or {}
+        if existing and "rejected" not in {c.lower() for c in existing}:
+            cur.execute(f"ALTER TABLE {off} ADD COLUMN rejected TEXT")  # tables of earlier versions
+        conn.commit()
+
+    def _commit_once(self, d: Dialect, stages: list[_Stage], ctx: CommitContext,
+                     direct: Sequence[RejectedRecord] = ()) -> None:
         conn = d.connect()
         try:
             cur = conn.cursor()
-            off = d.table(self.config["offsets.table.name"])
-            cur.execute(f"CREATE TABLE IF NOT EXISTS {off} (app_id VARCHAR(255) NOT NULL PRIMARY KEY, "
-                        "batch_id BIGINT NOT NULL, rejected TEXT)")
-            existing = self._existing_columns(cur, d, self.config["offsets.table.name"]) or {}
-            if existing and "rejected" not in {c.lower() for c in existing}:
-                cur.execute(f"ALTER TABLE {off} ADD COLUMN rejected TEXT")  # tables of earlier versions
-            conn.commit()
+            self._ensure_offsets(conn, d)
             self.last_rejected = []
             if ctx.batch_id is not None and self._done(cur, d, ctx, lock=False):
                 log.info("JDBC sink %s: batch %s of %s already committed; skipping the replay", self.name,
@@ -439,7 +679,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             if ctx.batch_id is not None and self._done(cur, d, ctx, lock=True):
                 conn.rollback()
                 return
-            rejected: list[RejectedRecord] = []
+            rejected: list[RejectedRecord] = list(direct)  # from tasks that committed their rows themselves
             for table, ss in by_table.items():
                 rejected += self._apply(conn, cur, d, table, ss)
             if ctx.batch_id is not None:
@@ -451,7 +691,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         except BaseException:
             try:
                 conn.rollback()
-            except Exception:  # noqa: BLE001 - the original error matters; the connection is closed below
+            except Exception:
                 log.debug("rollback failed", exc_info=True)
             raise
         finally:
@@ -595,8 +835,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         stmts = []
         if pk and self.config["delete.enabled"]:
             keys = ", ".join(d.quote(c) for c in pk)
-            stmts.append((f"DELETE FROM {tgt} WHERE ({keys}) IN (SELECT {keys} FROM ({src}) kc_s WHERE "
-                          f"{d.quote('__kc_op')} = 'd'{where})", params))
+            stmts.append(((f"DELETE FROM {tgt} WHERE ({keys}) IN (SELECT {keys} FROM ({src}) kc_s WHERE "
+                           f"{d.quote('__kc_op')} = 'd'{where})"), params))
         non_pk = [c for c in cols if c not in pk]
         if mode == "insert":
             stmts.append((f"INSERT INTO {tgt} ({qcols}) {ups}", params))
@@ -614,8 +854,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 on = " AND ".join(f"{tgt}.{d.quote(c)} = kc_s.{d.quote(c)}" for c in pk)
                 if d.info.kind == "mysql":
                     sets = ", ".join(f"{tgt}.{d.quote(c)} = kc_s.{d.quote(c)}" for c in non_pk)
-                    stmts.append((f"UPDATE {tgt} JOIN ({ups.replace(f'SELECT {qcols}', f'SELECT {qcols}', 1)}) "
-                                  f"kc_s ON {on} SET {sets}", params))
+                    stmts.append(((f"UPDATE {tgt} JOIN ({ups}) kc_s ON {on} SET {sets}"), params))
                 else:
                     sets = ", ".join(f"{d.quote(c)} = kc_s.{d.quote(c)}" for c in non_pk)
                     stmts.append((f"UPDATE {tgt} SET {sets} FROM ({ups}) kc_s WHERE {on}", params))
@@ -632,7 +871,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             self._run(cur, d, self._statements(d, table, ss, None))
             cur.execute("RELEASE SAVEPOINT kc_all")
             return []
-        except Exception as e:  # noqa: BLE001 - data errors are isolated below, the rest re-raised
+        except Exception as e:
             if not d.is_data_error(e):
                 raise
             cur.execute("ROLLBACK TO SAVEPOINT kc_all")
@@ -653,7 +892,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 self._run(cur, d, self._statements(d, table, ss, (rows[lo][0], rows[hi][0])))
                 cur.execute("RELEASE SAVEPOINT kc_b")
                 return
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 if not d.is_data_error(e):
                     raise
                 cur.execute("ROLLBACK TO SAVEPOINT kc_b")

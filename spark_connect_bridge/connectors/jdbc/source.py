@@ -30,21 +30,29 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ...config import CaseInsensitiveValidString, Importance, Range, Type
 from ...errors import ConfigError, ConfigProblem
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
-from .dialects import Dialect, JdbcConnection, connection_config_def, parse_jdbc_url, rows_to_batch, with_retries
+from .dialects import (
+    Dialect,
+    JdbcConnection,
+    connection_config_def,
+    parse_jdbc_url,
+    rows_to_batch,
+    with_retries,
+)
 
 __all__ = ["JdbcSourceConnector"]
 
 log = logging.getLogger(__name__)
 
 _MODES = ("bulk", "timestamp", "incrementing", "timestamp+incrementing")
-_UTC = dt.timezone.utc
+_UTC = dt.UTC
 _TS, _ID = "__kc_ts", "__kc_id"
 TIME_NAME = "org.apache.kafka.connect.data.Time"
 
@@ -507,7 +515,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 cur.execute("SELECT pg_current_snapshot()::text, clock_timestamp()")
                 snap, now = cur.fetchone()
-                xmin, xmax, xip = snap.split(":")
+                _xmin, _xmax, xip = snap.split(":")
                 cur.execute("SELECT a.pid, a.xact_start::text, a.backend_xid::text, a.datname = current_database() "
                             "FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid()")
                 acts = cur.fetchall()
