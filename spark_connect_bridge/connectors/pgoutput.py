@@ -144,6 +144,9 @@ class Decoder:
     ``[lo, hi)``, i.e. whose commit end LSN is in ``(lo, hi]`` when ``lo``/``hi`` are commit end LSNs.
 
     ``relations`` maps relid to the latest :class:`Relation` seen in this call (every call re-sends them).
+    The open transaction's state (``keep``, ``xid``, ``ts``) and ``done`` (a Begin at or past ``hi`` was
+    seen) carry over between calls of :meth:`changes`, so the rows may come in chunks, and chunks may
+    alternate with :func:`~.pgoutput_bulk.decode_chunk`, which shares this state.
     """
 
     lo: int
@@ -151,20 +154,27 @@ class Decoder:
     relations: dict[int, Relation] = field(default_factory=dict)
     commits: int = 0
     last_commit_end: int | None = None
+    keep: bool = False
+    xid: int = 0
+    ts: int = 0
+    done: bool = False
 
     def changes(self, rows: Iterable[tuple[int, bytes]]) -> Iterator[Change]:
+        if self.done:
+            return
         relations = self.relations
         lo, hi = self.lo, self.hi
-        keep = False
-        xid = ts = 0
+        keep, xid, ts = self.keep, self.xid, self.ts
         for lsn, data in rows:
             tag = data[0]
             if tag == 66:  # 'B'
                 final_lsn, ts, xid = _BEGIN(data, 1)
                 if hi is not None and final_lsn >= hi:
+                    self.done = True
                     return
                 keep = final_lsn >= lo
                 ts += PG_EPOCH_US
+                self.keep, self.xid, self.ts = keep, xid, ts
             elif tag == 73:  # 'I'
                 if keep:
                     new, _ = _tuple(data, 6)
@@ -189,7 +199,7 @@ class Decoder:
                 if keep:
                     self.commits += 1
                     self.last_commit_end = _INT(data[10:18], "big")
-                keep = False
+                keep = self.keep = False
             elif tag == 82:  # 'R'
                 rel = _relation(data)
                 relations[rel.relid] = rel

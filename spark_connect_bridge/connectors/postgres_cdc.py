@@ -103,6 +103,10 @@ _SNAPSHOT_MODES = ("initial", "never", "always", "initial_only", "no_data", "whe
 _SNAPSHOTTING = ("initial", "always", "initial_only", "when_needed")
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 _CHANGE_TAGS = "73,85,68,84"  # I U D T
+#: WAL bytes taken for one change when a batch end is chosen without decoding (see
+#: PostgresConnector._stream_end_by_wal): a single-row insert of a narrow table writes ~100-250 bytes
+#: (SYSTEMS.md §1: 255 MB for 1M rows of five columns), so a batch rarely holds more changes than asked.
+WAL_BYTES_PER_CHANGE = 128
 TABLES_META = "kconnect.cdc.tables"
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
@@ -123,6 +127,31 @@ def _psycopg() -> Any:
     except ImportError as e:  # pragma: no cover - the extra is installed in tests
         raise ConnectError(_INSTALL_HINT) from e
     return psycopg
+
+
+def _adbc() -> Any:
+    """ADBC's PostgreSQL DB-API module, or None (then the slot is read row by row with psycopg)."""
+    try:
+        import adbc_driver_postgresql.dbapi as adbc
+    except ImportError:  # pragma: no cover - the postgres extra installs it
+        return None
+    return adbc
+
+
+def _adbc_connect(info: dict[str, Any]) -> Any:
+    """An ADBC connection from psycopg-style connection keywords (a libpq URI; the password stays in it
+    and is never logged)."""
+    from urllib.parse import quote
+
+    kw = dict(info)
+    auth = quote(str(kw.pop("user")), safe="")
+    if "password" in kw:
+        auth += ":" + quote(str(kw.pop("password")), safe="")
+    host = str(kw.pop("host"))
+    host = f"[{host}]" if ":" in host else host
+    uri = f"postgresql://{auth}@{host}:{kw.pop('port')}/{quote(str(kw.pop('dbname')), safe='')}"
+    extra = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in kw.items())
+    return _adbc().connect(uri + (("?" + extra) if extra else ""), autocommit=True)
 
 
 def _regex_list(v: list[str]) -> str | None:
@@ -731,6 +760,8 @@ class PostgresConnector(SourceConnector):
                 return pos
         flush = int(self._query("select (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8")[0][0])
         upto = min(flush, cap) if cap is not None else flush
+        if self._signal is None:
+            return self._stream_end_by_wal(pos, start, upto, max_records)
         limit = None if max_records is None else max_records * 2 + 10_000
         while True:
             commits, total = self._commits(upto, limit)
@@ -749,7 +780,48 @@ class PostgresConnector(SourceConnector):
             if exhausted:
                 break
             limit *= 4
-        # Nothing captured after start: optionally move over WAL without captured changes (heartbeat).
+        return self._heartbeat(pos, start, upto)
+
+    def _stream_end_by_wal(self, pos: dict[str, Any], start: int, upto: int,
+                           max_records: int | None) -> dict[str, Any]:
+        """The end of the next batch without decoding it: ``max.records.per.trigger`` changes are taken as
+        that many times :data:`WAL_BYTES_PER_CHANGE` bytes of WAL after ``start`` (never less than the first
+        transaction, never past ``upto``).
+
+        Counting the changes exactly needs the server to decode the whole range (~260k messages/s, SYSTEMS.md
+        §1), which the executor then decodes again to read it: a second full decode per batch. Any LSN is a
+        valid end, since a batch is the transactions whose commit record *starts* in ``[start, end)`` (see
+        :class:`~.pgoutput.Decoder`), a split PostgreSQL applies too when the slot is advanced there; so an
+        end is a pure function of the offsets and replays identically. Only the first transaction is
+        decoded here, to know that the batch is not empty (else: no batch, or a heartbeat)."""
+        first = self._first_commit_after(start, upto)
+        if first is None:
+            return self._heartbeat(pos, start, upto)
+        if max_records is None:
+            return {"lsn": max(first, upto)}
+        return {"lsn": max(first, min(upto, start + max_records * WAL_BYTES_PER_CHANGE))}
+
+    def _first_commit_after(self, start: int, upto: int) -> int | None:
+        """End LSN of the first commit after ``start`` up to ``upto`` holding captured changes, or None. The
+        peek starts at the slot's position, which may be behind ``start`` (batches read but not committed),
+        so the row limit grows until a commit past ``start`` shows up or the range is exhausted."""
+        limit = 1_000
+        while True:
+            row = self._query("""
+                select min(l) filter (where tag = 67 and l > %s), count(*)
+                from (select (p.lsn - '0/0'::pg_lsn)::int8 as l, get_byte(p.data, 0) as tag
+                      from pg_logical_slot_peek_binary_changes(%s::name, %s::pg_lsn, %s::int4, 'proto_version',
+                                                               '1', 'publication_names', %s::text) p) c""",
+                              (start, self.config["slot.name"], lsn_text(upto), limit,
+                               self.config["publication.name"]))[0]
+            if row[0] is not None:
+                return int(row[0])
+            if int(row[1]) < limit:
+                return None
+            limit *= 16
+
+    def _heartbeat(self, pos: dict[str, Any], start: int, upto: int) -> dict[str, Any]:
+        """Nothing captured after start: optionally move over WAL without captured changes (heartbeat)."""
         hb = self.config["heartbeat.interval.ms"]
         now = time.monotonic()
         if hb > 0 and upto > start and (now - self._last_heartbeat) * 1000 >= hb:
@@ -1134,17 +1206,22 @@ class _Builder:
         """Every change of the transactions with commit end LSN in ``(lo, hi]``; retried from where it
         stopped after a lost connection (a re-read is identical, so the first ``done`` events are skipped)."""
         psycopg = _psycopg()
+        adbc = _adbc()
+        # The signal table's inserts drive incremental-snapshot windows change by change: that mode keeps
+        # the per-message path. Everything else reads Arrow through ADBC and decodes in bulk.
+        once = self._stream_bulk if adbc is not None and self.c._signal is None else self._stream_once
+        retryable: tuple[type, ...] = (psycopg.OperationalError,) + ((adbc.OperationalError,) if adbc else ())
         done = 0
         start, delay = time.monotonic(), 0.5
         while True:
             try:
-                for batch in self._stream_once(lo, hi, done):
+                for batch in once(lo, hi, done):
                     done += batch.num_rows
                     yield batch
                 return
-            except psycopg.OperationalError as e:
+            except retryable as e:
                 timeout = self.c.config.get("errors.retry.timeout", 0)
-                busy = isinstance(e, psycopg.errors.ObjectInUse)
+                busy = isinstance(e, psycopg.errors.ObjectInUse) or getattr(e, "sqlstate", None) == "55006"
                 limit = float("inf") if timeout < 0 else max(timeout / 1000.0, 60.0 if busy else 0.0)
                 if time.monotonic() - start + delay > limit:
                     raise
@@ -1201,6 +1278,151 @@ class _Builder:
             conn.rollback()
         finally:
             conn.close()
+
+    def _check_readable(self, conn: Any, lo: int, hi: int) -> None:
+        c = self.c
+        row = conn.execute("select (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 from pg_replication_slots "
+                           "where slot_name = %s", (c.config["slot.name"],)).fetchone()
+        if row is None or int(row[0]) > lo:
+            raise ConnectError(f"Replication slot {c.config['slot.name']!r} "
+                               f"{'does not exist' if row is None else 'is past ' + lsn_text(lo)}: the "
+                               f"changes of this batch ({lsn_text(lo)}, {lsn_text(hi)}] cannot be read")
+
+    def _stream_bulk(self, lo: int, hi: int, skip: int) -> Iterator[Any]:
+        """:meth:`_stream_once` with the peek fetched as Arrow (ADBC's binary COPY, no Python object per
+        message) and decoded a chunk at a time by :func:`~.pgoutput_bulk.decode_chunk`; a chunk it cannot
+        take goes to the per-message decoder with the same state, so the events are the same either way."""
+        from psycopg import sql
+
+        from .pgoutput_bulk import Unsupported, decode_chunk
+
+        c = self.c
+        with c._connect() as conn:
+            self._check_readable(conn, lo, hi)
+            query = sql.SQL("select (lsn - '0/0'::pg_lsn)::int8 as lsn, data from "
+                            "pg_logical_slot_peek_binary_changes({}::name, {}::pg_lsn, NULL::int4, "
+                            "'proto_version', '1', 'publication_names', {}::text)").format(
+                sql.Literal(c.config["slot.name"]), sql.Literal(lsn_text(hi)),
+                sql.Literal(c.config["publication.name"])).as_string(conn)
+        dec = Decoder(lo, hi)
+        emitted = 0
+        with _adbc_connect(c._conninfo()) as aconn:
+            cur = aconn.cursor()
+            try:
+                cur.execute(query)
+                reader = cur.fetch_record_batch()
+                for rb in reader:
+                    lsn = rb.column(0).to_numpy()
+                    data = rb.column(1)
+                    state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
+                    try:
+                        out = list(self._bulk_batches(decode_chunk(dec, lsn, data), data))
+                    except Unsupported as e:
+                        log.debug("%s: per-message decoding for a chunk (%s)", c.name, e)
+                        dec.keep, dec.xid, dec.ts, dec.done = state[:4]
+                        dec.relations.clear()
+                        dec.relations.update(state[4])
+                        rows = zip(lsn.tolist(), data.to_pylist())
+                        out = list(self._windowed(dec.changes(rows)))
+                    for b in out:
+                        emitted, b = self._skip(b, emitted, skip)
+                        if b is not None:
+                            yield b
+            finally:
+                cur.close()
+
+    def _windowed(self, changes: Iterator[Change]) -> Iterator[Any]:
+        window: list[Change] = []
+        for ch in changes:
+            window.append(ch)
+            if len(window) >= self.batch:
+                yield from self._changes_batches(window)
+                window = []
+        if window:
+            yield from self._changes_batches(window)
+
+    def _bulk_batches(self, chunk: Any, data: Any) -> Iterator[Any]:
+        """Events of a decoded chunk in message order: built per relation, then put back in order."""
+        import numpy as np
+
+        from .pgoutput_bulk import ChunkBuffer
+
+        pa = self.pa
+        cb = ChunkBuffer(data)
+        parts, order = [], []
+        for g in chunk.groups:
+            rel = g.relation
+            t = self.layout.table(rel.schema, rel.table)
+            if t is None:
+                continue  # published but not captured (filters)
+            built = self._group_batch(g, t, cb)
+            if built is not None:
+                parts.append(built[0])
+                order.append(built[1])
+        if not parts:
+            return
+        table = pa.Table.from_batches(parts, schema=self.schema)
+        if len(parts) > 1:
+            table = table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+        yield from table.combine_chunks().to_batches(max_chunksize=max(self.batch, 1))
+
+    def _group_batch(self, g: Any, t: Table, cb: Any) -> tuple[Any, Any] | None:
+        """One relation's events (Debezium's: a delete and its tombstone, creates, updates) and their order
+        keys (message position * 2 + 1 for a tombstone)."""
+        import numpy as np
+
+        from .pgoutput_bulk import Unsupported, gather_binary
+
+        pa = self.pa
+        rel = g.relation
+        self._check_columns(rel, t)
+        is_i, is_u, is_d = g.op == 73, g.op == 85, g.op == 68
+        names = rel.names
+        keyidx = [names.index(c.name) for c in t.key if c.name in names]
+        full_u = is_u & g.old_full
+        if keyidx and full_u.any():
+            # Debezium turns an update of the primary key into delete + create: the per-message path does.
+            sub = np.flatnonzero(full_u)
+            for i in keyidx:
+                assert g.old is not None and g.new is not None
+                ov, nv = g.old.valid[i][sub], g.new.valid[i][sub]
+                if (ov != nv).any():
+                    raise Unsupported("update of the primary key")
+                old_k = gather_binary(cb, g.old.starts[i][sub], g.old.lens[i][sub], ov)
+                new_k = gather_binary(cb, g.new.starts[i][sub], g.new.lens[i][sub], nv)
+                if not old_k.equals(new_k):
+                    raise Unsupported("update of the primary key")
+        skipped = self.skipped
+        emit = ~((is_i & ("c" in skipped)) | (is_u & ("u" in skipped)) | (is_d & ("d" in skipped)))
+        reps = emit.astype(np.int64) * np.where(is_d & bool(self.tombstones), 2, 1)
+        n = int(reps.sum())
+        if n == 0:
+            return None
+        src = np.repeat(np.arange(len(g.op)), reps)
+        sub = np.arange(n) - np.repeat(np.cumsum(reps) - reps, reps)
+        tomb = sub == 1
+        b_valid = (is_d | full_u)[src]
+        a_valid = (is_i | is_u)[src]
+
+        def texts(spans: Any, valid: Any) -> dict[str, Any]:
+            out: dict[str, Any] = {col.name: None for col in t.columns}
+            if spans is None or not valid.any():
+                return out
+            for j, name in enumerate(names):
+                if name in out:
+                    out[name] = gather_binary(cb, spans.starts[j][src], spans.lens[j][src],
+                                              spans.valid[j][src] & valid).cast(pa.string())
+            return out
+
+        before, b_typed = self._row_struct(t, texts(g.old, b_valid), b_valid, n)
+        after, a_typed = self._row_struct(t, texts(g.new, a_valid), a_valid, n)
+        lsn = pa.array(g.lsn[src])
+        ts = pa.array(g.ts_us[src])
+        source = self._source(n, t, ts, pa.array(g.xid[src]), lsn, pa.repeat(pa.scalar("false"), n))
+        ops = np.array(["c", "u", "d"], dtype=object)[np.where(is_i, 0, np.where(is_u, 1, 2))[src]]
+        key = self._key(t, a_typed, b_typed, a_valid, np.ones(n, dtype=bool), n)
+        record = self._record(t, n, key, before, after, source, pa.array(ops, pa.string()), ts, tomb, lsn)
+        return record, g.index[src] * 2 + sub
 
     # ---- incremental snapshot chunks (see PostgresConnector._write_chunk)
     def _touch(self, ch: Change, chunks: dict[str, tuple[str, set | None]]) -> None:
@@ -1342,12 +1564,7 @@ class _Builder:
         """Text arrays per captured column of ``t`` from ``rel``-shaped tuples (None rows -> nulls)."""
         names = rel.names
         pos = {n: i for i, n in enumerate(names)}
-        known = {c.name for c in t.columns}
-        extra = [n for n in names if n not in known and self.c._column_wanted(rel.schema, rel.table, n)]
-        if extra:
-            raise DataError(f"Table {t.id} has columns {', '.join(extra)} that this query's schema does not "
-                            f"have (the table changed after the query started): restart the query to pick up "
-                            f"the new schema")
+        self._check_columns(rel, t)
         width = len(names)
         empty = (None,) * width
         rows = [tp if tp is not None else empty for tp in tuples]
@@ -1364,6 +1581,14 @@ class _Builder:
                 vals = self._placeholder(t, col, vals)
             out[col.name] = text_array(vals) if n else None
         return out
+
+    def _check_columns(self, rel: Relation, t: Table) -> None:
+        known = {c.name for c in t.columns}
+        extra = [n for n in rel.names if n not in known and self.c._column_wanted(rel.schema, rel.table, n)]
+        if extra:
+            raise DataError(f"Table {t.id} has columns {', '.join(extra)} that this query's schema does not "
+                            f"have (the table changed after the query started): restart the query to pick up "
+                            f"the new schema")
 
     def _placeholder(self, t: Table, col: Column, vals: Sequence[Any]) -> list[Any]:
         if col.spec.kind in ("string", "bytes"):
