@@ -40,16 +40,28 @@ def be_uint(buf: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
 
 
 class ChunkBuffer:
-    """A chunk's message bytes, padded so that any value's first 12 bytes can be read as one row of a
-    sliding window (no per-byte index arrays): what :func:`gather_binary` needs."""
+    """A chunk's message bytes, with a sliding 12-byte window over them so that any value's first 12 bytes
+    are one row of it (no per-byte index arrays): what :func:`gather_binary` needs."""
 
     def __init__(self, data: Any):
         import pyarrow as pa
 
-        raw = np.frombuffer(data.buffers()[2], dtype=np.uint8)
-        self.np = np.concatenate([raw, np.zeros(16, dtype=np.uint8)])
-        self.arrow = pa.py_buffer(self.np)
+        self.arrow = data.buffers()[2]
+        self.np = np.frombuffer(self.arrow, dtype=np.uint8)
+        if len(self.np) < 12:  # too short for one window row: a padded copy
+            self.np = np.concatenate([self.np, np.zeros(12, dtype=np.uint8)])
+            self.arrow = pa.py_buffer(self.np)
         self.window = np.lib.stride_tricks.sliding_window_view(self.np, 12)
+
+    def heads(self, starts: np.ndarray) -> np.ndarray:
+        """The 12 bytes at each of ``starts`` (zeros past the end of the buffer)."""
+        last = len(self.window) - 1
+        head = self.window[np.minimum(starts, last)]
+        late = starts > last
+        if late.any():  # the last values of the buffer: byte by byte
+            idx = starts[late, None] + np.arange(12)
+            head[late] = np.where(idx < len(self.np), self.np[np.minimum(idx, len(self.np) - 1)], 0)
+        return head
 
 
 def gather_binary(cb: ChunkBuffer, starts: np.ndarray, lens: np.ndarray, valid: np.ndarray) -> Any:
@@ -63,7 +75,7 @@ def gather_binary(cb: ChunkBuffer, starts: np.ndarray, lens: np.ndarray, valid: 
     starts = np.where(valid, starts, 0)
     views = np.zeros((n, 16), dtype=np.uint8)
     views[:, :4] = lens.astype("<i4").view(np.uint8).reshape(n, 4)
-    head = cb.window[starts]
+    head = cb.heads(starts)
     short = lens <= 12
     if short.any():
         views[short, 4:16] = np.where(np.arange(12) < lens[short, None], head[short], 0)
@@ -181,7 +193,7 @@ def decode_chunk(dec: Decoder, lsn: np.ndarray, data: Any) -> BulkChunk:
     if dec.done or len(data) == 0:
         return BulkChunk([])
     if data.type != pa.binary():
-        data = data.cast(pa.binary())
+        raise TypeError(f"decode_chunk needs a binary array, not {data.type}")
     n = len(data)
     offs = np.frombuffer(data.buffers()[1], dtype=np.int32)[data.offset:data.offset + n + 1].astype(np.int64)
     buf_arrow = data.buffers()[2]

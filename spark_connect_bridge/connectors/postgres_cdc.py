@@ -16,11 +16,16 @@ and a plain ``psycopg`` connection. The replication protocol would stream faster
 a client library psycopg 3 does not have; its only use here is ``CREATE_REPLICATION_SLOT ... (SNAPSHOT
 'export')``, which no SQL function offers.
 
-**Offsets.** Source partition ``{"server": <topic.prefix>}``; stream position ``{"lsn": <commit end LSN>,
-"txId": ..., "ts_usec": ...}`` (Debezium's keys). A micro-batch is every transaction whose commit end LSN is
-in ``(start.lsn, end.lsn]``; :meth:`latest_offsets` picks ``end`` at a transaction boundary so that a batch
-holds at most ``max.records.per.trigger`` changes (never less than one transaction). The slot serves one
-session at a time, so a batch is one read task.
+**Offsets.** Source partition ``{"server": <topic.prefix>}``; stream position ``{"lsn": <LSN>}`` (plus
+Debezium's ``"txId"``/``"ts_usec"`` when it is a commit end LSN). A micro-batch is every transaction whose
+commit record starts in ``[start.lsn, end.lsn)`` (for commit end LSNs: whose commit end LSN is in ``(start.lsn,
+end.lsn]``). :meth:`latest_offsets` does not decode the batch to count its changes (that would be a second
+full server-side decode of every batch): ``end`` is ``max.records.per.trigger`` x
+:data:`WAL_BYTES_PER_CHANGE` bytes of WAL after ``start``, never less than one transaction, so the bound is
+approximate (a batch of very small changes, such as deletes, may hold more). With a signal table the end is
+still chosen at a counted transaction boundary (incremental-snapshot chunks are placed by it). The slot serves
+one session at a time, so a batch is one read task. Executors fetch the peek as Arrow (ADBC) and decode it in
+bulk (:mod:`.pgoutput_bulk`).
 
 **Snapshot, then stream, without gap or duplicate.** The slot is created with an exported snapshot; every
 snapshot chunk is read in a transaction that imports it (``SET TRANSACTION SNAPSHOT``), so the snapshot is
@@ -1314,6 +1319,8 @@ class _Builder:
                 for rb in reader:
                     lsn = rb.column(0).to_numpy()
                     data = rb.column(1)
+                    if data.type != self.pa.binary():
+                        data = data.cast(self.pa.binary())
                     state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
                     try:
                         out = list(self._bulk_batches(decode_chunk(dec, lsn, data), data))
@@ -1640,7 +1647,7 @@ class _Builder:
         pa = self.pa
         import pyarrow.compute as pc
 
-        const = lambda v, ty: pa.array([v] * n, ty)  # noqa: E731
+        const = lambda v, ty: pa.repeat(pa.scalar(v, ty), n)  # noqa: E731
         ts_ms = pc.divide(ts_us, 1000)
         arrays = {"version": const(self.version, pa.string()), "connector": const("postgresql", pa.string()),
                   "name": const(self.prefix, pa.string()), "ts_ms": ts_ms, "snapshot": snapshot,
@@ -1680,8 +1687,8 @@ class _Builder:
             fields=list(self.value_t), mask=pa.array(tomb))
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
-            [key, value, pa.array([t.topic] * n, pa.string()), pa.array([0] * n, pa.int32()), offset, ts,
-             pa.nulls(n, self.headers_t)], schema=self.schema)
+            [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
+             offset, ts, pa.nulls(n, self.headers_t)], schema=self.schema)
 
     # ---- snapshot
     def snapshot(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:

@@ -216,3 +216,18 @@ def _rechunked(builder: _Builder, lo: int, hi: int, size: int) -> Any:
         yield from builder._stream_bulk(lo, hi, 0)
     finally:
         adbc_driver_manager.dbapi.Cursor.fetch_record_batch = orig
+
+
+def test_gather_binary_matches_slicing_up_to_the_end_of_the_buffer():
+    rnd = np.random.default_rng(3)
+    for size in (0, 1, 5, 11, 12, 13, 40, 3000):
+        raw = rnd.integers(0, 256, size, dtype=np.uint8).tobytes()
+        data = pa.array([raw], pa.binary())
+        cb = pgoutput_bulk.ChunkBuffer(data)
+        n = 200
+        starts = rnd.integers(0, size + 1, n)
+        lens = np.array([rnd.integers(0, size - s + 1) for s in starts], dtype=np.int64)
+        valid = rnd.random(n) > 0.2
+        got = pgoutput_bulk.gather_binary(cb, starts.astype(np.int64), lens, valid).to_pylist()
+        want = [raw[s:s + ln] if v else None for s, ln, v in zip(starts, lens, valid)]
+        assert got == want
