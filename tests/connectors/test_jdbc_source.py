@@ -37,7 +37,7 @@ def ids(rows) -> list[int]:
     return sorted(r["value"]["id"] for r in rows)
 
 
-def test_out_of_order_commits_lose_nothing_on_postgres(pg_db):
+def test_out_of_order_commits_lose_nothing_on_postgres(pg_db):  # noqa: F811 - pytest fixture
     a, b, setup = pg_conn(pg_db, autocommit=False), pg_conn(pg_db, autocommit=False), pg_conn(pg_db)
     setup.execute("CREATE TABLE ooo (id serial PRIMARY KEY, v text)")
     src = source(pg_url(pg_db), mode="incrementing", incrementing_column_name="id", table_whitelist="ooo",
@@ -57,7 +57,7 @@ def test_out_of_order_commits_lose_nothing_on_postgres(pg_db):
         c.close()
 
 
-def test_out_of_order_timestamps_lose_nothing_on_postgres(pg_db):
+def test_out_of_order_timestamps_lose_nothing_on_postgres(pg_db):  # noqa: F811 - pytest fixture
     a, b, setup = pg_conn(pg_db, autocommit=False), pg_conn(pg_db, autocommit=False), pg_conn(pg_db)
     setup.execute("CREATE TABLE ooo_ts (id serial PRIMARY KEY, ts timestamptz NOT NULL DEFAULT now(), v text)")
     src = source(pg_url(pg_db), mode="timestamp+incrementing", incrementing_column_name="id",
@@ -80,7 +80,7 @@ def test_out_of_order_timestamps_lose_nothing_on_postgres(pg_db):
         c.close()
 
 
-def test_out_of_order_commits_lose_nothing_on_mariadb(my_db):
+def test_out_of_order_commits_lose_nothing_on_mariadb(my_db):  # noqa: F811 - pytest fixture
     a, b, setup = my_conn(my_db, autocommit=False), my_conn(my_db, autocommit=False), my_conn(my_db)
     query(setup, "CREATE TABLE ooo (id int AUTO_INCREMENT PRIMARY KEY, v varchar(20)) ENGINE=InnoDB")
     src = source(my_url(my_db), mode="incrementing", incrementing_column_name="id", table_whitelist="ooo",
@@ -117,10 +117,10 @@ def test_offsets_are_confluents_and_ranges_replay_identically(tmp_path):
     assert [r["offset"] for r in first + rest] == list(range(1, 51))
     r0 = first[0]
     assert (r0["topic"], r0["partition"], r0["key"]) == ("db-t", 0, None)
-    assert r0["timestamp"] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    assert r0["timestamp"] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
-def test_tasks_max_splits_a_large_initial_load(pg_db):
+def test_tasks_max_splits_a_large_initial_load(pg_db):  # noqa: F811 - pytest fixture
     c = pg_conn(pg_db)
     c.execute("CREATE TABLE big (id bigint PRIMARY KEY, amount numeric(12,2), note text)")
     c.execute("INSERT INTO big SELECT g, g / 100.0, 'n' || g FROM generate_series(1, 20000) g")
@@ -136,7 +136,35 @@ def test_tasks_max_splits_a_large_initial_load(pg_db):
     c.close()
 
 
-def test_bulk_mode_and_query_mode(pg_db):
+@pytest.mark.parametrize("kind", ["postgresql", "mariadb", "sqlite"])
+def test_tasks_max_splits_one_large_bulk_read_by_primary_key(kind, request, tmp_path):
+    """Bulk mode, tasks.max=3: one table is read as three key ranges (its integer primary key); together they
+    hold every row once, with distinct offsets."""
+    if kind == "sqlite":
+        url = f"jdbc:sqlite:{tmp_path / 'b.db'}"
+        with sqlite3.connect(tmp_path / "b.db") as c:
+            c.execute("CREATE TABLE bb (id INTEGER PRIMARY KEY, note TEXT)")
+            c.executemany("INSERT INTO bb VALUES (?, ?)", [(i, f"n{i}") for i in range(1, 5001)])
+    else:
+        name = request.getfixturevalue("pg_db" if kind == "postgresql" else "my_db")
+        url = pg_url(name) if kind == "postgresql" else my_url(name)
+        c = pg_conn(name) if kind == "postgresql" else my_conn(name)
+        query(c, "CREATE TABLE bb (id bigint PRIMARY KEY, note text)")
+        query(c, "INSERT INTO bb SELECT g, concat('n', g) FROM " + (
+            "generate_series(1, 5000) g" if kind == "postgresql" else "(SELECT seq AS g FROM seq_1_to_5000) s"))
+        c.close()
+    src = source(url, mode="bulk", table_whitelist="bb", tasks_max="3")
+    start = src.initial_offsets()
+    end = src.latest_offsets(start, None, None)
+    tasks = src.plan(start, end)
+    assert len(tasks) == 3
+    rows = read_all(src, start, end)
+    assert ids(rows) == list(range(1, 5001))
+    assert len({r["offset"] for r in rows}) == 5000
+    assert tasks == src.plan(start, end)  # the same split on replay
+
+
+def test_bulk_mode_and_query_mode(pg_db):  # noqa: F811 - pytest fixture
     c = pg_conn(pg_db)
     c.execute("CREATE TABLE q1 (id int PRIMARY KEY, v text)")
     c.execute("INSERT INTO q1 VALUES (1, 'a'), (2, 'b'), (3, 'c')")

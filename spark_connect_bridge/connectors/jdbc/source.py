@@ -160,6 +160,7 @@ class _Table:
     id_col: str | None
     ts_naive: bool  # timestamp column without time zone (interpret in db.timezone)
     columns: tuple[tuple[str, str], ...]  # (column name, arrow type string) as read
+    split_col: str | None = None  # bulk mode: integer key a read can be split on (tasks.max > 1)
 
 
 class JdbcSourceConnector(JdbcConnection, SourceConnector):
@@ -219,8 +220,10 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                     self._validate_non_null(conn, d, n, ts_cols + ((id_col,) if id_col else ()))
                 naive = d.info.kind != "postgresql" or any(c in self._naive_cols for c in ts_cols)
                 key = partition_key({"query": "query"} if n is None else {"table": n})
+                split = self._split_col(conn, d, n, schema) if self._mode == "bulk" and n is not None and \
+                    int(self.config["tasks.max"]) > 1 else None
                 tables.append(_Table(key, n, prefix if n is None else prefix + n, i, ts_cols, id_col, naive,
-                                     tuple((f.name, str(f.type)) for f in schema)))
+                                     tuple((f.name, str(f.type)) for f in schema), split))
                 self._merge_schema(schema)
         finally:
             conn.close()
@@ -358,6 +361,31 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                                                                          "auto-increment column; set "
                                                                          "incrementing.column.name")])
         return rows[0][0]
+
+    def _split_col(self, conn: Any, d: Dialect, name: str, schema: Any) -> str | None:
+        """Bulk mode: the integer column whose value ranges split one table's read over tasks:
+        ``incrementing.column.name`` when set, else a single-column integer primary key (None: not split)."""
+        import pyarrow as pa
+
+        col = self.config["incrementing.column.name"]
+        if not col:
+            cur = conn.cursor()
+            bare = name.split(".")[-1]
+            if d.info.kind == "sqlite":
+                cur.execute("SELECT name FROM pragma_table_info(?) WHERE pk > 0", (bare,))
+            else:
+                where = "table_schema = current_schema()" if d.info.kind == "postgresql" else \
+                    "table_schema = DATABASE()"
+                cur.execute(f"SELECT k.column_name FROM information_schema.table_constraints c JOIN "
+                            f"information_schema.key_column_usage k ON k.constraint_name = c.constraint_name AND "
+                            f"k.table_schema = c.table_schema AND k.table_name = c.table_name WHERE "
+                            f"c.constraint_type = 'PRIMARY KEY' AND c.{where} AND c.table_name = %s", (bare,))
+            rows = cur.fetchall()
+            cur.close()
+            col = rows[0][0] if len(rows) == 1 else ""
+        if col in schema.names and pa.types.is_integer(schema.field(col).type):
+            return col
+        return None
 
     def _validate_non_null(self, conn: Any, d: Dialect, name: str, cols: tuple[str, ...]) -> None:
         cur = conn.cursor()
@@ -650,17 +678,40 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
                   if start.get(k) != v and k in tables]
         n = max(1, int(self.config["tasks.max"]))
-        if ranges and len(ranges) < n and self._mode != "bulk":
+        if ranges and len(ranges) < n:
             per = max(1, n // len(ranges))
             split: list[ReadRange] = []
             for r in ranges:
-                split += self._split(r, per)
+                split += self._split_bulk(r, tables[partition_key(r.partition)], per) if self._mode == "bulk" \
+                    else self._split(r, per)
             ranges = split
         n = max(1, min(n, len(ranges)))
         groups: list[list[ReadRange]] = [[] for _ in range(n)]
         for i, r in enumerate(ranges):
             groups[i % n].append(r)
         return [ReadTask(i, tuple(g)) for i, g in enumerate(groups) if g]
+
+    def _split_bulk(self, r: ReadRange, t: _Table, parts: int) -> list[ReadRange]:
+        """A bulk read split into ``parts`` value ranges of the table's integer key (``split`` in the range's
+        end: its index, and the bounds ``(lo, hi]``, None meaning unbounded), cut between the key's current
+        min and max. Every row falls in exactly one range whatever the table holds when the ranges are read."""
+        if parts <= 1 or t.split_col is None:
+            return [r]
+        d = self._dialect()
+        conn = self._retry(d.connect, "connect")
+        try:
+            cur = conn.cursor()
+            k = d.quote(t.split_col)
+            cur.execute(f"SELECT min({k}), max({k}) FROM {d.table(t.name)}")
+            lo, hi = cur.fetchone()
+            cur.close()
+        finally:
+            conn.close()
+        if lo is None or int(hi) - int(lo) < parts:
+            return [r]
+        cuts = [None] + [int(lo) + (int(hi) - int(lo)) * i // parts for i in range(1, parts)] + [None]
+        return [ReadRange(r.partition, r.start, {**r.end, "split": [i, cuts[i], cuts[i + 1]]})
+                for i in range(parts)]
 
     def _split(self, r: ReadRange, parts: int) -> list[ReadRange]:
         s = r.start or self._initial_position()
@@ -694,15 +745,22 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         d = self._dialect()
         target = self._arrow_schema
         cols = ", ".join(d.quote(c) for c, _ in t.columns)
+        base = 0
         if self._mode == "bulk":
             where, params, order = "1 = 1", [], self._bulk_order(t)
+            if "split" in (rng.end or {}):
+                i, lo, hi = rng.end["split"]
+                k = d.quote(t.split_col)
+                conds = [f"{k} > {{p}}"] * (lo is not None) + [f"{k} <= {{p}}"] * (hi is not None)
+                where, params = " AND ".join(conds), [v for v in (lo, hi) if v is not None]
+                base = int(i) << 40  # offsets (ordinals) of split reads do not collide
         else:
             where, params = self._range_where(d, t, rng.start, rng.end)
             order = " ORDER BY " + self._order(d, t)
         sql = f"SELECT {cols} FROM {self._from(d, t.name)} WHERE {where}{order}"
         rows = max(10_000, self.config["batch.max.rows"])
         read_schema = pa.schema([pa.field(c, _parse_type(ty)) for c, ty in t.columns])
-        seq = 0
+        seq = base
 
         def gen() -> Iterator[Any]:
             for raw in d.read_arrow(sql, params, rows):
@@ -773,7 +831,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         ts = self._ts_col(batch, t) if t.ts_cols else pa.nulls(n, pa.timestamp("us", tz="UTC"))
         headers_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
         return pa.RecordBatch.from_arrays(
-            [pa.nulls(n, pa.binary()), value, pa.array([t.topic] * n, pa.string()),
+            [pa.nulls(n, pa.binary()), value, pa.repeat(pa.scalar(t.topic, pa.string()), n),
              pa.array(np.full(n, t.index, dtype=np.int32)), offset, ts, pa.nulls(n, headers_type)],
             names=["key", "value", "topic", "partition", "offset", "timestamp", "headers"])
 
