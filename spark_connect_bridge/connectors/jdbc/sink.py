@@ -328,7 +328,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         d = self._dialect()
         if self._direct(d, ctx.batch_id):
             return self._write_direct(d, batches, ctx)
-        conn = self._retry(d.connect, "connect")
+        conn = self._retry(lambda: d.connect(local_infile=True) if d.info.kind == "mysql" else d.connect(),
+                           "connect")
         stages: dict[str, dict[str, Any]] = {}
         prefix = self._stage_prefix(ctx.app_id, ctx.batch_id)
         seq = 0
@@ -599,6 +600,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 self._adbc = None
                 raise
             return
+        if d.info.kind == "mysql" and self._load_data(conn, d, stage, chunk):
+            return
         cols = [self._py_column(d, chunk.column(i)) for i in range(chunk.num_columns)]
         rows = list(zip(*cols))
         names = ", ".join(d.quote(n) for n in chunk.schema.names)
@@ -610,6 +613,24 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         if d.info.kind == "sqlite":
             cur.execute("COMMIT")
         cur.close()
+
+    def _load_data(self, conn: Any, d: Any, stage: str, chunk: Any) -> bool:
+        """MariaDB/MySQL: stage ``chunk`` with LOAD DATA LOCAL INFILE from an Arrow-built text file (False when
+        a column has no text form; the caller then inserts rows)."""
+        import tempfile
+
+        import pyarrow as pa
+
+        from .dialects import mysql_tsv
+
+        data = mysql_tsv(pa.Table.from_batches([chunk]), self.config["db.timezone"])
+        if data is None:
+            return False
+        with tempfile.NamedTemporaryFile(prefix="kc_load_", suffix=".tsv") as f:
+            f.write(data)
+            f.flush()
+            d.load_data(conn, stage, chunk.schema.names, f.name)
+        return True
 
     def _py_column(self, d: Dialect, a: Any) -> list:
         """Python values for DB-API drivers (MariaDB/SQLite): timestamps as db.timezone wall time."""
