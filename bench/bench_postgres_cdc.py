@@ -37,9 +37,13 @@ def _load() -> str:
     return f"load {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+#: pid of the throwaway server's postmaster (pg_ctl detaches it from this process)
+POSTMASTER: list[int] = []
+
+
 def _cpu() -> dict[str, float]:
-    """CPU seconds used so far by this process and its live descendants, by kind: PostgreSQL (the throwaway
-    server is our descendant), the Spark JVM, Python (this driver and Spark's Python workers). Wall-clock
+    """CPU seconds used so far by this process and its live descendants and by the throwaway PostgreSQL
+    server, by kind: PostgreSQL, the Spark JVM, Python (this driver and Spark's Python workers). Wall-clock
     rates on a shared machine move with its load; CPU seconds much less."""
     tick = os.sysconf("SC_CLK_TCK")
     procs: dict[int, tuple[int, str, float]] = {}
@@ -53,8 +57,9 @@ def _cpu() -> dict[str, float]:
             continue
         comm = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        procs[int(d)] = (int(fields[1]), comm, (int(fields[11]) + int(fields[12])) / tick)
-    mine = {os.getpid()}
+        # own time plus that of exited children it reaped (short-lived backends, Python workers)
+        procs[int(d)] = (int(fields[1]), comm, sum(int(x) for x in fields[11:15]) / tick)
+    mine = {os.getpid(), *POSTMASTER}
     changed = True
     while changed:
         changed = False
@@ -192,7 +197,7 @@ def main(n: int) -> None:
                    "ts text, payload text)", database="mirror")
         base = {"connector.class": "PostgresConnector", "topic.prefix": "bench", "snapshot.mode": "no_data",
                 "max.records.per.trigger": "200000", "max.batch.size": "20000", **pg.connector_config()}
-        slots = ("debezium", "inproc", "noop", "mirror")
+        slots = ("debezium", "inproc", "noop", "noop_warm", "mirror")
         configs = {s: {**base, "slot.name": s} for s in slots}
         for s in slots:  # every slot exists before the changes: each reader sees all of them
             build_connector(configs[s], kind="source").initial_offsets()
@@ -201,6 +206,8 @@ def main(n: int) -> None:
             insert into t select g, 'name-' || g, g * 0.01, now(), repeat('x', 100)
               from generate_series(i * 1000 + 1, i * 1000 + 1000) g; commit; end loop; end $$""")
         print(f"generated {n} inserts in {time.monotonic() - t0:.1f}s")
+        with open(os.path.join(pg.data, "postmaster.pid")) as f:
+            POSTMASTER.append(int(f.readline()))
 
         per_message = _raw_per_message(pg.dsn(), "debezium")
         bulk = _raw_bulk(f"postgresql://postgres@127.0.0.1:{pg.port}/{pg.database}", "debezium")
@@ -210,6 +217,8 @@ def main(n: int) -> None:
                  .config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
                  .config("spark.sql.shuffle.partitions", "2").getOrCreate())
         noop, noop_steady = _spark(spark, configs["noop"], "noop", n)
+        print("again in the same Spark session (JVM and Python workers warm):")
+        warm, warm_steady = _spark(spark, configs["noop_warm"], "noop", n)
         mirror, mirror_steady = _spark(spark, configs["mirror"],
                                        f"jdbc:postgresql://127.0.0.1:{pg.port}/mirror", n)
         got = pg.execute("select count(*) from t_mirror", database="mirror")[0][0]
@@ -217,9 +226,11 @@ def main(n: int) -> None:
         spark.stop()
         print(f"ratios to raw per-message: bulk {bulk / per_message:.2f}, in-process {in_process / per_message:.2f}, "
               f"noop {noop / per_message:.2f} ({noop_steady / per_message:.2f} without query start), "
+              f"noop warm {warm / per_message:.2f} ({warm_steady / per_message:.2f}), "
               f"mirror {mirror / per_message:.2f} ({mirror_steady / per_message:.2f} without query start)")
         print(f"ratios to raw bulk: in-process {in_process / bulk:.2f}, noop {noop / bulk:.2f} "
-              f"({noop_steady / bulk:.2f}), mirror {mirror / bulk:.2f} ({mirror_steady / bulk:.2f})")
+              f"({noop_steady / bulk:.2f}), noop warm {warm / bulk:.2f} ({warm_steady / bulk:.2f}), "
+              f"mirror {mirror / bulk:.2f} ({mirror_steady / bulk:.2f})")
         print(_load())
 
 
