@@ -9,6 +9,7 @@ import sqlite3
 import threading
 import time
 
+import pyarrow as pa
 import pytest
 from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query  # noqa: F401
 
@@ -216,3 +217,33 @@ def test_nullable_incrementing_column_is_refused(tmp_path):
     src = source(f"jdbc:sqlite:{db}", mode="incrementing", incrementing_column_name="seq")
     with pytest.raises(ConfigError, match="nullable"):
         src.initial_offsets()
+
+
+@pytest.mark.parametrize("kind", ["mariadb", "sqlite"])
+@pytest.mark.parametrize(("mapping", "want"), [
+    ("best_fit", {"small": pa.int32(), "money": pa.float64(), "wide": pa.decimal128(20, 4)}),
+    ("none", {"small": pa.decimal128(5, 0), "money": pa.decimal128(10, 2), "wide": pa.decimal128(20, 4)}),
+])
+def test_numeric_mapping_on_mariadb_and_sqlite(kind, mapping, want, request, tmp_path):
+    t = f"nm_{mapping}"
+    ddl = f"CREATE TABLE {t} (id INTEGER PRIMARY KEY, small NUMERIC(5,0), money DECIMAL(10,2), wide DECIMAL(20,4))"
+    ins = f"INSERT INTO {t} VALUES (1, 12345, 12.5, 1234567890123456.1234)"
+    if kind == "sqlite":
+        url = f"jdbc:sqlite:{tmp_path / 'n.db'}"
+        with sqlite3.connect(tmp_path / "n.db") as c:
+            c.execute(ddl)
+            c.execute(ins)
+    else:
+        name = request.getfixturevalue("my_db")
+        url = my_url(name)
+        c = my_conn(name)
+        query(c, ddl)
+        query(c, ins)
+        c.close()
+    src = source(url, mode="bulk", table_whitelist=t, numeric_mapping=mapping)
+    start = src.initial_offsets()
+    got = src._arrow_schema
+    assert {n: got.field(n).type for n in want} == want
+    [row] = read_all(src, start, src.latest_offsets(start, None, None))
+    v = row["value"]
+    assert (int(v["small"]), float(v["money"])) == (12345, 12.5)

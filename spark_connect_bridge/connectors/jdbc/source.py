@@ -286,11 +286,13 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             cur.close()
             self._time_cols |= {f.name for f in s if pa.types.is_duration(f.type)}
             return pa.schema([pa.field(f.name, pa.timestamp("us", tz="UTC") if _is_ts(f.type) else
-                                       pa.int32() if pa.types.is_duration(f.type) else f.type) for f in s])
+                                       pa.int32() if pa.types.is_duration(f.type) else
+                                       self._numeric(f.type.precision, f.type.scale)
+                                       if pa.types.is_decimal(f.type) else f.type) for f in s])
         # SQLite: declared types of a table; a query's column types come from its first rows.
         if name is not None:
             cur.execute("SELECT name, type FROM pragma_table_info(?)", (name,))
-            return pa.schema([pa.field(n, _sqlite_type(t)) for n, t in cur.fetchall()])
+            return pa.schema([pa.field(n, self._sqlite_numeric(t) or _sqlite_type(t)) for n, t in cur.fetchall()])
         cur.execute(f"SELECT * FROM {self._from(d, name)} LIMIT 100")
         rows = cur.fetchall()
         names = [c[0] for c in cur.description]
@@ -321,6 +323,19 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         if pa.types.is_list(t) or pa.types.is_struct(t) or pa.types.is_interval(t) or pa.types.is_duration(t):
             return pa.string()
         return t
+
+    def _sqlite_numeric(self, decl: str) -> Any:
+        """SQLite DECIMAL/NUMERIC(p, s) columns under an explicit ``numeric.mapping`` (without one they stay
+        doubles, as before: SQLite stores them as REAL or INTEGER)."""
+        import re
+
+        if not (self.config.get("numeric.mapping") or self.config["numeric.precision.mapping"]):
+            return None
+        d = (decl or "").upper()
+        if "DEC" not in d and "NUM" not in d:
+            return None
+        m = re.search(r"\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)", d)
+        return self._numeric(int(m.group(1)), int(m.group(2) or 0)) if m else self._numeric(None, None)
 
     def _numeric(self, p: int | None, s: int | None) -> Any:
         import pyarrow as pa
@@ -894,6 +909,8 @@ def _sqlite_wire(t: Any) -> Any:
         return pa.string()
     if pa.types.is_boolean(t):
         return pa.int64()
+    if pa.types.is_decimal(t) or t in (pa.int8(), pa.int16(), pa.int32()):
+        return pa.float64()  # numeric.mapping of a DECIMAL/NUMERIC column: REAL or INTEGER values, cast after
     return t
 
 
