@@ -104,9 +104,9 @@ def _apply(df: DataFrame, column: str, conv: Converter, *, parse: bool, data_typ
         if c.failed is None:
             out = df.withColumn(column, c.value)
         else:
-            staged = df.withColumn(_TMP, F.struct(c.value.alias("v"), c.failed.alias("f"), c.message.alias("m")))
-            out = checked(staged, {column: F.col(f"{_TMP}.v")}, failed=F.col(f"{_TMP}.f"),
-                          message=F.col(f"{_TMP}.m"), stage=stage, class_name=cls).drop(_TMP)
+            # One projection: Spark's subexpression elimination shares what value, failed and message have in
+            # common (a struct staged in a projection of its own would be one more row copy).
+            out = checked(df, {column: c.value}, failed=c.failed, message=c.message, stage=stage, class_name=cls)
         if parse and metadata:
             out = out.withMetadata(column, dict(metadata))
         return out

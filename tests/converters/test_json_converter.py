@@ -143,6 +143,20 @@ def test_bad_input_fails_strict_mode_with_the_records_coordinates(spark, records
         apply_sink_converters(df, {"value.converter": JSON}, value_schema="bigint").collect()
 
 
+@pytest.mark.parametrize("tolerant", [False, True], ids=["strict", "tolerant"])
+def test_one_parse_per_message_even_under_a_later_filter(spark, records, tolerant):
+    """from_json, the checks and the message share one projection (subexpression elimination parses once),
+    and a filter on the decoded value stays above it instead of being pushed down with a second from_json."""
+    df = records([(None, b'{"schema":null,"payload":{"id":5,"at":7}}'), (None, b'{"schema":null,"payload":{"id":1}}')])
+    df = enable_error_column(df) if tolerant else df
+    cfg = {"value.converter": JSON, "value.converter.spark.schema": "id BIGINT, at TIMESTAMP"}
+    out = apply_sink_converters(df, cfg).filter(F.col("value.id") > 3)
+    plan = out._jdf.queryExecution().executedPlan().toString().splitlines()
+    assert len([line for line in plan if "from_json(" in line]) == 1, "\n".join(plan)
+    assert not [line for line in plan if "Filter" in line and "from_json(" in line], "\n".join(plan)
+    assert [r.value.id for r in out.collect()] == [5]
+
+
 def test_inference_needs_a_batch_dataframe_or_a_schema(spark, records):
     df = records([(None, b'{"a":1}')])
     with pytest.raises(ConfigError, match=r"value\.converter\.spark\.schema"):
