@@ -59,18 +59,13 @@ class RegexRouter(Transformation):
         assert parts is not None
         if not group:
             match = topic == F.lit(pre)
-            g1 = topic
         else:
-            n = len(pre) + len(suf)
-            match = topic.startswith(pre) & topic.endswith(suf) & (F.length(topic) >= F.lit(n))
-            g1 = F.substring(topic, len(pre) + 1, F.length(topic) - F.lit(n))
-            # '.' does not match a line terminator; when prefix and suffix hold none, checking the whole
-            # topic is the same as checking the group, and cheaper.
-            scope = topic if not any(t in pre + suf for t in LINE_TERMINATORS) else g1
-            for t in LINE_TERMINATORS:  # contains() compares bytes; instr() walks characters (slower)
-                match = match & ~scope.contains(t)
-        pieces = [F.lit(p) if isinstance(p, str) else (topic if p == 0 else g1) for p in parts]
-        new = F.concat(*pieces) if pieces else F.lit("")
+            match = _matches_around_group(topic, pre, suf)
+        if any(p == 1 for p in parts):
+            new = _with_group(topic, pre, suf, parts)
+        else:
+            pieces = [F.lit(p) if isinstance(p, str) else topic for p in parts]
+            new = F.concat(*pieces) if pieces else F.lit("")
         return F.when(match, new).otherwise(topic)
 
     def plan(self, df: DataFrame) -> Step:
@@ -79,3 +74,36 @@ class RegexRouter(Transformation):
         # The pattern is anchored (^...\z), so it matches at most once, at the start, and only when it
         # matches the whole topic: one regexp_replace is Java's matches() + replaceFirst().
         return Step({"topic": F.regexp_replace(F.col("topic"), F.lit(self.pattern), F.lit(self.replacement))})
+
+
+def _matches_around_group(topic: Column, pre: str, suf: str) -> Column:
+    """Whether ``topic`` matches ``pre(.*)suf`` as a whole. startsWith/endsWith compare UTF-8 bytes, so a
+    match ends on character boundaries and the byte lengths tell whether prefix and suffix overlap
+    (``octet_length`` is O(1); ``length`` would count the characters of every topic)."""
+    match = topic.startswith(pre) if pre else F.lit(True)
+    if suf:
+        n = len(pre.encode("utf-8")) + len(suf.encode("utf-8"))
+        match = match & topic.endswith(suf) & (F.octet_length(topic) >= F.lit(n))
+    # '.' does not match a line terminator; when prefix and suffix hold none, checking the whole topic is
+    # the same as checking the group, and cheaper.
+    in_literals = any(t in pre + suf for t in LINE_TERMINATORS)
+    scope = _group_bytes(topic, pre, suf).cast("string") if in_literals else topic
+    for t in LINE_TERMINATORS:  # contains() compares bytes; instr() walks characters (slower)
+        match = match & ~scope.contains(t)
+    return match
+
+
+def _group_bytes(topic: Column, pre: str, suf: str) -> Column:
+    """Group 1 of ``pre(.*)suf`` as UTF-8 bytes, for a topic that matches. Slicing bytes is O(1) per
+    record; a character substring first counts the characters of the topic (twice, with its length)."""
+    start = len(pre.encode("utf-8")) + 1
+    size = F.octet_length(topic) - F.lit(start - 1 + len(suf.encode("utf-8"))) if suf else F.lit(2**31 - 1)
+    return F.substring(topic.cast("binary"), F.lit(start), size)
+
+
+def _with_group(topic: Column, pre: str, suf: str, parts: list[str | int]) -> Column:
+    """The replacement (literals, ``$0``, ``$1``) assembled as bytes, then read back as a string."""
+    g1 = _group_bytes(topic, pre, suf)
+    pieces = [F.lit(p.encode("utf-8")) if isinstance(p, str) else (topic.cast("binary") if p == 0 else g1)
+              for p in parts]
+    return F.concat(*pieces).cast("string")

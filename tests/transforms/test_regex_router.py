@@ -41,12 +41,14 @@ def test_config_errors(spark, config, key, fragment):
     assert e.value.keys == [key] and fragment in str(e.value)
 
 
-TOPICS = ["orders-1", "orders-", "orders", "xorders-1", "orders-a\nb", "orders-ünï", None, "-orders-1-sfx", "a.b"]
+TOPICS = ["orders-1", "orders-", "orders", "xorders-1", "orders-a\nb", "orders-ünï", None, "-orders-1-sfx", "a.b",
+          "ü-ß", "ü-ß-ß", "ü-é\u2028-ß", "ü--ß", "é\nx-é", "é\nx\n-é", "orders-a\u0085b", "orders-\r"]
 
 
 @pytest.mark.parametrize("regex, replacement", [
     ("orders-(.*)", "clean-$1"), ("(.*)", "p_$1_$0"), ("orders-1", "one"), ("-orders-(.*)-sfx", "$1"),
-    (r"a\.b", "ab\\$"), ("(.*)-sfx", "$1"),
+    (r"a\.b", "ab\\$"), ("(.*)-sfx", "$1"), ("ü-(.*)-ß", "<$1>$0"), ("ü-(.*)", "$1ä"), ("é\nx(.*)-é", "[$1]"),
+    ("(.*)", "$1"), ("orders-(.*)", "fixed"),
 ])
 def test_string_fast_path_matches_java_regex(make_records, regex, replacement):
     router = RegexRouter(regex=regex, replacement=replacement)
