@@ -134,3 +134,68 @@ def test_missing_converter_key_leaves_the_column_alone(spark, records):
 def test_boolean_converter_class_attributes():
     assert BooleanConverter.plugin_type == "converter"
     assert BooleanConverter.class_name.endswith("BooleanConverter")
+
+
+def test_header_composites_are_written_like_kafka_values_convert_to_string(spark, records):
+    """Kafka's Values.convertToString notation: no spaces, nested strings quoted with only \\ and " escaped,
+    map keys as values, bytes as quoted Base64, dates/timestamps unquoted (Values.dateFormatFor)."""
+    from spark_connect_bridge.converters.header import header_text
+
+    row = spark.sql("""SELECT array(1, 2, null) a, map('k', 1, 'z', null) m, map(1, 'x') mi,
+        named_struct('a', 1, 'b', 'q"\\\\', 'c', array('x'), 'd', cast(null AS string)) s,
+        array(X'01') b, array(date'2024-01-02') d, named_struct('m', map('n', array(1.5D))) n,
+        timestamp'2024-01-02 03:04:05.678' ts, timestamp'2024-01-02 00:00:00' midnight,
+        timestamp'1970-01-01 00:00:01' early, array(timestamp'2024-01-02 03:04:05.678') tsa""")
+    texts = row.select([header_text(F.col(f.name), f.dataType).alias(f.name) for f in row.schema.fields]).first()
+    assert texts.asDict() == {
+        "a": "[1,2,null]", "m": '{"k":1,"z":null}', "mi": '{1:"x"}',
+        "s": '{"a":1,"b":"q\\"\\\\","c":["x"],"d":null}', "b": '["AQ=="]', "d": "[2024-01-02]",
+        "n": '{"m":{"n":[1.5]}}', "ts": "2024-01-02T03:04:05.678Z", "midnight": "2024-01-02",
+        "early": "00:00:01.000Z", "tsa": "[2024-01-02T03:04:05.678Z]"}
+    tz = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+    try:
+        ts = spark.range(1).select(F.timestamp_millis(F.lit(1704164645678)).alias("ts"),
+                                   F.lit("2024-01-02 03:04:05.678").cast("timestamp_ntz").alias("ntz"))
+        assert ts.select(header_text(F.col("ts"), ts.schema["ts"].dataType),
+                         header_text(F.col("ntz"), ts.schema["ntz"].dataType)).first() == \
+            ("2024-01-02T03:04:05.678Z", "2024-01-02T03:04:05.678Z")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", tz)
+    df = records([(None, b"v", [("h", {"a": [1, 2]}), ("none", None)])], headers="map<string,array<int>>")
+    out = apply_source_converters(df, {"header.converter": "SimpleHeaderConverter"}).first().headers
+    assert [(h.key, h.value) for h in out] == [("h", b'{"a":[1,2]}'), ("none", None)]
+
+
+# (text, Python value, first byte of the variant value = its physical type, or None)
+INFERRED = [
+    ("true", True, None), ("false", False, None), ("null", None, None), ("", "", None),
+    ("42", 42, 0x0C), (" 7 ", 7, 0x0C), ("-5", -5, 0x0C), ("1.0", 1, 0x0C), ("1e2", 100, 0x0C),
+    ("1000", 1000, 0x10), ("100000", 100000, 0x14), ("10000000000", 10**10, 0x18),
+    ("1.5", 1.5, 0x38), ("+.5", 0.5, 0x38), ("1e39", 1e39, 0x1C),
+    ("[1,2]", [1, 2], None), ('{"a":"b"}', {"a": "b"}, None),
+    ("hello", "hello", None), ("[1,", "[1,", None), ("{1:2}", "{1:2}", None), ("12:30", "12:30", None),
+    ("2024-02-30", "2024-02-30", None), ("x 1", "x 1", None),
+]
+
+
+def test_header_strings_are_typed_like_kafka_values_parse_string(spark, records):
+    import datetime as dt
+
+    cases = INFERRED + [("2024-01-02", dt.date(2024, 1, 2), None)]
+    df = records([(None, b"v", [(str(i), t.encode()) for i, (t, _, _) in enumerate(cases)])])
+    cfg = {"header.converter": "SimpleHeaderConverter", "header.converter.spark.schema": "variant"}
+    headers = apply_sink_converters(df, cfg).first().headers
+    for (text, expected, kind), h in zip(cases, headers, strict=True):
+        got = None if h.value is None else h.value.toPython()
+        assert got == expected, text
+        if kind is not None:
+            assert h.value.value[0] == kind, (text, hex(h.value.value[0]))
+    back = apply_source_converters(apply_sink_converters(df, cfg), {"header.converter": "SimpleHeaderConverter"})
+    written = {h.key: h.value for h in back.first().headers}
+    assert [written[str(i)] for i in (0, 4, 12, 15, 17)] == [b"true", b"42", b"1.5", b"[1,2]", b"hello"]
+    utc = dt.timezone.utc
+    times = records([(None, b"v", [("ts", b"2024-01-02T03:04:05.678Z"), ("t", b"12:34:56.789Z")])])
+    ts, t = (h.value.toPython() for h in apply_sink_converters(times, cfg).first().headers)
+    assert ts.astimezone(utc) == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, utc)
+    assert t.astimezone(utc) == dt.datetime(1970, 1, 1, 12, 34, 56, 789000, utc)
