@@ -91,7 +91,7 @@ def main() -> None:
 
     spark = (SparkSession.builder.master(args.master).appName("bench_smt_chain")
              .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
-             .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     base = records(spark, args.records)
@@ -108,6 +108,7 @@ def main() -> None:
     print(f"without SMTs: {b:8.2f} s wall ({args.records / b / 1e6:6.2f} M records/s), {bcpu:8.2f} s JVM CPU")
     print(f"8-SMT chain : {c:8.2f} s wall ({args.records / c / 1e6:6.2f} M records/s), {ccpu:8.2f} s JVM CPU")
     print(f"ratio chain/baseline: {c / b:.2f}x wall, {ccpu / bcpu:.2f}x CPU  (goal <= 1.3x)")
+    print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     spark.stop()
 
 
