@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..errors import ConfigProblem
@@ -45,7 +45,7 @@ class _Ref:
     name: str
 
     @classmethod
-    def parse(cls, item: str, prefix: str) -> "_Ref":
+    def parse(cls, item: str, prefix: str) -> _Ref:
         ref, _, new = item.partition(":")
         struct, dot, fld = ref.partition(".")
         if not dot:
@@ -103,6 +103,15 @@ class ExtractNewRecordState(Transformation):
                 doc="Prefix of the headers added with add.headers.")
         .define("route.by.field", Type.STRING, "", importance=Importance.LOW,
                 doc="Take the new topic from this field of the row (after; before for deletes).")
+        .define("drop.fields.header.name", Type.STRING, None, importance=Importance.LOW,
+                doc="Name of a header listing fields to drop from the row (a list of strings, as Debezium's "
+                    "ExtractChangedRecordState writes it: [\"a\",\"b\"]). One DataFrame column has one schema, so a "
+                    "dropped field is set to null for that record instead of leaving its schema.")
+        .define("drop.fields.from.key", Type.BOOLEAN, False, importance=Importance.LOW,
+                doc="Also drop the listed fields from a struct key.")
+        .define("drop.fields.keep.schema.compatible", Type.BOOLEAN, True, importance=Importance.LOW,
+                doc="true: drop only listed fields that are optional (nullable); false: drop every listed field "
+                    "(its column becomes nullable).")
         .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.LOW,
                 doc="Spark types carry no defaults: accepted for compatibility, no effect.")
     )
@@ -140,6 +149,28 @@ class ExtractNewRecordState(Transformation):
         self.fields = [_Ref.parse(i.strip(), config["add.fields.prefix"]) for i in config["add.fields"]]
         self.headers = [_Ref.parse(i.strip(), config["add.headers.prefix"]) for i in config["add.headers"]]
         self.route = config["route.by.field"]
+        header = config["drop.fields.header.name"]
+        self.drop_header = header if header and header.strip() else None
+        self.drop_from_key = config["drop.fields.from.key"]
+        self.drop_only_optional = config["drop.fields.keep.schema.compatible"]
+
+    def _null_listed(self, struct: Column, dtype: StructType, listed: Column, cond: Column,
+                     skip: set[str]) -> Column:
+        """``struct`` with each listed field set to null where ``cond`` holds: a record cannot leave its
+        column's schema, so null is how a per-record drop shows. With keep.schema.compatible only nullable
+        (optional) fields are dropped, as Debezium drops only optional fields then."""
+        out, changed = struct, []
+        for f in dtype.fields:
+            if f.name in skip or (self.drop_only_optional and not f.nullable):
+                continue
+            hit = cond & F.array_contains(listed, F.lit(f.name))
+            out = out.withField(q(f.name), F.when(hit, F.lit(None).cast(f.dataType)).otherwise(struct.getField(f.name)))
+            changed.append(f.name)
+        if not changed:
+            return struct
+        # update_fields drops field metadata: a cast to the output type restores it.
+        return out.cast(StructType([StructField(f.name, f.dataType, f.nullable or f.name in changed, f.metadata)
+                                    for f in dtype.fields]))
 
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema["value"]
@@ -167,6 +198,17 @@ class ExtractNewRecordState(Transformation):
             found = ref.column(value, env)
             if found is not None:
                 row = row.withField(q(ref.name), found[0])
+        if self.drop_header:
+            # Debezium drops the listed fields after add.fields and before __deleted, never from a delete's row.
+            listed = _listed_fields(self.drop_header)
+            row_type = df.select(row.alias("row")).schema["row"].dataType
+            skip = {"__deleted"} if self.rewrite else set()
+            row = self._null_listed(row, row_type, listed, ~delete, skip)
+            key_t = df.schema["key"].dataType
+            if self.drop_from_key and isinstance(key_t, StructType):
+                # A rewritten delete is rebuilt from the original record: its key keeps every field.
+                cond = ~tomb & ~delete if self.rewrite else ~tomb
+                step.updates["key"] = self._null_listed(F.col("key"), key_t, listed, cond, set())
         step.updates["value"] = F.when(tomb, F.lit(None)).otherwise(row)
         step.metadata["value"] = dict(env["after"].metadata)
 
@@ -197,3 +239,12 @@ class ExtractNewRecordState(Transformation):
             drops = drops | delete
         step.drop = drops
         return step
+
+
+def _listed_fields(header: str) -> Column:
+    """The field names in the first header ``header`` (null when there is none): the header converter wrote
+    the list as Connect's text form, a JSON array of strings; a bracketed list of bare names is read too."""
+    value = F.get(F.filter(F.col("headers"), lambda h: h["key"] == F.lit(header)), 0)["value"]
+    text = value.cast("string")
+    bare = F.split(F.regexp_extract(text, r"^\s*\[(.*)\]\s*$", 1), r"\s*,\s*")
+    return F.coalesce(F.from_json(text, "array<string>"), F.transform(bare, lambda n: F.trim(n)))

@@ -105,3 +105,72 @@ def test_config_errors(config, key, fragment):
     with pytest.raises(ConfigError) as e:
         ExtractNewRecordState(config)
     assert e.value.keys == [key] and fragment in str(e.value)
+
+
+NN_ROW = "struct<id:int NOT NULL,name:string,note:string>"
+NN_ENV = f"struct<before:{NN_ROW},after:{NN_ROW},source:struct<db:string>,op:string>"
+
+
+def _drop_events(make_records, key_type="string"):
+    def ev(op, before, after, headers, key="1"):
+        return {"key": key, "value": {"before": before, "after": after, "source": {"db": "d"}, "op": op},
+                "headers": headers}
+
+    row = {"id": 1, "name": "n", "note": "x"}
+    rows = [
+        ev("c", None, row, [("unchanged", b'["name","note"]')]),
+        ev("u", row, row, [("other", b'["name"]'), ("unchanged", b'["id","note"]'), ("unchanged", b'["name"]')]),
+        ev("d", row, None, [("unchanged", b'["name"]')]),
+        ev("r", None, row, [("unchanged", b"[note, name]")]),  # bare names, as Values.parseString reads them
+        ev("u", row, row, []),
+        ev("u", row, row, [("unchanged", None)]),
+        {"key": "1", "value": None, "headers": [("unchanged", b'["name"]')]},
+    ]
+    if key_type != "string":
+        for r in rows:
+            r["key"] = {"id": 1, "name": "k"}
+    df = make_records(rows, key_type=key_type, value_type=NN_ENV)
+    return df.withMetadata("value", {"connect.name": "srv.public.t.Envelope"})
+
+
+def test_drop_fields_listed_in_a_header_become_null(make_records):
+    cfg = {"drop.fields.header.name": "unchanged", "delete.tombstone.handling.mode": "rewrite-with-tombstone"}
+    out = _drop_events(make_records).transform(ExtractNewRecordState(cfg))
+    vals = dict(_values(out))
+    assert vals[0] == {"id": 1, "name": None, "note": None, "__deleted": "false"}
+    # the first header of that name counts; id is required, and keep.schema.compatible drops only optional fields
+    assert vals[1] == {"id": 1, "name": "n", "note": None, "__deleted": "false"}
+    assert vals[2] == {"id": 1, "name": "n", "note": "x", "__deleted": "true"}  # a delete's row is never dropped
+    assert vals[3] == {"id": 1, "name": None, "note": None, "__deleted": "false"}
+    assert vals[4] == vals[5] == {"id": 1, "name": "n", "note": "x", "__deleted": "false"}
+    assert vals[6] is None
+    assert not out.schema["value"].dataType["id"].nullable
+
+
+def test_drop_fields_not_schema_compatible_drops_required_fields_too(make_records):
+    cfg = {"drop.fields.header.name": "unchanged", "drop.fields.keep.schema.compatible": "false"}
+    out = _drop_events(make_records).transform(ExtractNewRecordState(cfg))
+    vals = dict(_values(out))
+    assert vals[1] == {"id": None, "name": "n", "note": None}
+    assert out.schema["value"].dataType["id"].nullable
+
+
+def test_drop_fields_from_key(make_records):
+    cfg = {"drop.fields.header.name": "unchanged", "drop.fields.from.key": "true",
+           "delete.tombstone.handling.mode": "rewrite"}
+    out = _drop_events(make_records, key_type="struct<id:int NOT NULL,name:string>").transform(
+        ExtractNewRecordState(cfg))
+    keys = {r["offset"]: r["key"].asDict() for r in out.collect()}
+    assert keys[0] == {"id": 1, "name": None}
+    assert keys[1] == {"id": 1, "name": "k"}  # id is required; the first "unchanged" header lists no name
+    assert keys[2] == {"id": 1, "name": "k"}  # a rewritten delete keeps its original key
+    assert keys[4] == {"id": 1, "name": "k"}
+    without = _drop_events(make_records, key_type="struct<id:int NOT NULL,name:string>").transform(
+        ExtractNewRecordState({"drop.fields.header.name": "unchanged"}))
+    assert {r["key"]["name"] for r in without.collect()} == {"k"}
+
+
+def test_drop_fields_config_errors():
+    with pytest.raises(ConfigError) as e:
+        ExtractNewRecordState({"drop.fields.from.key": "maybe"})
+    assert e.value.keys == ["drop.fields.from.key"]
