@@ -143,6 +143,31 @@ def _adbc() -> Any:
     return adbc
 
 
+class SlotBusy(ConnectError):
+    """The replication slot is active in another session (a peek found it so)."""
+
+
+class ReadInterrupted(ConnectError):
+    """The connection reading the slot was lost (the server restarted, or an operator ended it)."""
+
+
+#: libpq's words for a connection that went away under a query
+_CONNECTION_LOST = ("server closed the connection", "terminating connection", "could not receive data",
+                    "no connection to the server", "connection to server", "SSL SYSCALL error")
+
+
+def _transient(e: Exception, psycopg: Any, adbc: Any) -> bool:
+    """Errors worth retrying, as psycopg's OperationalError covers them for the per-message path: ADBC
+    reports a slot busy with another session (SQLSTATE 55006) as a ProgrammingError, and a lost server
+    as an OperationalError or by the connection (08) and operator intervention (57) classes."""
+    if isinstance(e, (psycopg.OperationalError, SlotBusy, ReadInterrupted)):
+        return True
+    if adbc is None or not isinstance(e, adbc.Error):
+        return False
+    state = getattr(e, "sqlstate", None) or ""
+    return isinstance(e, adbc.OperationalError) or state == "55006" or state[:2] in ("08", "57", "53")
+
+
 def _adbc_connect(info: dict[str, Any]) -> Any:
     """An ADBC connection from psycopg-style connection keywords (a libpq URI; the password stays in it
     and is never logged)."""
@@ -1215,7 +1240,8 @@ class _Builder:
         # The signal table's inserts drive incremental-snapshot windows change by change: that mode keeps
         # the per-message path. Everything else reads Arrow through ADBC and decodes in bulk.
         once = self._stream_bulk if adbc is not None and self.c._signal is None else self._stream_once
-        retryable: tuple[type, ...] = (psycopg.OperationalError,) + ((adbc.OperationalError,) if adbc else ())
+        retryable: tuple[type, ...] = (psycopg.OperationalError, SlotBusy, ReadInterrupted) + (
+            (adbc.Error,) if adbc else ())
         done = 0
         start, delay = time.monotonic(), 0.5
         while True:
@@ -1225,8 +1251,11 @@ class _Builder:
                     yield batch
                 return
             except retryable as e:
+                if not _transient(e, psycopg, adbc):
+                    raise
                 timeout = self.c.config.get("errors.retry.timeout", 0)
-                busy = isinstance(e, psycopg.errors.ObjectInUse) or getattr(e, "sqlstate", None) == "55006"
+                busy = (isinstance(e, (psycopg.errors.ObjectInUse, SlotBusy))
+                        or getattr(e, "sqlstate", None) == "55006")
                 limit = float("inf") if timeout < 0 else max(timeout / 1000.0, 60.0 if busy else 0.0)
                 if time.monotonic() - start + delay > limit:
                     raise
@@ -1311,32 +1340,66 @@ class _Builder:
                 sql.Literal(c.config["publication.name"])).as_string(conn)
         dec = Decoder(lo, hi)
         emitted = 0
-        with _adbc_connect(c._conninfo()) as aconn:
+        for rb in self._peek_chunks(query):
+            lsn = rb.column(0).to_numpy()
+            data = rb.column(1)
+            if data.type != self.pa.binary():
+                data = data.cast(self.pa.binary())
+            state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
+            try:
+                out = list(self._bulk_batches(decode_chunk(dec, lsn, data), data))
+            except Unsupported as e:
+                log.debug("%s: per-message decoding for a chunk (%s)", c.name, e)
+                dec.keep, dec.xid, dec.ts, dec.done = state[:4]
+                dec.relations.clear()
+                dec.relations.update(state[4])
+                rows = zip(lsn.tolist(), data.to_pylist())
+                out = list(self._windowed(dec.changes(rows)))
+            for b in out:
+                emitted, b = self._skip(b, emitted, skip)
+                if b is not None:
+                    yield b
+
+    def _peek_chunks(self, query: str) -> Iterator[Any]:
+        """The peek's record batches from ADBC. A failure of the server's query reaches the reader as an
+        ArrowException without a SQLSTATE, so it is classified here (see :meth:`_peek_error`)."""
+        pa = self.pa
+        adbc = _adbc()
+        with _adbc_connect(self.c._conninfo()) as aconn:
             cur = aconn.cursor()
             try:
                 cur.execute(query)
                 reader = cur.fetch_record_batch()
-                for rb in reader:
-                    lsn = rb.column(0).to_numpy()
-                    data = rb.column(1)
-                    if data.type != self.pa.binary():
-                        data = data.cast(self.pa.binary())
-                    state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
+                while True:
                     try:
-                        out = list(self._bulk_batches(decode_chunk(dec, lsn, data), data))
-                    except Unsupported as e:
-                        log.debug("%s: per-message decoding for a chunk (%s)", c.name, e)
-                        dec.keep, dec.xid, dec.ts, dec.done = state[:4]
-                        dec.relations.clear()
-                        dec.relations.update(state[4])
-                        rows = zip(lsn.tolist(), data.to_pylist())
-                        out = list(self._windowed(dec.changes(rows)))
-                    for b in out:
-                        emitted, b = self._skip(b, emitted, skip)
-                        if b is not None:
-                            yield b
+                        rb = reader.read_next_batch()
+                    except StopIteration:
+                        return
+                    except (pa.ArrowException, adbc.Error) as e:
+                        raise self._peek_error(e) from e
+                    yield rb
             finally:
                 cur.close()
+
+    def _peek_error(self, e: Exception) -> Exception:
+        """What a failed peek means: the slot busy with another session (:class:`SlotBusy`, retried for at
+        least a minute, like psycopg's ObjectInUse), the server gone (psycopg's OperationalError from the
+        check, or :class:`ReadInterrupted` by the message), or else the error itself (not retried)."""
+        psycopg = _psycopg()
+        c = self.c
+        try:
+            with c._connect() as conn:
+                row = conn.execute("select active_pid from pg_replication_slots where slot_name = %s",
+                                   (c.config["slot.name"],)).fetchone()
+        except psycopg.OperationalError as lost:
+            return lost
+        if row is not None and row[0] is not None:
+            return SlotBusy(f"Replication slot {c.config['slot.name']!r} is in use by PostgreSQL process "
+                            f"{row[0]}")
+        text = str(e)
+        if any(m in text for m in _CONNECTION_LOST):
+            return ReadInterrupted(text.strip())
+        return e
 
     def _windowed(self, changes: Iterator[Change]) -> Iterator[Any]:
         window: list[Change] = []

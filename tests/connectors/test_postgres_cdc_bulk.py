@@ -202,20 +202,17 @@ def _count_chunks(monkeypatch: Any) -> dict[str, int]:
 
 def _rechunked(builder: _Builder, lo: int, hi: int, size: int) -> Any:
     """_stream_bulk over record batches of ``size`` messages (ADBC's are megabytes)."""
-    import adbc_driver_manager
+    orig = builder._peek_chunks
 
-    orig = adbc_driver_manager.dbapi.Cursor.fetch_record_batch
+    def small(query: str) -> Any:
+        for rb in orig(query):
+            yield from (rb.slice(i, size) for i in range(0, rb.num_rows, size))
 
-    def small(self: Any) -> Any:
-        reader = orig(self)
-        table = reader.read_all()
-        return iter(table.to_batches(max_chunksize=size))
-
-    adbc_driver_manager.dbapi.Cursor.fetch_record_batch = small
+    builder._peek_chunks = small  # type: ignore[method-assign]
     try:
         yield from builder._stream_bulk(lo, hi, 0)
     finally:
-        adbc_driver_manager.dbapi.Cursor.fetch_record_batch = orig
+        del builder._peek_chunks
 
 
 def test_gather_binary_matches_slicing_up_to_the_end_of_the_buffer():
@@ -231,3 +228,39 @@ def test_gather_binary_matches_slicing_up_to_the_end_of_the_buffer():
         got = pgoutput_bulk.gather_binary(cb, starts.astype(np.int64), lens, valid).to_pylist()
         want = [raw[s:s + ln] if v else None for s, ln, v in zip(starts, lens, valid)]
         assert got == want
+
+
+def test_bulk_read_waits_for_a_slot_busy_with_another_session(pg):
+    """ADBC reports a busy slot as a ProgrammingError (SQLSTATE 55006): retried like psycopg's ObjectInUse."""
+    import os
+    import subprocess
+    import threading
+    import time
+
+    db = _db(pg)
+    pg.execute("create table t (id int primary key, v text)", database=db)
+    config = _config(pg, db)
+    conn = build_connector(config, kind="source")
+    start = int(conn.initial_offsets()[conn._key]["lsn"])
+    pg.execute("insert into t select g, 'v' || g from generate_series(1, 50) g", database=db)
+    end = _commit_ends(pg, db, config["slot.name"])[-1]
+    holder = subprocess.Popen(
+        [os.path.join(pg.bin, "pg_recvlogical"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", db,
+         "--slot", config["slot.name"], "--start", "-f", os.devnull, "-o", "proto_version=1",
+         "-o", "publication_names=dbz_publication"])
+    try:
+        deadline = time.monotonic() + 30
+        while not pg.execute(f"select active from pg_replication_slots where slot_name = '{config['slot.name']}'",
+                             database=db)[0][0]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        threading.Timer(2.0, holder.terminate).start()
+        t0 = time.monotonic()
+        batches = list(_Builder(conn, conn.layout()).stream(start, end))  # stream() retries; bulk path
+        rows = pa.Table.from_batches(batches).to_pylist()
+        assert time.monotonic() - t0 >= 1.0  # it waited for the slot
+    finally:
+        holder.terminate()
+        holder.wait()
+    assert [r["value"]["after"]["id"] for r in rows] == list(range(1, 51))
+    conn.stop()
