@@ -157,9 +157,9 @@ def _tx_state(dec: Decoder, tags: np.ndarray, buf: np.ndarray, offs: np.ndarray
     if dec.hi is not None:
         past = np.flatnonzero(final >= dec.hi)
         if len(past):
-            limit = int(bi[past[0]])
-            keep_b = final[:past[0]]
-            bi, final, ts, xid = bi[:past[0]], keep_b, ts[:past[0]], xid[:past[0]]
+            k = int(past[0])
+            limit = int(bi[k])
+            bi, final, ts, xid = bi[:k], final[:k], ts[:k], xid[:k]
     kept = final >= dec.lo
     rank = np.cumsum(tags[:limit] == _B) - 1
     carried = rank < 0
@@ -244,7 +244,7 @@ def _group(rel: Relation, m: np.ndarray, tag: np.ndarray, p: np.ndarray, buf: np
     old = None
     new_pos = p + 6
     if has_old.any():
-        old = _walk(buf, np.where(has_old, p + 6, _dummy_tuple(buf, p, has_old, ncols)), ncols)
+        old = _walk(buf, np.where(has_old, p + 6, _dummy_tuple(p, has_old)), ncols)
         upd_old = is_u & has_old
         if upd_old.any():
             if (buf[np.minimum(old.end, len(buf) - 1)][upd_old] != _N).any():
@@ -253,12 +253,12 @@ def _group(rel: Relation, m: np.ndarray, tag: np.ndarray, p: np.ndarray, buf: np
     has_new = is_i | is_u
     new = None
     if has_new.any():
-        new = _walk(buf, np.where(has_new, new_pos, _dummy_tuple(buf, p, has_new, ncols)), ncols)
+        new = _walk(buf, np.where(has_new, new_pos, _dummy_tuple(p, has_new)), ncols)
     return Group(rel, m, tag, lsn, xid.astype(np.int64), ts.astype(np.int64), old, has_old,
                  has_old & (k == _O), new)
 
 
-def _dummy_tuple(buf: np.ndarray, p: np.ndarray, present: np.ndarray, ncols: int) -> np.ndarray:
+def _dummy_tuple(p: np.ndarray, present: np.ndarray) -> np.ndarray:
     """Positions to walk for messages that have no such tuple: a real tuple of the same relation (its spans
     are then masked out), so one walk serves all messages of the group."""
     first = int(np.flatnonzero(present)[0])
