@@ -104,21 +104,18 @@ def _variant(c: Column) -> Column:
     return c.cast(VariantType())
 
 
-def _integer(v: Column) -> Column:
-    """A bigint as a variant: the variant encoding keeps the smallest integer type that holds the value, which
-    is Kafka's byteValueExact -> shortValueExact -> intValueExact -> longValueExact order."""
-    return _variant(v)
-
-
 def _number(t: Column) -> Column:
-    """Values.parse for a trimmed token that has BigDecimal's syntax (null where no variant can hold it)."""
+    """Values.parse for a trimmed token that has BigDecimal's syntax (null where no variant can hold it).
+
+    A bigint needs no narrowing: the variant encoding stores an integer in the smallest type that holds it,
+    which is Kafka's byteValueExact -> shortValueExact -> intValueExact -> longValueExact order."""
     digits = F.regexp_extract(t, r"^[+-]?\d+", 0)
     exact, big = digits.try_cast("bigint"), digits.try_cast("decimal(38,0)")
     d, f = t.try_cast("double"), t.try_cast("float")
     inf = F.lit(float("inf"))
     integral_exp = d.isNotNull() & (F.abs(d) < F.lit(float(1 << 63))) & (d == F.floor(d))
-    return (F.when(t.rlike(_INTEGRAL), F.coalesce(_integer(exact), _variant(big)))  # Decimal scale 0 beyond long
-            .when(t.rlike("[eE]") & integral_exp, _integer(d.cast("bigint")))
+    return (F.when(t.rlike(_INTEGRAL), F.coalesce(_variant(exact), _variant(big)))  # Decimal scale 0 beyond long
+            .when(t.rlike("[eE]") & integral_exp, _variant(d.cast("bigint")))
             .when(F.abs(f) < inf, _variant(f))     # any other finite float32 (scale != 0 here)
             .when(F.abs(d) < inf, _variant(d)))
 
@@ -164,9 +161,8 @@ def parse_header_text(text: Column) -> Column:
              .when(t == F.lit("true"), _variant(F.lit(True)))
              .when(t == F.lit("false"), _variant(F.lit(False)))
              .when(t.startswith("[") | t.startswith("{"), F.coalesce(_composite(text, t), _variant(text)))
-             .when(first_digit & _temporal(t).isNotNull(), _temporal(t))
-             .when(t.rlike(_NUMBER), F.coalesce(_number(t), _variant(text)))
-             .otherwise(_variant(text)))
+             .otherwise(F.coalesce(F.when(first_digit, _temporal(t)),  # temporal first, as Kafka does
+                                   F.when(t.rlike(_NUMBER), _number(t)), _variant(text))))
     return F.when(text.isNotNull(), typed)
 
 
