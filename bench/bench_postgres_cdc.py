@@ -19,6 +19,7 @@ Spark figures are given with the query start (JVM, Python workers) and without i
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 
@@ -173,6 +174,7 @@ def _spark(spark: object, config: dict, sink: str, n_expected: int) -> tuple[flo
     q = w.option("checkpointLocation", ckpt).trigger(availableNow=True).start()
     q.awaitTermination()
     wall = time.monotonic() - t0
+    shutil.rmtree(ckpt, ignore_errors=True)
     progress = [p for p in q.recentProgress if p["numInputRows"]]
     rows = sum(p["numInputRows"] for p in progress)
     busy = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000.0
