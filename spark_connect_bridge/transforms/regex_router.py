@@ -84,12 +84,12 @@ def _matches_around_group(topic: Column, pre: str, suf: str) -> Column:
     if suf:
         n = len(pre.encode("utf-8")) + len(suf.encode("utf-8"))
         match = match & topic.endswith(suf) & (F.octet_length(topic) >= F.lit(n))
-    # '.' does not match a line terminator; when prefix and suffix hold none, checking the whole topic is
-    # the same as checking the group, and cheaper.
-    in_literals = any(t in pre + suf for t in LINE_TERMINATORS)
-    scope = _group_bytes(topic, pre, suf).cast("string") if in_literals else topic
+    # '.' does not match a line terminator. The group is checked, not the whole topic: it is exact even when
+    # the literals hold one, and scanning only the group's bytes costs about half (measured on orders-N).
+    # The checks come last, so they run only for topics whose literals matched.
+    group = _group_bytes(topic, pre, suf).cast("string")
     for t in LINE_TERMINATORS:  # contains() compares bytes; instr() walks characters (slower)
-        match = match & ~scope.contains(t)
+        match = match & ~group.contains(t)
     return match
 
 
