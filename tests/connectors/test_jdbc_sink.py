@@ -268,3 +268,23 @@ def test_task_scope_rejected_rows_are_isolated_in_the_task(pg_db):  # noqa: F811
     assert [(r.topic, r.partition, r.offset) for r in tolerant.last_rejected] == [("orders", 2, 41)]
     assert rows_of(fetch, t) == [(1, "ok", None), (5, "exists", None), (6, "ok2", None)]
     c.close()
+
+
+def test_mariadb_load_data_keeps_special_characters_nulls_and_times(my_db):  # noqa: F811 - fixture
+    """MariaDB staging is LOAD DATA LOCAL INFILE of an Arrow-built text file: tabs, newlines, backslashes,
+    empty strings and NULLs, and timestamps (as db.timezone wall time) arrive unchanged."""
+    import datetime as dt
+
+    t = table_name()
+    vt = pa.struct([("id", pa.int64()), ("s", pa.string()), ("ok", pa.bool_()), ("at", pa.timestamp("us", "UTC"))])
+    at = dt.datetime(2024, 3, 1, 12, 30, 15, 250000, tzinfo=dt.UTC)
+    vals = [{"id": 1, "s": "tab\there", "ok": True, "at": at}, {"id": 2, "s": "line\nbreak\\slash", "ok": False,
+                                                                 "at": None},
+            {"id": 3, "s": "", "ok": None, "at": at}, {"id": 4, "s": None, "ok": True, "at": at}]
+    run(sink(my_url(my_db), table_name_format=t, db_timezone="Europe/Paris"), [records(vals, vt)])
+    c = my_conn(my_db)
+    got = query(c, f"SELECT id, s, ok, at FROM `{t}` ORDER BY id")
+    c.close()
+    local = dt.datetime(2024, 3, 1, 13, 30, 15, 250000)
+    assert got == [(1, "tab\there", 1, local), (2, "line\nbreak\\slash", 0, None), (3, "", None, local),
+                   (4, None, 1, local)]
