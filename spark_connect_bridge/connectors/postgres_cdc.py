@@ -1268,12 +1268,7 @@ class _Builder:
         c = self.c
         conn = c._connect(autocommit=False)
         try:
-            row = conn.execute("select (confirmed_flush_lsn - '0/0'::pg_lsn)::int8 from pg_replication_slots "
-                               "where slot_name = %s", (c.config["slot.name"],)).fetchone()
-            if row is None or int(row[0]) > lo:
-                raise ConnectError(f"Replication slot {c.config['slot.name']!r} "
-                                   f"{'does not exist' if row is None else 'is past ' + lsn_text(lo)}: the "
-                                   f"changes of this batch ({lsn_text(lo)}, {lsn_text(hi)}] cannot be read")
+            self._check_readable(conn, lo, hi)
             cur = conn.cursor(name="kconnect_cdc", binary=True)
             cur.itersize = 20_000
             cur.execute("select (lsn - '0/0'::pg_lsn)::int8, data from pg_logical_slot_peek_binary_changes("
