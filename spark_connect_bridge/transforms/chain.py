@@ -7,19 +7,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 
+from .. import __version__
 from ..config.definition import ConfigKey, Type, _parse_value
 from ..errors import ConfigError, ConfigProblem
 from ..plugins import resolve_class
 from .base import Predicate, Transformation, prefix_problems
+from .plugin_version import KEY as PLUGIN_VERSION
+from .plugin_version import version_problem
 
-__all__ = ["Chain", "Stage", "build_chain", "apply_transforms"]
+__all__ = ["Chain", "Stage", "apply_transforms", "build_chain"]
 
-_RESERVED = ("type", "predicate", "negate")
+_RESERVED = ("type", "predicate", "negate", PLUGIN_VERSION)
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,11 @@ def _build(family: str, prefix: str, sub: Mapping[str, Any], problems: list[Conf
     except ConfigError as e:
         problems.extend(e.problems)
         return None
+    version_key = f"{prefix}{PLUGIN_VERSION}"
+    name = getattr(cls, "kafka_class", "") or f"{cls.__module__}.{cls.__qualname__}"
+    why = version_problem(sub.get(PLUGIN_VERSION), version_key, name, __version__)
+    if why:
+        problems.append(ConfigProblem(version_key, why))
     props = {k: v for k, v in sub.items() if k not in _RESERVED}
     try:
         return cls(props, **extra)

@@ -2,6 +2,7 @@ import copy
 
 import pytest
 
+from spark_connect_bridge import __version__
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.transforms import (
     Chain,
@@ -145,3 +146,34 @@ def test_transforms_that_never_take_a_predicate_fail_at_build_time(smt):
     with pytest.raises(ConfigError) as e:
         build_chain(cfg)
     assert e.value.keys == ["transforms.a.predicate"] and "predicate" in str(e.value)
+
+
+@pytest.mark.parametrize("spec", [None, "latest", __version__, f" {__version__} ", "0.1", f"[{__version__}]",
+                                  "[0.1,1.0)", "(,1.0]", "[0.0.1,)", "(,0.0.5],[0.1,0.2)", "[0.1.0-rc1,0.1.0]"])
+def test_plugin_version_selecting_the_one_version_is_accepted(spec):
+    cfg = {"transforms": "a", "transforms.a.type": "Filter", "predicates": "p",
+           "predicates.p.type": "RecordIsTombstone"}
+    if spec is not None:
+        cfg.update({"transforms.a.plugin.version": spec, "predicates.p.plugin.version": spec})
+    assert build_chain(cfg).aliases == ["a"]
+
+
+@pytest.mark.parametrize("spec, fragment", [
+    ("4.1.0", "not found that matches the version range 4.1.0, available versions: [0.1.0]"),
+    ("0.1.0-SNAPSHOT", "not found that matches"), ("[1.0,)", "not found that matches"),
+    ("(0.1.0,1.0]", "not found that matches"), ("(,0.1.0)", "not found that matches"),
+    ("[1.0,2.0", "Unbounded range"), ("(1.0)", "Single version must be surrounded by []"),
+    ("[2.0,1.0]", "Range defies version ordering"), ("[1.0,2.0],[1.5,3.0]", "Ranges overlap"),
+    ("[1.0,2.0],3.0", "Only fully-qualified sets allowed"),
+])
+def test_plugin_version_errors(spec, fragment):
+    cfg = {"transforms": "a", "transforms.a.type": "org.apache.kafka.connect.transforms.Filter",
+           "transforms.a.plugin.version": spec, "predicates": "p", "predicates.p.type": "RecordIsTombstone",
+           "predicates.p.plugin.version": spec}
+    with pytest.raises(ConfigError) as e:
+        build_chain(cfg)
+    assert set(e.value.keys) == {"predicates.p.plugin.version", "transforms.a.plugin.version"}
+    assert fragment in str(e.value)
+    assert f"Invalid value {spec} for configuration transforms.a.plugin.version" in str(e.value)
+    if "not found" in fragment:
+        assert "Plugin org.apache.kafka.connect.transforms.Filter not found" in str(e.value)
