@@ -94,8 +94,9 @@ def _matches_around_group(topic: Column, pre: str, suf: str) -> Column:
 
 
 def _group_bytes(topic: Column, pre: str, suf: str) -> Column:
-    """Group 1 of ``pre(.*)suf`` as UTF-8 bytes, for a topic that matches. Slicing bytes is O(1) per
-    record; a character substring first counts the characters of the topic (twice, with its length)."""
+    """Group 1 of ``pre(.*)suf`` as UTF-8 bytes, for a topic that matches. Slicing bytes at known offsets
+    needs no character counting; a character substring counts the topic's characters (twice, with its
+    length), which made it the costliest part of the router."""
     start = len(pre.encode("utf-8")) + 1
     size = F.octet_length(topic) - F.lit(start - 1 + len(suf.encode("utf-8"))) if suf else F.lit(2**31 - 1)
     return F.substring(topic.cast("binary"), F.lit(start), size)
