@@ -235,7 +235,11 @@ class JsonConverter(Converter):
         return infer_schema_from_envelopes(df, column, self.config["schemas.sample.size"], key)
 
     def _parsed(self, col: Column, data_type: DataType) -> Column:
-        """The one ``from_json`` of a message: ``struct<payload: wire type, _kc_corrupt: string>``."""
+        """The one ``from_json`` of a message: ``struct<payload: wire type, _kc_corrupt: string>``.
+
+        The options matter beyond the corrupt-record column: Spark's ``OptimizeJsonExprs`` rewrites an
+        option-less ``from_json`` into one pruned ``from_json`` per extracted field, which would defeat the
+        subexpression elimination that parses each message once (measured: ~7x the CPU)."""
         wire = _wire(data_type, self.key_name("spark.schema"))
         st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
         opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
