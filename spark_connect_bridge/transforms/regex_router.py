@@ -103,8 +103,8 @@ def _group_bytes(topic: Column, pre: str, suf: str) -> Column:
 
 
 def _with_group(topic: Column, pre: str, suf: str, parts: list[str | int]) -> Column:
-    """The replacement (literals, ``$0``, ``$1``) assembled as bytes, then read back as a string."""
-    g1 = _group_bytes(topic, pre, suf)
-    pieces = [F.lit(p.encode("utf-8")) if isinstance(p, str) else (topic.cast("binary") if p == 0 else g1)
-              for p in parts]
-    return F.concat(*pieces).cast("string")
+    """The replacement (literals, ``$0``, ``$1``). The group is the very expression the match condition
+    checks, so Spark computes it once per record (subexpression elimination) and the string concat copies
+    bytes without counting characters."""
+    g1 = _group_bytes(topic, pre, suf).cast("string")
+    return F.concat(*[F.lit(p) if isinstance(p, str) else (topic if p == 0 else g1) for p in parts])
