@@ -1,6 +1,8 @@
 """Benchmark: the JDBC source (ADBC, Arrow batches) vs. Spark's own JDBC reader and vs. psql binary COPY.
 
-One run, one table, one Spark session (local[2]); each reader writes to the ``noop`` sink.
+One run, one table, one Spark session (local[2]); each reader writes to the ``noop`` sink. Two ceiling lines
+measure the Python data source API itself: a minimal source yielding the same ADBC batches flat, and the same
+batches wrapped in our record shape (no connector code in either).
 
     .venv/bin/python bench/bench_jdbc_source.py --rows 1000000 [--tasks 2] [--repeat 2]
 
@@ -40,9 +42,16 @@ def setup(rows: int) -> None:
     psql("VACUUM ANALYZE big", DB)
 
 
-def ceiling_source(url: str, rows: int, parts: int):
+RECORD_SCHEMA = ("key binary, value struct<id: long, name: string, amount: decimal(12,2), ts: timestamp, "
+                 "payload: string>, topic string, partition int, offset long, timestamp timestamp, "
+                 "headers array<struct<key: string, value: binary>>")
+
+
+def ceiling_source(url: str, rows: int, parts: int, shaped: bool = False):
     """The API's ceiling here: a minimal Python data source yielding the ADBC Arrow batches of ``parts`` id ranges
-    (numeric cast to decimal, nothing else): no record shaping, no offsets, no visibility checks."""
+    (numeric cast to decimal, nothing else): no offsets, no visibility checks, no connector code. ``shaped``:
+    the same batches wrapped in the record shape our sources emit (value struct plus key, topic, partition,
+    offset, timestamp, headers), built inline, i.e. what that output shape costs Spark by itself."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     class CeilingReader(DataSourceReader):
@@ -59,22 +68,32 @@ def ceiling_source(url: str, rows: int, parts: int):
             try:
                 cur = conn.cursor()
                 cur.execute(f"SELECT id, name, amount, ts, payload FROM big WHERE id > {lo} AND id <= {hi}")
+                headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
                 for b in cur.fetch_record_batch():
                     amount = b.column(2)
                     amount = amount.storage if isinstance(amount.type, pa.ExtensionType) else amount
-                    yield pa.RecordBatch.from_arrays(
+                    flat = pa.RecordBatch.from_arrays(
                         [b.column(0), b.column(1), amount.cast(pa.decimal128(12, 2)), b.column(3), b.column(4)],
                         names=["id", "name", "amount", "ts", "payload"])
+                    if not shaped:
+                        yield flat
+                        continue
+                    n = flat.num_rows
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.nulls(n, pa.binary()), pa.StructArray.from_arrays(flat.columns, names=flat.schema.names),
+                         pa.repeat(pa.scalar("b-big"), n), pa.repeat(pa.scalar(0, pa.int32()), n), b.column(0),
+                         pa.nulls(n, pa.timestamp("us", tz="UTC")), pa.nulls(n, headers)],
+                        names=["key", "value", "topic", "partition", "offset", "timestamp", "headers"])
             finally:
                 conn.close()
 
     class CeilingSource(DataSource):
         @classmethod
         def name(cls):
-            return "kc_adbc_ceiling"
+            return "kc_adbc_ceiling_shaped" if shaped else "kc_adbc_ceiling"
 
         def schema(self):
-            return "id long, name string, amount decimal(12,2), ts timestamp, payload string"
+            return RECORD_SCHEMA if shaped else "id long, name string, amount decimal(12,2), ts timestamp, payload string"
 
         def reader(self, schema):
             return CeilingReader()
@@ -82,13 +101,18 @@ def ceiling_source(url: str, rows: int, parts: int):
     return CeilingSource
 
 
-def best(fn, repeat: int) -> float:
-    times = []
+def best_alternated(readers: dict, repeat: int) -> dict:
+    """Best time of each reader over ``repeat`` rounds, the readers alternated within a round (so that a load
+    change on this shared machine hits all of them, not one)."""
+    times: dict = {k: [] for k in readers}
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        for k, fn in readers.items():
+            t = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t)
+    for k, v in times.items():
+        print(f"  {k}: " + ", ".join(f"{x:.2f}" for x in v) + " s", flush=True)
+    return {k: min(v) for k, v in times.items()}
 
 
 def main() -> None:
@@ -118,10 +142,15 @@ def main() -> None:
     def ours() -> None:
         spark.read.format("kconnect").options(**opts).load().write.format("noop").mode("overwrite").save()
 
-    spark.dataSource.register(ceiling_source(f"postgresql://postgres@127.0.0.1:5432/{DB}", a.rows, a.tasks))
+    for shaped in (False, True):
+        spark.dataSource.register(ceiling_source(f"postgresql://postgres@127.0.0.1:5432/{DB}", a.rows, a.tasks,
+                                                 shaped))
 
     def ceiling() -> None:
         spark.read.format("kc_adbc_ceiling").load().write.format("noop").mode("overwrite").save()
+
+    def ceiling_shaped() -> None:
+        spark.read.format("kc_adbc_ceiling_shaped").load().write.format("noop").mode("overwrite").save()
 
     def spark_jdbc() -> None:
         (spark.read.format("jdbc").option("url", url).option("driver", "org.postgresql.Driver")
@@ -135,18 +164,21 @@ def main() -> None:
     n = spark.read.format("kconnect").options(**opts).load().count()
     assert n == a.rows, (n, a.rows)
     assert spark.read.format("kc_adbc_ceiling").load().count() == a.rows
-    results = {"kconnect JDBC source (ADBC, Arrow)": best(ours, a.repeat),
-               "ceiling: minimal Python DS yielding ADBC batches": best(ceiling, a.repeat)}
+    assert spark.read.format("kc_adbc_ceiling_shaped").load().count() == a.rows
+    readers = {"kconnect JDBC source (ADBC, Arrow)": ours,
+               "ceiling: minimal Python DS yielding ADBC batches": ceiling,
+               "ceiling, same batches in our record shape": ceiling_shaped}
     if have_jar:
-        results["Spark JDBC reader (pgjdbc 42.5.5)"] = best(spark_jdbc, a.repeat)
+        readers["Spark JDBC reader (pgjdbc 42.5.5)"] = spark_jdbc
     else:
         print(f"SKIPPED Spark JDBC comparison: {JAR} not found (apt-get install libpostgresql-jdbc-java)")
-    results["psql COPY TO STDOUT (FORMAT binary) > /dev/null"] = best(copy, a.repeat)
+    readers["psql COPY TO STDOUT (FORMAT binary) > /dev/null"] = copy
+    results = best_alternated(readers, a.repeat)
     ours_t = results["kconnect JDBC source (ADBC, Arrow)"]
     print(f"\nrows={a.rows:,} tasks={a.tasks} best of {a.repeat}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for k, t in results.items():
-        print(f"  {k:<50} {t:7.2f} s  {a.rows / t:>12,.0f} rows/s  ours/this = {t / ours_t:5.2f}x")
+        print(f"  {k:<52} {t:7.2f} s  {a.rows / t:>12,.0f} rows/s  ours/this = {t / ours_t:5.2f}x")
     spark.stop()
     if not a.keep:
         psql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')
