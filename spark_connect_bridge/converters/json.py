@@ -263,15 +263,16 @@ class JsonConverter(Converter):
         value, bad_value = _from_wire(parsed["payload"], data_type)
         snippet = F.substring(text, 1, 200)
         fit = f"does not fit the schema {data_type.simpleString()[:300]}"
-        # Only ever evaluated where ``failed`` holds (the wiring's raise_error / _kc_error branch).
-        message = (F.when(corrupt, F.concat(F.lit(f"Converting byte[] to Kafka Connect data failed due to "
-                                                  f"serialization error: invalid JSON, or a payload that {fit}: "),
-                                            snippet))
+        # Only ever evaluated where ``failed`` holds (the wiring's raise_error / _kc_error branch), which also
+        # makes it the free place for the push-down barrier (see parse_checked).
+        message = (F.when(~_barrier(), F.lit(None).cast("string"))
+                   .when(corrupt, F.concat(F.lit(f"Converting byte[] to Kafka Connect data failed due to "
+                                                 f"serialization error: invalid JSON, or a payload that {fit}: "),
+                                           snippet))
                    .when(bad_envelope, F.lit(_ENVELOPE_MESSAGE))
                    .otherwise(F.concat(F.lit(f"Converting byte[] to Kafka Connect data failed: the payload {fit} "
                                              f"(invalid Decimal): "), snippet)))
-        failed = (col.isNotNull() & _barrier()
-                  & (corrupt | bad_envelope | F.coalesce(_or(bad_value, F.lit(False)), F.lit(False))))
+        failed = col.isNotNull() & (corrupt | bad_envelope | F.coalesce(_or(bad_value, F.lit(False)), F.lit(False)))
         out = F.when(col.isNull() | failed, F.lit(None)).otherwise(value)  # NullType keeps the metadata
         return Conversion(out, failed, message)
 
@@ -279,9 +280,9 @@ class JsonConverter(Converter):
         """One projection: ``from_json`` is referenced by the value, the check and the message, and Spark's
         subexpression elimination evaluates it once per row (measured: within a few % of the JVM CPU of a bare
         ``from_json``). A separate ``from_json`` projection costs an extra row copy of the parsed struct and
-        the message bytes (~10% of the decode). ``failed`` carries a nondeterministic always-true term
-        (:func:`_barrier`) so that the optimizer never pushes a later filter on the result below this
-        projection, which would parse every message a second time inside the filter."""
+        the message bytes (~10% of the decode). The message carries a nondeterministic always-true test
+        (:func:`_barrier`), evaluated only for a failed record, so that the optimizer never pushes a later filter
+        on the result below this projection, which would parse every message a second time inside the filter."""
         return self._finish(col, self._parsed(col, data_type), data_type)
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,

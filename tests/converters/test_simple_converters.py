@@ -194,7 +194,7 @@ def test_header_strings_are_typed_like_kafka_values_parse_string(spark, records)
     back = apply_source_converters(apply_sink_converters(df, cfg), {"header.converter": "SimpleHeaderConverter"})
     written = {h.key: h.value for h in back.first().headers}
     assert [written[str(i)] for i in (0, 4, 12, 15, 17)] == [b"true", b"42", b"1.5", b"[1,2]", b"hello"]
-    utc = dt.timezone.utc
+    utc = dt.UTC
     times = records([(None, b"v", [("ts", b"2024-01-02T03:04:05.678Z"), ("t", b"12:34:56.789Z")])])
     ts, t = (h.value.toPython() for h in apply_sink_converters(times, cfg).first().headers)
     assert ts.astimezone(utc) == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, utc)
