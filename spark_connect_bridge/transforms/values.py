@@ -27,7 +27,6 @@ from pyspark.sql.types import (
     BinaryType,
     DataType,
     DateType,
-    DecimalType,
     IntegerType,
     MapType,
     StringType,
@@ -36,8 +35,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-__all__ = ["connect_to_string", "header_bytes", "parse_literal_to_string", "java_double_str", "java_float_str",
-           "TIME_NAME", "is_time"]
+__all__ = [
+    "TIME_NAME",
+    "connect_to_string",
+    "header_bytes",
+    "is_time",
+    "java_double_str",
+    "java_float_str",
+    "parse_literal_to_string",
+]
 
 TIME_NAME = "org.apache.kafka.connect.data.Time"
 TIMESTAMP_NAME = "org.apache.kafka.connect.data.Timestamp"
@@ -58,18 +64,12 @@ def connect_to_string(col: Column, dtype: DataType, metadata: dict | None = None
         return F.base64(col)
     if isinstance(dtype, DateType):
         return F.date_format(col, "yyyy-MM-dd")
-    if isinstance(dtype, TimestampType):
-        from .datetime_format import format_utc
+    if isinstance(dtype, (TimestampType, TimestampNTZType, StructType, MapType, ArrayType)):
+        # Values.convertToString: dateFormatFor's time/date/timestamp choice, composites as [..] and {..}.
+        from ..converters.header import header_text
 
-        return format_utc(col, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
-    if isinstance(dtype, TimestampNTZType):
-        return F.date_format(col, "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")
-    if isinstance(dtype, (StructType, MapType, ArrayType)):
-        return F.to_json(col, {"ignoreNullFields": "false", "timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'",
-                               "dateFormat": "yyyy-MM-dd", "timeZone": "UTC"})
-    if isinstance(dtype, DecimalType):
-        return col.cast("string")
-    return col.cast("string")
+        return header_text(col, dtype)
+    return col.cast("string")  # boolean, numbers, decimal: Java's toString matches Spark's cast
 
 
 def header_bytes(col: Column, dtype: DataType, metadata: dict | None = None) -> Column:

@@ -77,3 +77,18 @@ def test_config_errors(config, key, fragment):
     with pytest.raises(ConfigError) as e:
         HeaderFrom.Value(config)
     assert e.value.keys == [key] and fragment in str(e.value)
+
+
+def test_composites_and_timestamps_written_like_values_convert_to_string(make_records):
+    """Kafka's Values.convertToString: maps keep non-string keys unquoted, timestamps take dateFormatFor's
+    pattern (a date at midnight UTC, an ISO timestamp otherwise)."""
+    import datetime as dt
+
+    vt = "struct<m:map<int,string>,at:timestamp,day:timestamp,ts:array<timestamp>>"
+    utc = dt.timezone.utc
+    value = {"m": {1: "x"}, "at": dt.datetime(2024, 3, 1, 12, 30, 5, 123000, tzinfo=utc),
+             "day": dt.datetime(2024, 3, 1, tzinfo=utc), "ts": [dt.datetime(2024, 3, 1, tzinfo=utc), None]}
+    df = make_records([{"key": "k", "value": value}], value_type=vt)
+    row = df.transform(HeaderFrom.Value(fields="m,at,day,ts", headers="m,at,day,ts", operation="copy")).collect()[0]
+    assert header_dict(row) == [("m", b'{1:"x"}'), ("at", b"2024-03-01T12:30:05.123Z"), ("day", b"2024-03-01"),
+                                ("ts", b"[2024-03-01,null]")]
