@@ -19,7 +19,7 @@ from ..errors import ConfigError, ConfigProblem
 from ..plugins import resolve_class
 from .base import Predicate, Transformation, prefix_problems
 from .plugin_version import KEY as PLUGIN_VERSION
-from .plugin_version import version_problem
+from .plugin_version import available_versions, version_problem
 
 __all__ = ["Chain", "Stage", "apply_transforms", "build_chain"]
 
@@ -115,7 +115,7 @@ def _build(family: str, prefix: str, sub: Mapping[str, Any], problems: list[Conf
         return None
     version_key = f"{prefix}{PLUGIN_VERSION}"
     name = getattr(cls, "kafka_class", "") or f"{cls.__module__}.{cls.__qualname__}"
-    why = version_problem(sub.get(PLUGIN_VERSION), version_key, name, __version__)
+    why = version_problem(sub.get(PLUGIN_VERSION), version_key, name, available_versions(name, __version__))
     if why:
         problems.append(ConfigProblem(version_key, why))
     props = {k: v for k, v in sub.items() if k not in _RESERVED}

@@ -16,9 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["KEY", "version_problem"]
+__all__ = ["KAFKA_VERSION", "KEY", "available_versions", "version_problem"]
 
 KEY = "plugin.version"
+KAFKA_VERSION = "4.1.0"
 
 
 class InvalidVersionSpec(ValueError):
@@ -121,15 +122,24 @@ def requirement(spec: str | None) -> list[_Restriction] | None:
     return restrictions
 
 
-def version_problem(spec: object, key: str, class_name: str, available: str) -> str | None:
-    """Why ``spec`` cannot select ``available`` (the one version of ``class_name`` here), or None."""
+def available_versions(class_name: str, package_version: str) -> tuple[str, ...]:
+    """The versions ``class_name`` answers to: the package version, and for Kafka's own transforms and
+    predicates also :data:`KAFKA_VERSION`, the Kafka release whose behaviour they reproduce (Kafka reports its
+    built-ins under its own version, so a Kafka 4.1 config pinning ``4.1.0`` runs unchanged here)."""
+    if class_name.startswith("org.apache.kafka."):
+        return (package_version, KAFKA_VERSION)
+    return (package_version,)
+
+
+def version_problem(spec: object, key: str, class_name: str, available: tuple[str, ...]) -> str | None:
+    """Why ``spec`` cannot select any of ``available`` (the versions of ``class_name`` here), or None."""
     if spec is None:
         return None
     try:
         allowed = requirement(str(spec))
     except InvalidVersionSpec as e:
         return f"Invalid value {spec} for configuration {key}: {e}"
-    if allowed is None or any(r.contains(available) for r in allowed):
+    if allowed is None or any(r.contains(v) for r in allowed for v in available):
         return None
     return (f"Invalid value {spec} for configuration {key}: Plugin {class_name} not found that matches the "
-            f"version range {str(spec).strip()}, available versions: [{available}]")
+            f"version range {str(spec).strip()}, available versions: [{', '.join(available)}]")

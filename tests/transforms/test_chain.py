@@ -159,14 +159,14 @@ def test_plugin_version_selecting_the_one_version_is_accepted(spec):
 
 
 @pytest.mark.parametrize("spec, fragment", [
-    ("4.1.0", "not found that matches the version range 4.1.0, available versions: [0.1.0]"),
-    ("0.1.0-SNAPSHOT", "not found that matches"), ("[1.0,)", "not found that matches"),
+    ("4.0.0", "not found that matches the version range 4.0.0, available versions: [0.1.0, 4.1.0]"),
+    ("0.1.0-SNAPSHOT", "not found that matches"), ("[1.0,4.1)", "not found that matches"),
     ("(0.1.0,1.0]", "not found that matches"), ("(,0.1.0)", "not found that matches"),
     ("[1.0,2.0", "Unbounded range"), ("(1.0)", "Single version must be surrounded by []"),
     ("[2.0,1.0]", "Range defies version ordering"), ("[1.0,2.0],[1.5,3.0]", "Ranges overlap"),
     ("[1.0,2.0],3.0", "Only fully-qualified sets allowed"),
 ])
-def test_plugin_version_errors(spec, fragment):
+def test_plugin_version_errors(spec, fragment):  # Filter is Kafka's: [0.1.0, 4.1.0]
     cfg = {"transforms": "a", "transforms.a.type": "org.apache.kafka.connect.transforms.Filter",
            "transforms.a.plugin.version": spec, "predicates": "p", "predicates.p.type": "RecordIsTombstone",
            "predicates.p.plugin.version": spec}
@@ -177,3 +177,15 @@ def test_plugin_version_errors(spec, fragment):
     assert f"Invalid value {spec} for configuration transforms.a.plugin.version" in str(e.value)
     if "not found" in fragment:
         assert "Plugin org.apache.kafka.connect.transforms.Filter not found" in str(e.value)
+
+
+@pytest.mark.parametrize("spec", ["4.1.0", "[4.0,5.0)", "[4.1.0]"])
+def test_plugin_version_of_kafka_builtins_accepts_the_kafka_release(spec):
+    """Kafka reports its built-in SMTs under its own version: a Kafka 4.1 config pinning it runs unchanged;
+    a plugin that is not Kafka's answers only to the package version."""
+    cfg = {"transforms": "a", "transforms.a.type": "org.apache.kafka.connect.transforms.Filter",
+           "transforms.a.plugin.version": spec}
+    assert build_chain(cfg).aliases == ["a"]
+    with pytest.raises(ConfigError, match=r"available versions: \[0\.1\.0\]"):
+        build_chain({"transforms": "a", "transforms.a.type": "io.debezium.transforms.ExtractNewRecordState",
+                     "transforms.a.plugin.version": spec})
