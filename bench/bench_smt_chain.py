@@ -42,23 +42,10 @@ CHAIN = {
 
 # The same eight SMTs over datagen's orders value (ordertime, orderid, itemid, orderunits, address).
 DATAGEN_CHAIN = {
-    "transforms": "rename,mask,cast,insert,flatten,header,route,tokey",
-    "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+    **CHAIN,
     "transforms.rename.renames": "itemid:item", "transforms.rename.exclude": "ordertime",
-    "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
-    "transforms.mask.fields": "item",
-    "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
-    "transforms.cast.spec": "orderunits:float32,orderid:string",
-    "transforms.insert.type": "org.apache.kafka.connect.transforms.InsertField$Value",
-    "transforms.insert.topic.field": "src_topic", "transforms.insert.offset.field": "src_offset",
-    "transforms.flatten.type": "org.apache.kafka.connect.transforms.Flatten$Value",
-    "transforms.flatten.delimiter": "_",
-    "transforms.header.type": "org.apache.kafka.connect.transforms.InsertHeader",
-    "transforms.header.header": "origin", "transforms.header.value.literal": "bench",
-    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
-    "transforms.route.regex": "ord(.*)", "transforms.route.replacement": "clean-$1",
-    "transforms.tokey.type": "org.apache.kafka.connect.transforms.ValueToKey",
-    "transforms.tokey.fields": "orderid",
+    "transforms.mask.fields": "item", "transforms.cast.spec": "orderunits:float32,orderid:string",
+    "transforms.route.regex": "ord(.*)", "transforms.tokey.fields": "orderid",
 }
 
 
