@@ -117,6 +117,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per variant, interleaved (best counts)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--no-datagen", action="store_true", help="skip the datagen-stream comparison")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the session (repeatable), e.g. to try optimizer settings")
     args = ap.parse_args()
 
     from pyspark.sql import SparkSession
@@ -127,6 +129,8 @@ def main() -> None:
              .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
              .getOrCreate())
+    for kv in args.conf:
+        spark.conf.set(*kv.split("=", 1))
     spark.sparkContext.setLogLevel("ERROR")
     base = records(spark, args.records)
     chained = apply_transforms(base, CHAIN)
