@@ -22,6 +22,19 @@ def with_db(props: dict, db: str) -> dict:
     return out
 
 
+def run_until_caught_up(spark, source: dict, sink: dict, ckpt: str, fault: str) -> Exception | None:
+    """One AvailableNow query source -> sink on ``ckpt`` with the sink's fault injection point set; the
+    exception that ended it (the injected crash), or None."""
+    stream = spark.readStream.format("kconnect").options(**source).load()
+    q = (stream.writeStream.format("kconnect").options(**sink).option("fault.injection.point", fault)
+         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
+    try:
+        q.awaitTermination()
+    except Exception as e:  # noqa: BLE001 - the injected crash
+        return e
+    return None
+
+
 def test_confluent_example_configs_run_unchanged(spark, pg_db):  # noqa: F811 - pytest fixture
     c = pg_conn(pg_db)
     c.execute("CREATE TABLE users (id serial PRIMARY KEY, name text NOT NULL)")
@@ -114,14 +127,7 @@ def test_exactly_once_sink_survives_a_writer_killed_between_write_and_commit(spa
     ckpt = str(tmp_path / "ckpt")
 
     def run(fault: str) -> Exception | None:
-        stream = spark.readStream.format("kconnect").options(**source).load()
-        q = (stream.writeStream.format("kconnect").options(**sink).option("fault.injection.point", fault)
-             .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
-        try:
-            q.awaitTermination()
-        except Exception as e:  # noqa: BLE001 - the injected crash
-            return e
-        return None
+        return run_until_caught_up(spark, source, sink, ckpt, fault)
 
     def dst() -> tuple[int, int]:
         if not query(c, "SELECT 1 FROM pg_tables WHERE tablename = 'crash_dst'"):
@@ -155,14 +161,7 @@ def test_task_scope_sink_is_exactly_once_across_crashes(spark, pg_db, tmp_path):
     ckpt = str(tmp_path / "ckpt")
 
     def run(fault: str) -> Exception | None:
-        stream = spark.readStream.format("kconnect").options(**source).load()
-        q = (stream.writeStream.format("kconnect").options(**sink).option("fault.injection.point", fault)
-             .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
-        try:
-            q.awaitTermination()
-        except Exception as e:  # noqa: BLE001 - the injected crash
-            return e
-        return None
+        return run_until_caught_up(spark, source, sink, ckpt, fault)
 
     def dst() -> tuple[int, int]:
         return query(c, "SELECT count(*), count(DISTINCT id) FROM task_dst")[0]
@@ -194,14 +193,7 @@ def test_split_initial_load_restarts_from_checkpoint_exactly_once(spark, pg_db, 
     ckpt = str(tmp_path / "ckpt")
 
     def run(fault: str) -> Exception | None:
-        stream = spark.readStream.format("kconnect").options(**source).load()
-        q = (stream.writeStream.format("kconnect").options(**sink).option("fault.injection.point", fault)
-             .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
-        try:
-            q.awaitTermination()
-        except Exception as e:  # noqa: BLE001 - the injected crash
-            return e
-        return None
+        return run_until_caught_up(spark, source, sink, ckpt, fault)
 
     assert spark.read.format("kconnect").options(**source).load().rdd.getNumPartitions() == 2
     assert "after-apply" in str(run("after-apply"))
