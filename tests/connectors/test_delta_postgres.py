@@ -4,7 +4,6 @@ replayed batch."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 from deltalake import DeltaTable
@@ -29,8 +28,7 @@ def _delta_rows(path) -> list[tuple]:
 
 
 def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg, tmp_path):
-    db = "delta_" + uuid.uuid4().hex[:8]
-    pg.execute(f"create database {db}", database="postgres")
+    db = pg.new_database("delta")
     pg.execute("""
         create table items (id bigint primary key, name text, qty int, price numeric(10,2));
         insert into items select g, 'item' || g, g, g * 1.5 from generate_series(1, 20) g;

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,9 +30,7 @@ def pg():
 
 def _db(pg: PostgresCluster) -> str:
     """A fresh database per test: its own tables, publication and slot."""
-    name = "cdc_" + uuid.uuid4().hex[:8]
-    pg.execute(f"create database {name}", database="postgres")
-    return name
+    return pg.new_database("cdc")
 
 
 def _config(pg: PostgresCluster, db: str, **extra: Any) -> dict[str, str]:

@@ -26,9 +26,7 @@ def pg():
 
 
 def _db(pg: PostgresCluster) -> str:
-    name = "bulk_" + uuid.uuid4().hex[:8]
-    pg.execute(f"create database {name}", database="postgres")
-    return name
+    return pg.new_database("bulk")
 
 
 def _config(pg: PostgresCluster, db: str, **extra: Any) -> dict[str, str]:

@@ -26,8 +26,7 @@ def pg():
 
 
 def _db(pg: PostgresCluster, rows: int = 40) -> str:
-    name = "incr_" + uuid.uuid4().hex[:8]
-    pg.execute(f"create database {name}", database="postgres")
+    name = pg.new_database("incr")
     pg.execute(f"""
         create table orders (id int primary key, note text, qty int);
         create table debezium_signal (id varchar(64) primary key, type varchar(32) not null, data varchar);

@@ -141,6 +141,15 @@ class PostgresCluster:
             cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description else []
 
+    def new_database(self, prefix: str) -> str:
+        """Create a database with a fresh name (``<prefix>_<8 hex>``), so each test has its own tables,
+        publication and slot; return its name."""
+        import uuid
+
+        name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+        self.execute(f'create database "{name}"', database="postgres")
+        return name
+
     def server_log(self) -> str:
         try:
             with open(self.log) as f:
