@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidString
 from ..errors import ConfigProblem
+from ..records import no_headers
 from .base import ReadRange, SourceConnector
 from .offsets import Offsets, partition_key
 
@@ -254,7 +255,6 @@ class DatagenConnector(SourceConnector):
         hi = int(rng.end["current.iteration"])
         _, _, gen = QUICKSTARTS[self.config["quickstart"]]
         keyfield, topic = self._keyfield(), self.config["kafka.topic"]
-        headers_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
         for a in range(lo, hi, _BATCH):
             idx = np.arange(a, min(hi, a + _BATCH), dtype=np.int64)
             n = len(idx)
@@ -264,5 +264,5 @@ class DatagenConnector(SourceConnector):
                 [cols[keyfield], value, pa.repeat(pa.scalar(topic, pa.string()), n),
                  pa.array(np.full(n, task, dtype=np.int32)), pa.array(idx),
                  pa.array(ts_ms * 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
-                 pa.nulls(n, headers_type)],
+                 no_headers(n)],
                 names=["key", "value", "topic", "partition", "offset", "timestamp", "headers"])

@@ -52,6 +52,7 @@ from typing import Any, Iterator, Sequence
 from ..config import ConfigDef, Importance, Lambda, Range, Type
 from ..config.validators import CaseInsensitiveValidString
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
+from ..records import no_headers
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
@@ -820,7 +821,7 @@ class DeltaSourceConnector(SourceConnector):
         batch = pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(topic, pa.string()), n), pa.array(np.zeros(n, dtype=np.int32)),
              pa.array(offsets), pa.array(np.full(n, ts_ms * 1000, dtype=np.int64)).cast(target.field("timestamp").type),
-             pa.nulls(n, target.field("headers").type)],
+             no_headers(n)],
             schema=target)
         return batch
 

@@ -30,6 +30,7 @@ from typing import Any, Iterator, Sequence
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ..errors import ConnectError
+from ..records import no_headers
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
@@ -117,13 +118,12 @@ class FileStreamSourceConnector(SourceConnector):
                                f"positions {start} and {end}") from e
         lines = lines.cast(pa.string())
         positions = pa.array(start + bounds[:-1])
-        headers_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
         for i in range(0, n_all, step):
             n = min(step, n_all - i)
             yield pa.RecordBatch.from_arrays(
                 [pa.nulls(n, pa.string()), lines.slice(i, n), pa.repeat(pa.scalar(topic, pa.string()), n),
                  pa.array(np.zeros(n, dtype=np.int32)), positions.slice(i, n),
-                 pa.nulls(n, pa.timestamp("us", tz="UTC")), pa.nulls(n, headers_type)],
+                 pa.nulls(n, pa.timestamp("us", tz="UTC")), no_headers(n)],
                 names=["key", "value", "topic", "partition", "offset", "timestamp", "headers"])
 
 
