@@ -149,14 +149,16 @@ def test_bad_signals_are_logged_and_skipped_without_stopping_the_stream(pg, capl
     _signal(pg, db, '{"data-collections": ["public.nope"]}')
     _signal(pg, db, '{"data-collections": ["public.orders"], "type": "blocking"}')
     _signal(pg, db, '{"data-collections": []}')
-    _signal(pg, db, '{"data-collections": ["public.orders"]}', kind="stop-snapshot")
+    _signal(pg, db, '{"data-collections": ["public.orders"], "additional-conditions": '
+                    '[{"data-collection": "public.orders", "filter": "id > 1"}]}')
+    _signal(pg, db, '{"message": "hello"}', kind="reboot")
     pg.execute("insert into orders values (7, 'after bad signals', 7)", database=db)
     with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
         ranges, events = _run(src, pos, pg, db, [])
     assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 7)]
     text = caplog.text
     for reason in ("not JSON", "'public.nope' is not a captured table", "'blocking' is not supported",
-                   "non-empty list", "stop-snapshot"):
+                   "non-empty list", "additional-conditions is not supported", "'reboot' ignored"):
         assert reason in text
     _signal(pg, db)  # a good signal afterwards still works
     _, events = _run(src, ranges[-1][1], pg, db, [])
@@ -180,6 +182,7 @@ def test_a_change_inside_the_chunk_window_wins_over_the_chunk_row(pg):
     db = _db(pg, rows=3)
     src = build_connector(_config(pg, db), kind="source")
     pos = canonical(src.initial_offsets())
+    _signal(pg, db)
     # A window as the driver writes it, with a change to key 2 committed between the watermarks.
     pg.execute("insert into debezium_signal values ('w-open', 'snapshot-window-open', %s)",
                (json.dumps({"window": "w", "table": "public.orders"}),), database=db)
