@@ -195,3 +195,139 @@ def test_a_change_inside_the_chunk_window_wins_over_the_chunk_row(pg):
     events = [(e["value"]["op"], e["value"]["after"]["id"], e["value"]["after"]["note"])
               for e in _read(src, pos, end)]
     assert events == [("u", 2, "changed in window"), ("r", 1, "o1"), ("r", 3, "o3")]
+
+
+def _snapped(events: list[dict], table: str = "shop.public.orders") -> list[int]:
+    return [e["value"]["after"]["id"] for e in events
+            if e["value"] and e["value"]["op"] == "r" and e["topic"] == table]
+
+
+def _state(src: Any, offsets: dict) -> dict | None:
+    raw = offsets[src._key].get("incremental")
+    return json.loads(raw) if raw else None
+
+
+def test_stop_snapshot_without_collections_stops_the_whole_snapshot(pg):
+    db = _db(pg)
+    src = build_connector(_config(pg, db), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db)
+    ranges, events = _run(src, pos, pg, db, [], rounds=2)
+    assert _snapped(events) == list(range(1, 15))  # two chunks of 7
+    _signal(pg, db, '{"type": "incremental"}', kind="stop-snapshot")
+    more_ranges, more = _run(src, ranges[-1][1], pg, db, ["insert into orders values (100, 'after stop', 1)"])
+    assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in more] == [("c", 100)]  # streaming goes on
+    assert _state(src, more_ranges[-1][1]) is None
+    assert pg.execute("select count(*) from debezium_signal where type like 'snapshot-window%%'",
+                      database=db)[0][0] == 0
+
+
+def test_stop_snapshot_with_collections_removes_those_tables_from_the_running_snapshot(pg):
+    db = _db(pg, rows=20)
+    pg.execute("create table items (id int primary key, name text);"
+               "insert into items select g, 'i' || g from generate_series(1, 10) g", database=db)
+    config = _config(pg, db, **{"table.include.list": "public.orders,public.items"})
+    src = build_connector(config, kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, '{"data-collections": ["public.orders", "public.items"], "type": "incremental"}')
+    ranges, events = _run(src, pos, pg, db, [], rounds=1)
+    assert _snapped(events) == list(range(1, 8))
+    assert _state(src, ranges[-1][1])["tables"] == ["public.orders", "public.items"]
+    # The table being read leaves at once; the next one starts from its first key.
+    _signal(pg, db, '{"data-collections": ["public\\\\.ord.*"], "type": "incremental"}', kind="stop-snapshot")
+    more_ranges, more = _run(src, ranges[-1][1], pg, db, [])
+    assert _snapped(more) == []
+    assert _snapped(more, "shop.public.items") == list(range(1, 11))
+    assert _state(src, more_ranges[-1][1]) is None
+
+    # A table that is not the current one is removed without touching the current one's progress.
+    _signal(pg, db, '{"data-collections": ["public.orders", "public.items"]}')
+    ranges, events = _run(src, more_ranges[-1][1], pg, db, [], rounds=1)
+    _signal(pg, db, '{"data-collections": ["public.items"]}', kind="stop-snapshot")
+    more_ranges, more = _run(src, ranges[-1][1], pg, db, [])
+    assert _snapped(events + more) == list(range(1, 21))
+    assert _snapped(events + more, "shop.public.items") == []
+    assert _state(src, more_ranges[-1][1]) is None
+
+
+def test_a_chunk_in_flight_when_its_table_is_stopped_is_neither_emitted_nor_counted(pg):
+    db = _db(pg, rows=3)
+    src = build_connector(_config(pg, db), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db)
+    # A chunk window as the driver writes it, with a stop-snapshot committed between its watermarks.
+    pg.execute("insert into debezium_signal values ('w-open', 'snapshot-window-open', %s)",
+               (json.dumps({"window": "w", "table": "public.orders"}),), database=db)
+    _signal(pg, db, '{"data-collections": ["public.orders"]}', kind="stop-snapshot")
+    close = {"window": "w", "table": "public.orders", "columns": ["id", "note", "qty"], "after": "",
+             "last": '["3"]', "done": True, "rows": [["1", "o1", "1"], ["2", "o2", "2"], ["3", "o3", "3"]]}
+    pg.execute("insert into debezium_signal values ('w-close', 'snapshot-window-close', %s)",
+               (json.dumps(close),), database=db)
+    pg.execute("update orders set note = 'streamed' where id = 2", database=db)
+    end = canonical(src.latest_offsets(pos, None, None))
+    events = [(e["value"]["op"], e["value"]["after"]["id"]) for e in _read(src, pos, end)]
+    assert events == [("u", 2)]
+    assert _state(src, end) is None
+
+
+def test_pause_stops_chunks_while_streaming_continues_and_resume_continues_from_the_last_key(pg):
+    db = _db(pg)
+    config = _config(pg, db)
+    src = build_connector(config, kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db)
+    ranges, events = _run(src, pos, pg, db, [], rounds=2)
+    assert _snapped(events) == list(range(1, 15))
+    _signal(pg, db, '{"type": "incremental"}', kind="pause-snapshot")
+    paused, during = _run(src, ranges[-1][1], pg, db, CHANGES[:4])
+    assert _snapped(during) == []  # no chunk while paused ...
+    assert {e["value"]["op"] for e in during if e["value"]} == {"c", "u", "d"}  # ... the stream goes on
+    state = _state(src, paused[-1][1])
+    assert state == {**_state(src, ranges[-1][1]), "paused": True}  # the pause lives in the offsets
+    assert json.loads(dumps(paused[-1][1])) == paused[-1][1]
+    _signal(pg, db, '{"data-collections": ["public.orders"]}')  # already running: no new snapshot, still paused
+    more, _ = _run(src, paused[-1][1], pg, db, [])
+    assert _state(src, more[-1][1])["paused"] is True
+    _signal(pg, db, '{"type": "incremental"}', kind="resume-snapshot")
+    resumed, after = _run(src, more[-1][1], pg, db, CHANGES[4:])
+    keys = _snapped(after)
+    assert keys[0] == 15 and keys == sorted(keys)  # continues after the last key read before the pause
+    all_events = events + during + after
+    snapped = _snapped(all_events)
+    assert len(snapped) == len(set(snapped))
+    assert set(range(1, 41)) - {3, 20, 21, 22, 35, 38, 39} <= set(snapped)
+    assert _mirror(all_events) == _source(pg, db)
+    assert _state(src, resumed[-1][1]) is None
+
+    all_ranges = ranges + paused + more + resumed
+    again = build_connector(config, kind="source")
+    assert [e for a, b in all_ranges for e in _read(again, a, b)] == all_events  # replays are identical
+
+
+def test_pause_and_resume_without_a_running_snapshot_are_ignored(pg, caplog):
+    db = _db(pg, rows=3)
+    src = build_connector(_config(pg, db), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, "", kind="pause-snapshot")
+    _signal(pg, db)  # starts, not paused: the pause above found nothing to pause
+    with caplog.at_level(logging.INFO, logger="spark_connect_bridge.connectors.postgres_cdc"):
+        _, events = _run(src, pos, pg, db, [])
+    assert _snapped(events) == [1, 2, 3]
+    assert "pause-snapshot) ignored: no incremental snapshot is running" in caplog.text
+
+
+def test_log_signal_logs_its_message_at_info_and_nothing_else(pg, caplog):
+    db = _db(pg, rows=3)
+    src = build_connector(_config(pg, db), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, '{"message": "Signal message at offset {}"}', kind="log")
+    _signal(pg, db, '{"text": "no message"}', kind="log")
+    pg.execute("insert into orders values (4, 'x', 4)", database=db)
+    with caplog.at_level(logging.INFO, logger="spark_connect_bridge.connectors.postgres_cdc"):
+        ranges, events = _run(src, pos, pg, db, [])
+    assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 4)]
+    logged = [r for r in caplog.records if r.getMessage().startswith("Signal message at offset ")]
+    assert len(logged) == 1 and logged[0].levelno == logging.INFO
+    assert json.loads(logged[0].getMessage().removeprefix("Signal message at offset "))["lsn"] > 0
+    assert any(r.levelno == logging.WARNING and "has no 'message'" in r.getMessage() for r in caplog.records)
+    assert all(_state(src, b) is None for _, b in ranges)
