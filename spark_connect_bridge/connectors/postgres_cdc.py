@@ -64,10 +64,17 @@ chunks of ``incremental.snapshot.chunk.size`` rows, one chunk per micro-batch, a
 ``source.snapshot="incremental"`` interleaved with the stream. Debezium's watermarks (DBLog) de-duplicate a
 chunk against the changes streamed inside its window; to keep a batch a pure function of its offsets the
 driver writes the chunk's rows into the high-watermark row, so the executor reads chunk and window from the
-slot (see :meth:`PostgresConnector._write_chunk`). The progress (tables left, last key) is the offset's
-``incremental`` entry. Bad signals are logged and skipped. Not implemented: ``stop-snapshot``,
-``pause-snapshot``/``resume-snapshot``, ``log`` signals, ``additional-conditions``, blocking snapshots, tables
-without a primary key; under ``Trigger.AvailableNow`` a run delivers at most one new chunk.
+slot (see :meth:`PostgresConnector._write_chunk`). The progress (tables left, last key, paused) is the
+offset's ``incremental`` entry, folded from the signal rows of each batch's range; the executor folds the same
+rows, so a chunk is emitted exactly when the offsets count it. Debezium's other signals: ``stop-snapshot``
+(``data-collections`` lists tables to drop from the running snapshot; none or empty stops it; a chunk in
+flight for a stopped table is dropped), ``pause-snapshot``/``resume-snapshot`` (no chunk is written while
+paused, the stream goes on; resume continues after the last key; the in-flight chunk is still delivered, as
+Debezium delivers its open window), ``log`` (``data.message`` logged at INFO, its ``{}`` replaced by the
+signal's position). Bad signals are logged and skipped. Not implemented: ``additional-conditions`` and
+``surrogate-key`` (such a request is logged and skipped: a filter is SQL text that Debezium pastes into the
+chunk query), blocking snapshots, tables without a primary key; under ``Trigger.AvailableNow`` a run delivers
+at most one new chunk.
 
 Deviations from Debezium, all deliberate: envelope ``ts_ms`` is the commit time (the processing time would
 make replays differ); ``heartbeat.interval.ms`` moves the offset (and so the slot) over WAL that holds no
@@ -436,9 +443,11 @@ class PostgresConnector(SourceConnector):
                 "<schema>.<table> of Debezium's signal table (id varchar primary key, type varchar, data "
                 "varchar). Inserting type 'execute-snapshot' with data '{\"data-collections\": "
                 "[\"public.orders\"], \"type\": \"incremental\"}' starts an incremental snapshot of those "
-                "captured tables. The table must be in the publication; its rows are never emitted. The "
-                "connector writes its watermark rows (snapshot-window-open/-close) into it and deletes them "
-                "again. Empty: no signals.", group="Snapshot")
+                "captured tables; 'stop-snapshot' (data-collections: the tables to drop from it, none: all), "
+                "'pause-snapshot' and 'resume-snapshot' control it; 'log' logs data's message at INFO. "
+                "additional-conditions are not supported. The table must be in the publication; its rows are "
+                "never emitted. The connector writes its watermark rows (snapshot-window-open/-close) into it "
+                "and deletes them again. Empty: no signals.", group="Snapshot")
         .define("incremental.snapshot.chunk.size", Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
                 "Rows per incremental snapshot chunk (one chunk is read per micro-batch).", group="Snapshot")
         .define("snapshot.fetch.size", Type.INT, 10240, Range.at_least(1), Importance.LOW,
