@@ -71,10 +71,14 @@ rows, so a chunk is emitted exactly when the offsets count it. Debezium's other 
 flight for a stopped table is dropped), ``pause-snapshot``/``resume-snapshot`` (no chunk is written while
 paused, the stream goes on; resume continues after the last key; the in-flight chunk is still delivered, as
 Debezium delivers its open window), ``log`` (``data.message`` logged at INFO, its ``{}`` replaced by the
-signal's position). Bad signals are logged and skipped. Not implemented: ``additional-conditions`` and
-``surrogate-key`` (such a request is logged and skipped: a filter is SQL text that Debezium pastes into the
-chunk query), blocking snapshots, tables without a primary key; under ``Trigger.AvailableNow`` a run delivers
-at most one new chunk.
+signal's position). ``additional-conditions`` (``[{"data-collection": "public.orders", "filter": "qty > 10
+AND status IN ('new', 'paid')"}]``) restrict a table's chunks, but a filter is not pasted into the chunk query
+as Debezium does (that would run any SQL a writer of the signal table puts there): it must be conditions
+``<column> <op> <literal>``, ``<column> IS [NOT] NULL``, ``<column> [NOT] IN (...)`` joined by ``AND``
+(:func:`_parse_filter`), which become SQL with quoted identifiers and bound values; another filter rejects the
+signal (logged), and one PostgreSQL cannot apply (a value that does not fit its column) stops that table's
+snapshot. Bad signals are logged and skipped. Not implemented: ``surrogate-key``, blocking snapshots, tables
+without a primary key; under ``Trigger.AvailableNow`` a run delivers at most one new chunk.
 
 Deviations from Debezium, all deliberate: envelope ``ts_ms`` is the commit time (the processing time would
 make replays differ); ``heartbeat.interval.ms`` moves the offset (and so the slot) over WAL that holds no
@@ -445,9 +449,10 @@ class PostgresConnector(SourceConnector):
                 "[\"public.orders\"], \"type\": \"incremental\"}' starts an incremental snapshot of those "
                 "captured tables; 'stop-snapshot' (data-collections: the tables to drop from it, none: all), "
                 "'pause-snapshot' and 'resume-snapshot' control it; 'log' logs data's message at INFO. "
-                "additional-conditions are not supported. The table must be in the publication; its rows are "
-                "never emitted. The connector writes its watermark rows (snapshot-window-open/-close) into it "
-                "and deletes them again. Empty: no signals.", group="Snapshot")
+                "additional-conditions filters must be plain conditions (<column> <op> <literal>, IS [NOT] "
+                "NULL, [NOT] IN (...), joined by AND), never pasted SQL. The table must be in the publication; "
+                "its rows are never emitted. The connector writes its watermark rows (snapshot-window-open/"
+                "-close) into it and deletes them again. Empty: no signals.", group="Snapshot")
         .define("incremental.snapshot.chunk.size", Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
                 "Rows per incremental snapshot chunk (one chunk is read per micro-batch).", group="Snapshot")
         .define("snapshot.fetch.size", Type.INT, 10240, Range.at_least(1), Importance.LOW,
@@ -1034,7 +1039,7 @@ class PostgresConnector(SourceConnector):
                 if self._accepts(state, d):
                     assert state is not None
                     if d["done"]:
-                        state = {**state, "tables": state["tables"][1:], "key": ""}
+                        state = self._with_tables(state, state["tables"][1:], "")
                     else:
                         state = {**state, "key": d["last"]}
                     if not state["tables"]:
@@ -1054,14 +1059,14 @@ class PostgresConnector(SourceConnector):
                 say("%s: signal %s (%s) ignored: %s (data: %s)", self.name, sid, kind, problem, raw[:200])
                 continue
             if kind == "execute-snapshot":
-                tables, problem = self._snapshot_request(data, layout)
+                tables, filters, problem = self._snapshot_request(data, layout)
                 if problem:
                     say("%s: signal %s ignored: %s (data: %s)", self.name, sid, problem, raw[:200])
                     continue
-                if state is None:
-                    state = {"signal": sid or "", "tables": tables, "key": ""}
-                else:
-                    state = {**state, "tables": state["tables"] + [t for t in tables if t not in state["tables"]]}
+                base = state or {"signal": sid or "", "tables": [], "key": ""}
+                added = [t for t in tables if t not in base["tables"]]
+                filters = {**base.get("filters", {}), **{t: f for t, f in filters.items() if t in added}}
+                state = self._with_tables({**base, "filters": filters}, base["tables"] + added, base["key"])
                 tell("%s: signal %s: incremental snapshot of %s%s", self.name, sid, ", ".join(tables),
                      " (paused: it starts on resume-snapshot)" if state.get("paused") else "")
             elif state is None:
@@ -1149,8 +1154,19 @@ class PostgresConnector(SourceConnector):
         if not left:
             tell("%s: incremental snapshot %s stopped", self.name, state["signal"])
             return None
-        key = state["key"] if left[0] == state["tables"][0] else ""
-        return {**state, "tables": left, "key": key}
+        return self._with_tables(state, left, state["key"] if left[0] == state["tables"][0] else "")
+
+    @staticmethod
+    def _with_tables(state: dict[str, Any], tables: list[str], key: str) -> dict[str, Any]:
+        """``state`` with these tables left and the current one after ``key``; the filters of tables that
+        left are dropped (and the entry when none is left, so offsets without filters stay as they were)."""
+        out = {**state, "tables": tables, "key": key}
+        filters = {t: f for t, f in state.get("filters", {}).items() if t in tables}
+        if filters:
+            out["filters"] = filters
+        else:
+            out.pop("filters", None)
+        return out
 
     def _log_signal(self, sig: dict[str, Any], raw: str) -> None:
         """Debezium's log signal: ``data.message`` at INFO, its first ``{}`` replaced by the signal's
@@ -1165,21 +1181,48 @@ class PostgresConnector(SourceConnector):
         log.info("%s", message.replace("{}", where, 1))
 
     @staticmethod
-    def _snapshot_request(data: dict[str, Any], layout: Layout) -> tuple[list[str], str | None]:
-        """Tables of an execute-snapshot signal's data, or the reason it is rejected."""
-        for unsafe in ("additional-conditions", "additional-condition", "surrogate-key"):
-            if data.get(unsafe):
-                return [], (f"{unsafe} is not supported (a filter is SQL text from the signal table that "
-                            f"Debezium pastes into the chunk query; this connector does not run it): snapshot "
-                            f"whole tables")
+    def _snapshot_request(data: dict[str, Any],
+                          layout: Layout) -> tuple[list[str], dict[str, str], str | None]:
+        """Tables and filters (table -> filter text) of an execute-snapshot signal's data, or the reason it
+        is rejected."""
+        for unsupported in ("additional-condition", "surrogate-key"):
+            if data.get(unsupported):
+                return [], {}, (f"{unsupported} is not supported"
+                                + (" (use additional-conditions)" if unsupported == "additional-condition" else ""))
         tables, problem = PostgresConnector._collections(data.get("data-collections"), layout)
         if problem:
-            return [], problem
+            return [], {}, problem
         for tid in tables:
             t = layout.table(*tid.split(".", 1))
             if t is not None and not t.key:
-                return [], f"table {t.id} has no primary key (incremental snapshots read chunks by key)"
-        return tables, None
+                return [], {}, f"table {t.id} has no primary key (incremental snapshots read chunks by key)"
+        filters, problem = PostgresConnector._filters(data.get("additional-conditions") or [], tables, layout)
+        return (tables, filters, None) if problem is None else ([], {}, problem)
+
+    @staticmethod
+    def _filters(conditions: Any, tables: list[str], layout: Layout) -> tuple[dict[str, str], str | None]:
+        """``additional-conditions`` (``[{"data-collection": ..., "filter": ...}]``) as table -> filter
+        text, each filter checked by :func:`_parse_filter` against its table."""
+        if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
+            return {}, "additional-conditions must be a list of {\"data-collection\": ..., \"filter\": ...}"
+        out: dict[str, str] = {}
+        for c in conditions:
+            name, text = c.get("data-collection"), c.get("filter")
+            if not isinstance(text, str) or not text.strip():
+                return {}, f"additional-conditions: the filter of {name!r} must be a non-empty string"
+            found, problem = PostgresConnector._collections([name], layout)
+            if problem:
+                return {}, f"additional-conditions: {problem}"
+            for tid in found:
+                if tid not in tables:
+                    return {}, f"additional-conditions: {tid} is not in data-collections"
+                t = layout.table(*tid.split(".", 1))
+                assert t is not None
+                _, problem = _parse_filter(text, t)
+                if problem:
+                    return {}, f"additional-conditions: filter {text!r} of {tid} is not supported: {problem}"
+                out[tid] = text
+        return out, None
 
     @staticmethod
     def _incr_state(pos: dict[str, Any]) -> dict[str, Any] | None:
@@ -1208,12 +1251,30 @@ class PostgresConnector(SourceConnector):
         self._query(insert, (f"{wid}-open", self._OPEN, json.dumps({"window": wid, "table": t.id})))
         # Read after the low watermark committed: every change the chunk may miss is in the window.
         cols, where, params = _key_predicate(t, state["key"], None)
+        text = state.get("filters", {}).get(t.id)
+        if text:  # additional-conditions: checked when the signal was folded, bound values here
+            conditions, problem = _parse_filter(text, t)
+            assert problem is None, problem
+            cond, values = _filter_sql(conditions)
+            where = (where + sql.SQL(" and ") if params else sql.SQL("where ")) + cond
+            params = params + values
         q = sql.SQL("select {} from {} {} order by {} limit %s").format(
             # aliased: ORDER BY a bare name would pick the text output column and sort keys as text
             sql.SQL(", ").join(sql.SQL("{}::text as {}").format(sql.Identifier(c.name), sql.Identifier(f"c{i}"))
                                for i, c in enumerate(t.columns)),
             sql.Identifier(t.schema, t.table), where, sql.SQL(", ").join(cols))
-        rows = [list(r) for r in self._query(q, params + [size])]
+        try:
+            rows = [list(r) for r in self._query(q, params + [size])]
+        except (_psycopg().DataError, _psycopg().ProgrammingError) as e:
+            if not text:
+                raise
+            # A filter whose values do not fit its columns ('abc' for an int): the table leaves the snapshot
+            # by a stop-snapshot row in the WAL, so the offsets and the executor see it alike.
+            log.error("%s: filter %r of the incremental snapshot of %s fails (%s): stopping the snapshot of %s",
+                      self.name, text, t.id, str(e).strip().splitlines()[0], t.id)
+            stop = json.dumps({"data-collections": [re.escape(t.id)], "type": "incremental"})
+            self._query(insert, (f"{wid}-stop", "stop-snapshot", stop))
+            return
         names = [c.name for c in t.columns]
         keyidx = [names.index(c.name) for c in t.key]
         last = json.dumps([rows[-1][i] for i in keyidx]) if rows else state["key"]
@@ -1304,6 +1365,108 @@ def _fullmatch(pattern: str, text: str) -> bool:
         return re.fullmatch(pattern, text) is not None
     except re.error:
         return False
+
+
+_FILTER_TOKEN = re.compile(r"""\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
+                               |(?P<op><>|!=|<=|>=|=|<|>)|(?P<punct>[(),])|(?P<qid>"(?:[^"]|"")+")
+                               |(?P<word>[A-Za-z_][A-Za-z0-9_$]*))""", re.VERBOSE)
+
+
+def _parse_filter(text: str, table: Table) -> tuple[list[tuple[str, str, list[Any]]], str | None]:
+    """An ``additional-conditions`` filter as conditions ``(column, operator, values)``, all to hold, or why
+    it is rejected. Not SQL: a small language whose conditions become SQL with quoted identifiers and bound
+    values, so a signal row cannot run code: ``<column> <op> <literal>`` (op ``= <> != < <= > >=``),
+    ``<column> IS [NOT] NULL`` and ``<column> [NOT] IN (<literal>, ...)``, joined by ``AND``; literals are
+    'strings', numbers, true/false, kept as text (PostgreSQL reads them as the column's type). Columns are
+    the table's (bare names fold to lower case, as in SQL).
+
+    >>> _parse_filter("qty > 10 AND color = 'blue'", orders)                       # doctest: +SKIP
+    ([('qty', '>', ['10']), ('color', '=', ['blue'])], None)
+    """
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text.rstrip()):
+        m = _FILTER_TOKEN.match(text, pos)
+        if m is None:
+            return [], f"unexpected text at {text[pos:pos + 20].strip()!r}"
+        kind = m.lastgroup
+        assert kind is not None
+        tokens.append((kind, m.group(kind)))
+        pos = m.end()
+    columns = {c.name for c in table.columns}
+    out: list[tuple[str, str, list[Any]]] = []
+    i = 0
+
+    def literal(tok: tuple[str, str]) -> tuple[bool, Any]:
+        kind, v = tok
+        if kind == "str":
+            return True, v[1:-1].replace("''", "'")
+        if kind == "num":
+            return True, v
+        if kind == "word" and v.lower() in ("true", "false"):
+            return True, v.lower()
+        return False, None
+
+    expect = ("<column> <op> <literal>, <column> IS [NOT] NULL or <column> [NOT] IN (<literal>, ...), joined "
+              "by AND")
+    while True:
+        if i >= len(tokens) or tokens[i][0] not in ("word", "qid"):
+            return [], f"expected a column at condition {len(out) + 1} ({expect})"
+        kind, name = tokens[i]
+        col = name[1:-1].replace('""', '"') if kind == "qid" else name.lower()
+        if col not in columns:
+            return [], f"{col!r} is not a column of {table.id}"
+        words = [v.lower() if k == "word" else v for k, v in tokens[i + 1:i + 4]]
+        if words[:2] == ["is", "null"] or words[:3] == ["is", "not", "null"]:
+            out.append((col, "is null" if words[1] == "null" else "is not null", []))
+            i += 3 if words[1] == "null" else 4
+        elif words[:2] == ["in", "("] or words[:3] == ["not", "in", "("]:
+            op = "in" if words[0] == "in" else "not in"
+            i += 3 if op == "in" else 4
+            values = []
+            while True:
+                ok, v = literal(tokens[i]) if i < len(tokens) else (False, None)
+                if not ok:
+                    return [], f"expected a literal in the IN list of {col}"
+                values.append(v)
+                i += 1
+                if i < len(tokens) and tokens[i] == ("punct", ","):
+                    i += 1
+                    continue
+                if i < len(tokens) and tokens[i] == ("punct", ")"):
+                    i += 1
+                    break
+                return [], f"expected , or ) in the IN list of {col}"
+            out.append((col, op, values))
+        elif i + 2 < len(tokens) and tokens[i + 1][0] == "op" and literal(tokens[i + 2])[0]:
+            op = "<>" if tokens[i + 1][1] == "!=" else tokens[i + 1][1]
+            out.append((col, op, [literal(tokens[i + 2])[1]]))
+            i += 3
+        else:
+            return [], f"expected an operator and a literal after {col} ({expect})"
+        if i == len(tokens):
+            return out, None
+        if tokens[i][0] != "word" or tokens[i][1].lower() != "and":
+            return [], f"expected AND or the end after condition {len(out)} ({expect})"
+        i += 1
+
+
+def _filter_sql(conditions: list[tuple[str, str, list[Any]]]) -> tuple[Any, list[Any]]:
+    """The SQL of :func:`_parse_filter`'s conditions (identifiers quoted, values bound) and its parameters."""
+    from psycopg import sql
+
+    parts, params = [], []
+    for col, op, values in conditions:
+        if op in ("is null", "is not null"):
+            parts.append(sql.SQL("{} " + op).format(sql.Identifier(col)))
+        elif op in ("in", "not in"):
+            marks = sql.SQL(", ").join(sql.SQL("%s") for _ in values)
+            parts.append(sql.SQL("{} " + op + " ({})").format(sql.Identifier(col), marks))
+            params += values
+        else:
+            parts.append(sql.SQL("{} " + op + " %s").format(sql.Identifier(col)))
+            params += values
+    return sql.SQL(" and ").join(parts), params
 
 
 def _key_predicate(t: Table, after: str, upto: str | None) -> tuple[list[Any], Any, list[Any]]:

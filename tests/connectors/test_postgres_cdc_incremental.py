@@ -160,7 +160,7 @@ def test_bad_signals_are_logged_and_skipped_without_stopping_the_stream(pg, capl
     _signal(pg, db, '{"data-collections": ["public.orders"], "type": "blocking"}')
     _signal(pg, db, '{"data-collections": []}')
     _signal(pg, db, '{"data-collections": ["public.orders"], "additional-conditions": '
-                    '[{"data-collection": "public.orders", "filter": "id > 1"}]}')
+                    '[{"data-collection": "public.orders", "filter": "id > 1 or true"}]}')
     _signal(pg, db, '{"message": "hello"}', kind="reboot")
     pg.execute("insert into orders values (7, 'after bad signals', 7)", database=db)
     with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
@@ -168,7 +168,8 @@ def test_bad_signals_are_logged_and_skipped_without_stopping_the_stream(pg, capl
     assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 7)]
     text = caplog.text
     for reason in ("not JSON", "'public.nope' is not a captured table", "'blocking' is not supported",
-                   "non-empty list", "additional-conditions is not supported", "'reboot' ignored"):
+                   "non-empty list", "filter 'id > 1 or true' of public.orders is not supported",
+                   "'reboot' ignored"):
         assert reason in text
     _signal(pg, db)  # a good signal afterwards still works
     _, events = _run(src, ranges[-1][1], pg, db, [])
@@ -341,6 +342,66 @@ def test_log_signal_logs_its_message_at_info_and_nothing_else(pg, caplog):
     assert json.loads(logged[0].getMessage().removeprefix("Signal message at offset "))["lsn"] > 0
     assert any(r.levelno == logging.WARNING and "has no 'message'" in r.getMessage() for r in caplog.records)
     assert all(_state(src, b) is None for _, b in ranges)
+
+
+def _conditions(filter_: str, table: str = "public.orders") -> str:
+    return json.dumps({"data-collections": ["public.orders"], "type": "incremental",
+                       "additional-conditions": [{"data-collection": table, "filter": filter_}]})
+
+
+def test_additional_conditions_snapshot_only_the_rows_their_filter_selects(pg):
+    db = _db(pg)
+    config = _config(pg, db)
+    src = build_connector(config, kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, _conditions("qty > 20 AND note NOT IN ('o25', 'o26') and note is not null"))
+    ranges, events = _run(src, pos, pg, db, ["update orders set note = null where id = 33"])
+    assert _snapped(events) == sorted(set(range(21, 41)) - {25, 26, 33})
+    assert any(_state(src, b) and _state(src, b)["filters"] for _, b in ranges)  # the filter is in the offsets
+    assert _state(src, ranges[-1][1]) is None
+    again = build_connector(config, kind="source")
+    assert [e for a, b in ranges for e in _read(again, a, b)] == events
+
+
+@pytest.mark.parametrize("filter_, reason", [
+    ("qty > 30; drop table orders", "unexpected text at '; drop table orders'"),
+    ("qty > 30 or true", "expected AND or the end"),
+    ("pg_terminate_backend(1) is null", "'pg_terminate_backend' is not a column"),
+    ("qty > (select 1)", "expected an operator and a literal"),
+    ("qty > 30 -- comment", "unexpected text at '--"),
+])
+def test_additional_conditions_other_than_plain_conditions_are_rejected(pg, caplog, filter_, reason):
+    db = _db(pg, rows=3)
+    src = build_connector(_config(pg, db), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, _conditions(filter_))
+    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
+        _, events = _run(src, pos, pg, db, [])
+    assert events == [] and reason in caplog.text
+    assert pg.execute("select count(*) from orders", database=db)[0][0] == 3
+
+
+def test_additional_conditions_for_a_table_not_snapshotted_are_rejected(pg, caplog):
+    db = _db(pg, rows=3)
+    pg.execute("create table items (id int primary key)", database=db)
+    src = build_connector(_config(pg, db, **{"table.include.list": "public.orders,public.items"}), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, _conditions("id > 1", table="public.items"))
+    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
+        _, events = _run(src, pos, pg, db, [])
+    assert events == [] and "public.items is not in data-collections" in caplog.text
+
+
+def test_a_filter_postgres_cannot_apply_stops_that_tables_snapshot_and_the_stream_goes_on(pg, caplog):
+    db = _db(pg, rows=3)
+    src = build_connector(_config(pg, db), kind="source")
+    pos = canonical(src.initial_offsets())
+    _signal(pg, db, _conditions("qty > 'many'"))
+    with caplog.at_level(logging.ERROR, logger="spark_connect_bridge.connectors.postgres_cdc"):
+        ranges, events = _run(src, pos, pg, db, ["insert into orders values (4, 'x', 4)"])
+    assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 4)]
+    assert "invalid input syntax for type integer" in caplog.text
+    assert _state(src, ranges[-1][1]) is None
 
 
 _DRIVER = textwrap.dedent("""
