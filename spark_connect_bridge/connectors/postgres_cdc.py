@@ -1273,7 +1273,10 @@ class PostgresConnector(SourceConnector):
             log.error("%s: filter %r of the incremental snapshot of %s fails (%s): stopping the snapshot of %s",
                       self.name, text, t.id, str(e).strip().splitlines()[0], t.id)
             stop = json.dumps({"data-collections": [re.escape(t.id)], "type": "incremental"})
-            self._query(insert, (f"{wid}-stop", "stop-snapshot", stop))
+            conn = self._driver()
+            with conn.transaction():
+                conn.execute(insert, (f"{wid}-stop", "stop-snapshot", stop))
+                conn.execute(sql.SQL("delete from {} where id = %s").format(ident), (f"{wid}-open",))
             return
         names = [c.name for c in t.columns]
         keyidx = [names.index(c.name) for c in t.key]

@@ -402,6 +402,8 @@ def test_a_filter_postgres_cannot_apply_stops_that_tables_snapshot_and_the_strea
     assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 4)]
     assert "invalid input syntax for type integer" in caplog.text
     assert _state(src, ranges[-1][1]) is None
+    assert pg.execute("select type from debezium_signal where type <> 'execute-snapshot'",
+                      database=db) == [("stop-snapshot",)]  # its low watermark is gone
 
 
 _DRIVER = textwrap.dedent("""
