@@ -64,9 +64,20 @@ chunks of ``incremental.snapshot.chunk.size`` rows, one chunk per micro-batch, a
 ``source.snapshot="incremental"`` interleaved with the stream. Debezium's watermarks (DBLog) de-duplicate a
 chunk against the changes streamed inside its window; to keep a batch a pure function of its offsets the
 driver writes the chunk's rows into the high-watermark row, so the executor reads chunk and window from the
-slot (see :meth:`PostgresConnector._write_chunk`). The progress (tables left, last key) is the offset's
-``incremental`` entry. Bad signals are logged and skipped. Not implemented: ``stop-snapshot``,
-``pause-snapshot``/``resume-snapshot``, ``log`` signals, ``additional-conditions``, blocking snapshots, tables
+slot (see :meth:`PostgresConnector._write_chunk`). The progress (tables left, last key, paused) is the
+offset's ``incremental`` entry, folded from the signal rows of each batch's range; the executor folds the same
+rows, so a chunk is emitted exactly when the offsets count it. Debezium's other signals: ``stop-snapshot``
+(``data-collections`` lists tables to drop from the running snapshot; none or empty stops it; a chunk in
+flight for a stopped table is dropped), ``pause-snapshot``/``resume-snapshot`` (no chunk is written while
+paused, the stream goes on; resume continues after the last key; the in-flight chunk is still delivered, as
+Debezium delivers its open window), ``log`` (``data.message`` logged at INFO, its ``{}`` replaced by the
+signal's position). ``additional-conditions`` (``[{"data-collection": "public.orders", "filter": "qty > 10
+AND status IN ('new', 'paid')"}]``) restrict a table's chunks, but a filter is not pasted into the chunk query
+as Debezium does (that would run any SQL a writer of the signal table puts there): it must be conditions
+``<column> <op> <literal>``, ``<column> IS [NOT] NULL``, ``<column> [NOT] IN (...)`` joined by ``AND``
+(:func:`_parse_filter`), which become SQL with quoted identifiers and bound values; another filter rejects the
+signal (logged), and one PostgreSQL cannot apply (a value that does not fit its column) stops that table's
+snapshot. Bad signals are logged and skipped. Not implemented: ``surrogate-key``, blocking snapshots, tables
 without a primary key; under ``Trigger.AvailableNow`` a run delivers at most one new chunk.
 
 Deviations from Debezium, all deliberate: envelope ``ts_ms`` is the commit time (the processing time would
@@ -436,9 +447,12 @@ class PostgresConnector(SourceConnector):
                 "<schema>.<table> of Debezium's signal table (id varchar primary key, type varchar, data "
                 "varchar). Inserting type 'execute-snapshot' with data '{\"data-collections\": "
                 "[\"public.orders\"], \"type\": \"incremental\"}' starts an incremental snapshot of those "
-                "captured tables. The table must be in the publication; its rows are never emitted. The "
-                "connector writes its watermark rows (snapshot-window-open/-close) into it and deletes them "
-                "again. Empty: no signals.", group="Snapshot")
+                "captured tables; 'stop-snapshot' (data-collections: the tables to drop from it, none: all), "
+                "'pause-snapshot' and 'resume-snapshot' control it; 'log' logs data's message at INFO. "
+                "additional-conditions filters must be plain conditions (<column> <op> <literal>, IS [NOT] "
+                "NULL, [NOT] IN (...), joined by AND), never pasted SQL. The table must be in the publication; "
+                "its rows are never emitted. The connector writes its watermark rows (snapshot-window-open/"
+                "-close) into it and deletes them again. Empty: no signals.", group="Snapshot")
         .define("incremental.snapshot.chunk.size", Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
                 "Rows per incremental snapshot chunk (one chunk is read per micro-batch).", group="Snapshot")
         .define("snapshot.fetch.size", Type.INT, 10240, Range.at_least(1), Importance.LOW,
@@ -1004,69 +1018,211 @@ class PostgresConnector(SourceConnector):
                         out.append({**sig, "lsn": l, "txId": xid, "ts_usec": ts})
         return out
 
-    def _fold(self, state: dict[str, Any] | None, signals: list[dict[str, Any]],
-              quiet: bool = False) -> dict[str, Any] | None:
-        """The incremental snapshot after ``signals`` (in commit order): execute-snapshot adds tables, a high
-        watermark moves the last key (or finishes its table). Bad signals are logged and skipped."""
-        layout = self.layout()
+    def _fold(self, state: dict[str, Any] | None, signals: list[dict[str, Any]], quiet: bool = False,
+              layout: Layout | None = None) -> dict[str, Any] | None:
+        """The incremental snapshot after ``signals`` (in commit order), Debezium's signal actions:
+        execute-snapshot adds tables; stop-snapshot removes the listed tables, or stops the whole snapshot;
+        pause-snapshot/resume-snapshot stop and restart the writing of chunks; log logs its message; a high
+        watermark the state accepts (:meth:`_accepts`) moves the last key (or finishes its table). Bad
+        signals are logged and skipped. ``quiet``: log at DEBUG and leave out the log signal's message (the
+        same signals are folded again with ``quiet=False`` once per batch, by :meth:`_incremental_end`).
+        Pure: the executor folds the same rows to decide which chunks to emit."""
+        layout = layout or self.layout()
         say = log.debug if quiet else log.warning
+        tell = log.debug if quiet else log.info
         for sig in signals:
-            kind, raw = (sig.get("type") or "").strip(), sig.get("data") or ""
+            kind, raw, sid = (sig.get("type") or "").strip(), sig.get("data") or "", sig.get("id")
             if kind == self._OPEN:
                 continue
             if kind == self._CLOSE:
                 d = json.loads(raw)
-                if state and state["tables"] and state["tables"][0] == d["table"] and state["key"] == d["after"]:
+                if self._accepts(state, d):
+                    assert state is not None
                     if d["done"]:
-                        state = {**state, "tables": state["tables"][1:], "key": ""}
+                        state = self._with_tables(state, state["tables"][1:], "")
                     else:
                         state = {**state, "key": d["last"]}
                     if not state["tables"]:
-                        log.info("%s: incremental snapshot %s finished", self.name, state["signal"])
+                        tell("%s: incremental snapshot %s finished", self.name, state["signal"])
                         state = None
                 continue
-            if kind != "execute-snapshot":
-                say("%s: signal %s of type %r ignored: only execute-snapshot (incremental) is supported "
-                            "(stop-snapshot, pause/resume-snapshot and log are not)", self.name, sig.get("id"),
-                            kind)
+            if kind == "log":
+                if not quiet:
+                    self._log_signal(sig, raw)
                 continue
-            tables, problem = self._snapshot_request(raw, layout)
+            if kind not in self._ACTIONS:
+                say("%s: signal %s of type %r ignored: supported types are %s", self.name, sid, kind,
+                    ", ".join(self._ACTIONS + ("log",)))
+                continue
+            data, problem = self._signal_data(raw)
             if problem:
-                say("%s: signal %s ignored: %s (data: %s)", self.name, sig.get("id"), problem, raw[:200])
+                say("%s: signal %s (%s) ignored: %s (data: %s)", self.name, sid, kind, problem, raw[:200])
                 continue
-            if state is None:
-                state = {"signal": sig.get("id") or "", "tables": tables, "key": ""}
+            if kind == "execute-snapshot":
+                tables, filters, problem = self._snapshot_request(data, layout)
+                if problem:
+                    say("%s: signal %s ignored: %s (data: %s)", self.name, sid, problem, raw[:200])
+                    continue
+                base = state or {"signal": sid or "", "tables": [], "key": ""}
+                added = [t for t in tables if t not in base["tables"]]
+                filters = {**base.get("filters", {}), **{t: f for t, f in filters.items() if t in added}}
+                state = self._with_tables({**base, "filters": filters}, base["tables"] + added, base["key"])
+                tell("%s: signal %s: incremental snapshot of %s%s", self.name, sid, ", ".join(tables),
+                     " (paused: it starts on resume-snapshot)" if state.get("paused") else "")
+            elif state is None:
+                tell("%s: signal %s (%s) ignored: no incremental snapshot is running", self.name, sid, kind)
+            elif kind == "stop-snapshot":
+                state = self._stop(state, data, layout, sid, tell, say)
+            elif kind == "pause-snapshot":
+                if not state.get("paused"):
+                    tell("%s: signal %s: incremental snapshot %s paused after key %s of %s", self.name, sid,
+                         state["signal"], state["key"] or "(start)", state["tables"][0])
+                state = {**state, "paused": True}
+            elif state.get("paused"):  # resume-snapshot
+                tell("%s: signal %s: incremental snapshot %s resumed", self.name, sid, state["signal"])
+                state = {k: v for k, v in state.items() if k != "paused"}
             else:
-                state = {**state, "tables": state["tables"] + [t for t in tables if t not in state["tables"]]}
-            log.info("%s: signal %s: incremental snapshot of %s", self.name, sig.get("id"), ", ".join(tables))
+                tell("%s: signal %s (resume-snapshot) ignored: the incremental snapshot is not paused", self.name,
+                     sid)
         return state
 
+    #: the signal types that act on the incremental snapshot (``log`` only logs)
+    _ACTIONS = ("execute-snapshot", "stop-snapshot", "pause-snapshot", "resume-snapshot")
+
     @staticmethod
-    def _snapshot_request(raw: str, layout: Layout) -> tuple[list[str], str | None]:
-        """Tables of an execute-snapshot signal's data, or the reason it is rejected."""
+    def _accepts(state: dict[str, Any] | None, close: dict[str, Any]) -> bool:
+        """Whether a high watermark's chunk belongs to the running snapshot: the table it is at, the key it
+        stands after, the snapshot that wrote it (absent in watermarks of older versions). A chunk the state
+        does not accept (its table was stopped meanwhile, or a stale chunk) is neither counted nor emitted."""
+        return (state is not None and bool(state["tables"]) and state["tables"][0] == close["table"]
+                and state["key"] == close["after"] and close.get("snapshot", state["signal"]) == state["signal"])
+
+    @staticmethod
+    def _signal_data(raw: str) -> tuple[dict[str, Any], str | None]:
+        """A signal's ``data`` as a JSON object (empty data: ``{}``), and its ``type`` checked: only
+        incremental snapshots are supported."""
+        if not raw.strip():
+            return {}, None
         try:
             d = json.loads(raw)
         except ValueError as e:
-            return [], f"data is not JSON ({e})"
+            return {}, f"data is not JSON ({e})"
         if not isinstance(d, dict):
-            return [], "data must be a JSON object"
+            return {}, "data must be a JSON object"
         kind = d.get("type", "incremental")
         if not isinstance(kind, str) or kind.lower() != "incremental":
-            return [], f"snapshot type {kind!r} is not supported (only incremental)"
-        names = d.get("data-collections")
+            return {}, f"snapshot type {kind!r} is not supported (only incremental)"
+        return d, None
+
+    @staticmethod
+    def _collections(names: Any, layout: Layout) -> tuple[list[str], str | None]:
+        """Captured tables named by ``data-collections`` (names or regular expressions), in layout order
+        per name; or why they are rejected."""
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             return [], "data-collections must be a non-empty list of <schema>.<table> names"
         tables = []
         for n in names:
-            found = [t for t in layout.tables if t.id == n or re.fullmatch(n, t.id)]
+            n = n.strip()
+            found = [t for t in layout.tables if t.id == n or _fullmatch(n, t.id)]
             if not found:
                 return [], f"{n!r} is not a captured table (captured: {', '.join(t.id for t in layout.tables)})"
-            for t in found:
-                if not t.key:
-                    return [], f"table {t.id} has no primary key (incremental snapshots read chunks by key)"
-                if t.id not in tables:
-                    tables.append(t.id)
+            tables += [t.id for t in found if t.id not in tables]
         return tables, None
+
+    def _stop(self, state: dict[str, Any], data: dict[str, Any], layout: Layout, sid: Any,
+              tell: Callable[..., None], say: Callable[..., None]) -> dict[str, Any] | None:
+        """stop-snapshot: without data-collections (or an empty list) the whole incremental snapshot stops;
+        with them, those tables leave it (the current one at once: its chunk in flight is dropped)."""
+        names = data.get("data-collections")
+        if not names:
+            tell("%s: signal %s: incremental snapshot %s stopped (%s left unread)", self.name, sid,
+                 state["signal"], ", ".join(state["tables"]))
+            return None
+        tables, problem = self._collections(names, layout)
+        if problem:
+            say("%s: signal %s (stop-snapshot) ignored: %s", self.name, sid, problem)
+            return state
+        absent = [t for t in tables if t not in state["tables"]]
+        if absent:
+            say("%s: signal %s: %s not part of the running incremental snapshot", self.name, sid,
+                ", ".join(absent))
+        left = [t for t in state["tables"] if t not in tables]
+        if len(left) == len(state["tables"]):
+            return state
+        tell("%s: signal %s: %s removed from incremental snapshot %s", self.name, sid,
+             ", ".join(t for t in state["tables"] if t in tables), state["signal"])
+        if not left:
+            tell("%s: incremental snapshot %s stopped", self.name, state["signal"])
+            return None
+        return self._with_tables(state, left, state["key"] if left[0] == state["tables"][0] else "")
+
+    @staticmethod
+    def _with_tables(state: dict[str, Any], tables: list[str], key: str) -> dict[str, Any]:
+        """``state`` with these tables left and the current one after ``key``; the filters of tables that
+        left are dropped (and the entry when none is left, so offsets without filters stay as they were)."""
+        out = {**state, "tables": tables, "key": key}
+        filters = {t: f for t, f in state.get("filters", {}).items() if t in tables}
+        if filters:
+            out["filters"] = filters
+        else:
+            out.pop("filters", None)
+        return out
+
+    def _log_signal(self, sig: dict[str, Any], raw: str) -> None:
+        """Debezium's log signal: ``data.message`` at INFO, its first ``{}`` replaced by the signal's
+        position (as Debezium fills in the offset)."""
+        data, problem = self._signal_data(raw)
+        message = data.get("message") if not problem else None
+        if not isinstance(message, str) or not message:
+            log.warning("%s: log signal %s ignored: its data has no 'message' (data: %s)", self.name, sig.get("id"),
+                        raw[:200])
+            return
+        where = json.dumps({k: sig[k] for k in ("lsn", "txId", "ts_usec") if k in sig}, sort_keys=True)
+        log.info("%s", message.replace("{}", where, 1))
+
+    @staticmethod
+    def _snapshot_request(data: dict[str, Any],
+                          layout: Layout) -> tuple[list[str], dict[str, str], str | None]:
+        """Tables and filters (table -> filter text) of an execute-snapshot signal's data, or the reason it
+        is rejected."""
+        for unsupported in ("additional-condition", "surrogate-key"):
+            if data.get(unsupported):
+                return [], {}, (f"{unsupported} is not supported"
+                                + (" (use additional-conditions)" if unsupported == "additional-condition" else ""))
+        tables, problem = PostgresConnector._collections(data.get("data-collections"), layout)
+        if problem:
+            return [], {}, problem
+        for tid in tables:
+            t = layout.table(*tid.split(".", 1))
+            if t is not None and not t.key:
+                return [], {}, f"table {t.id} has no primary key (incremental snapshots read chunks by key)"
+        filters, problem = PostgresConnector._filters(data.get("additional-conditions") or [], tables, layout)
+        return (tables, filters, None) if problem is None else ([], {}, problem)
+
+    @staticmethod
+    def _filters(conditions: Any, tables: list[str], layout: Layout) -> tuple[dict[str, str], str | None]:
+        """``additional-conditions`` (``[{"data-collection": ..., "filter": ...}]``) as table -> filter
+        text, each filter checked by :func:`_parse_filter` against its table."""
+        if not isinstance(conditions, list) or not all(isinstance(c, dict) for c in conditions):
+            return {}, "additional-conditions must be a list of {\"data-collection\": ..., \"filter\": ...}"
+        out: dict[str, str] = {}
+        for c in conditions:
+            name, text = c.get("data-collection"), c.get("filter")
+            if not isinstance(text, str) or not text.strip():
+                return {}, f"additional-conditions: the filter of {name!r} must be a non-empty string"
+            found, problem = PostgresConnector._collections([name], layout)
+            if problem:
+                return {}, f"additional-conditions: {problem}"
+            for tid in found:
+                if tid not in tables:
+                    return {}, f"additional-conditions: {tid} is not in data-collections"
+                t = layout.table(*tid.split(".", 1))
+                assert t is not None
+                _, problem = _parse_filter(text, t)
+                if problem:
+                    return {}, f"additional-conditions: filter {text!r} of {tid} is not supported: {problem}"
+                out[tid] = text
+        return out, None
 
     @staticmethod
     def _incr_state(pos: dict[str, Any]) -> dict[str, Any] | None:
@@ -1074,7 +1230,9 @@ class PostgresConnector(SourceConnector):
 
     def _write_chunk(self, pos: dict[str, Any]) -> None:
         """Write the next chunk (low watermark, rows, high watermark) into the WAL when a snapshot is running
-        and no chunk written earlier is still ahead of ``pos`` (one chunk in flight at a time)."""
+        and not paused, and no chunk written earlier is still ahead of ``pos`` (one chunk in flight at a
+        time). The high watermark names the snapshot it belongs to, so a stop-snapshot (or stop and a new
+        execute-snapshot) committed while it is in flight drops it (:meth:`_accepts`)."""
         from psycopg import sql
 
         flush = int(self._query("select (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8")[0][0])
@@ -1082,7 +1240,7 @@ class PostgresConnector(SourceConnector):
         if any((s.get("type") or "").strip() == self._CLOSE for s in signals):
             return
         state = self._fold(self._incr_state(pos), signals, quiet=True)  # _incremental_end logs them
-        if state is None:
+        if state is None or state.get("paused"):
             return
         t = self.layout().table(*state["tables"][0].split(".", 1))
         assert t is not None
@@ -1093,17 +1251,39 @@ class PostgresConnector(SourceConnector):
         self._query(insert, (f"{wid}-open", self._OPEN, json.dumps({"window": wid, "table": t.id})))
         # Read after the low watermark committed: every change the chunk may miss is in the window.
         cols, where, params = _key_predicate(t, state["key"], None)
+        text = state.get("filters", {}).get(t.id)
+        if text:  # additional-conditions: checked when the signal was folded, bound values here
+            conditions, problem = _parse_filter(text, t)
+            assert problem is None, problem
+            cond, values = _filter_sql(conditions)
+            where = (where + sql.SQL(" and ") if params else sql.SQL("where ")) + cond
+            params = params + values
         q = sql.SQL("select {} from {} {} order by {} limit %s").format(
             # aliased: ORDER BY a bare name would pick the text output column and sort keys as text
             sql.SQL(", ").join(sql.SQL("{}::text as {}").format(sql.Identifier(c.name), sql.Identifier(f"c{i}"))
                                for i, c in enumerate(t.columns)),
             sql.Identifier(t.schema, t.table), where, sql.SQL(", ").join(cols))
-        rows = [list(r) for r in self._query(q, params + [size])]
+        try:
+            rows = [list(r) for r in self._query(q, params + [size])]
+        except (_psycopg().DataError, _psycopg().ProgrammingError) as e:
+            if not text:
+                raise
+            # A filter whose values do not fit its columns ('abc' for an int): the table leaves the snapshot
+            # by a stop-snapshot row in the WAL, so the offsets and the executor see it alike.
+            log.error("%s: filter %r of the incremental snapshot of %s fails (%s): stopping the snapshot of %s",
+                      self.name, text, t.id, str(e).strip().splitlines()[0], t.id)
+            stop = json.dumps({"data-collections": [re.escape(t.id)], "type": "incremental"})
+            conn = self._driver()
+            with conn.transaction():
+                conn.execute(insert, (f"{wid}-stop", "stop-snapshot", stop))
+                conn.execute(sql.SQL("delete from {} where id = %s").format(ident), (f"{wid}-open",))
+            return
         names = [c.name for c in t.columns]
         keyidx = [names.index(c.name) for c in t.key]
         last = json.dumps([rows[-1][i] for i in keyidx]) if rows else state["key"]
         data = json.dumps({"window": wid, "table": t.id, "columns": names, "rows": rows, "after": state["key"],
-                           "last": last, "done": len(rows) < size}, separators=(",", ":"))
+                           "last": last, "done": len(rows) < size, "snapshot": state["signal"]},
+                          separators=(",", ":"))
         conn = self._driver()
         with conn.transaction():
             conn.execute(insert, (f"{wid}-close", self._CLOSE, data))
@@ -1175,10 +1355,121 @@ class PostgresConnector(SourceConnector):
         if "snapshot" in start:
             yield from builder.snapshot(start, end)
         if "snapshot" not in end and (self._mode != "initial_only"):
+            builder.incremental = self._incr_state(start)
             lo = int(start["lsn"])
             hi = int(end["lsn"])
             if hi > lo:
                 yield from builder.stream(lo, hi)
+
+
+def _fullmatch(pattern: str, text: str) -> bool:
+    """``re.fullmatch`` where a pattern that is no regular expression matches nothing."""
+    try:
+        return re.fullmatch(pattern, text) is not None
+    except re.error:
+        return False
+
+
+_FILTER_TOKEN = re.compile(r"""\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)
+                               |(?P<op><>|!=|<=|>=|=|<|>)|(?P<punct>[(),])|(?P<qid>"(?:[^"]|"")+")
+                               |(?P<word>[A-Za-z_][A-Za-z0-9_$]*))""", re.VERBOSE)
+
+
+def _parse_filter(text: str, table: Table) -> tuple[list[tuple[str, str, list[Any]]], str | None]:
+    """An ``additional-conditions`` filter as conditions ``(column, operator, values)``, all to hold, or why
+    it is rejected. Not SQL: a small language whose conditions become SQL with quoted identifiers and bound
+    values, so a signal row cannot run code: ``<column> <op> <literal>`` (op ``= <> != < <= > >=``),
+    ``<column> IS [NOT] NULL`` and ``<column> [NOT] IN (<literal>, ...)``, joined by ``AND``; literals are
+    'strings', numbers, true/false, kept as text (PostgreSQL reads them as the column's type). Columns are
+    the table's (bare names fold to lower case, as in SQL).
+
+    >>> _parse_filter("qty > 10 AND color = 'blue'", orders)                       # doctest: +SKIP
+    ([('qty', '>', ['10']), ('color', '=', ['blue'])], None)
+    """
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text.rstrip()):
+        m = _FILTER_TOKEN.match(text, pos)
+        if m is None:
+            return [], f"unexpected text at {text[pos:pos + 20].strip()!r}"
+        kind = m.lastgroup
+        assert kind is not None
+        tokens.append((kind, m.group(kind)))
+        pos = m.end()
+    columns = {c.name for c in table.columns}
+    out: list[tuple[str, str, list[Any]]] = []
+    i = 0
+
+    def literal(tok: tuple[str, str]) -> tuple[bool, Any]:
+        kind, v = tok
+        if kind == "str":
+            return True, v[1:-1].replace("''", "'")
+        if kind == "num":
+            return True, v
+        if kind == "word" and v.lower() in ("true", "false"):
+            return True, v.lower()
+        return False, None
+
+    expect = ("<column> <op> <literal>, <column> IS [NOT] NULL or <column> [NOT] IN (<literal>, ...), joined "
+              "by AND")
+    while True:
+        if i >= len(tokens) or tokens[i][0] not in ("word", "qid"):
+            return [], f"expected a column at condition {len(out) + 1} ({expect})"
+        kind, name = tokens[i]
+        col = name[1:-1].replace('""', '"') if kind == "qid" else name.lower()
+        if col not in columns:
+            return [], f"{col!r} is not a column of {table.id}"
+        words = [v.lower() if k == "word" else v for k, v in tokens[i + 1:i + 4]]
+        if words[:2] == ["is", "null"] or words[:3] == ["is", "not", "null"]:
+            out.append((col, "is null" if words[1] == "null" else "is not null", []))
+            i += 3 if words[1] == "null" else 4
+        elif words[:2] == ["in", "("] or words[:3] == ["not", "in", "("]:
+            op = "in" if words[0] == "in" else "not in"
+            i += 3 if op == "in" else 4
+            values = []
+            while True:
+                ok, v = literal(tokens[i]) if i < len(tokens) else (False, None)
+                if not ok:
+                    return [], f"expected a literal in the IN list of {col}"
+                values.append(v)
+                i += 1
+                if i < len(tokens) and tokens[i] == ("punct", ","):
+                    i += 1
+                    continue
+                if i < len(tokens) and tokens[i] == ("punct", ")"):
+                    i += 1
+                    break
+                return [], f"expected , or ) in the IN list of {col}"
+            out.append((col, op, values))
+        elif i + 2 < len(tokens) and tokens[i + 1][0] == "op" and literal(tokens[i + 2])[0]:
+            op = "<>" if tokens[i + 1][1] == "!=" else tokens[i + 1][1]
+            out.append((col, op, [literal(tokens[i + 2])[1]]))
+            i += 3
+        else:
+            return [], f"expected an operator and a literal after {col} ({expect})"
+        if i == len(tokens):
+            return out, None
+        if tokens[i][0] != "word" or tokens[i][1].lower() != "and":
+            return [], f"expected AND or the end after condition {len(out)} ({expect})"
+        i += 1
+
+
+def _filter_sql(conditions: list[tuple[str, str, list[Any]]]) -> tuple[Any, list[Any]]:
+    """The SQL of :func:`_parse_filter`'s conditions (identifiers quoted, values bound) and its parameters."""
+    from psycopg import sql
+
+    parts, params = [], []
+    for col, op, values in conditions:
+        if op in ("is null", "is not null"):
+            parts.append(sql.SQL("{} " + op).format(sql.Identifier(col)))
+        elif op in ("in", "not in"):
+            marks = sql.SQL(", ").join(sql.SQL("%s") for _ in values)
+            parts.append(sql.SQL("{} " + op + " ({})").format(sql.Identifier(col), marks))
+            params += values
+        else:
+            parts.append(sql.SQL("{} " + op + " %s").format(sql.Identifier(col)))
+            params += values
+    return sql.SQL(" and ").join(parts), params
 
 
 def _key_predicate(t: Table, after: str, upto: str | None) -> tuple[list[Any], Any, list[Any]]:
@@ -1203,6 +1494,16 @@ def _key_predicate(t: Table, after: str, upto: str | None) -> tuple[list[Any], A
 
 
 # ------------------------------------------------------------------------------------------ arrow
+class _Windows(dict):
+    """The open incremental-snapshot chunk windows of a batch being read (window id -> (table, keys the
+    stream changed inside it; None after a truncate)) and the incremental snapshot state, folded over the
+    batch's signal rows from the range's start offset."""
+
+    def __init__(self, state: dict[str, Any] | None):
+        super().__init__()
+        self.state = state
+
+
 class _Builder:
     """Turns decoded changes and snapshot rows into record batches of the connector's record schema."""
 
@@ -1230,6 +1531,7 @@ class _Builder:
 
         self.version = __version__
         self.pa = pa
+        self.incremental: dict[str, Any] | None = None  # the incremental snapshot at the range's start
 
     # ---- stream
     def stream(self, lo: int, hi: int) -> Iterator[Any]:
@@ -1278,7 +1580,7 @@ class _Builder:
             window: list[Change] = []
             emitted = 0
             signal = c._signal
-            chunks: dict[str, tuple[str, set | None]] = {}  # open snapshot windows: id -> (table, keys seen)
+            chunks = _Windows(self.incremental)
 
             def emit(batches: Iterator[Any]) -> Iterator[Any]:
                 nonlocal emitted
@@ -1490,7 +1792,7 @@ class _Builder:
         return record, g.index[src] * 2 + sub
 
     # ---- incremental snapshot chunks (see PostgresConnector._write_chunk)
-    def _touch(self, ch: Change, chunks: dict[str, tuple[str, set | None]]) -> None:
+    def _touch(self, ch: Change, chunks: _Windows) -> None:
         """Remember the key of a change made inside an open chunk window (a truncate touches every key)."""
         rel = ch.relation
         tid = f"{rel.schema}.{rel.table}"
@@ -1508,19 +1810,27 @@ class _Builder:
                 if tp is not None and all(isinstance(tp[i], bytes) for i in idx):
                     seen.add(tuple(tp[i].decode() for i in idx))
 
-    def _signal_row(self, ch: Change, chunks: dict[str, tuple[str, set | None]]) -> Iterator[Any]:
+    def _signal_row(self, ch: Change, chunks: _Windows) -> Iterator[Any]:
         """A signal-table insert: opens a chunk window, or closes one and emits its rows (op ``r``,
-        ``source.snapshot=incremental``) but those whose key the stream changed inside the window."""
-        vals = dict(zip(ch.relation.names, ch.new or ()))
-        kind = vals.get("type")
-        kind = kind.decode().strip() if isinstance(kind, bytes) else ""
+        ``source.snapshot=incremental``) but those whose key the stream changed inside the window. Every
+        signal is folded into the batch's incremental snapshot state as the driver folds it for the offsets
+        (:meth:`PostgresConnector._fold`): a chunk is emitted exactly when the offsets count it."""
+        vals = {k: (v.decode() if isinstance(v, bytes) else None)
+                for k, v in zip(ch.relation.names, ch.new or ())}
+        kind = (vals.get("type") or "").strip()
+        before = chunks.state
+        chunks.state = self.c._fold(before, [vals], quiet=True, layout=self.layout)
         if kind not in (PostgresConnector._OPEN, PostgresConnector._CLOSE):
-            return  # user signals are the driver's business; no signal row becomes an event
-        d = json.loads(vals["data"].decode())
+            return  # no signal row becomes an event
+        d = json.loads(vals.get("data") or "")
         if kind == PostgresConnector._OPEN:
             chunks[d["window"]] = (d["table"], set())
             return
         opened = chunks.pop(d["window"], None)
+        if not PostgresConnector._accepts(before, d):
+            log.debug("%s: incremental snapshot chunk %s of %s dropped: not part of the running snapshot (stopped "
+                      "meanwhile)", self.c.name, d["window"], d["table"])
+            return
         if opened is None:
             raise ConnectError(f"Incremental snapshot chunk {d['window']} of {d['table']} ends at "
                                f"{lsn_text(ch.lsn)} but its window did not open in this batch: the batch cannot "
