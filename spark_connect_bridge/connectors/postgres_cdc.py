@@ -18,15 +18,15 @@ a client library psycopg 3 does not have; its only use here is ``CREATE_REPLICAT
 
 **Offsets.** Source partition ``{"server": <topic.prefix>}``; stream position ``{"lsn": <LSN>}`` (plus
 Debezium's ``"txId"``/``"ts_usec"`` when it is a commit end LSN). A micro-batch is every transaction whose
-commit record starts in ``[start.lsn, end.lsn)`` (for commit end LSNs: whose commit end LSN is in ``(start.lsn,
-end.lsn]``). :meth:`latest_offsets` does not decode the batch to count its changes (that would be a second
-full server-side decode of every batch): ``end`` is ``max.records.per.trigger`` changes' worth of WAL after
-``start``, the WAL bytes per change measured on the first messages after ``start`` (never less than
-:data:`WAL_BYTES_PER_CHANGE`), never less than one transaction, so the bound is approximate (a batch whose
-later changes are much smaller than its first ones, such as deletes after inserts, may hold more). With a signal table the end is
-still chosen at a counted transaction boundary (incremental-snapshot chunks are placed by it). The slot serves
-one session at a time, so a batch is one read task. Executors fetch the peek as Arrow (ADBC) and decode it in
-bulk (:mod:`.pgoutput_bulk`).
+commit record starts in ``[start.lsn, end.lsn)`` (for commit end LSNs: whose commit end LSN is in
+``(start.lsn, end.lsn]``). :meth:`latest_offsets` does not decode the batch to count its changes (that would
+be a second full server-side decode of every batch): ``end`` is ``max.records.per.trigger`` changes' worth of
+WAL after ``start``, the WAL bytes per change measured on the first messages after ``start`` (within
+:data:`WAL_BYTES_PER_CHANGE` and :data:`WAL_BYTES_PER_CHANGE_MAX`), never less than one transaction, so the
+bound is approximate (a batch whose later changes are much smaller than its first ones, such as deletes after
+inserts, may hold more). With a signal table the end is still chosen at a counted transaction boundary
+(incremental-snapshot chunks are placed by it). The slot serves one session at a time, so a batch is one read
+task. Executors fetch the peek as Arrow (ADBC) and decode it in bulk (:mod:`.pgoutput_bulk`).
 
 **Snapshot, then stream, without gap or duplicate.** The slot is created with an exported snapshot; every
 snapshot chunk is read in a transaction that imports it (``SET TRANSACTION SNAPSHOT``), so the snapshot is
@@ -115,6 +115,9 @@ _CHANGE_TAGS = "73,85,68,84"  # I U D T
 WAL_BYTES_PER_CHANGE = 128
 #: Change messages after a batch's start that the measured WAL bytes per change rests on (at least).
 WAL_SAMPLE_CHANGES = 1_000
+#: The most WAL bytes taken for one change: a sample of very wide rows followed by narrow ones (or deletes)
+#: would otherwise make a batch many times the size asked. Rows wider than this make smaller batches.
+WAL_BYTES_PER_CHANGE_MAX = 4_096
 TABLES_META = "kconnect.cdc.tables"
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
@@ -818,8 +821,9 @@ class PostgresConnector(SourceConnector):
     def _stream_end_by_wal(self, pos: dict[str, Any], start: int, upto: int,
                            max_records: int | None) -> dict[str, Any]:
         """The end of the next batch without decoding it: ``max.records.per.trigger`` changes are taken as
-        that many times the WAL bytes per change of the first changes after ``start`` (at least
-        :data:`WAL_BYTES_PER_CHANGE`; never less than the first transaction, never past ``upto``).
+        that many times the WAL bytes per change of the first changes after ``start`` (between
+        :data:`WAL_BYTES_PER_CHANGE` and :data:`WAL_BYTES_PER_CHANGE_MAX`; never less than the first
+        transaction, never past ``upto``).
 
         Counting the changes exactly needs the server to decode the whole range (~260k messages/s, SYSTEMS.md
         §1), which the executor then decodes again to read it: a second full decode per batch. Any LSN is a
@@ -835,7 +839,7 @@ class PostgresConnector(SourceConnector):
             return self._heartbeat(pos, start, upto)
         if max_records is None:
             return {"lsn": max(first, upto)}
-        step = max_records * max(WAL_BYTES_PER_CHANGE, per_change)
+        step = max_records * min(max(WAL_BYTES_PER_CHANGE, per_change), WAL_BYTES_PER_CHANGE_MAX)
         return {"lsn": max(first, min(upto, start + step))}
 
     def _first_commit_after(self, start: int, upto: int) -> tuple[int | None, int]:
@@ -1407,6 +1411,8 @@ class _Builder:
             return SlotBusy(f"Replication slot {c.config['slot.name']!r} is in use by PostgreSQL process "
                             f"{row[0]}")
         text = str(e)
+        if "is active for PID" in text:  # the holder let go between the failed peek and the check above
+            return SlotBusy(f"Replication slot {c.config['slot.name']!r} was in use by another session")
         if any(m in text for m in _CONNECTION_LOST):
             return ReadInterrupted(text.strip())
         return e
