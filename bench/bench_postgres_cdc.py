@@ -182,6 +182,12 @@ def _spark(spark: object, config: dict, sink: str, n_expected: int) -> tuple[flo
     what = "spark -> noop" if sink == "noop" else "spark -> JDBC mirror (unwrap, upsert)"
     total = _rate(f"{what}, with query start ({len(progress)} batches)", rows, wall, c0)
     steady = _rate(f"{what}, batches only (sum of triggerExecution)", rows, busy)
+    phases: dict[str, int] = {}
+    for p in progress:
+        for k, v in p["durationMs"].items():
+            phases[k] = phases.get(k, 0) + v
+    print("  batch phases (s): " + ", ".join(f"{k} {v / 1000:.2f}" for k, v in sorted(phases.items())
+                                            if k != "triggerExecution"), flush=True)
     return total, steady
 
 
@@ -216,7 +222,7 @@ def main(n: int) -> None:
         in_process = _in_process(configs["inproc"])
 
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
+                 .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
                  .config("spark.sql.shuffle.partitions", "2").getOrCreate())
         noop, noop_steady = _spark(spark, configs["noop"], "noop", n)
         print("again in the same Spark session (JVM and Python workers warm):")

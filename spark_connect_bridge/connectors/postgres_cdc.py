@@ -18,14 +18,15 @@ a client library psycopg 3 does not have; its only use here is ``CREATE_REPLICAT
 
 **Offsets.** Source partition ``{"server": <topic.prefix>}``; stream position ``{"lsn": <LSN>}`` (plus
 Debezium's ``"txId"``/``"ts_usec"`` when it is a commit end LSN). A micro-batch is every transaction whose
-commit record starts in ``[start.lsn, end.lsn)`` (for commit end LSNs: whose commit end LSN is in ``(start.lsn,
-end.lsn]``). :meth:`latest_offsets` does not decode the batch to count its changes (that would be a second
-full server-side decode of every batch): ``end`` is ``max.records.per.trigger`` x
-:data:`WAL_BYTES_PER_CHANGE` bytes of WAL after ``start``, never less than one transaction, so the bound is
-approximate (a batch of very small changes, such as deletes, may hold more). With a signal table the end is
-still chosen at a counted transaction boundary (incremental-snapshot chunks are placed by it). The slot serves
-one session at a time, so a batch is one read task. Executors fetch the peek as Arrow (ADBC) and decode it in
-bulk (:mod:`.pgoutput_bulk`).
+commit record starts in ``[start.lsn, end.lsn)`` (for commit end LSNs: whose commit end LSN is in
+``(start.lsn, end.lsn]``). :meth:`latest_offsets` does not decode the batch to count its changes (that would
+be a second full server-side decode of every batch): ``end`` is ``max.records.per.trigger`` changes' worth of
+WAL after ``start``, the WAL bytes per change measured on the first messages after ``start`` (within
+:data:`WAL_BYTES_PER_CHANGE` and :data:`WAL_BYTES_PER_CHANGE_MAX`), never less than one transaction, so the
+bound is approximate (a batch whose later changes are much smaller than its first ones, such as deletes after
+inserts, may hold more). With a signal table the end is still chosen at a counted transaction boundary
+(incremental-snapshot chunks are placed by it). The slot serves one session at a time, so a batch is one read
+task. Executors fetch the peek as Arrow (ADBC) and decode it in bulk (:mod:`.pgoutput_bulk`).
 
 **Snapshot, then stream, without gap or duplicate.** The slot is created with an exported snapshot; every
 snapshot chunk is read in a transaction that imports it (``SET TRANSACTION SNAPSHOT``), so the snapshot is
@@ -119,10 +120,15 @@ _SNAPSHOT_MODES = ("initial", "never", "always", "initial_only", "no_data", "whe
 _SNAPSHOTTING = ("initial", "always", "initial_only", "when_needed")
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 _CHANGE_TAGS = "73,85,68,84"  # I U D T
-#: WAL bytes taken for one change when a batch end is chosen without decoding (see
+#: The fewest WAL bytes taken for one change when a batch end is chosen without decoding (see
 #: PostgresConnector._stream_end_by_wal): a single-row insert of a narrow table writes ~100-250 bytes
 #: (SYSTEMS.md §1: 255 MB for 1M rows of five columns), so a batch rarely holds more changes than asked.
 WAL_BYTES_PER_CHANGE = 128
+#: Change messages after a batch's start that the measured WAL bytes per change rests on (at least).
+WAL_SAMPLE_CHANGES = 1_000
+#: The most WAL bytes taken for one change: a sample of very wide rows followed by narrow ones (or deletes)
+#: would otherwise make a batch many times the size asked. Rows wider than this make smaller batches.
+WAL_BYTES_PER_CHANGE_MAX = 4_096
 TABLES_META = "kconnect.cdc.tables"
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
@@ -829,39 +835,52 @@ class PostgresConnector(SourceConnector):
     def _stream_end_by_wal(self, pos: dict[str, Any], start: int, upto: int,
                            max_records: int | None) -> dict[str, Any]:
         """The end of the next batch without decoding it: ``max.records.per.trigger`` changes are taken as
-        that many times :data:`WAL_BYTES_PER_CHANGE` bytes of WAL after ``start`` (never less than the first
+        that many times the WAL bytes per change of the first changes after ``start`` (between
+        :data:`WAL_BYTES_PER_CHANGE` and :data:`WAL_BYTES_PER_CHANGE_MAX`; never less than the first
         transaction, never past ``upto``).
 
         Counting the changes exactly needs the server to decode the whole range (~260k messages/s, SYSTEMS.md
         §1), which the executor then decodes again to read it: a second full decode per batch. Any LSN is a
         valid end, since a batch is the transactions whose commit record *starts* in ``[start, end)`` (see
         :class:`~.pgoutput.Decoder`), a split PostgreSQL applies too when the slot is advanced there; so an
-        end is a pure function of the offsets and replays identically. Only the first transaction is
-        decoded here, to know that the batch is not empty (else: no batch, or a heartbeat)."""
-        first = self._first_commit_after(start, upto)
+        end is a pure function of the offsets and replays identically (the chosen end is in the checkpoint
+        before the batch runs; how it was chosen need not be repeatable). Only the first changes are decoded
+        here, to know that the batch is not empty (else: no batch, or a heartbeat) and how much WAL a change
+        takes: with a fixed guess, rows wider than it made batches of a fraction of the size asked, and every
+        extra batch costs a Spark job and another server-side decode from the slot's ``restart_lsn``."""
+        first, per_change = self._first_commit_after(start, upto)
         if first is None:
             return self._heartbeat(pos, start, upto)
         if max_records is None:
             return {"lsn": max(first, upto)}
-        return {"lsn": max(first, min(upto, start + max_records * WAL_BYTES_PER_CHANGE))}
+        step = max_records * min(max(WAL_BYTES_PER_CHANGE, per_change), WAL_BYTES_PER_CHANGE_MAX)
+        return {"lsn": max(first, min(upto, start + step))}
 
-    def _first_commit_after(self, start: int, upto: int) -> int | None:
-        """End LSN of the first commit after ``start`` up to ``upto`` holding captured changes, or None. The
-        peek starts at the slot's position, which may be behind ``start`` (batches read but not committed),
-        so the row limit grows until a commit past ``start`` shows up or the range is exhausted."""
+    def _first_commit_after(self, start: int, upto: int) -> tuple[int | None, int]:
+        """End LSN of the first commit after ``start`` up to ``upto`` holding captured changes (or None), and
+        the WAL bytes per captured change after ``start`` seen on the way (0 when too few to tell). The peek
+        starts at the slot's position, which may be behind ``start`` (batches read but not committed), so the
+        row limit grows until a commit past ``start`` and :data:`WAL_SAMPLE_CHANGES` changes past it show up,
+        or the range is exhausted."""
         limit = 1_000
         while True:
-            row = self._query("""
-                select min(l) filter (where tag = 67 and l > %s), count(*)
+            row = self._query(f"""
+                select min(l) filter (where tag = 67 and l > %s), count(*),
+                       count(*) filter (where tag in ({_CHANGE_TAGS}) and l > %s),
+                       max(l) filter (where tag in ({_CHANGE_TAGS}) and l > %s),
+                       min(l) filter (where tag in ({_CHANGE_TAGS}) and l > %s)
                 from (select (p.lsn - '0/0'::pg_lsn)::int8 as l, get_byte(p.data, 0) as tag
                       from pg_logical_slot_peek_binary_changes(%s::name, %s::pg_lsn, %s::int4, 'proto_version',
                                                                '1', 'publication_names', %s::text) p) c""",
-                              (start, self.config["slot.name"], lsn_text(upto), limit,
+                              (start, start, start, start, self.config["slot.name"], lsn_text(upto), limit,
                                self.config["publication.name"]))[0]
-            if row[0] is not None:
-                return int(row[0])
-            if int(row[1]) < limit:
-                return None
+            commit, total, changes = row[0], int(row[1]), int(row[2])
+            exhausted = total < limit
+            if commit is not None and (changes >= WAL_SAMPLE_CHANGES or exhausted):
+                per_change = (int(row[3]) - int(row[4])) // (changes - 1) if changes > 1 else 0
+                return int(commit), per_change
+            if exhausted:
+                return None, 0
             limit *= 16
 
     def _heartbeat(self, pos: dict[str, Any], start: int, upto: int) -> dict[str, Any]:
@@ -1694,6 +1713,8 @@ class _Builder:
             return SlotBusy(f"Replication slot {c.config['slot.name']!r} is in use by PostgreSQL process "
                             f"{row[0]}")
         text = str(e)
+        if "is active for PID" in text:  # the holder let go between the failed peek and the check above
+            return SlotBusy(f"Replication slot {c.config['slot.name']!r} was in use by another session")
         if any(m in text for m in _CONNECTION_LOST):
             return ReadInterrupted(text.strip())
         return e
@@ -2056,7 +2077,18 @@ class _Builder:
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
-             offset, ts, pa.nulls(n, self.headers_t)], schema=self.schema)
+             offset, ts, self._no_headers(n)], schema=self.schema)
+
+    def _no_headers(self, n: int) -> Any:
+        """``n`` empty header lists (a Kafka Connect record has headers, none here). Not nulls: when Spark
+        hands rows to a Python sink (Arrow), every row re-fills the offsets of the null lists since the last
+        non-null one (Arrow Java's ``ListVector.setValueCount``, called per row for the batch size limit), so
+        null headers cost O(rows²) per Arrow batch: 70% of the JVM's time of a CDC -> JDBC mirror."""
+        import numpy as np
+
+        pa = self.pa
+        return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
+                                        pa.array([], type=self.headers_t.value_type), type=self.headers_t)
 
     # ---- snapshot
     def snapshot(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
