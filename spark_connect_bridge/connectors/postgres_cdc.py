@@ -106,6 +106,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ..errors import ConfigProblem, ConnectError, DataError
+from ..records import no_headers
 from .base import ReadRange, ReadTask, SourceConnector
 from .offsets import Offsets, partition_key
 from .pgoutput import (SESSION_OPTIONS, UNCHANGED, Change, Decoder, Relation, TypeSpec, text_array, to_arrow,
@@ -1538,7 +1539,6 @@ class _Builder:
         self.source_t = value_t.field("source").type
         self.key_t = self.schema.field("key").type
         self.value_t = value_t
-        self.headers_t = self.schema.field("headers").type
         self.prefix = layout.prefix
         self.db = conn.config["database.dbname"]
         self.batch = conn.config["max.batch.size"]
@@ -2077,18 +2077,7 @@ class _Builder:
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
-             offset, ts, self._no_headers(n)], schema=self.schema)
-
-    def _no_headers(self, n: int) -> Any:
-        """``n`` empty header lists (a Kafka Connect record has headers, none here). Not nulls: when Spark
-        hands rows to a Python sink (Arrow), every row re-fills the offsets of the null lists since the last
-        non-null one (Arrow Java's ``ListVector.setValueCount``, called per row for the batch size limit), so
-        null headers cost O(rows²) per Arrow batch: 70% of the JVM's time of a CDC -> JDBC mirror."""
-        import numpy as np
-
-        pa = self.pa
-        return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)),
-                                        pa.array([], type=self.headers_t.value_type), type=self.headers_t)
+             offset, ts, no_headers(n)], schema=self.schema)
 
     # ---- snapshot
     def snapshot(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
