@@ -137,6 +137,43 @@ def test_tasks_max_splits_a_large_initial_load(pg_db):  # noqa: F811 - pytest fi
     c.close()
 
 
+@pytest.mark.parametrize("col_type, tz", [("timestamptz", "UTC"), ("timestamp", "Europe/Paris")])
+def test_postgres_timestamp_ranges_split_exactly_at_their_bounds(col_type, tz, pg_db):  # noqa: F811
+    """timestamp+incrementing ranges cut between rows that share a timestamp and between microseconds:
+    read range by range, every row comes once (the bounds are rendered as typed literals on PostgreSQL)."""
+    c = pg_conn(pg_db)
+    t = f"tsb_{col_type}"
+    c.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, ts {col_type} NOT NULL)")
+    c.execute(f"INSERT INTO {t} SELECT g, {col_type} '2024-03-31 00:59:59.999998' + (g / 3) * interval '1 microsecond'"
+              " FROM generate_series(1, 40) g")
+    src = source(pg_url(pg_db), mode="timestamp+incrementing", incrementing_column_name="id",
+                 timestamp_column_name="ts", table_whitelist=t, db_timezone=tz)
+    pos, seen = src.initial_offsets(), []
+    for _ in range(20):
+        end = src.latest_offsets(pos, 4, None)
+        if end == pos:
+            break
+        seen += [r["value"]["id"] for r in read_all(src, pos, end)]
+        pos = end
+    assert seen == list(range(1, 41))
+    c.close()
+
+
+def test_postgres_range_read_streams_several_batches(pg_db):  # noqa: F811 - pytest fixture
+    """A range with bound positions is not buffered into one batch: it arrives as several while it is read."""
+    c = pg_conn(pg_db)
+    c.execute("CREATE TABLE wide (id bigint PRIMARY KEY, pad text)")
+    c.execute("INSERT INTO wide SELECT g, repeat('x', 400) FROM generate_series(1, 100000) g")
+    src = source(pg_url(pg_db), mode="incrementing", incrementing_column_name="id", table_whitelist="wide")
+    start = src.initial_offsets()
+    end = src.latest_offsets(start, None, None)
+    [task] = src.plan(start, end)
+    sizes = [b.num_rows for rng in task.ranges for b in src.read_range(rng)]
+    assert sum(sizes) == 100000
+    assert len(sizes) > 1
+    c.close()
+
+
 @pytest.mark.parametrize("kind", ["postgresql", "mariadb", "sqlite"])
 def test_tasks_max_splits_one_large_bulk_read_by_primary_key(kind, request, tmp_path):
     """Bulk mode, tasks.max=3: one table is read as three key ranges (its integer primary key); together they

@@ -9,8 +9,9 @@ Confluent's connectors take JDBC URLs (``jdbc:postgresql://host:5432/db?user=u&p
 * MariaDB/MySQL: pymysql (server-side cursors for reads, multi-row INSERTs for writes);
 * SQLite: the standard library's sqlite3.
 
-Identifiers from configs are always quoted by :meth:`Dialect.quote` (never pasted into SQL); values are always
-bound as parameters (``%s`` / ``?`` / ``$n``, per client).
+Identifiers from configs are always quoted by :meth:`Dialect.quote` (never pasted into SQL); values are bound
+as parameters (``%s`` / ``?`` / ``$n``, per client), except the integer and timestamp bounds of a PostgreSQL
+read, rendered as typed literals from the values themselves (see :meth:`PostgresDialect.read_arrow`).
 """
 
 from __future__ import annotations
@@ -368,12 +369,19 @@ class PostgresDialect(Dialect):
         return state[:2] in ("22", "23")
 
     def read_arrow(self, sql: str, params: Sequence[Any], batch_rows: int) -> Iterator[Any]:
+        # ADBC streams a statement without parameters through binary COPY (batches of ~16 MB while the server
+        # is still sending), but runs one with parameters as a prepared statement whose whole result it buffers
+        # into a single batch first: no overlap of server, Python and Spark, and the result held in memory
+        # twice. So the integer and timestamp bounds of a read are rendered as typed literals (their text is
+        # made here from int/datetime values, never from config strings); other values stay bound.
+        literals = [_pg_literal(v) for v in params]
+        bind = any(v is None for v in literals)
         n = 0
 
         def ph(_m: Any) -> str:
             nonlocal n
             n += 1
-            return f"${n}"
+            return f"${n}" if bind else literals[n - 1]  # type: ignore[return-value]
 
         q = re.sub(r"\{p\}", ph, sql)
         conn = self.adbc_connect()
@@ -381,7 +389,7 @@ class PostgresDialect(Dialect):
             cur = conn.cursor()
             # Read-only and repeatable: one snapshot for the whole range.
             cur.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            cur.execute(q, list(params) if params else None)
+            cur.execute(q, list(params) if bind and params else None)
             reader = cur.fetch_record_batch()
             yield from reader
             cur.close()
@@ -414,6 +422,25 @@ class PostgresDialect(Dialect):
         if h.startswith("character varying") and w == "text":
             return "TEXT"
         return None
+
+
+def _pg_literal(v: Any) -> str | None:
+    """A PostgreSQL literal for an int or datetime value (text built from the value, no string input); None
+    for any other type (the caller binds it instead)."""
+    import datetime as dt
+
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            return f"'{v.isoformat(sep=' ')}'::timestamp"
+        try:
+            return f"'{v.astimezone(dt.UTC).replace(tzinfo=None).isoformat(sep=' ')}+00'::timestamptz"
+        except OverflowError:
+            return None
+    return None
 
 
 class _PostgresAdbcDialect(PostgresDialect):
