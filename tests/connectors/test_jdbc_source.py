@@ -14,6 +14,7 @@ import pytest
 from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query  # noqa: F401
 
 from spark_connect_bridge.connectors.factory import build_connector
+from spark_connect_bridge.connectors.jdbc.dialects import dialect_for, parse_jdbc_url
 from spark_connect_bridge.connectors.offsets import dumps
 from spark_connect_bridge.errors import ConfigError
 
@@ -171,6 +172,19 @@ def test_postgres_range_read_streams_several_batches(pg_db):  # noqa: F811 - pyt
     sizes = [b.num_rows for rng in task.ranges for b in src.read_range(rng)]
     assert sum(sizes) == 100000
     assert len(sizes) > 1
+    c.close()
+
+
+def test_postgres_reads_a_type_created_after_the_shared_adbc_database(pg_db):  # noqa: F811
+    """Reads share one ADBC database object per process (its type catalog is loaded once); a column of a type
+    created after that still arrives decoded, not as the raw bytes of an unknown type."""
+    d = dialect_for(parse_jdbc_url(pg_url(pg_db)))
+    with d.adbc_read("SELECT 1 AS one") as r:
+        assert r.read_all().to_pylist() == [{"one": 1}]
+    c = pg_conn(pg_db)
+    c.execute("CREATE TYPE mood AS ENUM ('sad', 'happy')")
+    with d.adbc_read("SELECT ARRAY['happy'::mood, 'sad'] AS m") as r:
+        assert r.read_all().to_pylist() == [{"m": ["happy", "sad"]}]
     c.close()
 
 

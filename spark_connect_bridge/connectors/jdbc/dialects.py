@@ -16,8 +16,10 @@ read, rendered as typed literals from the values themselves (see :meth:`Postgres
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -299,10 +301,15 @@ class PostgresDialect(Dialect):
         conn.commit()
         return conn
 
-    def adbc_connect(self, *, autocommit: bool = False) -> Any:
+    def adbc_connect(self, *, autocommit: bool = False, shared: bool = False, refresh: bool = False) -> Any:
         """An ADBC connection (binary COPY in and out of Arrow). With ``autocommit=True`` the caller runs its own
         ``BEGIN`` / ``SAVEPOINT`` / ``COMMIT``: the driver then never issues a ``BEGIN`` of its own, so a
-        failed statement can be rolled back to a savepoint (its implicit transactions cannot)."""
+        failed statement can be rolled back to a savepoint (its implicit transactions cannot).
+
+        ``shared=True``: the connection comes from this process's ADBC database object for this URL. Creating
+        that object costs a connection and a scan of the server's type catalog (~0.1 s), a connection from it
+        a few ms; but it only knows the types that existed when it was made: see :meth:`adbc_read`, which
+        renews it (``refresh=True``) when a result has a type it does not know."""
         try:
             import adbc_driver_postgresql.dbapi as adbc
         except ImportError as e:  # pragma: no cover
@@ -321,7 +328,10 @@ class PostgresDialect(Dialect):
         host = f"[{host}]" if ":" in host else host
         uri = f"postgresql://{auth}{host}:{kw.pop('port')}/{q(kw.pop('dbname'), safe='')}"
         extra = "&".join(f"{k}={q(str(v), safe='')}" for k, v in kw.items())
-        conn = adbc.connect(uri + (("?" + extra) if extra else ""), autocommit=autocommit)
+        uri += ("?" + extra) if extra else ""
+        conn = _adbc_shared_connect(uri, autocommit, refresh) if shared else None
+        if conn is None:
+            conn = adbc.connect(uri, autocommit=autocommit)
         cur = conn.cursor()
         cur.execute("SELECT set_config('TimeZone', $1, false)", (self.timezone,))
         cur.fetchall()
@@ -329,6 +339,27 @@ class PostgresDialect(Dialect):
         if not autocommit:
             conn.commit()
         return conn
+
+    @contextlib.contextmanager
+    def adbc_read(self, sql: str, params: Sequence[Any] | None = None, *, begin: str | None = None
+                  ) -> Iterator[Any]:
+        """Run ``sql`` (``$n`` placeholders; after ``begin``, if given) on a shared-database ADBC connection (see
+        :meth:`adbc_connect`), closed on leaving the block; yield the result's record batch reader. A result
+        with a column type the shared database does not know yet (created after it: ADBC then hands raw bytes
+        typed ``unnamed<oid:N>``) is read again on a renewed one."""
+        for refresh in (False, True):
+            conn = self.adbc_connect(shared=True, refresh=refresh)
+            try:
+                cur = conn.cursor()
+                if begin:
+                    cur.execute(begin)
+                cur.execute(sql, params)
+                reader = cur.fetch_record_batch()
+                if refresh or not _unknown_pg_types(reader.schema):
+                    yield reader
+                    return
+            finally:
+                conn.close()
 
     def for_adbc(self) -> PostgresDialect:
         """This dialect with ``$n`` placeholders, for statements run on an ADBC connection."""
@@ -384,17 +415,10 @@ class PostgresDialect(Dialect):
             return f"${n}" if bind else literals[n - 1]  # type: ignore[return-value]
 
         q = re.sub(r"\{p\}", ph, sql)
-        conn = self.adbc_connect()
-        try:
-            cur = conn.cursor()
-            # Read-only and repeatable: one snapshot for the whole range.
-            cur.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            cur.execute(q, list(params) if bind and params else None)
-            reader = cur.fetch_record_batch()
+        # Read-only and repeatable: one snapshot for the whole range.
+        with self.adbc_read(q, list(params) if bind and params else None,
+                            begin="BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY") as reader:
             yield from reader
-            cur.close()
-        finally:
-            conn.close()
 
     def sql_type(self, t: Any, *, key: bool = False) -> str:
         import pyarrow as pa
@@ -422,6 +446,46 @@ class PostgresDialect(Dialect):
         if h.startswith("character varying") and w == "text":
             return "TEXT"
         return None
+
+
+#: This process's ADBC database objects by connection URI (adbc_driver_manager's shared-database holders).
+_ADBC_DATABASES: dict[str, Any] = {}
+_ADBC_LOCK = threading.Lock()
+
+
+def _adbc_shared_connect(uri: str, autocommit: bool, refresh: bool) -> Any:
+    """A DB-API connection on this process's ADBC database object for ``uri`` (made, or renewed with
+    ``refresh``, here); None where adbc-driver-manager cannot share one (the caller then connects alone)."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql
+    from adbc_driver_manager import dbapi
+
+    holder = getattr(dbapi, "_SharedDatabase", None)  # the holder its own Connection.adbc_clone() shares
+    if holder is None:  # pragma: no cover - adbc-driver-manager without it
+        return None
+    with _ADBC_LOCK:
+        db = _ADBC_DATABASES.get(uri)
+        if db is None or refresh:
+            if db is not None:
+                db.close()  # the cache's reference; connections still open keep it alive until they close
+            db = _ADBC_DATABASES[uri] = holder(adbc_driver_postgresql.connect(uri))
+        db = db.clone()  # this call's reference, handed to the connection below
+    try:
+        return dbapi.Connection(db, adbc_driver_manager.AdbcConnection(db._db), autocommit=autocommit)
+    finally:
+        db.close()  # the connection took its own reference
+
+
+def _unknown_pg_types(schema: Any) -> bool:
+    """Whether ADBC typed a column (or a nested field) of ``schema`` as an unknown PostgreSQL type."""
+    def unknown(f: Any) -> bool:
+        md = f.metadata or {}
+        if md.get(b"POSTGRESQL:type", b"").startswith(b"unnamed<oid:"):
+            return True
+        t = f.type
+        return any(unknown(t.field(i)) for i in range(t.num_fields)) if t.num_fields else False
+
+    return any(unknown(f) for f in schema)
 
 
 def _pg_literal(v: Any) -> str | None:

@@ -265,14 +265,8 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
 
         sql = f"SELECT * FROM {self._from(d, name)} WHERE 1 = 0"
         if d.info.kind == "postgresql":
-            ac = d.adbc_connect()
-            try:
-                cur = ac.cursor()
-                cur.execute(sql)
-                raw = cur.fetch_arrow_table().schema
-                cur.close()
-            finally:
-                ac.close()
+            with d.adbc_read(sql) as reader:
+                raw = reader.read_all().schema
             self._naive_cols |= {f.name for f in raw if _is_ts(f.type) and f.type.tz is None}
             self._time_cols |= {f.name for f in raw if pa.types.is_time(f.type)}
             return pa.schema([pa.field(f.name, self._pg_type(f)) for f in raw])
