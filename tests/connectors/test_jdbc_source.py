@@ -175,6 +175,28 @@ def test_postgres_range_read_streams_several_batches(pg_db):  # noqa: F811 - pyt
     c.close()
 
 
+def test_postgres_numeric_columns_arrive_exact(pg_db):  # noqa: F811 - pytest fixture
+    """NUMERIC(p, s) values (negative, null, the extremes of their precision; p <= 18 travels as an unscaled
+    bigint, wider ones as text) arrive as the exact decimals."""
+    from decimal import Decimal
+
+    c = pg_conn(pg_db)
+    c.execute("CREATE TABLE nums (id bigint PRIMARY KEY, a numeric(12,2), b numeric(18,4), k numeric(5,0), "
+              "w numeric(20,4))")
+    vals = [(1, "0.01", "-99999999999999.9999", "99999", "1234567890123456.1234"),
+            (2, "-1234567890.99", "99999999999999.9999", "-99999", "-0.0001"),
+            (3, None, None, None, None),
+            (4, "0", "0.0001", "0", "0")]
+    with c.cursor() as cur:
+        cur.executemany("INSERT INTO nums VALUES (%s, %s, %s, %s, %s)", vals)
+    src = source(pg_url(pg_db), mode="incrementing", incrementing_column_name="id", table_whitelist="nums")
+    start = src.initial_offsets()
+    rows = sorted(read_all(src, start, src.latest_offsets(start, None, None)), key=lambda r: r["value"]["id"])
+    assert [tuple(r["value"][k] for k in ("id", "a", "b", "k", "w")) for r in rows] == \
+        [(i, *(None if v is None else Decimal(v) for v in rest)) for i, *rest in vals]
+    c.close()
+
+
 def test_postgres_reads_a_type_created_after_the_shared_adbc_database(pg_db):  # noqa: F811
     """Reads share one ADBC database object per process (its type catalog is loaded once); a column of a type
     created after that still arrives decoded, not as the raw bytes of an unknown type."""

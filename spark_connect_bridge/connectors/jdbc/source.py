@@ -753,7 +753,14 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         t = next(t for t in self._discover() if t.key == partition_key(rng.partition))
         d = self._dialect()
         target = self._arrow_schema
-        cols = ", ".join(d.quote(c) for c, _ in t.columns)
+        read_schema = pa.schema([pa.field(c, _parse_type(ty)) for c, ty in t.columns])
+        # PostgreSQL NUMERIC(p <= 18, s) columns travel as their unscaled bigint (value * 10^s, exact): ADBC hands
+        # NUMERIC over as decimal text, which costs it and Arrow's cast back far more (~0.4 s of Python CPU per
+        # million rows, measured) than the server's multiplication (~0.1 s).
+        scaled = {f.name for f in read_schema if d.info.kind == "postgresql" and pa.types.is_decimal(f.type)
+                  and 0 <= f.type.scale <= f.type.precision <= 18}
+        cols = ", ".join(f"({d.quote(c)} * 1{'0' * read_schema.field(c).type.scale})::int8 AS {d.quote(c)}"
+                         if c in scaled else d.quote(c) for c, _ in t.columns)
         base = 0
         if self._mode == "bulk":
             where, params, order = "1 = 1", [], self._bulk_order(t)
@@ -768,7 +775,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             order = " ORDER BY " + self._order(d, t)
         sql = f"SELECT {cols} FROM {self._from(d, t.name)} WHERE {where}{order}"
         rows = max(10_000, self.config["batch.max.rows"])
-        read_schema = pa.schema([pa.field(c, _parse_type(ty)) for c, ty in t.columns])
         seq = base
 
         def gen() -> Iterator[Any]:
@@ -779,7 +785,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 yield raw
 
         for raw in self._retry(lambda: _first_then(gen()), f"read {t.name or 'query'}"):
-            batch = self._convert(raw, read_schema)
+            batch = self._convert(raw, read_schema, scaled)
             n = batch.num_rows
             if n == 0:
                 continue
@@ -789,8 +795,9 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
     def _bulk_order(self, t: _Table) -> str:
         return ""
 
-    def _convert(self, raw: Any, read_schema: Any) -> Any:
-        """Database Arrow types → the declared ones (numeric text → decimal, naive → UTC, time → ms)."""
+    def _convert(self, raw: Any, read_schema: Any, scaled: set[str] | frozenset[str] = frozenset()) -> Any:
+        """Database Arrow types → the declared ones (numeric text → decimal, naive → UTC, time → ms); columns in
+        ``scaled`` hold decimals' unscaled integers."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -800,7 +807,9 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             a = raw.column(raw.schema.get_field_index(f.name))
             if isinstance(a.type, pa.ExtensionType):
                 a = a.storage
-            if pa.types.is_timestamp(f.type):
+            if f.name in scaled:  # the same 128-bit unscaled integers, read with the column's scale
+                a = pc.cast(a, pa.decimal128(19, 0)).view(f.type)
+            elif pa.types.is_timestamp(f.type):
                 if pa.types.is_string(a.type):
                     a = pc.cast(a, pa.timestamp("us"))
                 if a.type.tz is None:
