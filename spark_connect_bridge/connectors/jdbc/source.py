@@ -488,16 +488,32 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             wait_ms = max(wait_ms, self._incr_delay_ms(d) + 100)
         deadline = time.monotonic() + wait_ms / 1000.0
         safe = None
-        while True:
-            cand, guard = self._retry(lambda: self._observe(d, tables, start, per_table), "latest offsets")
-            self._pending.append((cand, guard))
-            self._pending = self._pending[-32:]
-            got = self._retry(lambda: self._promote(d), "visibility check")
-            safe = got if got is not None else safe
-            if safe is not None and safe is cand or time.monotonic() >= deadline:
-                break
-            time.sleep(0.05 if d.info.kind == "postgresql" else
-                       min(0.25, max(0.01, deadline - time.monotonic())))
+        held: list[Any] = []  # one control connection for the whole call (a failed one is dropped, then retried)
+
+        def on_conn(fn: Any) -> Any:
+            if not held:
+                held.append(d.connect())
+            try:
+                return fn(held[0])
+            except BaseException:
+                _close_quietly(held.pop())
+                raise
+
+        try:
+            while True:
+                cand, guard = self._retry(lambda: on_conn(lambda c: self._observe(c, d, tables, start, per_table)),
+                                          "latest offsets")
+                self._pending.append((cand, guard))
+                self._pending = self._pending[-32:]
+                got = self._retry(lambda: on_conn(lambda c: self._promote(c, d)), "visibility check")
+                safe = got if got is not None else safe
+                if safe is not None and safe is cand or time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05 if d.info.kind == "postgresql" else
+                           min(0.25, max(0.01, deadline - time.monotonic())))
+        finally:
+            if held:
+                _close_quietly(held.pop())
         end = dict(start)
         if safe is not None:
             for k, pos in safe.items():
@@ -513,15 +529,11 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             return v
         return 2000 if d.info.kind == "mysql" else 0
 
-    def _promote(self, d: Dialect) -> dict | None:
+    def _promote(self, conn: Any, d: Dialect) -> dict | None:
         """The newest pending candidate that is now safe (dropping it and older ones), or None."""
         if d.info.kind == "postgresql":
-            conn = d.connect()
-            try:
-                conn.autocommit = True
-                ok = [self._pg_finished(conn, g) for _, g in self._pending]
-            finally:
-                conn.close()
+            conn.autocommit = True
+            ok = [self._pg_finished(conn, g) for _, g in self._pending]
         else:
             now = time.monotonic()
             ok = [now - g >= self._incr_delay_ms(d) / 1000.0 for _, g in self._pending]
@@ -542,41 +554,38 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
     # candidate M is safe when none of S's running xids is still 'in progress' and none of those sessions is
     # still in the same transaction. This bounds every read by the oldest transaction that was running, like
     # the snapshot xmin, but per observation, and waits only for transactions of this database.
-    def _observe(self, d: Dialect, tables: list[_Table], start: dict, limit: int | None) -> tuple[dict, Any]:
-        conn = d.connect()
-        try:
-            cur = conn.cursor()
-            guard: Any
-            if d.info.kind == "postgresql":
-                conn.autocommit = True
-                cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                cur.execute("SELECT pg_current_snapshot()::text, clock_timestamp()")
-                snap, now = cur.fetchone()
-                _xmin, _xmax, xip = snap.split(":")
-                cur.execute("SELECT a.pid, a.xact_start::text, a.backend_xid::text, a.datname = current_database() "
-                            "FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid()")
-                acts = cur.fetchall()
-                other_db = {x for _, _, x, ours in acts if x and not ours}
-                guard = ([x for x in xip.split(",") if x and x not in other_db],
-                         [(p, s) for p, s, _, ours in acts if ours])
-                now_us = _to_us(now)
+    def _observe(self, conn: Any, d: Dialect, tables: list[_Table], start: dict, limit: int | None
+                 ) -> tuple[dict, Any]:
+        cur = conn.cursor()
+        guard: Any
+        if d.info.kind == "postgresql":
+            conn.autocommit = True
+            cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            cur.execute("SELECT pg_current_snapshot()::text, clock_timestamp()")
+            snap, now = cur.fetchone()
+            _xmin, _xmax, xip = snap.split(":")
+            cur.execute("SELECT a.pid, a.xact_start::text, a.backend_xid::text, a.datname = current_database() "
+                        "FROM pg_stat_activity a WHERE a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid()")
+            acts = cur.fetchall()
+            other_db = {x for _, _, x, ours in acts if x and not ours}
+            guard = ([x for x in xip.split(",") if x and x not in other_db],
+                     [(p, s) for p, s, _, ours in acts if ours])
+            now_us = _to_us(now)
+        else:
+            if d.info.kind == "mysql":
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+                cur.execute("SELECT UTC_TIMESTAMP(6)")
+                now_us = _to_us(cur.fetchone()[0].replace(tzinfo=_UTC))
             else:
-                if d.info.kind == "mysql":
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-                    cur.execute("SELECT UTC_TIMESTAMP(6)")
-                    now_us = _to_us(cur.fetchone()[0].replace(tzinfo=_UTC))
-                else:
-                    cur.execute("BEGIN")
-                    now_us = int(time.time() * 1e6)
-                guard = time.monotonic()
-            ts_upper = now_us - self.config["timestamp.delay.interval.ms"] * 1000
-            cand = {}
-            for t in tables:
-                cand[t.key] = self._max_position(cur, d, t, start[t.key], limit, ts_upper) or start[t.key]
-            cur.execute("ROLLBACK")
-            return cand, guard
-        finally:
-            conn.close()
+                cur.execute("BEGIN")
+                now_us = int(time.time() * 1e6)
+            guard = time.monotonic()
+        ts_upper = now_us - self.config["timestamp.delay.interval.ms"] * 1000
+        cand = {}
+        for t in tables:
+            cand[t.key] = self._max_position(cur, d, t, start[t.key], limit, ts_upper) or start[t.key]
+        cur.execute("ROLLBACK")
+        return cand, guard
 
     @staticmethod
     def _pg_finished(conn: Any, guard: Any) -> bool:
@@ -859,6 +868,14 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
 
         cols = [batch.column(batch.schema.get_field_index(c)) for c in t.ts_cols]
         return cols[0] if len(cols) == 1 else pc.coalesce(*cols)
+
+
+def _close_quietly(conn: Any) -> None:
+    """Close a control connection that may already be broken (its error is the one being reported)."""
+    try:
+        conn.close()
+    except Exception as e:  # noqa: BLE001 - the caller is already handling the failure that broke it
+        log.debug("closing a failed connection: %s", type(e).__name__)
 
 
 def _first_then(it: Iterator[Any]) -> Iterator[Any]:
