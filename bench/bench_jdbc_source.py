@@ -2,7 +2,10 @@
 
 One run, one table, one Spark session (local[2]); each reader writes to the ``noop`` sink. Two ceiling lines
 measure the Python data source API itself: a minimal source yielding the same ADBC batches flat, and the same
-batches wrapped in our record shape (no connector code in either).
+batches wrapped in our record shape (no connector code in either). Beside wall times, the CPU seconds each
+reader cost (best round), split into the Spark JVM, Python (driver and Spark's Python workers), the PostgreSQL
+backends serving the benchmark database, and psql: on this shared machine wall time moves with the load, CPU
+seconds much less.
 
     .venv/bin/python bench/bench_jdbc_source.py --rows 1000000 [--tasks 2] [--repeat 2]
 
@@ -16,6 +19,7 @@ import argparse
 import os
 import subprocess
 import sys
+import threading
 import time
 
 JAR = "/usr/share/java/postgresql.jar"
@@ -40,6 +44,66 @@ def setup(rows: int) -> None:
          f"timestamptz '2024-01-01' + g * interval '1 second', repeat('x', 100) FROM generate_series(1, {rows}) g",
          DB)
     psql("VACUUM ANALYZE big", DB)
+
+
+class CpuSampler:
+    """CPU seconds of this process's descendants (the Spark JVM, Python workers, psql) and of the PostgreSQL
+    backends serving ``DB``, by kind. /proc is sampled every 20 ms, keeping each process's last figure, so
+    short-lived processes (a backend per connection) count up to their last sample."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._tick = os.sysconf("SC_CLK_TCK")
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _sample(self) -> None:
+        procs: dict[int, tuple[int, str, float]] = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            procs[int(d)] = (int(fields[1]), stat[stat.index("(") + 1:stat.rindex(")")],
+                             (int(fields[11]) + int(fields[12])) / self._tick)
+        mine, changed = {os.getpid()}, True  # this driver itself (and this sampler) is not counted
+        while changed:
+            changed = False
+            for pid, (ppid, _, _) in procs.items():
+                if ppid in mine and pid not in mine:
+                    mine.add(pid)
+                    changed = True
+        for pid, (_, comm, cpu) in procs.items():
+            if pid == os.getpid():
+                continue
+            if pid in mine:
+                kind = "jvm" if comm == "java" else "psql" if comm == "psql" else "python"
+            elif comm.startswith("postgres"):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if f" {DB} ".encode() not in f.read():
+                            continue
+                except OSError:
+                    continue
+                kind = "postgres"
+            else:
+                continue
+            self.seen[pid] = (kind, cpu)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self._sample()
+
+    def totals(self) -> dict[str, float]:
+        self._sample()
+        out = {"jvm": 0.0, "python": 0.0, "postgres": 0.0, "psql": 0.0}
+        for kind, cpu in list(self.seen.values()):
+            out[kind] += cpu
+        return out
 
 
 RECORD_SCHEMA = ("key binary, value struct<id: long, name: string, amount: decimal(12,2), ts: timestamp, "
@@ -101,18 +165,24 @@ def ceiling_source(url: str, rows: int, parts: int, shaped: bool = False):
     return CeilingSource
 
 
-def best_alternated(readers: dict, repeat: int) -> dict:
-    """Best time of each reader over ``repeat`` rounds, the readers alternated within a round (so that a load
-    change on this shared machine hits all of them, not one)."""
+def best_alternated(readers: dict, repeat: int, cpu: CpuSampler) -> tuple[dict, dict]:
+    """Best wall time and least CPU seconds (by kind, of the round with the least total) of each reader over
+    ``repeat`` rounds, the readers alternated within a round (so that a load change on this shared machine hits
+    all of them, not one)."""
     times: dict = {k: [] for k in readers}
+    cpus: dict = {k: [] for k in readers}
     for _ in range(repeat):
         for k, fn in readers.items():
+            c = cpu.totals()
             t = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t)
+            c2 = cpu.totals()
+            cpus[k].append({kind: c2[kind] - c[kind] for kind in c})
     for k, v in times.items():
-        print(f"  {k}: " + ", ".join(f"{x:.2f}" for x in v) + " s", flush=True)
-    return {k: min(v) for k, v in times.items()}
+        print(f"  {k}: " + ", ".join(f"{x:.2f}" for x in v) + " s; cpu "
+              + ", ".join(f"{sum(c.values()):.2f}" for c in cpus[k]) + " s", flush=True)
+    return {k: min(v) for k, v in times.items()}, {k: min(v, key=lambda c: sum(c.values())) for k, v in cpus.items()}
 
 
 def main() -> None:
@@ -125,6 +195,7 @@ def main() -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     print(f"setting up {a.rows:,} rows ...", flush=True)
     setup(a.rows)
+    cpu = CpuSampler()
     from pyspark.sql import SparkSession
 
     have_jar = os.path.exists(JAR)
@@ -173,12 +244,18 @@ def main() -> None:
     else:
         print(f"SKIPPED Spark JDBC comparison: {JAR} not found (apt-get install libpostgresql-jdbc-java)")
     readers["psql COPY TO STDOUT (FORMAT binary) > /dev/null"] = copy
-    results = best_alternated(readers, a.repeat)
-    ours_t = results["kconnect JDBC source (ADBC, Arrow)"]
+    results, cpus = best_alternated(readers, a.repeat, cpu)
+    ours = "kconnect JDBC source (ADBC, Arrow)"
+    ours_t, ours_c = results[ours], sum(cpus[ours].values())
     print(f"\nrows={a.rows:,} tasks={a.tasks} best of {a.repeat}; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"  {'':<52} {'wall':>7}    {'rows/s':>12}  {'ours/this':>9} | {'cpu':>5}   (jvm python pg psql)  "
+          f"ours/this (rows per cpu-s)")
     for k, t in results.items():
-        print(f"  {k:<52} {t:7.2f} s  {a.rows / t:>12,.0f} rows/s  ours/this = {t / ours_t:5.2f}x")
+        c = cpus[k]
+        print(f"  {k:<52} {t:7.2f} s  {a.rows / t:>12,.0f}  {t / ours_t:8.2f}x | {sum(c.values()):5.2f} s "
+              f"({c['jvm']:.2f} {c['python']:.2f} {c['postgres']:.2f} {c['psql']:.2f})  "
+              f"{sum(c.values()) / ours_c:5.2f}x")
     spark.stop()
     if not a.keep:
         psql(f'DROP DATABASE IF EXISTS "{DB}" WITH (FORCE)')

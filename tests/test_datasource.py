@@ -62,3 +62,24 @@ def test_pipeline_reads_a_properties_file(spark, tmp_path):
     props = tmp_path / "src.properties"
     props.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()) + "name=file-src\n")
     assert scb.read_batch(spark, str(props)).count() == 3
+
+
+@pytest.mark.parametrize(("main_module", "frozen"), [("pyspark.daemon", 1), ("pytest", 0)])
+def test_startup_heap_is_frozen_once_and_only_in_daemon_forked_workers(main_module, frozen, monkeypatch):
+    """Spark's daemon-forked Python workers run gc.collect() after every task: there the objects loaded at
+    start-up are frozen once (gc.freeze); any other process is left alone."""
+    import gc
+    import sys
+    import types
+
+    from spark_connect_bridge import datasource
+
+    calls = []
+    fake_main = types.ModuleType("__main__")
+    fake_main.__spec__ = types.SimpleNamespace(name=main_module)
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    monkeypatch.setattr(datasource, "_heap_frozen", False)
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append(1))
+    datasource.freeze_startup_heap()
+    datasource.freeze_startup_heap()
+    assert len(calls) == frozen

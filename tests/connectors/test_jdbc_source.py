@@ -14,6 +14,7 @@ import pytest
 from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query  # noqa: F401
 
 from spark_connect_bridge.connectors.factory import build_connector
+from spark_connect_bridge.connectors.jdbc.dialects import dialect_for, parse_jdbc_url
 from spark_connect_bridge.connectors.offsets import dumps
 from spark_connect_bridge.errors import ConfigError
 
@@ -134,6 +135,78 @@ def test_tasks_max_splits_a_large_initial_load(pg_db):  # noqa: F811 - pytest fi
     rows = read_all(src, start, end)
     assert ids(rows) == list(range(1, 20001))
     assert sum(r["value"]["amount"] for r in rows) == sum(range(1, 20001)) / 100
+    c.close()
+
+
+@pytest.mark.parametrize("col_type, tz", [("timestamptz", "UTC"), ("timestamp", "Europe/Paris")])
+def test_postgres_timestamp_ranges_split_exactly_at_their_bounds(col_type, tz, pg_db):  # noqa: F811
+    """timestamp+incrementing ranges cut between rows that share a timestamp and between microseconds:
+    read range by range, every row comes once (the bounds are rendered as typed literals on PostgreSQL)."""
+    c = pg_conn(pg_db)
+    t = f"tsb_{col_type}"
+    c.execute(f"CREATE TABLE {t} (id bigint PRIMARY KEY, ts {col_type} NOT NULL)")
+    c.execute(f"INSERT INTO {t} SELECT g, {col_type} '2024-03-31 00:59:59.999998' + (g / 3) * interval '1 microsecond'"
+              " FROM generate_series(1, 40) g")
+    src = source(pg_url(pg_db), mode="timestamp+incrementing", incrementing_column_name="id",
+                 timestamp_column_name="ts", table_whitelist=t, db_timezone=tz)
+    pos, seen = src.initial_offsets(), []
+    for _ in range(20):
+        end = src.latest_offsets(pos, 4, None)
+        if end == pos:
+            break
+        seen += [r["value"]["id"] for r in read_all(src, pos, end)]
+        pos = end
+    assert seen == list(range(1, 41))
+    c.close()
+
+
+def test_postgres_range_read_streams_several_batches(pg_db):  # noqa: F811 - pytest fixture
+    """A range with bound positions is not buffered into one batch: it arrives as several while it is read."""
+    c = pg_conn(pg_db)
+    c.execute("CREATE TABLE wide (id bigint PRIMARY KEY, pad text)")
+    c.execute("INSERT INTO wide SELECT g, repeat('x', 400) FROM generate_series(1, 100000) g")
+    src = source(pg_url(pg_db), mode="incrementing", incrementing_column_name="id", table_whitelist="wide")
+    start = src.initial_offsets()
+    end = src.latest_offsets(start, None, None)
+    [task] = src.plan(start, end)
+    sizes = [b.num_rows for rng in task.ranges for b in src.read_range(rng)]
+    assert sum(sizes) == 100000
+    assert len(sizes) > 1
+    c.close()
+
+
+def test_postgres_numeric_columns_arrive_exact(pg_db):  # noqa: F811 - pytest fixture
+    """NUMERIC(p, s) values (negative, null, the extremes of their precision; p <= 18 travels as an unscaled
+    bigint, wider ones as text) arrive as the exact decimals."""
+    from decimal import Decimal
+
+    c = pg_conn(pg_db)
+    c.execute("CREATE TABLE nums (id bigint PRIMARY KEY, a numeric(12,2), b numeric(18,4), k numeric(5,0), "
+              "w numeric(20,4))")
+    vals = [(1, "0.01", "-99999999999999.9999", "99999", "1234567890123456.1234"),
+            (2, "-1234567890.99", "99999999999999.9999", "-99999", "-0.0001"),
+            (3, None, None, None, None),
+            (4, "0", "0.0001", "0", "0")]
+    with c.cursor() as cur:
+        cur.executemany("INSERT INTO nums VALUES (%s, %s, %s, %s, %s)", vals)
+    src = source(pg_url(pg_db), mode="incrementing", incrementing_column_name="id", table_whitelist="nums")
+    start = src.initial_offsets()
+    rows = sorted(read_all(src, start, src.latest_offsets(start, None, None)), key=lambda r: r["value"]["id"])
+    assert [tuple(r["value"][k] for k in ("id", "a", "b", "k", "w")) for r in rows] == \
+        [(i, *(None if v is None else Decimal(v) for v in rest)) for i, *rest in vals]
+    c.close()
+
+
+def test_postgres_reads_a_type_created_after_the_shared_adbc_database(pg_db):  # noqa: F811
+    """Reads share one ADBC database object per process (its type catalog is loaded once); a column of a type
+    created after that still arrives decoded, not as the raw bytes of an unknown type."""
+    d = dialect_for(parse_jdbc_url(pg_url(pg_db)))
+    with d.adbc_read("SELECT 1 AS one") as r:
+        assert r.read_all().to_pylist() == [{"one": 1}]
+    c = pg_conn(pg_db)
+    c.execute("CREATE TYPE mood AS ENUM ('sad', 'happy')")
+    with d.adbc_read("SELECT ARRAY['happy'::mood, 'sad'] AS m") as r:
+        assert r.read_all().to_pylist() == [{"m": ["happy", "sad"]}]
     c.close()
 
 

@@ -9,14 +9,17 @@ Confluent's connectors take JDBC URLs (``jdbc:postgresql://host:5432/db?user=u&p
 * MariaDB/MySQL: pymysql (server-side cursors for reads, multi-row INSERTs for writes);
 * SQLite: the standard library's sqlite3.
 
-Identifiers from configs are always quoted by :meth:`Dialect.quote` (never pasted into SQL); values are always
-bound as parameters (``%s`` / ``?`` / ``$n``, per client).
+Identifiers from configs are always quoted by :meth:`Dialect.quote` (never pasted into SQL); values are bound
+as parameters (``%s`` / ``?`` / ``$n``, per client), except the integer and timestamp bounds of a PostgreSQL
+read, rendered as typed literals from the values themselves (see :meth:`PostgresDialect.read_arrow`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -298,10 +301,15 @@ class PostgresDialect(Dialect):
         conn.commit()
         return conn
 
-    def adbc_connect(self, *, autocommit: bool = False) -> Any:
+    def adbc_connect(self, *, autocommit: bool = False, shared: bool = False, refresh: bool = False) -> Any:
         """An ADBC connection (binary COPY in and out of Arrow). With ``autocommit=True`` the caller runs its own
         ``BEGIN`` / ``SAVEPOINT`` / ``COMMIT``: the driver then never issues a ``BEGIN`` of its own, so a
-        failed statement can be rolled back to a savepoint (its implicit transactions cannot)."""
+        failed statement can be rolled back to a savepoint (its implicit transactions cannot).
+
+        ``shared=True``: the connection comes from this process's ADBC database object for this URL. Creating
+        that object costs a connection and a scan of the server's type catalog (~0.1 s), a connection from it
+        a few ms; but it only knows the types that existed when it was made: see :meth:`adbc_read`, which
+        renews it (``refresh=True``) when a result has a type it does not know."""
         try:
             import adbc_driver_postgresql.dbapi as adbc
         except ImportError as e:  # pragma: no cover
@@ -320,7 +328,10 @@ class PostgresDialect(Dialect):
         host = f"[{host}]" if ":" in host else host
         uri = f"postgresql://{auth}{host}:{kw.pop('port')}/{q(kw.pop('dbname'), safe='')}"
         extra = "&".join(f"{k}={q(str(v), safe='')}" for k, v in kw.items())
-        conn = adbc.connect(uri + (("?" + extra) if extra else ""), autocommit=autocommit)
+        uri += ("?" + extra) if extra else ""
+        conn = _adbc_shared_connect(uri, autocommit, refresh) if shared else None
+        if conn is None:
+            conn = adbc.connect(uri, autocommit=autocommit)
         cur = conn.cursor()
         cur.execute("SELECT set_config('TimeZone', $1, false)", (self.timezone,))
         cur.fetchall()
@@ -328,6 +339,27 @@ class PostgresDialect(Dialect):
         if not autocommit:
             conn.commit()
         return conn
+
+    @contextlib.contextmanager
+    def adbc_read(self, sql: str, params: Sequence[Any] | None = None, *, begin: str | None = None
+                  ) -> Iterator[Any]:
+        """Run ``sql`` (``$n`` placeholders; after ``begin``, if given) on a shared-database ADBC connection (see
+        :meth:`adbc_connect`), closed on leaving the block; yield the result's record batch reader. A result
+        with a column type the shared database does not know yet (created after it: ADBC then hands raw bytes
+        typed ``unnamed<oid:N>``) is read again on a renewed one."""
+        for refresh in (False, True):
+            conn = self.adbc_connect(shared=True, refresh=refresh)
+            try:
+                cur = conn.cursor()
+                if begin:
+                    cur.execute(begin)
+                cur.execute(sql, params)
+                reader = cur.fetch_record_batch()
+                if refresh or not _unknown_pg_types(reader.schema):
+                    yield reader
+                    return
+            finally:
+                conn.close()
 
     def for_adbc(self) -> PostgresDialect:
         """This dialect with ``$n`` placeholders, for statements run on an ADBC connection."""
@@ -368,25 +400,25 @@ class PostgresDialect(Dialect):
         return state[:2] in ("22", "23")
 
     def read_arrow(self, sql: str, params: Sequence[Any], batch_rows: int) -> Iterator[Any]:
+        # ADBC streams a statement without parameters through binary COPY (batches of ~16 MB while the server
+        # is still sending), but runs one with parameters as a prepared statement whose whole result it buffers
+        # into a single batch first: no overlap of server, Python and Spark, and the result held in memory
+        # twice. So the integer and timestamp bounds of a read are rendered as typed literals (their text is
+        # made here from int/datetime values, never from config strings); other values stay bound.
+        literals = [_pg_literal(v) for v in params]
+        bind = any(v is None for v in literals)
         n = 0
 
         def ph(_m: Any) -> str:
             nonlocal n
             n += 1
-            return f"${n}"
+            return f"${n}" if bind else literals[n - 1]  # type: ignore[return-value]
 
         q = re.sub(r"\{p\}", ph, sql)
-        conn = self.adbc_connect()
-        try:
-            cur = conn.cursor()
-            # Read-only and repeatable: one snapshot for the whole range.
-            cur.execute("BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            cur.execute(q, list(params) if params else None)
-            reader = cur.fetch_record_batch()
+        # Read-only and repeatable: one snapshot for the whole range.
+        with self.adbc_read(q, list(params) if bind and params else None,
+                            begin="BEGIN TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY") as reader:
             yield from reader
-            cur.close()
-        finally:
-            conn.close()
 
     def sql_type(self, t: Any, *, key: bool = False) -> str:
         import pyarrow as pa
@@ -414,6 +446,65 @@ class PostgresDialect(Dialect):
         if h.startswith("character varying") and w == "text":
             return "TEXT"
         return None
+
+
+#: This process's ADBC database objects by connection URI (adbc_driver_manager's shared-database holders).
+_ADBC_DATABASES: dict[str, Any] = {}
+_ADBC_LOCK = threading.Lock()
+
+
+def _adbc_shared_connect(uri: str, autocommit: bool, refresh: bool) -> Any:
+    """A DB-API connection on this process's ADBC database object for ``uri`` (made, or renewed with
+    ``refresh``, here); None where adbc-driver-manager cannot share one (the caller then connects alone)."""
+    import adbc_driver_manager
+    import adbc_driver_postgresql
+    from adbc_driver_manager import dbapi
+
+    holder = getattr(dbapi, "_SharedDatabase", None)  # the holder its own Connection.adbc_clone() shares
+    if holder is None:  # pragma: no cover - adbc-driver-manager without it
+        return None
+    with _ADBC_LOCK:
+        db = _ADBC_DATABASES.get(uri)
+        if db is None or refresh:
+            if db is not None:
+                db.close()  # the cache's reference; connections still open keep it alive until they close
+            db = _ADBC_DATABASES[uri] = holder(adbc_driver_postgresql.connect(uri))
+        db = db.clone()  # this call's reference, handed to the connection below
+    try:
+        return dbapi.Connection(db, adbc_driver_manager.AdbcConnection(db._db), autocommit=autocommit)
+    finally:
+        db.close()  # the connection took its own reference
+
+
+def _unknown_pg_types(schema: Any) -> bool:
+    """Whether ADBC typed a column (or a nested field) of ``schema`` as an unknown PostgreSQL type."""
+    def unknown(f: Any) -> bool:
+        md = f.metadata or {}
+        if md.get(b"POSTGRESQL:type", b"").startswith(b"unnamed<oid:"):
+            return True
+        t = f.type
+        return any(unknown(t.field(i)) for i in range(t.num_fields)) if t.num_fields else False
+
+    return any(unknown(f) for f in schema)
+
+
+def _pg_literal(v: Any) -> str | None:
+    """A PostgreSQL literal for an int or datetime value (text built from the value, no string input); None
+    for any other type (the caller binds it instead)."""
+    import datetime as dt
+
+    if isinstance(v, bool):
+        return "TRUE" if v else "FALSE"
+    if isinstance(v, int):
+        return str(int(v))
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is None:
+            return f"'{v.isoformat(sep=' ')}'::timestamp"
+        try:
+            return f"'{v.astimezone(dt.UTC).replace(tzinfo=None).isoformat(sep=' ')}+00'::timestamptz"
+        except OverflowError:
+            return None
+    return None
 
 
 class _PostgresAdbcDialect(PostgresDialect):
