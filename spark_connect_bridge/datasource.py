@@ -293,6 +293,7 @@ class _WriteMixin:
             batches = (keep(b) for b in batches)
         before = retries_so_far()
         payload = self.sink.write(batches, ctx)
+        freeze_startup_heap()  # the sink's client libraries are loaded by now
         return _Message(payload, retries_so_far() - before)
 
     def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
@@ -305,6 +306,7 @@ class _WriteMixin:
             retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)
             write_batch_report(self.rejects_dir, self.app_id, batch_id, getattr(self.sink, "last_rejected", ()),
                                retries)
+        freeze_startup_heap()
 
     @staticmethod
     def _payloads(messages: Any) -> list[Any]:
@@ -324,15 +326,7 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
         return self._write_batches(iterator)
 
     def commit(self, messages: list) -> None:
-        from .connectors.base import CommitContext
-        from .retry import retries_so_far
-
-        before = retries_so_far()
-        self.sink.commit(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
-        if self.rejects_dir:
-            retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)
-            write_batch_report(self.rejects_dir, self.app_id, self.batch_id,
-                               getattr(self.sink, "last_rejected", ()), retries)
+        self._commit_and_report(messages, self.batch_id)
 
     def abort(self, messages: list) -> None:
         from .connectors.base import CommitContext

@@ -460,20 +460,26 @@ def _adbc_shared_connect(uri: str, autocommit: bool, refresh: bool) -> Any:
     import adbc_driver_postgresql
     from adbc_driver_manager import dbapi
 
-    holder = getattr(dbapi, "_SharedDatabase", None)  # the holder its own Connection.adbc_clone() shares
+    # _SharedDatabase is adbc-driver-manager's private holder (what its own Connection.adbc_clone() shares):
+    # where it is missing or its shape changed, the caller connects alone (slower planning, same results).
+    holder = getattr(dbapi, "_SharedDatabase", None)
     if holder is None:  # pragma: no cover - adbc-driver-manager without it
         return None
-    with _ADBC_LOCK:
-        db = _ADBC_DATABASES.get(uri)
-        if db is None or refresh:
-            if db is not None:
-                db.close()  # the cache's reference; connections still open keep it alive until they close
-            db = _ADBC_DATABASES[uri] = holder(adbc_driver_postgresql.connect(uri))
-        db = db.clone()  # this call's reference, handed to the connection below
     try:
-        return dbapi.Connection(db, adbc_driver_manager.AdbcConnection(db._db), autocommit=autocommit)
-    finally:
-        db.close()  # the connection took its own reference
+        with _ADBC_LOCK:
+            db = _ADBC_DATABASES.get(uri)
+            if db is None or refresh:
+                if db is not None:
+                    db.close()  # the cache's reference; connections still open keep it alive until they close
+                db = _ADBC_DATABASES[uri] = holder(adbc_driver_postgresql.connect(uri))
+            db = db.clone()  # this call's reference, handed to the connection below
+        try:
+            return dbapi.Connection(db, adbc_driver_manager.AdbcConnection(db._db), autocommit=autocommit)
+        finally:
+            db.close()  # the connection took its own reference
+    except (AttributeError, TypeError) as e:  # pragma: no cover - a different adbc-driver-manager
+        log.debug("ADBC database sharing unavailable (%s): connecting per read", type(e).__name__)
+        return None
 
 
 def _unknown_pg_types(schema: Any) -> bool:
@@ -501,7 +507,7 @@ def _pg_literal(v: Any) -> str | None:
         if v.tzinfo is None:
             return f"'{v.isoformat(sep=' ')}'::timestamp"
         try:
-            return f"'{v.astimezone(dt.UTC).replace(tzinfo=None).isoformat(sep=' ')}+00'::timestamptz"
+            return f"'{v.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(sep=' ')}+00'::timestamptz"
         except OverflowError:
             return None
     return None

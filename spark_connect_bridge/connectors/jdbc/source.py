@@ -52,7 +52,7 @@ __all__ = ["JdbcSourceConnector"]
 log = logging.getLogger(__name__)
 
 _MODES = ("bulk", "timestamp", "incrementing", "timestamp+incrementing")
-_UTC = dt.UTC
+_UTC = dt.timezone.utc
 _TS, _ID = "__kc_ts", "__kc_id"
 TIME_NAME = "org.apache.kafka.connect.data.Time"
 
