@@ -36,6 +36,7 @@ from typing import Any
 
 from ...config import CaseInsensitiveValidString, Importance, Range, Type
 from ...errors import ConfigError, ConfigProblem
+from ...records import no_headers
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
 from .dialects import (
@@ -856,10 +857,9 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         else:
             offset = pa.array(np.arange(seq, seq + n, dtype=np.int64))
         ts = self._ts_col(batch, t) if t.ts_cols else pa.nulls(n, pa.timestamp("us", tz="UTC"))
-        headers_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
         return pa.RecordBatch.from_arrays(
             [pa.nulls(n, pa.binary()), value, pa.repeat(pa.scalar(t.topic, pa.string()), n),
-             pa.array(np.full(n, t.index, dtype=np.int32)), offset, ts, pa.nulls(n, headers_type)],
+             pa.array(np.full(n, t.index, dtype=np.int32)), offset, ts, no_headers(n)],
             names=["key", "value", "topic", "partition", "offset", "timestamp", "headers"])
 
     @staticmethod
