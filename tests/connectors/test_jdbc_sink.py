@@ -142,6 +142,20 @@ def test_upsert_of_unique_keys_without_tombstones_inserts_and_updates(db):
     assert rows_of(fetch, t) == [(1, "a2", 1.0), (2, "b", None)]
 
 
+def test_upsert_tasks_with_interleaved_distinct_keys_apply_every_record(db):
+    url, fetch, _ = db
+    t = table_name()
+    s = sink(url, table_name_format=t, insert_mode="upsert", pk_mode="record_key", pk_fields="id",
+             delete_enabled="true")
+    run(s, [records([{"id": 3, "name": "old", "amount": None}], VALUE, keys=[{"id": 3}], key_type=KEY)])
+    # Key ranges 1..3 and 2..4 overlap, but no key is in both tasks; 3 is deleted.
+    run_tasks(s, [[records([{"id": 1, "name": "a", "amount": None}, None], VALUE, keys=[{"id": 1}, {"id": 3}],
+                           key_type=KEY)],
+                  [records([{"id": 2, "name": "b", "amount": None}, {"id": 4, "name": "d", "amount": None}], VALUE,
+                           keys=[{"id": 2}, {"id": 4}], key_type=KEY, partition=1)]], batch_id=1)
+    assert rows_of(fetch, t) == [(1, "a", None), (2, "b", None), (4, "d", None)]
+
+
 def test_upsert_composite_key_repeated_in_a_task_keeps_the_last_record(db):
     url, fetch, _ = db
     t = table_name()

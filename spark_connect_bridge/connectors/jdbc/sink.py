@@ -38,6 +38,7 @@ deadlocks and serialization failures are retried with backoff (``errors.retry.ti
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import uuid
@@ -177,6 +178,7 @@ class _Stage:
     # and whether no key occurs twice among this stage's rows.
     deletes: int | None = None
     unique_keys: bool | None = None
+    key_range: tuple[Any, Any] | None = None  # (min, max) of a one-column integer or text key
 
 
 @dataclass(frozen=True)
@@ -205,17 +207,23 @@ class RejectedRecord:
     error: str
 
 
-def _unique(keys: list[Any]) -> bool:
-    """Whether no key occurs twice among the rows of these Arrow tables (key columns only)."""
+def _key_stats(keys: list[Any]) -> tuple[bool, tuple[Any, Any] | None]:
+    """Whether no key occurs twice among the rows of these Arrow tables (key columns only), and the range of
+    a one-column integer or text key without nulls (tasks whose ranges do not overlap share no key)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if not keys:
-        return True
+        return True, None
     t = pa.concat_tables(keys)
-    if t.num_columns == 1:
-        return pc.count_distinct(t.column(0), mode="all").as_py() == t.num_rows
-    return t.group_by(t.column_names).aggregate([]).num_rows == t.num_rows
+    if t.num_columns > 1:
+        return t.group_by(t.column_names).aggregate([]).num_rows == t.num_rows, None
+    col = t.column(0)
+    unique = pc.count_distinct(col, mode="all").as_py() == t.num_rows
+    if not unique or col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
+        return unique, None
+    mm = pc.min_max(col)
+    return True, (mm["min"].as_py(), mm["max"].as_py())
 
 
 class JdbcSinkConnector(JdbcConnection, SinkConnector):
@@ -398,7 +406,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return _Staged(ctx.partition_id, tuple(
             _Stage(name, st["stage"], tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
                    st["pk"], st["rows"], tuple(st["topics"]), st["deletes"] if st["pk"] else None,
-                   _unique(st["keys"]) if st["pk"] else None) for name, st in stages.items()))
+                   *(_key_stats(st["keys"]) if st["pk"] else (None, None))) for name, st in stages.items()))
 
     # -- executor: commit.scope=task --------------------------------------------------------------------
     def _direct(self, d: Dialect, batch_id: int | None) -> bool:
@@ -850,12 +858,17 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
     # -- apply ------------------------------------------------------------------------------------------
     def _unique_across(self, cur: Any, d: Dialect, ss: list[_Stage]) -> bool:
         """Whether no key occurs twice in the batch, when every task said its own keys are unique: one stage
-        is enough; several need a look at their keys together (a hash aggregate over the key columns only,
-        much cheaper than sorting whole rows to keep the last per key)."""
+        is enough, and so are key ranges that do not overlap; else a look at the keys together (a hash
+        aggregate over the key columns only, cheaper than sorting whole rows to keep the last per key)."""
         if not all(s.unique_keys for s in ss):
             return False
         if len(ss) == 1:
             return True
+        ranges = [s.key_range for s in ss]
+        if all(r is not None for r in ranges) and len({type(v) for r in ranges for v in r}) == 1:
+            ranges.sort()
+            if all(a[1] < b[0] for a, b in itertools.pairwise(ranges)):
+                return True
         keys = ", ".join(d.quote(c) for c in ss[0].pk)
         union = " UNION ALL ".join(f"SELECT {keys} FROM {d.quote(s.stage)}" for s in ss)
         cur.execute(f"SELECT 1 FROM ({union}) kc_k GROUP BY {keys} HAVING COUNT(*) > 1 LIMIT 1")
