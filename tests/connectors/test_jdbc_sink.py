@@ -105,6 +105,71 @@ def test_upsert_last_record_per_key_wins_and_tombstone_deletes(db):
     assert rows_of(fetch, t) == [(1, "y", 2.0), (3, "c2", None)]
 
 
+def run_tasks(s, tasks, batch_id=0):
+    """One micro-batch written by several tasks (task i is Spark partition i), then committed."""
+    app = "app-" + s.config["table.name.format"]
+    msgs = [s.write(iter(batches), WriteContext(app, batch_id, part, 0)) for part, batches in enumerate(tasks)]
+    s.commit(msgs, CommitContext(app, batch_id))
+
+
+def test_upsert_key_repeated_across_tasks_keeps_the_later_task_record(db):
+    url, fetch, _ = db
+    t = table_name()
+    s = sink(url, table_name_format=t, insert_mode="upsert", pk_mode="record_key", pk_fields="id",
+             delete_enabled="true")
+    run(s, [records([{"id": 5, "name": "old", "amount": None}], VALUE, keys=[{"id": 5}], key_type=KEY)])
+    # Each task's keys are unique, but 1 and 2 are in both tasks (2 is deleted by the later one); 3 and 4
+    # are in one task each.
+    run_tasks(s, [[records([{"id": 1, "name": "a", "amount": None}, {"id": 2, "name": "b", "amount": None},
+                            {"id": 3, "name": "c", "amount": None}], VALUE,
+                           keys=[{"id": 1}, {"id": 2}, {"id": 3}], key_type=KEY)],
+                  [records([{"id": 1, "name": "a2", "amount": None}, None, {"id": 4, "name": "d", "amount": None}],
+                           VALUE, keys=[{"id": 1}, {"id": 2}, {"id": 4}], key_type=KEY, partition=1)]],
+              batch_id=1)
+    assert rows_of(fetch, t) == [(1, "a2", None), (3, "c", None), (4, "d", None), (5, "old", None)]
+
+
+def test_upsert_of_unique_keys_without_tombstones_inserts_and_updates(db):
+    url, fetch, _ = db
+    t = table_name()
+    s = sink(url, table_name_format=t, insert_mode="upsert", pk_mode="record_key", pk_fields="id",
+             delete_enabled="true")
+    run(s, [records([{"id": 1, "name": "a", "amount": None}], VALUE, keys=[{"id": 1}], key_type=KEY)])
+    run_tasks(s, [[records([{"id": 1, "name": "a2", "amount": decimal.Decimal(1)}], VALUE, keys=[{"id": 1}],
+                           key_type=KEY)],
+                  [records([{"id": 2, "name": "b", "amount": None}], VALUE, keys=[{"id": 2}], key_type=KEY,
+                           partition=1)]], batch_id=1)
+    assert rows_of(fetch, t) == [(1, "a2", 1.0), (2, "b", None)]
+
+
+def test_upsert_tasks_with_interleaved_distinct_keys_apply_every_record(db):
+    url, fetch, _ = db
+    t = table_name()
+    s = sink(url, table_name_format=t, insert_mode="upsert", pk_mode="record_key", pk_fields="id",
+             delete_enabled="true")
+    run(s, [records([{"id": 3, "name": "old", "amount": None}], VALUE, keys=[{"id": 3}], key_type=KEY)])
+    # Key ranges 1..3 and 2..4 overlap, but no key is in both tasks; 3 is deleted.
+    run_tasks(s, [[records([{"id": 1, "name": "a", "amount": None}, None], VALUE, keys=[{"id": 1}, {"id": 3}],
+                           key_type=KEY)],
+                  [records([{"id": 2, "name": "b", "amount": None}, {"id": 4, "name": "d", "amount": None}], VALUE,
+                           keys=[{"id": 2}, {"id": 4}], key_type=KEY, partition=1)]], batch_id=1)
+    assert rows_of(fetch, t) == [(1, "a", None), (2, "b", None), (4, "d", None)]
+
+
+def test_upsert_composite_key_repeated_in_a_task_keeps_the_last_record(db):
+    url, fetch, _ = db
+    t = table_name()
+    key = pa.struct([("id", pa.int64()), ("name", pa.string())])
+    s = sink(url, table_name_format=t, insert_mode="upsert", pk_mode="record_key")
+    # (1, "a") twice in the first task's two Spark batches; (1, "b") differs in the second column only.
+    run_tasks(s, [[records([{"id": 1, "name": "a", "amount": decimal.Decimal(1)}], VALUE,
+                           keys=[{"id": 1, "name": "a"}], key_type=key),
+                   records([{"id": 1, "name": "a", "amount": decimal.Decimal(2)},
+                            {"id": 1, "name": "b", "amount": decimal.Decimal(3)}], VALUE,
+                           keys=[{"id": 1, "name": "a"}, {"id": 1, "name": "b"}], key_type=key, first_offset=1)]])
+    assert sorted(rows_of(fetch, t)) == [(1, "a", 2.0), (1, "b", 3.0)]
+
+
 def test_update_mode_changes_only_existing_rows(db):
     url, fetch, _ = db
     t = table_name()

@@ -38,6 +38,7 @@ deadlocks and serialization failures are retried with backoff (``errors.retry.ti
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import uuid
@@ -173,6 +174,11 @@ class _Stage:
     pk: tuple[str, ...]
     rows: int
     topics: tuple[str, ...] = ()  # __kc_tix indexes this list (topics are not repeated per row)
+    # What the task saw, so the commit can leave out work (None: unknown, do everything): how many tombstones,
+    # and whether no key occurs twice among this stage's rows.
+    deletes: int | None = None
+    unique_keys: bool | None = None
+    key_range: tuple[Any, Any] | None = None  # (min, max) of a one-column integer or text key
 
 
 @dataclass(frozen=True)
@@ -199,6 +205,25 @@ class RejectedRecord:
     partition: int | None
     offset: int | None
     error: str
+
+
+def _key_stats(keys: list[Any]) -> tuple[bool, tuple[Any, Any] | None]:
+    """Whether no key occurs twice among the rows of these Arrow tables (key columns only), and the range of
+    a one-column integer or text key without nulls (tasks whose ranges do not overlap share no key)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not keys:
+        return True, None
+    t = pa.concat_tables(keys)
+    if t.num_columns > 1:
+        return t.group_by(t.column_names).aggregate([]).num_rows == t.num_rows, None
+    col = t.column(0)
+    unique = pc.count_distinct(col, mode="all").as_py() == t.num_rows
+    if not unique or col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
+        return unique, None
+    mm = pc.min_max(col)
+    return True, (mm["min"].as_py(), mm["max"].as_py())
 
 
 class JdbcSinkConnector(JdbcConnection, SinkConnector):
@@ -328,6 +353,9 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         d = self._dialect()
         if self._direct(d, ctx.batch_id):
             return self._write_direct(d, batches, ctx)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         conn = self._retry(lambda: d.connect(local_infile=True) if d.info.kind == "mysql" else d.connect(),
                            "connect")
         stages: dict[str, dict[str, Any]] = {}
@@ -343,7 +371,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                     st = stages.get(name)
                     if st is None:
                         st = stages[name] = {"stage": f"{prefix}{uuid.uuid4().hex[:8]}", "schema": table.schema,
-                                             "pk": pk, "rows": 0, "topics": []}
+                                             "pk": pk, "rows": 0, "topics": [], "deletes": 0, "keys": []}
                         self._retry(lambda st=st, table=table: self._create_stage(conn, d, st["stage"],
                                                                                   table.schema),
                                     "create staging table")
@@ -351,11 +379,12 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                         table = table.select(st["schema"].names).cast(st["schema"])
                     if topic not in st["topics"]:
                         st["topics"].append(topic)
-                    import pyarrow as pa
-
                     ix = table.schema.get_field_index("__kc_tix")
                     table = table.set_column(ix, "__kc_tix", pa.array(
                         [st["topics"].index(topic)] * table.num_rows, pa.int16()))
+                    if pk:
+                        st["deletes"] += pc.sum(pc.equal(table.column("__kc_op"), "d")).as_py() or 0
+                        st["keys"].append(table.select(list(pk)))
                     # Buffer Spark's small Arrow batches into ~32 MB bulk loads (one COPY each).
                     st.setdefault("buf", []).append(table)
                     st["bytes"] = st.get("bytes", 0) + table.nbytes
@@ -376,7 +405,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             return None
         return _Staged(ctx.partition_id, tuple(
             _Stage(name, st["stage"], tuple((f.name, str(f.type)) for f in st["schema"] if f.name not in _META),
-                   st["pk"], st["rows"], tuple(st["topics"])) for name, st in stages.items()))
+                   st["pk"], st["rows"], tuple(st["topics"]), st["deletes"] if st["pk"] else None,
+                   *(_key_stats(st["keys"]) if st["pk"] else (None, None))) for name, st in stages.items()))
 
     # -- executor: commit.scope=task --------------------------------------------------------------------
     def _direct(self, d: Dialect, batch_id: int | None) -> bool:
@@ -826,17 +856,40 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             conn.commit()
 
     # -- apply ------------------------------------------------------------------------------------------
-    def _source_sql(self, d: Dialect, ss: list[_Stage], cols: list[str], pk: tuple[str, ...]) -> str:
+    def _unique_across(self, cur: Any, d: Dialect, ss: list[_Stage]) -> bool:
+        """Whether no key occurs twice in the batch, when every task said its own keys are unique: one stage
+        is enough, and so are key ranges that do not overlap; else a look at the keys together (a hash
+        aggregate over the key columns only, cheaper than sorting whole rows to keep the last per key)."""
+        if not all(s.unique_keys for s in ss):
+            return False
+        if len(ss) == 1:
+            return True
+        ranges = [s.key_range for s in ss]
+        if all(r is not None for r in ranges) and len({type(v) for r in ranges for v in r}) == 1:
+            ranges.sort()
+            if all(a[1] < b[0] for a, b in itertools.pairwise(ranges)):
+                return True
+        keys = ", ".join(d.quote(c) for c in ss[0].pk)
+        union = " UNION ALL ".join(f"SELECT {keys} FROM {d.quote(s.stage)}" for s in ss)
+        cur.execute(f"SELECT 1 FROM ({union}) kc_k GROUP BY {keys} HAVING COUNT(*) > 1 LIMIT 1")
+        return cur.fetchone() is None
+
+    def _source_sql(self, d: Dialect, ss: list[_Stage], cols: list[str], pk: tuple[str, ...],
+                    unique: bool = False) -> str:
         sel = ", ".join(d.quote(c) for c in cols + list(_META))
         union = " UNION ALL ".join(f"SELECT {sel}, {i} AS kc_si FROM {d.quote(s.stage)}" for i, s in enumerate(ss))
-        if not pk or (self.config["insert.mode"].lower() == "insert" and not self.config["delete.enabled"]):
+        if not pk or unique or (self.config["insert.mode"].lower() == "insert"
+                                and not self.config["delete.enabled"]):
             # insert mode: every record is inserted (a duplicate key fails, as Confluent's); no dedup sort
             return f"SELECT * FROM ({union}) kc_u"
         part = ", ".join(d.quote(c) for c in pk)
         return (f"SELECT * FROM (SELECT kc_u.*, ROW_NUMBER() OVER (PARTITION BY {part} ORDER BY "
                 f"{d.quote('__kc_ord')} DESC) AS kc_rn FROM ({union}) kc_u) kc_d WHERE kc_rn = 1")
 
-    def _statements(self, d: Dialect, table: str, ss: list[_Stage], rng: tuple[int, int] | None) -> list:
+    def _statements(self, d: Dialect, table: str, ss: list[_Stage], rng: tuple[int, int] | None,
+                    unique: bool = False) -> list:
+        """The statements applying the staged rows of ``table`` (those with ``__kc_ord`` in ``rng``). With
+        ``unique`` (no key twice in the batch) the last-per-key dedup is the identity and is left out."""
         cols = []
         for s in ss:
             for n, _ in s.columns:
@@ -844,7 +897,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                     cols.append(n)
         # Every stage must have the same columns for the UNION: stages of one table come from one schema.
         pk = ss[0].pk
-        src = self._source_sql(d, ss, cols, pk)
+        src = self._source_sql(d, ss, cols, pk, unique)
         where, params = "", []
         if rng is not None:
             where = f" AND {d.quote('__kc_ord')} BETWEEN {{p}} AND {{p}}"
@@ -854,7 +907,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         ups = f"SELECT {qcols} FROM ({src}) kc_s WHERE {d.quote('__kc_op')} = 'u'{where}"
         mode = self.config["insert.mode"].lower()
         stmts = []
-        if pk and self.config["delete.enabled"]:
+        # A batch known to hold no tombstone (every task counted them) needs no DELETE.
+        if pk and self.config["delete.enabled"] and any(s.deletes != 0 for s in ss):
             keys = ", ".join(d.quote(c) for c in pk)
             stmts.append(((f"DELETE FROM {tgt} WHERE ({keys}) IN (SELECT {keys} FROM ({src}) kc_s WHERE "
                            f"{d.quote('__kc_op')} = 'd'{where})"), params))
@@ -887,9 +941,10 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
     def _apply(self, conn: Any, cur: Any, d: Dialect, table: str, ss: list[_Stage]) -> list[RejectedRecord]:
         """Apply the staged rows of ``table``; on a data error, bisect to the rejected rows."""
+        unique = bool(ss[0].pk) and self._unique_across(cur, d, ss)
         cur.execute("SAVEPOINT kc_all")
         try:
-            self._run(cur, d, self._statements(d, table, ss, None))
+            self._run(cur, d, self._statements(d, table, ss, None, unique))
             cur.execute("RELEASE SAVEPOINT kc_all")
             return []
         except Exception as e:
@@ -899,7 +954,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         # Bisect over the batch order (only on this failure path).
         pk = ss[0].pk
         cols = [n for n, _ in ss[0].columns]
-        src = self._source_sql(d, ss, cols, pk)
+        src = self._source_sql(d, ss, cols, pk, unique)
         cur.execute(f"SELECT {d.quote('__kc_ord')}, kc_si, {d.quote('__kc_tix')}, {d.quote('__kc_kpart')}, "
                     f"{d.quote('__kc_koff')} FROM ({src}) kc_s ORDER BY {d.quote('__kc_ord')}")
         rows = [(o, ss[si].topics[tix] if tix is not None and tix < len(ss[si].topics) else None, kp, ko)
@@ -910,7 +965,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         def attempt(lo: int, hi: int) -> None:
             cur.execute("SAVEPOINT kc_b")
             try:
-                self._run(cur, d, self._statements(d, table, ss, (rows[lo][0], rows[hi][0])))
+                self._run(cur, d, self._statements(d, table, ss, (rows[lo][0], rows[hi][0]), unique))
                 cur.execute("RELEASE SAVEPOINT kc_b")
                 return
             except Exception as e:
