@@ -178,7 +178,7 @@ class _Stage:
     # and whether no key occurs twice among this stage's rows.
     deletes: int | None = None
     unique_keys: bool | None = None
-    key_range: tuple[Any, Any] | None = None  # (min, max) of a one-column integer or text key
+    key_range: tuple[Any, Any] | None = None  # (min, max) of a one-column integer key
 
 
 @dataclass(frozen=True)
@@ -207,20 +207,25 @@ class RejectedRecord:
     error: str
 
 
-def _key_stats(keys: list[Any]) -> tuple[bool, tuple[Any, Any] | None]:
+def _key_stats(keys: list[Any]) -> tuple[bool | None, tuple[Any, Any] | None]:
     """Whether no key occurs twice among the rows of these Arrow tables (key columns only), and the range of
-    a one-column integer or text key without nulls (tasks whose ranges do not overlap share no key)."""
+    a one-column key without nulls (tasks whose ranges do not overlap share no key). Only for integer keys
+    (None, None: unknown otherwise): Arrow compares text by bytes, but the database by its collation, where
+    'A' and 'a' or 'a' and 'a ' may be one key (MariaDB's default collations), so distinct strings here prove
+    nothing there."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if not keys:
         return True, None
     t = pa.concat_tables(keys)
+    if not all(pa.types.is_integer(f.type) for f in t.schema):
+        return None, None
     if t.num_columns > 1:
         return t.group_by(t.column_names).aggregate([]).num_rows == t.num_rows, None
     col = t.column(0)
     unique = pc.count_distinct(col, mode="all").as_py() == t.num_rows
-    if not unique or col.null_count or not (pa.types.is_integer(col.type) or pa.types.is_string(col.type)):
+    if not unique or col.null_count:
         return unique, None
     mm = pc.min_max(col)
     return True, (mm["min"].as_py(), mm["max"].as_py())
