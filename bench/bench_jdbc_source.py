@@ -22,6 +22,8 @@ import sys
 import threading
 import time
 
+from _proctree import descendants, proc_table
+
 JAR = "/usr/share/java/postgresql.jar"
 DB = "kc_bench_jdbc"
 
@@ -54,29 +56,11 @@ class CpuSampler:
     def __init__(self) -> None:
         self.seen: dict[int, tuple[str, float]] = {}
         self._stop = threading.Event()
-        self._tick = os.sysconf("SC_CLK_TCK")
         threading.Thread(target=self._run, daemon=True).start()
 
     def _sample(self) -> None:
-        procs: dict[int, tuple[int, str, float]] = {}
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            procs[int(d)] = (int(fields[1]), stat[stat.index("(") + 1:stat.rindex(")")],
-                             (int(fields[11]) + int(fields[12])) / self._tick)
-        mine, changed = {os.getpid()}, True  # this driver itself (and this sampler) is not counted
-        while changed:
-            changed = False
-            for pid, (ppid, _, _) in procs.items():
-                if ppid in mine and pid not in mine:
-                    mine.add(pid)
-                    changed = True
+        procs = proc_table()
+        mine = descendants({os.getpid()}, procs)  # this driver itself (and this sampler) is not counted
         for pid, (_, comm, cpu) in procs.items():
             if pid == os.getpid():
                 continue

@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
+from _proctree import descendants, proc_table
+
 from tests.support.postgres import PostgresCluster
 
 PEEK = ("select (lsn - '0/0'::pg_lsn)::int8 as lsn, data from pg_logical_slot_peek_binary_changes("
@@ -46,28 +48,8 @@ def _cpu() -> dict[str, float]:
     """CPU seconds used so far by this process and its live descendants and by the throwaway PostgreSQL
     server, by kind: PostgreSQL, the Spark JVM, Python (this driver and Spark's Python workers). Wall-clock
     rates on a shared machine move with its load; CPU seconds much less."""
-    tick = os.sysconf("SC_CLK_TCK")
-    procs: dict[int, tuple[int, str, float]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat[stat.rindex(")") + 2:].split()
-        # own time plus that of exited children it reaped (short-lived backends, Python workers)
-        procs[int(d)] = (int(fields[1]), comm, sum(int(x) for x in fields[11:15]) / tick)
-    mine = {os.getpid(), *POSTMASTER}
-    changed = True
-    while changed:
-        changed = False
-        for pid, (ppid, _, _) in procs.items():
-            if ppid in mine and pid not in mine:
-                mine.add(pid)
-                changed = True
+    procs = proc_table(reaped=True)  # own time plus that of reaped children (short-lived backends, workers)
+    mine = descendants({os.getpid(), *POSTMASTER}, procs)
     out = {"postgres": 0.0, "jvm": 0.0, "python": 0.0}
     for pid in mine:
         if pid in procs:
