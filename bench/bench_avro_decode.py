@@ -21,6 +21,8 @@ import sys
 import tempfile
 import time
 
+from _proctree import descendants, proc_table
+
 
 SCHEMA = {"type": "record", "name": "Order", "namespace": "bench", "fields": [
     {"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
@@ -30,24 +32,9 @@ SCHEMA = {"type": "record", "name": "Order", "namespace": "bench", "fields": [
 
 def _tree_cpu() -> float:
     """CPU seconds used so far by this process and its descendants (JVM, Python daemon and workers)."""
-    children: dict[int, list[tuple[int, int]]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rindex(")") + 2:].split()  # fields 3.. (the name may contain spaces)
-        ticks = sum(int(x) for x in rest[11:15])  # utime, stime, cutime, cstime
-        children.setdefault(int(rest[1]), []).append((int(entry), ticks))
-    total, stack = 0, [os.getpid()]
-    while stack:
-        for pid, ticks in children.get(stack.pop(), []):
-            total += ticks
-            stack.append(pid)
-    return total / os.sysconf("SC_CLK_TCK") + time.process_time()
+    procs = proc_table(reaped=True)
+    below = descendants({os.getpid()}, procs) - {os.getpid()}
+    return sum(procs[pid][2] for pid in below) + time.process_time()
 
 
 def main() -> int:
