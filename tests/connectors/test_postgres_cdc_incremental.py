@@ -189,19 +189,26 @@ def test_missing_signal_table_fails_before_data_moves(pg):
         build_connector(_config(pg, db), kind="source").initial_offsets()
 
 
+def _chunk_window(pg, db, inside) -> None:
+    """Write the watermarks of a chunk of orders 1-3 (window ``w``) as the driver does, running ``inside``
+    (committed) between them."""
+    pg.execute("insert into debezium_signal values ('w-open', 'snapshot-window-open', %s)",
+               (json.dumps({"window": "w", "table": "public.orders"}),), database=db)
+    inside()
+    close = {"window": "w", "table": "public.orders", "columns": ["id", "note", "qty"], "after": "",
+             "last": '["3"]', "done": True, "rows": [["1", "o1", "1"], ["2", "o2", "2"], ["3", "o3", "3"]]}
+    pg.execute("insert into debezium_signal values ('w-close', 'snapshot-window-close', %s)",
+               (json.dumps(close),), database=db)
+
+
 def test_a_change_inside_the_chunk_window_wins_over_the_chunk_row(pg):
     db = _db(pg, rows=3)
     src = build_connector(_config(pg, db), kind="source")
     pos = canonical(src.initial_offsets())
     _signal(pg, db)
     # A window as the driver writes it, with a change to key 2 committed between the watermarks.
-    pg.execute("insert into debezium_signal values ('w-open', 'snapshot-window-open', %s)",
-               (json.dumps({"window": "w", "table": "public.orders"}),), database=db)
-    pg.execute("update orders set note = 'changed in window' where id = 2", database=db)
-    close = {"window": "w", "table": "public.orders", "columns": ["id", "note", "qty"], "after": "",
-             "last": '["3"]', "done": True, "rows": [["1", "o1", "1"], ["2", "o2", "2"], ["3", "o3", "3"]]}
-    pg.execute("insert into debezium_signal values ('w-close', 'snapshot-window-close', %s)",
-               (json.dumps(close),), database=db)
+    _chunk_window(pg, db, lambda: pg.execute("update orders set note = 'changed in window' where id = 2",
+                                             database=db))
     end = canonical(src.latest_offsets(pos, None, None))
     events = [(e["value"]["op"], e["value"]["after"]["id"], e["value"]["after"]["note"])
               for e in _read(src, pos, end)]
@@ -267,13 +274,7 @@ def test_a_chunk_in_flight_when_its_table_is_stopped_is_neither_emitted_nor_coun
     pos = canonical(src.initial_offsets())
     _signal(pg, db)
     # A chunk window as the driver writes it, with a stop-snapshot committed between its watermarks.
-    pg.execute("insert into debezium_signal values ('w-open', 'snapshot-window-open', %s)",
-               (json.dumps({"window": "w", "table": "public.orders"}),), database=db)
-    _signal(pg, db, '{"data-collections": ["public.orders"]}', kind="stop-snapshot")
-    close = {"window": "w", "table": "public.orders", "columns": ["id", "note", "qty"], "after": "",
-             "last": '["3"]', "done": True, "rows": [["1", "o1", "1"], ["2", "o2", "2"], ["3", "o3", "3"]]}
-    pg.execute("insert into debezium_signal values ('w-close', 'snapshot-window-close', %s)",
-               (json.dumps(close),), database=db)
+    _chunk_window(pg, db, lambda: _signal(pg, db, '{"data-collections": ["public.orders"]}', kind="stop-snapshot"))
     pg.execute("update orders set note = 'streamed' where id = 2", database=db)
     end = canonical(src.latest_offsets(pos, None, None))
     events = [(e["value"]["op"], e["value"]["after"]["id"]) for e in _read(src, pos, end)]
