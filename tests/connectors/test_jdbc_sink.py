@@ -170,29 +170,14 @@ def test_upsert_composite_key_repeated_in_a_task_keeps_the_last_record(db):
     assert sorted(rows_of(fetch, t)) == [(1, "a", 2.0), (1, "b", 3.0)]
 
 
-def test_upsert_text_keys_one_under_the_collation_keep_the_last_record(my_db):  # noqa: F811 - fixture
-    # MariaDB's default collation makes 'A', 'a' and 'a ' one key: distinct bytes in Arrow prove nothing, so
-    # the last-per-key dedup must stay (within a task and across tasks).
-    c = my_conn(my_db)
-    try:
-        t = table_name()
-        key = pa.struct([("name", pa.string())])
-        s = sink(my_url(my_db), table_name_format=t, insert_mode="upsert", pk_mode="record_key")
-        run_tasks(s, [[records([{"id": 1, "name": "A", "amount": None}, {"id": 2, "name": "a", "amount": None}],
-                               VALUE, keys=[{"name": "A"}, {"name": "a"}], key_type=key)],
-                      [records([{"id": 3, "name": "b", "amount": None}, {"id": 4, "name": "B", "amount": None}],
-                               VALUE, keys=[{"name": "b"}, {"name": "B"}], key_type=key, partition=1)]])
-        assert sorted(query(c, f"select id, name from `{t}`")) == [(2, "a"), (4, "B")]
-    finally:
-        c.close()
-
-
 def test_only_integer_keys_are_proven_unique_outside_the_database():
     from spark_connect_bridge.connectors.jdbc.sink import _key_stats
 
     assert _key_stats([pa.table({"id": [3, 1]}), pa.table({"id": [2]})]) == (True, (1, 3))
     assert _key_stats([pa.table({"id": [1, 1]})]) == (False, None)
-    assert _key_stats([pa.table({"name": ["A", "a"]})]) == (None, None)  # one key under a _ci collation
+    # MariaDB's default collations make 'A' and 'a' one key: distinct bytes in Arrow prove nothing there (a
+    # behaviour test cannot show it: MariaDB applies a staging table in insertion order, so it passes either way)
+    assert _key_stats([pa.table({"name": ["A", "a"]})]) == (None, None)
     assert _key_stats([pa.table({"id": [1, 1], "name": ["a", "b"]})]) == (None, None)
 
 
