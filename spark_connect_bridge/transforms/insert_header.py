@@ -6,23 +6,21 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..records import HEADER_TYPE, HEADERS_TYPE
 from .base import Step, Transformation
 from .values import parse_literal_to_string
 
 __all__ = ["InsertHeader", "append_headers"]
 
-_HEADER = "struct<key:string,value:binary>"
-_HEADERS = f"array<{_HEADER}>"
-
 
 def append_headers(pairs: list[tuple[str, object]]):  # type: ignore[no-untyped-def]
     """``headers`` with (key, binary Column) pairs appended (headers are an append-only multimap)."""
-    headers = F.coalesce(F.col("headers"), F.array().cast(_HEADERS))
+    headers = F.coalesce(F.col("headers"), F.array().cast(HEADERS_TYPE))
     if len(pairs) == 1:
         # array_append costs about a quarter of concat with a one-element array (measured over datagen).
         (k, v), = pairs
-        return F.array_append(headers, F.struct(F.lit(k).alias("key"), v.alias("value")).cast(_HEADER))  # type: ignore
-    new = F.array(*[F.struct(F.lit(k).alias("key"), v.alias("value")) for k, v in pairs]).cast(_HEADERS)  # type: ignore
+        return F.array_append(headers, F.struct(F.lit(k).alias("key"), v.alias("value")).cast(HEADER_TYPE))  # type: ignore
+    new = F.array(*[F.struct(F.lit(k).alias("key"), v.alias("value")) for k, v in pairs]).cast(HEADERS_TYPE)  # type: ignore
     return F.concat(headers, new)
 
 
