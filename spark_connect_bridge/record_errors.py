@@ -35,6 +35,7 @@ ERROR_COL = "_kc_error"
 ERROR_TYPE = StructType([StructField(n, StringType()) for n in
                          ("stage", "class_name", "alias", "exception_class", "message")])
 DATA_EXCEPTION = "org.apache.kafka.connect.errors.DataException"
+LIFT_FLAG_PREFIX = "__kc_null_"  # transforms.base.null_flag
 
 
 def has_error_column(df: DataFrame) -> bool:
@@ -85,6 +86,12 @@ def checked(df: DataFrame, updates: Mapping[str, Column], *, failed: Column | No
                               F.lit(exception_class).alias("exception_class"),
                               full.alias("message"))).otherwise(F.col(ERROR_COL))
         return df.withColumns({**updates, ERROR_COL: err})
+    if any(c.startswith(LIFT_FLAG_PREFIX) for c in df.columns):
+        # A chain runs with key/value lifted (transforms/chain.py): a raise folded into the struct would make it
+        # nullable again and keep Catalyst from merging the stages' struct updates. A filter is never pruned;
+        # it runs before the updates, on the same record.
+        df = df.filter(F.when(failed, F.raise_error(full).cast("boolean")).otherwise(F.lit(True)))
+        return df.withColumns(dict(updates)) if updates else df
     if not updates:
         # Nothing to attach the check to: keep a checked copy of an existing column.
         first = df.columns[0]

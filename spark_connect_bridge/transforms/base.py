@@ -21,10 +21,10 @@ from pyspark.sql.types import DataType, MapType, StructField, StructType
 
 from ..config import Config, ConfigDef
 from ..errors import ConfigError, ConfigProblem
-from ..record_errors import checked, drop_where, ok
+from ..record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
 
 __all__ = ["Transformation", "KeyOrValue", "Predicate", "Step", "run_step", "key_value_variants",
-           "kind", "type_name", "TRANSFORMATION"]
+           "kind", "type_name", "tombstone", "null_flag", "TRANSFORMATION"]
 
 TRANSFORMATION = "TRANSFORMATION"
 KAFKA_PKG = "org.apache.kafka.connect.transforms"
@@ -43,6 +43,19 @@ def kind(dtype: DataType | None) -> str:
 
 def type_name(dtype: DataType | None) -> str:
     return "missing" if dtype is None else dtype.simpleString()
+
+
+def null_flag(column: str) -> str:
+    """The hidden boolean column that says ``column`` is null while a chain runs with it lifted (chain.py)."""
+    return f"{LIFT_FLAG_PREFIX}{column}"
+
+
+def tombstone(df: DataFrame, column: str) -> Column:
+    """Whether ``column`` (``key`` or ``value``) of each record is null. Stages must test a record's nullness
+    through this, never with ``F.col(column).isNull()``: inside a chain the column may be lifted (a null struct
+    replaced by a struct of nulls, its nullness kept in :func:`null_flag`), see ``Chain.apply``."""
+    flag = null_flag(column)
+    return F.col(flag) if flag in df.columns else F.col(column).isNull()
 
 
 def _kw_to_key(name: str) -> str:
@@ -80,6 +93,12 @@ class _Configurable:
         self.configure(self.config)
 
     # -- hooks -------------------------------------------------------------------------------------
+    def lift_safe(self, column: str) -> bool:
+        """Whether this stage can run while ``column`` is lifted (see ``Chain.apply``): it either does not read
+        ``column``, or reads its nullness only through :func:`tombstone`, leaves a null record null, and never
+        fails a record for being a non-null struct that it would pass as a null one. False unless declared."""
+        return False
+
     def validate(self, config: Config) -> list[ConfigProblem]:
         """Cross-key checks (keys unprefixed); every problem is reported at once."""
         return []

@@ -173,6 +173,9 @@ class Cast(KeyOrValue):
         self.whole, self.fields, _ = _parse_spec(config["spec"])
         self.spec = ",".join(config["spec"])
 
+    def lift_safe(self, column: str) -> bool:
+        return self.whole is None or column != self.target  # a whole-value cast fails a struct
+
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema[self.target]
         op, dtype = F.col(self.target), sf.dataType

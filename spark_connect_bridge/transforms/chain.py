@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from .. import __version__
 from ..config.definition import ConfigKey, Type, _parse_value
 from ..errors import ConfigError, ConfigProblem
 from ..plugins import resolve_class
-from .base import Predicate, Transformation, prefix_problems
+from .base import Predicate, Transformation, null_flag, prefix_problems
 from .plugin_version import KEY as PLUGIN_VERSION
 from .plugin_version import available_versions, version_problem
 
@@ -35,6 +37,9 @@ class Stage:
     predicate: Predicate | None = None
     predicate_alias: str | None = None
     negate: bool = False
+
+    def lift_safe(self, column: str) -> bool:
+        return self.transform.lift_safe(column) and (self.predicate is None or self.predicate.lift_safe(column))
 
     def apply(self, df: DataFrame) -> DataFrame:
         condition = None
@@ -62,8 +67,24 @@ class Chain:
         self.stages: tuple[Stage, ...] = tuple(out)
 
     def apply(self, df: DataFrame) -> DataFrame:
-        for stage in self.stages:
+        """Run the stages in order. A nullable struct ``key``/``value`` is *lifted* over each run of two or more
+        stages that allow it (:meth:`Transformation.lift_safe`): its nulls become structs of nulls and a hidden
+        flag column keeps which records were null, restored after the run. Catalyst cannot merge the struct
+        updates of successive stages through the ``if (isnull(v)) null else named_struct(...)`` each builds for a
+        nullable struct, so without lifting every stage materialises an intermediate struct per record; over a
+        non-null struct the whole run becomes one struct expression, as when written by hand."""
+        lifted: set[str] = set()
+        for i, stage in enumerate(self.stages):
+            for column in _LIFTABLE:
+                if column in lifted and not stage.lift_safe(column):
+                    df = _unlift(df, column)
+                    lifted.discard(column)
+                elif column not in lifted and _lift_run(self.stages[i:], column) >= 2 and _liftable(df, column):
+                    df = _lift(df, column)
+                    lifted.add(column)
             df = stage.apply(df)
+        for column in sorted(lifted):
+            df = _unlift(df, column)
         return df
 
     __call__ = apply
@@ -77,6 +98,42 @@ class Chain:
 
     def __repr__(self) -> str:
         return f"Chain({', '.join(f'{s.alias}={type(s.transform).__qualname__}' for s in self.stages)})"
+
+
+_LIFTABLE = ("key", "value")
+
+
+def _lift_run(stages: Sequence[Stage], column: str) -> int:
+    """How many stages from the first one on can run with ``column`` lifted."""
+    n = 0
+    for stage in stages:
+        if not stage.lift_safe(column):
+            break
+        n += 1
+    return n
+
+
+def _liftable(df: DataFrame, column: str) -> bool:
+    """A nullable struct whose top-level fields are all nullable (a struct of nulls then has the same type)."""
+    if column not in df.columns or null_flag(column) in df.columns:
+        return False
+    sf = df.schema[column]
+    dt = sf.dataType
+    return isinstance(dt, StructType) and sf.nullable and bool(dt.fields) and all(f.nullable for f in dt.fields)
+
+
+def _lift(df: DataFrame, column: str) -> DataFrame:
+    sf = df.schema[column]
+    assert isinstance(sf.dataType, StructType)
+    nulls = F.struct(*[F.lit(None).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in sf.dataType.fields])
+    df = df.withColumns({null_flag(column): F.col(column).isNull(), column: F.coalesce(F.col(column), nulls)})
+    return df.withMetadata(column, dict(sf.metadata))
+
+
+def _unlift(df: DataFrame, column: str) -> DataFrame:
+    sf = df.schema[column]
+    restored = F.when(F.col(null_flag(column)), F.lit(None).cast(sf.dataType)).otherwise(F.col(column))
+    return df.withColumn(column, restored).drop(null_flag(column)).withMetadata(column, dict(sf.metadata))
 
 
 def _aliases(config: Mapping[str, Any], key: str, problems: list[ConfigProblem]) -> list[str]:

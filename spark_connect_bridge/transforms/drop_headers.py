@@ -21,6 +21,9 @@ class DropHeaders(Transformation):
     def configure(self, config: Config) -> None:
         self.headers = list(dict.fromkeys(config["headers"]))
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         names = F.array(*[F.lit(h) for h in self.headers])
         return Step({"headers": F.filter(F.col("headers"), lambda h: ~F.array_contains(names, h["key"]))})

@@ -18,5 +18,8 @@ class Filter(Transformation):
     kafka_class = "org.apache.kafka.connect.transforms.Filter"
     config_def = ConfigDef()
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         return Step(drop=F.lit(True))

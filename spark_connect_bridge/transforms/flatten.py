@@ -57,6 +57,9 @@ class Flatten(KeyOrValue):
 
         return F.map_from_entries(F.flatten(F.transform(F.map_entries(m), entries)))
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType

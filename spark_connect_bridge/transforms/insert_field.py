@@ -77,6 +77,9 @@ class InsertField(KeyOrValue):
             return F.col("timestamp"), TimestampType()
         return F.lit(self.static_value), StringType()
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType

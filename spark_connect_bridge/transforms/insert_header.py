@@ -41,6 +41,9 @@ class InsertHeader(Transformation):
         self.header = config["header"]
         self.text = parse_literal_to_string(config["value.literal"])
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         return Step({"headers": append_headers([(self.header, F.lit(self.text.encode("utf-8")))])})
 

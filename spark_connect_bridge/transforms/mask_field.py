@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, tombstone, type_name
 from .columns import map_put, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -113,6 +113,9 @@ class MaskField(KeyOrValue):
                 return col
         return F.when(col.isNull(), col).otherwise(new)
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
@@ -135,4 +138,5 @@ class MaskField(KeyOrValue):
         else:
             return step.fail(F.lit(True), f"Only Struct or Map objects supported for [masking fields], found: "
                                           f"{type_name(dtype)}")
-        return step.fail(op.isNull(), "Only Struct or Map objects supported for [masking fields], found: null")
+        return step.fail(tombstone(df, self.target), "Only Struct or Map objects supported for [masking fields], "
+                                                      "found: null")

@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from ..config import ConfigDef, Importance, NonEmptyString, Type
 from ..config.validators import Lambda, all_of
-from .base import Predicate
+from .base import Predicate, tombstone
 from .regex import anchored, java_regex_problem
 
 __all__ = ["TopicNameMatches", "HasHeaderKey", "RecordIsTombstone"]
@@ -23,6 +23,9 @@ class TopicNameMatches(Predicate):
         "pattern", Type.STRING, validator=all_of(NonEmptyString(), Lambda(java_regex_problem, "valid regex")),
         importance=Importance.MEDIUM, doc="A Java regular expression matched against the whole topic name.")
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def test(self, df: DataFrame) -> Column:
         return F.col("topic").isNotNull() & F.col("topic").rlike(anchored(self.config["pattern"]))
 
@@ -33,6 +36,9 @@ class HasHeaderKey(Predicate):
     kafka_class = f"{_PKG}.HasHeaderKey"
     config_def = ConfigDef().define("name", Type.STRING, validator=NonEmptyString(), importance=Importance.MEDIUM,
                                     doc="The header name.")
+
+    def lift_safe(self, column: str) -> bool:
+        return True
 
     def test(self, df: DataFrame) -> Column:
         name = self.config["name"]
@@ -45,5 +51,8 @@ class RecordIsTombstone(Predicate):
     kafka_class = f"{_PKG}.RecordIsTombstone"
     config_def = ConfigDef()
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def test(self, df: DataFrame) -> Column:
-        return F.col("value").isNull()
+        return tombstone(df, "value")

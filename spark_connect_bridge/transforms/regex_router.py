@@ -68,6 +68,9 @@ class RegexRouter(Transformation):
             new = F.concat(*pieces) if pieces else F.lit("")
         return F.when(match, new).otherwise(topic)
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         if self.fast is not None:
             return Step({"topic": self._fast(F.col("topic"))})

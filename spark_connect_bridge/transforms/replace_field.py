@@ -88,6 +88,9 @@ class ReplaceField(KeyOrValue):
                                        for f in kept]))
         return new
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType

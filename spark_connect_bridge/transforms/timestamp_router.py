@@ -43,6 +43,9 @@ class TimestampRouter(Transformation):
         self.parts = re.split(r"(\$\{topic\}|\$\{timestamp\})", config["topic.format"])
         self.fmt = translate(config["timestamp.format"])
 
+    def lift_safe(self, column: str) -> bool:
+        return True
+
     def plan(self, df: DataFrame) -> Step:
         ts = F.col("timestamp")
         pieces = []

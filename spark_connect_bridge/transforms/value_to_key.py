@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
-from .base import Step, Transformation, kind, type_name
+from .base import Step, Transformation, kind, tombstone, type_name
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["ValueToKey"]
@@ -28,6 +28,9 @@ class ValueToKey(Transformation):
     def configure(self, config: Config) -> None:
         self.fields = config["fields"]
 
+    def lift_safe(self, column: str) -> bool:
+        return column == "value"  # it replaces the key
+
     def plan(self, df: DataFrame) -> Step:
         value = F.col("value")
         dtype = df.schema["value"].dataType
@@ -47,5 +50,5 @@ class ValueToKey(Transformation):
             return step.fail(F.lit(True), f"Only Struct or Map objects supported for [copying fields from value "
                                           f"to key], found: {type_name(dtype)}")
         step.metadata["key"] = {}
-        return step.fail(value.isNull(), "Only Struct or Map objects supported for [copying fields from value to "
-                                         "key], found: null")
+        return step.fail(tombstone(df, "value"), "Only Struct or Map objects supported for [copying fields from "
+                                                 "value to key], found: null")

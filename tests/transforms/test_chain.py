@@ -189,3 +189,67 @@ def test_plugin_version_of_kafka_builtins_accepts_the_kafka_release(spec):
     with pytest.raises(ConfigError, match=r"available versions: \[0\.1\.0\]"):
         build_chain({"transforms": "a", "transforms.a.type": "io.debezium.transforms.ExtractNewRecordState",
                      "transforms.a.plugin.version": spec})
+
+
+# -- a nullable struct lifted over a run of stages (Chain.apply) ---------------------------------------------
+NESTED = "struct<id:int,name:string,secret:string,addr:struct<city:string,zip:int>>"
+RUN = {"transforms": "rename,mask,cast,insert,flatten,route,tokey",
+       "transforms.rename.type": "ReplaceField$Value", "transforms.rename.renames": "name:customer",
+       "transforms.mask.type": "MaskField$Value", "transforms.mask.fields": "secret",
+       "transforms.cast.type": "Cast$Value", "transforms.cast.spec": "id:string",
+       "transforms.insert.type": "InsertField$Value", "transforms.insert.offset.field": "src_offset",
+       "transforms.flatten.type": "Flatten$Value", "transforms.flatten.delimiter": "_",
+       "transforms.route.type": "RegexRouter", "transforms.route.regex": "t", "transforms.route.replacement": "u",
+       "transforms.tokey.type": "ValueToKey", "transforms.tokey.fields": "id"}
+
+
+def _one_stage_at_a_time(df, cfg):
+    """The chain without lifting: every stage applied on its own."""
+    for stage in build_chain(cfg).stages:
+        df = stage.apply(df)
+    return df
+
+
+def test_lifted_run_gives_what_the_stages_give_one_at_a_time(make_records):
+    from chispa import assert_df_equality
+
+    rows = [("a", {"id": 1, "name": "x", "secret": "s", "addr": {"city": "Lyon", "zip": 69}}),
+            ("b", {"id": 2, "name": None, "secret": None, "addr": None}),
+            ("c", {"id": None, "name": "z", "secret": "q", "addr": {"city": None, "zip": None}})]
+    df = make_records(rows, value_type=NESTED).withMetadata("value", {"doc": "orders"})
+    cfg = {**RUN, "transforms": "rename,mask,cast,insert,flatten,route"}
+    lifted = apply_transforms(df, cfg)
+    assert lifted.schema == _one_stage_at_a_time(df, cfg).schema  # nullability and metadata included
+    assert not [c for c in lifted.columns if c.startswith("__kc_")]
+    assert_df_equality(lifted, _one_stage_at_a_time(df, cfg))
+    assert lifted.collect()[1]["value"].asDict() == {
+        "id": "2", "customer": None, "secret": None, "addr_city": None, "addr_zip": None, "src_offset": 1}
+
+
+def test_lifted_run_passes_a_tombstone_through_as_null(make_records):
+    df = make_records([("a", {"id": 1, "name": "x", "secret": "s", "addr": None}), ("b", None)], value_type=NESTED)
+    cfg = {**RUN, "transforms": "rename,cast,insert,flatten,route"}  # no stage here fails a tombstone
+    out = apply_transforms(df, cfg).collect()
+    assert out[1]["value"] is None and out[1]["topic"] == "u"
+    assert out[0]["value"]["customer"] == "x"
+
+
+def test_lifted_run_still_fails_a_tombstone_where_kafka_does(make_records):
+    df = make_records([("a", {"id": 1, "name": "x", "secret": "s", "addr": None}),
+                       {"key": "b", "value": None, "offset": 9}], value_type=NESTED)
+    with pytest.raises(Exception, match=r"MaskField\$Value \(alias mask\) failed: .*found: null.*offset=9"):
+        apply_transforms(df, RUN).collect()
+    tolerant = make_records([("a", {"id": 1, "name": "x", "secret": "s", "addr": None}), ("b", None)],
+                            value_type=NESTED, tolerant=True)
+    out = apply_transforms(tolerant, RUN).collect()
+    assert errors(out)[0] is None and "MaskField$Value (alias mask)" in errors(out)[1]
+    assert out[0]["key"].asDict() == {"id": "1"} and out[0]["value"]["secret"] == ""
+
+
+def test_tombstone_predicate_inside_a_lifted_run_sees_the_tombstone(make_records):
+    df = make_records([("a", {"id": 1, "name": "x", "secret": "s", "addr": None}), ("b", None)], value_type=NESTED)
+    cfg = {**RUN, "transforms": "rename,dropTomb,mask,tokey", "predicates": "tomb",
+           "predicates.tomb.type": "RecordIsTombstone",
+           "transforms.dropTomb.type": "Filter", "transforms.dropTomb.predicate": "tomb"}
+    out = apply_transforms(df, cfg).collect()
+    assert [r["key"]["id"] for r in out] == [1]
