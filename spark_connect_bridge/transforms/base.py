@@ -92,12 +92,15 @@ class _Configurable:
             raise ConfigError(problems, context=self.class_name)
         self.configure(self.config)
 
+    #: The default of :meth:`lift_safe` for every column.
+    liftable: ClassVar[bool] = False
+
     # -- hooks -------------------------------------------------------------------------------------
     def lift_safe(self, column: str) -> bool:
         """Whether this stage can run while ``column`` is lifted (see ``Chain.apply``): it either does not read
         ``column``, or reads its nullness only through :func:`tombstone`, leaves a null record null, and never
-        fails a record for being a non-null struct that it would pass as a null one. False unless declared."""
-        return False
+        fails a record for being a non-null struct that it would pass as a null one."""
+        return self.liftable
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         """Cross-key checks (keys unprefixed); every problem is reported at once."""

@@ -79,7 +79,7 @@ class Chain:
                 if column in lifted and not stage.lift_safe(column):
                     df = _unlift(df, column)
                     lifted.discard(column)
-                elif column not in lifted and _lift_run(self.stages[i:], column) >= 2 and _liftable(df, column):
+                elif column not in lifted and _lift_run(self.stages[i:], column) >= 2 and _can_lift(df, column):
                     df = _lift(df, column)
                     lifted.add(column)
             df = stage.apply(df)
@@ -113,7 +113,7 @@ def _lift_run(stages: Sequence[Stage], column: str) -> int:
     return n
 
 
-def _liftable(df: DataFrame, column: str) -> bool:
+def _can_lift(df: DataFrame, column: str) -> bool:
     """A nullable struct whose top-level fields are all nullable (a struct of nulls then has the same type)."""
     if column not in df.columns or null_flag(column) in df.columns:
         return False

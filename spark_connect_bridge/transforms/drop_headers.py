@@ -14,15 +14,13 @@ __all__ = ["DropHeaders"]
 class DropHeaders(Transformation):
     """Remove all headers with the listed keys (every occurrence); other headers keep their order."""
 
+    liftable = True
     kafka_class = "org.apache.kafka.connect.transforms.DropHeaders"
     config_def = ConfigDef().define("headers", Type.LIST, validator=ValidList.non_empty_list(),
                                     importance=Importance.HIGH, doc="The name of the headers to be removed.")
 
     def configure(self, config: Config) -> None:
         self.headers = list(dict.fromkeys(config["headers"]))
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         names = F.array(*[F.lit(h) for h in self.headers])

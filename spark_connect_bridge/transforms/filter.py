@@ -15,11 +15,9 @@ class Filter(Transformation):
     """Drop the record. Used with a predicate (``transforms.x.predicate``), it drops the records the predicate
     selects (or, with ``negate=true``, the ones it does not). A dropped record skips the rest of the chain."""
 
+    liftable = True
     kafka_class = "org.apache.kafka.connect.transforms.Filter"
     config_def = ConfigDef()
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         return Step(drop=F.lit(True))

@@ -20,6 +20,7 @@ class Flatten(KeyOrValue):
     is kept as a null entry under the parent's name and an empty one contributes nothing. A Map field inside a
     struct fails the record (Kafka: DataException). A tombstone passes through."""
 
+    liftable = True
     config_def = ConfigDef().define("delimiter", Type.STRING, ".", importance=Importance.MEDIUM,
                                     doc="Delimiter to insert between field names from the input record when "
                                         "generating field names for the output record")
@@ -56,9 +57,6 @@ class Flatten(KeyOrValue):
             return F.when(e["value"].isNull(), null_entry).otherwise(nested)
 
         return F.map_from_entries(F.flatten(F.transform(F.map_entries(m), entries)))
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

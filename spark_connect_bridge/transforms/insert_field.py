@@ -25,6 +25,7 @@ class InsertField(KeyOrValue):
     overwritten. A Spark column is always nullable, so ``!`` (required) is accepted and only documents intent.
     """
 
+    liftable = True
     config_def = (
         ConfigDef()
         .define("topic.field", Type.STRING, None, importance=Importance.MEDIUM,
@@ -76,9 +77,6 @@ class InsertField(KeyOrValue):
                 return F.unix_millis(F.col("timestamp")), LongType()
             return F.col("timestamp"), TimestampType()
         return F.lit(self.static_value), StringType()
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

@@ -29,6 +29,7 @@ class InsertHeader(Transformation):
     ``Values.parseString`` and the header converter writes it back as text, so ``1.50`` is written as
     ``1.5`` and ``+007`` as ``7``; other text is written as it is (UTF-8)."""
 
+    liftable = True
     kafka_class = "org.apache.kafka.connect.transforms.InsertHeader"
     config_def = (
         ConfigDef()
@@ -40,9 +41,6 @@ class InsertHeader(Transformation):
     def configure(self, config: Config) -> None:
         self.header = config["header"]
         self.text = parse_literal_to_string(config["value.literal"])
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         return Step({"headers": append_headers([(self.header, F.lit(self.text.encode("utf-8")))])})

@@ -86,6 +86,7 @@ class MaskField(KeyOrValue):
     Schemaless Maps get missing listed fields added with null.
     """
 
+    liftable = True
     config_def = (
         ConfigDef()
         .define("fields", Type.LIST, validator=ValidList.non_empty_list(), importance=Importance.HIGH,
@@ -112,9 +113,6 @@ class MaskField(KeyOrValue):
                 step.fail(col.isNotNull(), new)
                 return col
         return F.when(col.isNull(), col).otherwise(new)
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

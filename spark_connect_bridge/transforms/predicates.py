@@ -18,13 +18,11 @@ _PKG = "org.apache.kafka.connect.transforms.predicates"
 class TopicNameMatches(Predicate):
     """True for records whose topic matches the Java regular expression ``pattern`` as a whole."""
 
+    liftable = True
     kafka_class = f"{_PKG}.TopicNameMatches"
     config_def = ConfigDef().define(
         "pattern", Type.STRING, validator=all_of(NonEmptyString(), Lambda(java_regex_problem, "valid regex")),
         importance=Importance.MEDIUM, doc="A Java regular expression matched against the whole topic name.")
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def test(self, df: DataFrame) -> Column:
         return F.col("topic").isNotNull() & F.col("topic").rlike(anchored(self.config["pattern"]))
@@ -33,12 +31,10 @@ class TopicNameMatches(Predicate):
 class HasHeaderKey(Predicate):
     """True for records with at least one header with the given key."""
 
+    liftable = True
     kafka_class = f"{_PKG}.HasHeaderKey"
     config_def = ConfigDef().define("name", Type.STRING, validator=NonEmptyString(), importance=Importance.MEDIUM,
                                     doc="The header name.")
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def test(self, df: DataFrame) -> Column:
         name = self.config["name"]
@@ -48,11 +44,9 @@ class HasHeaderKey(Predicate):
 class RecordIsTombstone(Predicate):
     """True for tombstones: records whose value is null."""
 
+    liftable = True
     kafka_class = f"{_PKG}.RecordIsTombstone"
     config_def = ConfigDef()
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def test(self, df: DataFrame) -> Column:
         return tombstone(df, "value")

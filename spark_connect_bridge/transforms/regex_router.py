@@ -27,6 +27,7 @@ class RegexRouter(Transformation):
     replacement syntax: ``$1``, ``${name}``, ``\\$``). A reference to a group the regex does not have is a
     config error (Kafka fails every record)."""
 
+    liftable = True
     kafka_class = "org.apache.kafka.connect.transforms.RegexRouter"
     config_def = (
         ConfigDef()
@@ -67,9 +68,6 @@ class RegexRouter(Transformation):
             pieces = [F.lit(p) if isinstance(p, str) else topic for p in parts]
             new = F.concat(*pieces) if pieces else F.lit("")
         return F.when(match, new).otherwise(topic)
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         if self.fast is not None:

@@ -26,6 +26,7 @@ class ReplaceField(KeyOrValue):
     through; a value that is neither a struct nor a Map fails the record.
     """
 
+    liftable = True
     config_def = (
         ConfigDef()
         .define("exclude", Type.LIST, [], importance=Importance.MEDIUM,
@@ -87,9 +88,6 @@ class ReplaceField(KeyOrValue):
             new = new.cast(StructType([StructField(self.renames.get(f.name, f.name), f.dataType, True, f.metadata)
                                        for f in kept]))
         return new
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

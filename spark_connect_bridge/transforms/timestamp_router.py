@@ -21,6 +21,7 @@ class TimestampRouter(Transformation):
     UTC). A record without a timestamp fails. An untranslatable format is a config error (Kafka finds it on
     the first record)."""
 
+    liftable = True
     kafka_class = "org.apache.kafka.connect.transforms.TimestampRouter"
     config_def = (
         ConfigDef()
@@ -42,9 +43,6 @@ class TimestampRouter(Transformation):
     def configure(self, config: Config) -> None:
         self.parts = re.split(r"(\$\{topic\}|\$\{timestamp\})", config["topic.format"])
         self.fmt = translate(config["timestamp.format"])
-
-    def lift_safe(self, column: str) -> bool:
-        return True
 
     def plan(self, df: DataFrame) -> Step:
         ts = F.col("timestamp")
