@@ -253,3 +253,16 @@ def test_tombstone_predicate_inside_a_lifted_run_sees_the_tombstone(make_records
            "transforms.dropTomb.type": "Filter", "transforms.dropTomb.predicate": "tomb"}
     out = apply_transforms(df, cfg).collect()
     assert [r["key"]["id"] for r in out] == [1]
+
+
+def test_lifted_run_builds_the_value_struct_once(make_records):
+    # The point of lifting: over a nullable value, the run's struct updates merge into one struct expression
+    # (stage by stage, each stage builds its own intermediate struct per record).
+    df = make_records([("a", {"id": 1, "name": "x", "secret": "s", "addr": None}), ("b", None)], value_type=NESTED)
+    cfg = {**RUN, "transforms": "rename,mask,cast,insert"}
+
+    def structs_built(out):
+        return out._jdf.queryExecution().optimizedPlan().toString().count("named_struct(")
+
+    assert structs_built(apply_transforms(df, cfg)) == 1
+    assert structs_built(_one_stage_at_a_time(df, cfg)) > 1
