@@ -6,7 +6,9 @@ with Column expressions only, a boolean ``failed`` and a ``message`` for each ro
 
 * **strict** (no ``_kc_error`` column; ``errors.tolerance=none`` or a bare ``df.transform(...)``): every updated
   column is wrapped in ``when(failed, raise_error(message))``, so the query fails on the first bad record with
-  a message naming the stage, the class and the record's topic/partition/offset;
+  a message naming the stage, the class and the record's topic/partition/offset. While a chain runs with the
+  key/value lifted (``transforms/chain.py``), the check is a filter instead, before the updates: a raise inside
+  the struct would keep Catalyst from merging the stages' struct updates;
 * **tolerant** (the pipeline added ``_kc_error`` with :func:`enable_error_column`; ``errors.tolerance=all``):
   the first failure of each row is recorded in ``_kc_error`` (stage, class name, alias, exception class,
   message) and later stages leave that row's error alone; the pipeline then splits the batch into good rows

@@ -67,19 +67,20 @@ class Chain:
         self.stages: tuple[Stage, ...] = tuple(out)
 
     def apply(self, df: DataFrame) -> DataFrame:
-        """Run the stages in order. A nullable struct ``key``/``value`` is *lifted* over each run of two or more
-        stages that allow it (:meth:`Transformation.lift_safe`): its nulls become structs of nulls and a hidden
-        flag column keeps which records were null, restored after the run. Catalyst cannot merge the struct
-        updates of successive stages through the ``if (isnull(v)) null else named_struct(...)`` each builds for a
-        nullable struct, so without lifting every stage materialises an intermediate struct per record; over a
-        non-null struct the whole run becomes one struct expression, as when written by hand."""
+        """Run the stages in order. A nullable struct ``key``/``value`` is *lifted* over each run of stages that
+        allow it (:meth:`Transformation.lift_safe`) and rewrite it at least twice: its nulls become structs of
+        nulls and a hidden flag column keeps which records were null, restored after the run. Catalyst cannot
+        merge the struct updates of successive stages through the ``if (isnull(v)) null else named_struct(...)``
+        each builds for a nullable struct, so without lifting every stage materialises an intermediate struct per
+        record; over a non-null struct the whole run becomes one struct expression, as when written by hand."""
         lifted: set[str] = set()
         for i, stage in enumerate(self.stages):
             for column in _LIFTABLE:
                 if column in lifted and not stage.lift_safe(column):
                     df = _unlift(df, column)
                     lifted.discard(column)
-                elif column not in lifted and _lift_run(self.stages[i:], column) >= 2 and _can_lift(df, column):
+                elif column not in lifted and _rewrites_in_run(self.stages[i:], column) >= 2 \
+                        and _can_lift(df, column):
                     df = _lift(df, column)
                     lifted.add(column)
             df = stage.apply(df)
@@ -103,13 +104,14 @@ class Chain:
 _LIFTABLE = ("key", "value")
 
 
-def _lift_run(stages: Sequence[Stage], column: str) -> int:
-    """How many stages from the first one on can run with ``column`` lifted."""
+def _rewrites_in_run(stages: Sequence[Stage], column: str) -> int:
+    """How many stages of the run that can go on with ``column`` lifted, from the first one on, rewrite it (a
+    ``$Key``/``$Value`` SMT on it): only two or more of them have struct updates to merge."""
     n = 0
     for stage in stages:
         if not stage.lift_safe(column):
             break
-        n += 1
+        n += getattr(stage.transform, "target", None) == column
     return n
 
 

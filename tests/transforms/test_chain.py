@@ -266,3 +266,12 @@ def test_lifted_run_builds_the_value_struct_once(make_records):
 
     assert structs_built(apply_transforms(df, cfg)) == 1
     assert structs_built(_one_stage_at_a_time(df, cfg)) > 1
+
+
+def test_no_lifting_for_a_run_that_rewrites_the_value_less_than_twice(make_records):
+    df = make_records([("a", {"id": 1, "name": "x", "secret": "s", "addr": None}), ("b", None)], value_type=NESTED)
+    cfg = {**RUN, "transforms": "route,rename"}  # one $Value SMT: nothing to merge, so no flag and no coalesce
+    plan = apply_transforms(df, cfg)._jdf.queryExecution().optimizedPlan().toString()
+    assert "__kc_null_value" not in plan and "coalesce(value" not in plan
+    cfg = {**RUN, "transforms": "route,rename,mask"}
+    assert "__kc_null_value" in apply_transforms(df, cfg)._jdf.queryExecution().optimizedPlan().toString()
