@@ -18,8 +18,10 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/kconnect run conf/demo/datagen-orders.properties --topics-dir work/topics \
 	    --checkpoint-dir work/checkpoints --once
 
-# The whole test suite.
+# The whole test suite: first what it needs on the machine (Debian's server packages where missing, the JVM
+# packages from Maven Central), then pytest, which starts throwaway servers on 127.0.0.1 and stops them.
 test: $(VENV)/.installed
+	bash tests/support/setup_machine.sh $(PY)
 	$(PY) -m pytest
 
 clean:

@@ -1,4 +1,5 @@
-"""Shared fixtures: one Spark session per test run, small data builders."""
+"""Shared fixtures: one Spark session per test run (with the project's JVM packages: Delta, spark-avro,
+spark-sql-kafka, JDBC drivers, fetched from Maven Central), the run's shared servers, small data builders."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import os
 import sys
 
 import pytest
+
+from spark_connect_bridge.jvm import configure_spark
+from tests.support import servers
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -17,7 +21,7 @@ def spark():
     """The one SparkSession of the test run (local[2], UTC, small shuffles)."""
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("spark_connect_bridge-tests")
+    session = (configure_spark(SparkSession.builder).master("local[2]").appName("spark_connect_bridge-tests")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.default.parallelism", "2")
@@ -30,3 +34,7 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    servers.stop_all()

@@ -1,46 +1,29 @@
-"""Fixtures and builders for the JDBC connector tests: throwaway PostgreSQL/MariaDB databases on the running
-servers (started here when they are down), SQLite files in tmp dirs, and Arrow record batches."""
+"""Fixtures and builders for the JDBC connector tests: throwaway PostgreSQL/MariaDB databases on the run's
+shared servers (tests/support/servers.py), SQLite files in tmp dirs, and Arrow record batches."""
 
 from __future__ import annotations
 
 import datetime as dt
-import os
-import socket
-import subprocess
-import time
 import uuid
 
 import pyarrow as pa
 import pytest
 
-PG = ("127.0.0.1", 5432)
-MY = ("127.0.0.1", 3306)
+from tests.support import servers
 
-
-def _up(addr: tuple[str, int]) -> bool:
-    with socket.socket() as s:
-        s.settimeout(1)
-        return s.connect_ex(addr) == 0
-
-
-def _ensure(addr: tuple[str, int], start: list[str]) -> None:
-    if _up(addr):
-        return
-    subprocess.run(start, check=False, capture_output=True)
-    for _ in range(60):
-        if _up(addr):
-            return
-        time.sleep(0.5)
-    pytest.fail(f"database on {addr} is not running and could not be started with {' '.join(start)}")
+# (host, port) of the run's PostgreSQL and MariaDB (tests/support/servers.py), set by the pg_db/my_db fixtures.
+PG: tuple[str, int] = ("127.0.0.1", 0)
+MY: tuple[str, int] = ("127.0.0.1", 0)
 
 
 def ensure_postgres() -> None:
-    version = sorted(os.listdir("/etc/postgresql"))[-1] if os.path.isdir("/etc/postgresql") else "15"
-    _ensure(PG, ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"])
+    global PG
+    PG = servers.postgres()
 
 
 def ensure_mariadb() -> None:
-    _ensure(MY, ["start-stop-daemon", "--start", "--oknodo", "--background", "--exec", "/usr/sbin/mariadbd"])
+    global MY
+    MY = servers.mariadb()
 
 
 @pytest.fixture(scope="module")

@@ -383,11 +383,20 @@ def test_source_streams_versions_with_admission_control_and_change_data(spark, t
                        (4, "insert", 3), (5, "insert", 3)]
 
 
+def test_auto_engine_is_delta_spark_where_delta_is_loaded(spark):
+    assert delta_engine.spark_has_delta(spark) is True
+    assert delta_engine.choose_engine(spark) == "delta-spark"
+    assert delta_engine.choose_engine(spark, "deltalake") == "deltalake"
+
+
 def test_engine_is_deltalake_without_the_delta_jvm(spark):
-    assert delta_engine.spark_has_delta(spark) is False
-    assert delta_engine.choose_engine(spark) == "deltalake"
+    class NoDelta:  # a session without Delta's extension configured (the session's conf is what is checked)
+        conf = {"spark.sql.extensions": "", "spark.sql.catalog.spark_catalog": ""}
+        _jsc = None
+    assert delta_engine.spark_has_delta(NoDelta()) is False
+    assert delta_engine.choose_engine(NoDelta()) == "deltalake"
     with pytest.raises(ConnectError, match="needs a Spark session with Delta loaded"):
-        delta_engine.choose_engine(spark, "delta-spark")
+        delta_engine.choose_engine(NoDelta(), "delta-spark")
 
 
 def test_write_stream_runs_the_chosen_engine(spark, tmp_path):
@@ -399,10 +408,7 @@ def test_write_stream_runs_the_chosen_engine(spark, tmp_path):
     assert DeltaTable(str(tmp_path / "users")).to_pyarrow_table().num_rows == 50
 
 
-def test_delta_spark_engine_where_the_delta_jars_are_loaded(spark, tmp_path):
-    if not delta_engine.spark_has_delta(spark):
-        pytest.skip("Delta's JVM jars are not loaded in this Spark session (they cannot be downloaded here): the "
-                    "delta-spark engine is not tested on this machine")
+def test_delta_spark_engine_writes_the_stream(spark, tmp_path):
     df = spark.readStream.format("kconnect").options(**{
         "connector.class": "DatagenConnector", "kafka.topic": "users", "quickstart": "users", "iterations": "50",
         "max.interval": "0"}).load()

@@ -1,0 +1,175 @@
+"""Spark's JVM packages (Delta, spark-avro, spark-sql-kafka, JDBC drivers), fetched from Maven Central.
+
+The artifacts are declared once, in ``pom.xml`` beside this module (one Maven profile per classpath). With a
+``mvn`` on the PATH they are resolved into the local Maven cache (``~/.m2``) on first use and the classpath is
+remembered under ``~/.cache/spark_connect_bridge/jvm``; without one, the same coordinates go to Spark's own
+``spark.jars.packages`` (Ivy). Nothing is vendored.
+
+>>> from pyspark.sql import SparkSession
+>>> from spark_connect_bridge.jvm import configure_spark
+>>> spark = configure_spark(SparkSession.builder.master("local[2]")).getOrCreate()   # doctest: +SKIP
+
+``configure_spark`` is to this project what Delta's ``configure_spark_with_delta_pip`` is to Delta: it adds the
+jars and, by default, Delta's SQL extension and catalog. ``classpath("kafka-broker")`` gives the jars of an
+Apache Kafka broker and its tools (used by the tests to start a real broker).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import logging
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConnectError
+
+__all__ = ["POM", "Artifact", "artifacts", "classpath", "configure_spark", "spark_version"]
+
+log = logging.getLogger(__name__)
+
+POM = str(importlib.resources.files(__package__).joinpath("pom.xml"))
+_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+_DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+_DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One Maven coordinate (``group:artifact:version``)."""
+
+    group: str
+    artifact: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+
+def spark_version() -> str:
+    """The installed pyspark's version (``4.2.0``), which the Spark packages must match."""
+    import pyspark
+
+    return pyspark.__version__.split("+")[0].split(".dev")[0]
+
+
+def _minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+def _properties(root: ET.Element, minor: str) -> dict[str, str]:
+    """The pom's properties, with those of the profile activated by ``spark.minor=<minor>`` on top."""
+    props = {el.tag.split("}")[1]: (el.text or "").strip() for el in root.findall("m:properties/*", _NS)}
+    for profile in root.findall("m:profiles/m:profile", _NS):
+        prop = profile.find("m:activation/m:property", _NS)
+        if prop is not None and prop.findtext("m:name", "", _NS) == "spark.minor" \
+                and prop.findtext("m:value", "", _NS) == minor:
+            props.update({el.tag.split("}")[1]: (el.text or "").strip()
+                          for el in profile.findall("m:properties/*", _NS)})
+    return props
+
+
+def artifacts(profile: str = "spark", version: str | None = None) -> list[Artifact]:
+    """The artifacts a profile of ``pom.xml`` declares, for Spark ``version`` (default: the installed pyspark).
+
+    >>> [a.artifact for a in artifacts("spark", "4.2.0")][:2]
+    ['delta-spark_2.13', 'spark-sql-kafka-0-10_2.13']
+    """
+    version = version or spark_version()
+    root = ET.parse(POM).getroot()
+    props = {**_properties(root, _minor(version)), "spark.version": version}
+
+    def expand(text: str | None) -> str:
+        text, before = (text or "").strip(), None
+        while text != before:  # properties may name other properties
+            before, text = text, re.sub(r"\$\{([^}]+)\}", lambda m: props[m.group(1)], text)
+        return text
+
+    found = [p for p in root.findall("m:profiles/m:profile", _NS) if p.findtext("m:id", "", _NS) == profile]
+    if not found:
+        raise ConnectError(f"No JVM package profile {profile!r} in {POM}")
+    deps = found[0].findall("m:dependencies/m:dependency", _NS)
+    return [Artifact(expand(d.findtext("m:groupId", "", _NS)), expand(d.findtext("m:artifactId", "", _NS)),
+                     expand(d.findtext("m:version", "", _NS))) for d in deps]
+
+
+def _cache_dir() -> str:
+    return os.environ.get("KCONNECT_JVM_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "spark_connect_bridge", "jvm")
+
+
+def classpath(profile: str = "spark", version: str | None = None, *, mvn: str | None = None) -> list[str]:
+    """The jar files of a ``pom.xml`` profile, resolved with Maven (first call) or read from the cache.
+
+    Raises :class:`ConnectError` when Maven is not installed or cannot resolve the artifacts.
+    """
+    version = version or spark_version()
+    with open(POM, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:12]
+    cached = os.path.join(_cache_dir(), f"{profile}-{version}-{digest}.classpath")
+    if os.path.exists(cached):
+        with open(cached) as f:
+            jars = [p for p in f.read().strip().split(os.pathsep) if p]
+        if jars and all(os.path.exists(p) for p in jars):
+            return jars
+    mvn = mvn or shutil.which("mvn")
+    if not mvn:
+        raise ConnectError("Maven (mvn) is needed to fetch the JVM packages of profile "
+                           f"{profile!r}: apt-get install maven, or use spark.jars.packages (configure_spark does)")
+    os.makedirs(_cache_dir(), exist_ok=True)
+    with tempfile.NamedTemporaryFile("r", suffix=".classpath", dir=_cache_dir()) as out:
+        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.version={version}",
+               f"-Dspark.minor={_minor(version)}", "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
+        log.info("Resolving the %s JVM packages with Maven (first use; cached afterwards)", profile)
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=_cache_dir())
+        if done.returncode != 0:
+            errors = [ln for ln in done.stdout.splitlines() + done.stderr.splitlines() if "ERROR" in ln]
+            raise ConnectError(f"Maven could not resolve the {profile} JVM packages for Spark {version}: "
+                               + " ".join(errors[:3]))
+        text = out.read().strip()
+    with open(cached + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(cached + ".tmp", cached)
+    return [p for p in text.split(os.pathsep) if p]
+
+
+def _base_name(jar: str) -> str:
+    """``jackson-core-2.13.5.jar`` -> ``jackson-core``."""
+    return re.sub(r"-\d[^/]*\.jar$", "", os.path.basename(jar))
+
+
+def _without_spark_own(jars: list[str]) -> list[str]:
+    """The jars Spark does not ship itself: transitive copies of Spark's own libraries (Scala, Jackson, Hadoop,
+    log4j, Parquet, ...) in other versions would only shadow or clash with Spark's."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    spark_jars = os.path.join(_find_spark_home(), "jars")
+    own = {_base_name(j) for j in os.listdir(spark_jars)} if os.path.isdir(spark_jars) else set()
+    return [j for j in jars if _base_name(j) not in own]
+
+
+def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark") -> Any:
+    """Add the project's JVM packages to a ``SparkSession.Builder`` and return it.
+
+    With Maven on the PATH the jars are resolved into the local Maven cache and set as ``spark.jars``;
+    otherwise their coordinates go to ``spark.jars.packages`` and Spark resolves them itself. With
+    ``delta=True`` Delta's SQL extension and catalog are configured too (what the delta-spark engine needs).
+    """
+    version = spark_version()
+    try:
+        builder = builder.config("spark.jars", ",".join(_without_spark_own(classpath(profile, version))))
+    except ConnectError as e:
+        if shutil.which("mvn"):
+            raise
+        log.info("%s; falling back to spark.jars.packages", e)
+        builder = builder.config("spark.jars.packages", ",".join(str(a) for a in artifacts(profile, version)))
+    if delta and any(a.group == "io.delta" for a in artifacts(profile, version)):
+        builder = builder.config("spark.sql.extensions", _DELTA_EXTENSION) \
+                         .config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)
+    return builder

@@ -1,0 +1,61 @@
+"""The test session's JVM packages, fetched from Maven Central through spark_connect_bridge/jvm/pom.xml: Delta's
+SQL extension, spark-avro's from_avro/to_avro, Spark's Kafka source and sink against a real broker, and the
+JDBC drivers Spark's own JDBC reader uses."""
+
+from __future__ import annotations
+
+import pyspark.sql.functions as F
+from pyspark.sql.avro.functions import from_avro, to_avro
+
+from spark_connect_bridge import delta_engine
+from spark_connect_bridge.converters.avro import native_avro_available
+from spark_connect_bridge.jvm import POM, artifacts, classpath
+from tests.support import servers
+
+
+def test_the_declaration_names_spark_s_own_packages_for_the_installed_spark():
+    names = {a.artifact: a.version for a in artifacts("spark")}
+    from pyspark import __version__
+
+    assert names["spark-sql-kafka-0-10_2.13"] == __version__
+    assert {"delta-spark_2.13", "spark-avro_2.13", "postgresql", "mariadb-java-client"} <= set(names)
+    assert all(j.startswith(__import__("os").path.expanduser("~")) or "/.m2/" in j for j in classpath("spark"))
+    assert POM.endswith("pom.xml")
+
+
+def test_delta_is_loaded_and_writes_a_table_spark_reads_back(spark, tmp_path):
+    assert delta_engine.spark_has_delta(spark)
+    spark.range(5).write.format("delta").save(str(tmp_path / "t"))
+    assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "t")).collect()) == [0, 1, 2, 3, 4]
+
+
+def test_native_avro_round_trips_logical_types(spark):
+    assert native_avro_available(spark)
+    schema = ('{"type":"record","name":"r","fields":[{"name":"a","type":"int"},'
+              '{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}]}')
+    df = spark.range(3).select(F.struct(F.col("id").cast("int").alias("a"),
+                                        (F.col("id") / 4).cast("decimal(9,2)").alias("d")).alias("v"))
+    back = df.select(from_avro(to_avro("v", schema), schema).alias("v")).select("v.*")
+    assert [tuple(r) for r in back.orderBy("a").collect()] == [tuple(r) for r in df.select("v.*").orderBy("a").collect()]
+
+
+def test_spark_kafka_sink_and_source_round_trip_through_a_real_broker(spark):
+    bootstrap = servers.kafka()
+    rows = [(f"k{i}", f"v{i}") for i in range(20)]
+    (spark.createDataFrame(rows, "key string, value string")
+     .withColumn("headers", F.array(F.struct(F.lit("h").alias("key"), F.lit(b"1").cast("binary").alias("value"))))
+     .write.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("topic", "roundtrip")
+     .option("includeHeaders", "true").save())
+    back = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", "roundtrip")
+            .option("includeHeaders", "true").load()
+            .select(F.col("key").cast("string"), F.col("value").cast("string"), "headers", "offset"))
+    got = back.collect()
+    assert sorted((r.key, r.value) for r in got) == sorted(rows)
+    assert all([(h.key, bytes(h.value)) for h in r.headers] == [("h", b"1")] for r in got)
+
+
+def test_spark_jdbc_reader_uses_the_fetched_postgresql_driver(spark):
+    host, port = servers.postgres()
+    df = (spark.read.format("jdbc").option("url", f"jdbc:postgresql://{host}:{port}/test?user=postgres")
+          .option("query", "select 42 as answer").load())
+    assert df.collect()[0].answer == 42

@@ -1,0 +1,73 @@
+"""The test run's shared servers: started on first use, once per test process, stopped at its end.
+
+Each is a throwaway instance on 127.0.0.1 (free port, temp dir). To use a server of your own instead, set:
+
+- ``KCONNECT_TEST_POSTGRES=host:port`` (superuser ``postgres`` without a password, ``wal_level=logical``),
+- ``KCONNECT_TEST_MARIADB=host:port`` (``root`` without a password; ROW binlog for CDC tests),
+- ``KCONNECT_TEST_KAFKA=host:port`` (a Kafka 4.x broker's bootstrap address).
+
+>>> host, port = postgres()          # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from typing import Any, Callable
+
+from tests.support.kafka import KafkaBroker
+from tests.support.mariadb import MariaDBServer
+from tests.support.postgres import PostgresCluster
+
+__all__ = ["postgres", "mariadb", "kafka", "stop_all"]
+
+_started: dict[str, Any] = {}
+
+
+def _address(env: str) -> tuple[str, int] | None:
+    value = os.environ.get(env)
+    if not value:
+        return None
+    host, _, port = value.rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def _shared(name: str, env: str, make: Callable[[], Any]) -> tuple[str, int]:
+    own = _address(env)
+    if own:
+        return own
+    if name not in _started:
+        server = make()
+        try:
+            server.start()
+        except BaseException:
+            server.destroy()
+            raise
+        _started[name] = server
+    return "127.0.0.1", _started[name].port
+
+
+def postgres() -> tuple[str, int]:
+    """(host, port) of the run's PostgreSQL; a database ``test`` exists."""
+    return _shared("postgres", "KCONNECT_TEST_POSTGRES", PostgresCluster)
+
+
+def mariadb() -> tuple[str, int]:
+    """(host, port) of the run's MariaDB."""
+    return _shared("mariadb", "KCONNECT_TEST_MARIADB", MariaDBServer)
+
+
+def kafka() -> str:
+    """The bootstrap address of the run's Kafka broker."""
+    host, port = _shared("kafka", "KCONNECT_TEST_KAFKA", KafkaBroker)
+    return f"{host}:{port}"
+
+
+def stop_all() -> None:
+    """Stop and remove every server this process started."""
+    while _started:
+        _, server = _started.popitem()
+        server.destroy()
+
+
+atexit.register(stop_all)
