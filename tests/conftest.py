@@ -38,3 +38,9 @@ def spark():
 
 def pytest_sessionfinish(session, exitstatus):
     servers.stop_all()
+
+
+def pytest_terminal_summary(terminalreporter):
+    if servers.start_times:
+        terminalreporter.write_line("servers started: " + ", ".join(
+            f"{name} {seconds:.1f} s" for name, seconds in servers.start_times.items()))

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import atexit
 import os
+import time
 from typing import Any, Callable
 
 from tests.support.kafka import KafkaBroker
 from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
 
-__all__ = ["postgres", "mariadb", "kafka", "stop_all"]
+__all__ = ["postgres", "mariadb", "kafka", "stop_all", "start_times"]
 
 _started: dict[str, Any] = {}
+start_times: dict[str, float] = {}  # seconds each server took to start (printed at the end of the run)
 
 
 def _address(env: str) -> tuple[str, int] | None:
@@ -37,9 +39,11 @@ def _shared(name: str, env: str, make: Callable[[], Any]) -> tuple[str, int]:
     if own:
         return own
     if name not in _started:
+        began = time.monotonic()
         server = make()
         try:
             server.start()
+            start_times[name] = time.monotonic() - began
         except BaseException:
             server.destroy()
             raise
