@@ -109,6 +109,10 @@ def user_dir(tmp_path) -> Path:
     return tmp_path
 
 
+def test_readme_names_the_wheel_that_is_built(wheel):
+    assert f"dist/{wheel.name}" in (ROOT / "README.md").read_text()
+
+
 def test_wheel_holds_every_module_of_the_checkout(wheel, clone):
     in_checkout = {p.relative_to(clone).as_posix() for pkg in PACKAGES for p in (clone / pkg).rglob("*.py")}
     with zipfile.ZipFile(wheel) as zf:
