@@ -62,9 +62,21 @@ def pg():
         yield cluster
 
 
-def test_postgres_cdc_json_is_a_rest_body_that_streams_the_snapshot(spark, pg, tmp_path, monkeypatch):
-    # The worker's POST /connectors body; the password comes from the environment (${env:PGPASSWORD}).
+@pytest.fixture
+def pgpassword_for_workers(spark, monkeypatch):
+    """PGPASSWORD in the environment of Spark's Python workers, as `export PGPASSWORD=...` before starting Spark
+    gives it (the workers resolve ${env:...}; this session's JVM started before the test, so the variable reaches
+    them through a registration that carries it)."""
     monkeypatch.setenv("PGPASSWORD", "unused-with-trust-auth")
+    spark.sparkContext.environment["PGPASSWORD"] = "unused-with-trust-auth"
+    scb.register(spark)
+    yield
+    del spark.sparkContext.environment["PGPASSWORD"]
+    scb.register(spark)
+
+
+def test_postgres_cdc_json_is_a_rest_body_that_streams_the_snapshot(spark, pg, tmp_path, pgpassword_for_workers):
+    # The worker's POST /connectors body; the password comes from the environment (${env:PGPASSWORD}).
     with psycopg.connect(pg.dsn(), autocommit=True) as conn:
         conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, email text)")
         conn.execute("INSERT INTO customers VALUES (1, 'Ada', 'ada@example.com'), (2, 'Grace', NULL)")
