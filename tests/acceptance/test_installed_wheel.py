@@ -115,10 +115,12 @@ def test_readme_names_the_wheel_that_is_built(wheel):
     assert f"dist/{wheel.name}" in (ROOT / "README.md").read_text()
 
 
-def test_wheel_holds_every_module_of_the_checkout(wheel, clone):
-    in_checkout = {p.relative_to(clone).as_posix() for pkg in PACKAGES for p in (clone / pkg).rglob("*.py")}
+def test_wheel_holds_every_file_of_the_packages(wheel, clone):
+    # Every module and every data file (pom.xml, ...) of the checkout's packages, and nothing else of them.
+    in_checkout = {p.relative_to(clone).as_posix() for pkg in PACKAGES for p in (clone / pkg).rglob("*")
+                   if p.is_file()}
     with zipfile.ZipFile(wheel) as zf:
-        in_wheel = {n for n in zf.namelist() if n.endswith(".py")}
+        in_wheel = {n for n in zf.namelist() if n.split("/", 1)[0] in PACKAGES}
     assert sorted(in_checkout - in_wheel) == []
     assert sorted(in_wheel - in_checkout) == []
 
