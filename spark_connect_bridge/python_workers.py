@@ -56,9 +56,10 @@ def _hint(worker_python: str) -> str:
     driver = sys.executable
     where = ("PYSPARK_PYTHON" if os.environ.get("PYSPARK_PYTHON") else
              "'python3' from PATH, because PYSPARK_PYTHON is not set")
+    activate = (f"Activate the virtual environment before starting Python (source {os.path.dirname(driver)}/activate), "
+                "or set" if sys.prefix != sys.base_prefix else "Set")
     return (f"Spark's Python workers run {worker_python!r} ({where}), while this program runs {driver!r}. "
-            f"Activate the virtual environment before starting Python (source {os.path.dirname(driver)}/activate), "
-            f"or set PYSPARK_PYTHON={driver} before the SparkSession is created (spark-submit: "
+            f"{activate} PYSPARK_PYTHON={driver} before the SparkSession is created (spark-submit: "
             f"--conf spark.pyspark.python={driver}), or install spark_connect_bridge into {worker_python!r}.")
 
 
