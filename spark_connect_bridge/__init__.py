@@ -15,11 +15,19 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__", "register", "read_stream", "read_batch", "write_stream", "write_batch",
-    "ConnectError", "ConfigError", "RecordError", "RetriableError", "load_config_file",
+    "ConnectError", "ConfigError", "RecordError", "RetriableError", "WorkerPythonError", "load_config_file",
+    "check_python_workers",
 ]
+
+import importlib
 
 from .config import load_config_file
 from .errors import ConfigError, ConnectError, RecordError, RetriableError
+from .python_workers import WorkerPythonError, check_python_workers
+
+# Subpackages reached as attributes (`scb.transforms.apply_transforms`) are imported on first use.
+_SUBMODULES = frozenset({"connectors", "converters", "transforms", "runtime", "records", "datasource", "pipeline",
+                         "plugins", "docs", "dead_letter", "record_errors", "retry", "rest", "errors", "config"})
 
 if TYPE_CHECKING:
     from .pipeline import read_batch, read_stream, write_batch, write_stream
@@ -28,10 +36,14 @@ if TYPE_CHECKING:
 def register(spark: Any) -> None:
     """Register the ``kconnect`` data source on ``spark`` explicitly (Spark Connect clients, notebooks).
 
+    On a local master it first checks that Spark's Python workers can import this package
+    (:func:`check_python_workers`) and raises :class:`WorkerPythonError` saying which Python they run if not.
+
     >>> import spark_connect_bridge; spark_connect_bridge.register(spark)   # doctest: +SKIP
     """
     from .datasource import register as _register
 
+    check_python_workers(spark)
     _register(spark)
 
 
@@ -41,4 +53,6 @@ def __getattr__(name: str) -> Any:
         from . import pipeline
 
         return getattr(pipeline, name)
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'spark_connect_bridge' has no attribute {name!r}")

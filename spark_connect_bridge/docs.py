@@ -36,7 +36,8 @@ def plugin_markdown(name: str, *, level: int = 3) -> str:
     doc = (cls.__doc__ or spec.doc or "").strip().split("\n\n")[0]
     aliases = ", ".join(f"`{n}`" for n in spec.names)
     body = definition.to_markdown() if definition is not None and len(definition) else "_No configuration keys._"
-    return f"{'#' * level} {spec.names[1] if len(spec.names) > 1 else spec.names[0]} ({spec.type})\n\n" \
+    # The heading is the name `kconnect plugins list` and GET /connector-plugins report (names[0]).
+    return f"{'#' * level} {spec.names[0]} ({spec.type})\n\n" \
            f"{' '.join(doc.split())}\n\nNames: {aliases}\n\n{body}\n"
 
 

@@ -47,6 +47,7 @@ from .connectors.factory import parse_connector_config, stage_keys
 from .dead_letter import (INTERNAL_COLS, SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
                           start_tolerant, write_dead_letters)
 from .errors import ConfigError, RecordError
+from .python_workers import check_python_workers
 from .record_errors import ERROR_COL
 
 __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
@@ -139,6 +140,7 @@ def _observe(df: DataFrame) -> DataFrame:
 
 def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> DataFrame:
     p = prepare(config, kind="source")
+    check_python_workers(spark)
     df = (spark.readStream if streaming else spark.read).format("kconnect").options(**p.connector_options).load()
     if p.policy.tolerate:
         df = start_tolerant(df)
@@ -236,6 +238,7 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
     ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``.
     """
     p = prepare(config, kind="sink")
+    check_python_workers(df.sparkSession)
     out, source_policy, tolerant = _sink_side(df, p)
     out = _observe(out)
     name = query_name or p.name
@@ -295,6 +298,7 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
 def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "append") -> None:
     """Write a batch DataFrame with a sink connector config (converters → transforms → sink)."""
     p = prepare(config, kind="sink")
+    check_python_workers(df.sparkSession)
     out, source_policy, tolerant = _sink_side(df, p)
     if not tolerant:
         out.write.format("kconnect").options(**p.connector_options).mode(mode).save()

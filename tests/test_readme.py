@@ -1,49 +1,200 @@
-"""The README's examples run, and its generated reference matches the config declarations."""
+"""The README's examples run as written, and its generated reference matches the config declarations.
+
+Python blocks run in order in one namespace, with the test run's ``spark``, from the repo root (relative paths in
+the examples resolve against the Spark JVM's working directory). A block preceded by
+``<!-- readme-test: postgres ... -->`` needs a PostgreSQL server: it runs in its own test, with ``debezium_config``
+being ``conf/postgres-cdc.properties`` pointed at a throwaway server (host and port are the only change). Shell
+blocks run ``kconnect`` in a temporary directory that holds the checkout's ``conf/``.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psycopg
 import pytest
+
+from spark_connect_bridge import plugins
+from spark_connect_bridge.config import load_config_file
+from spark_connect_bridge.docs import BEGIN, END, reference
+from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+KCONNECT = str(Path(sys.executable).with_name("kconnect"))
+BLOCK = re.compile(r"(?:<!-- readme-test: (?P<needs>[\w-]+)[^\n]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
+# What the examples write in the repo root: removed before and after the test.
+EXAMPLE_OUTPUTS = ["payments.jsonl", "payments.txt", "payments.txt.kconnect", "checkpoints/payments",
+                   "checkpoints/orders-now", "work/topics/dlq-payments"]
+# What they write that a developer may also have made: removed after the test only if the test made it.
+SHARED_OUTPUTS = ["test.txt", "test.sink.txt", "test.sink.txt.kconnect", "checkpoints", "work/topics", "work"]
 
 
-def _python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def _blocks(lang: str, needs: str | None = None) -> list[str]:
+    return [m["code"] for m in BLOCK.finditer(README.read_text()) if m["lang"] == lang and m["needs"] == needs]
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
 
 
 @pytest.fixture
 def in_repo_root():
-    # Relative paths in the examples resolve against the Spark JVM's working directory: the repo root.
     before = os.getcwd()
     os.chdir(ROOT)
-    made = [ROOT / "test.txt", ROOT / "test.sink.txt", ROOT / "test.sink.txt.kconnect", ROOT / "checkpoints"]
-    existing = {p for p in made if p.exists()}
+    for name in EXAMPLE_OUTPUTS:
+        _remove(ROOT / name)
+    existing = {name for name in SHARED_OUTPUTS if (ROOT / name).exists()}
     yield
-    for p in made:
-        if p not in existing and p.exists():
-            shutil.rmtree(p) if p.is_dir() else p.unlink()
+    for name in EXAMPLE_OUTPUTS:
+        _remove(ROOT / name)
+    for name in SHARED_OUTPUTS:
+        if name not in existing:
+            _remove(ROOT / name)
     os.chdir(before)
 
 
 def test_readme_examples_run(spark, in_repo_root):
-    if Path(os.getcwd()) != ROOT:
-        pytest.fail("the examples must run from the repo root")
-    blocks = _python_blocks()
-    assert len(blocks) >= 3
+    blocks = _blocks("python")
+    assert len(blocks) >= 6
     namespace = {"spark": spark}
     for block in blocks:
         exec(compile(block, "README.md", "exec"), namespace)
 
 
-def test_generated_reference_is_current():
-    from spark_connect_bridge.docs import BEGIN, END, reference
+@pytest.fixture(scope="module")
+def pg():
+    with PostgresCluster() as cluster:
+        yield cluster
 
+
+def _debezium_config(pg) -> dict:
+    """conf/postgres-cdc.properties, pointed at ``pg`` (host and port are the only change)."""
+    config = load_config_file(str(ROOT / "conf" / "postgres-cdc.properties"))
+    config.update({"database.hostname": "127.0.0.1", "database.port": str(pg.port)})
+    return config
+
+
+def test_readme_cdc_example_runs(spark, in_repo_root, pg):
+    with psycopg.connect(pg.dsn(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE orders (id int PRIMARY KEY, product text NOT NULL, qty int)")
+        conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text, email text, vip boolean)")
+        conn.execute("INSERT INTO orders VALUES (1, 'pen', 2), (2, 'ink', NULL), (3, 'pad', 7)")
+        conn.execute("INSERT INTO customers VALUES (1, 'Ada', 'ada@example.com', true)")
+    [block] = _blocks("python", needs="postgres")
+    namespace = {"spark": spark, "debezium_config": _debezium_config(pg)}
+    try:
+        exec(compile(block, "README.md", "exec"), namespace)
+        mirror = spark.table("orders_now")
+        assert mirror.columns == ["id", "product", "qty"]
+        assert sorted(tuple(r) for r in mirror.collect()) == [(1, "pen", 2), (2, "ink", None), (3, "pad", 7)]
+    finally:
+        spark.catalog.dropTempView("orders_now")
+
+
+def test_reference_headings_are_the_names_plugins_list_shows():
+    text = README.read_text()
+    generated = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    headings = re.findall(r"^#### (\S+) \((\w+)\)$", generated, flags=re.M)
+    assert headings == [(row["class"], row["type"]) for row in plugins.describe_all()]
+
+
+def test_generated_reference_is_current():
     text = README.read_text()
     block = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
     assert block == reference().strip(), "run: python -m spark_connect_bridge.docs"
+
+
+def test_readme_does_not_point_at_documents_a_user_cannot_read():
+    assert "issue notes" not in README.read_text().lower()
+
+
+# -- shell examples ---------------------------------------------------------------------------------------------
+
+def _command_lines(lang: str = "bash") -> list[str]:
+    """Every command of the README's shell blocks, without its trailing comment."""
+    lines = []
+    for block in _blocks(lang):
+        for line in block.splitlines():
+            command = re.split(r"\s#(?:\s|$)", line, maxsplit=1)[0].strip()
+            if command:
+                lines.append(command)
+    return lines
+
+
+@pytest.fixture
+def user_dir(tmp_path) -> Path:
+    """A directory like the checkout's root: conf/ and Kafka's example input file test.txt."""
+    shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    (tmp_path / "test.txt").write_text("hello\nkafka connect\n")
+    return tmp_path
+
+
+def _kconnect_env() -> dict:
+    env = dict(os.environ)
+    env.pop("PYSPARK_PYTHON", None)  # kconnect sets it to its own Python
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
+def _kconnect(command: str, cwd: Path, timeout: float = 300) -> str:
+    assert command.startswith("kconnect "), command
+    run = subprocess.run([KCONNECT, *command.split()[1:]], cwd=cwd, env=_kconnect_env(), capture_output=True,
+                         text=True, timeout=timeout, check=False)
+    assert run.returncode == 0, f"{command}\n{run.stdout}\n{run.stderr}"
+    return run.stdout
+
+
+def test_readme_plugin_commands_run(user_dir):
+    commands = [c for c in _command_lines() if c.startswith("kconnect plugins")]
+    assert commands == ["kconnect plugins list", "kconnect plugins describe FileStreamSource",
+                        "kconnect plugins validate conf/file-source.properties"]
+    listed = _kconnect(commands[0], user_dir).splitlines()
+    assert [line.split() for line in listed] == [[row["class"], row["type"]] for row in plugins.describe_all()]
+    described = _kconnect(commands[1], user_dir)
+    assert described.startswith("### org.apache.kafka.connect.file.FileStreamSourceConnector (source)\n")
+    assert "| `file` | string | *required* |" in described and "| `topic` | string | *required* |" in described
+    assert _kconnect(commands[2], user_dir).strip() == \
+        "conf/file-source.properties: valid source connector config (FileStreamSourceConnector)"
+
+
+@pytest.mark.slow
+def test_readme_demo_command_fills_the_topic_store(user_dir):
+    [command] = [c for c in _command_lines() if c.startswith("kconnect run conf/demo/")]
+    out = _kconnect(command, user_dir, timeout=600)
+    records = 2 * int(load_config_file(str(ROOT / "conf/demo/datagen-orders.properties"))["iterations"])
+    assert f"done: {records:,} records" in out, out
+    assert f"topic orders: {records:,} records in {user_dir / 'work' / 'topics' / 'orders'}" in out, out
+
+
+def test_readme_file_copy_command_runs_until_stopped(user_dir):
+    [command] = [c for c in _command_lines() if c.startswith("kconnect run conf/file-source.properties")]
+    assert command == "kconnect run conf/file-source.properties conf/file-sink.properties"
+    proc = subprocess.Popen([KCONNECT, *command.split()[1:]], cwd=user_dir, env=_kconnect_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sink = user_dir / "test.sink.txt"
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (sink.exists() and sink.read_text() == "hello\nkafka connect\n"):
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.5)
+        with open(user_dir / "test.txt", "a") as f:  # still running: a new line is copied too
+            f.write("on spark\n")
+        while time.monotonic() < deadline and sink.read_text() != "hello\nkafka connect\non spark\n":
+            assert proc.poll() is None, proc.stdout.read()
+            time.sleep(0.5)
+        assert sink.read_text() == "hello\nkafka connect\non spark\n"
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: the queries stop, the command prints its summary
+        out, _ = proc.communicate(timeout=120)
+    assert "stopping ..." in out and "done: 3 records" in out, out

@@ -1,0 +1,93 @@
+"""The example configs of conf/ run as they are; the only change a test makes is where a server or a table lives
+(host and port of a throwaway PostgreSQL, a table path under the test's temp dir).
+
+Covered elsewhere: file-source/file-sink and demo/datagen-orders (tests/test_readme.py, the README's commands),
+postgres-cdc.properties (the README's CDC example in tests/test_readme.py), jdbc-source/jdbc-sink
+(tests/connectors/test_jdbc_spark.py). worker.properties is exercised by the worker's own tests with a free port
+(its listeners=127.0.0.1:8083 is fixed).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+import spark_connect_bridge as scb
+from tests.support.postgres import PostgresCluster
+
+CONF = Path(__file__).resolve().parent.parent / "conf"
+
+
+def test_datagen_properties_streams_orders_at_its_rate(spark, tmp_path):
+    config = scb.load_config_file(str(CONF / "datagen.properties"))
+    assert (config["max.interval"], config["tasks.max"]) == ("100", "1")  # ten records a second, one task
+    query = (scb.read_stream(spark, config).writeStream.format("memory").queryName("datagen_conf")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="1 second").start())
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and spark.table("datagen_conf").count() < 10:
+            assert query.exception() is None, query.exception()
+            time.sleep(0.5)
+    finally:
+        query.stop()
+    rows = spark.table("datagen_conf").orderBy("value.orderid").collect()
+    spark.catalog.dropTempView("datagen_conf")
+    assert len(rows) >= 10
+    assert [r.value.orderid for r in rows] == list(range(len(rows)))
+    assert {r.topic for r in rows} == {"orders"}
+    assert all(r.key == r.value.orderid and r.value.itemid.startswith("Item_") for r in rows)
+
+
+def test_delta_sink_then_delta_source_properties(spark, tmp_path):
+    table = str(tmp_path / "delta" / "orders")
+    sink = {**scb.load_config_file(str(CONF / "delta-sink.properties")), "delta.table.path": table}
+    source = {**scb.load_config_file(str(CONF / "delta-source.properties")), "delta.table.path": table}
+    orders = scb.read_batch(spark, {"connector.class": "DatagenConnector", "kafka.topic": "orders",
+                                    "quickstart": "orders", "iterations": "20", "max.interval": "0"})
+    scb.write_batch(orders, sink)
+    expected = sorted(tuple(r) for r in orders.select("value.*").collect())
+    assert len(expected) == 20
+
+    copied = scb.read_batch(spark, source).collect()
+    assert sorted(tuple(r.value) for r in copied) == expected
+    assert {r.topic for r in copied} == {"orders-copy"}
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with PostgresCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pgpassword_for_workers(spark, monkeypatch):
+    """PGPASSWORD in the environment of Spark's Python workers, as `export PGPASSWORD=...` before starting Spark
+    gives it (the workers resolve ${env:...}; this session's JVM started before the test, so the variable reaches
+    them through a registration that carries it)."""
+    monkeypatch.setenv("PGPASSWORD", "unused-with-trust-auth")
+    spark.sparkContext.environment["PGPASSWORD"] = "unused-with-trust-auth"
+    scb.register(spark)
+    yield
+    del spark.sparkContext.environment["PGPASSWORD"]
+    scb.register(spark)
+
+
+def test_postgres_cdc_json_is_a_rest_body_that_streams_the_snapshot(spark, pg, tmp_path, pgpassword_for_workers):
+    # The worker's POST /connectors body; the password comes from the environment (${env:PGPASSWORD}).
+    with psycopg.connect(pg.dsn(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL, email text)")
+        conn.execute("INSERT INTO customers VALUES (1, 'Ada', 'ada@example.com'), (2, 'Grace', NULL)")
+        conn.execute("CREATE TABLE other (id int PRIMARY KEY)")  # not in table.include.list
+        conn.execute("INSERT INTO other VALUES (1)")
+    config = {**scb.load_config_file(str(CONF / "postgres-cdc.json")), "database.port": str(pg.port)}
+    query = (scb.read_stream(spark, config).writeStream.format("memory").queryName("inventory_cdc")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
+    query.awaitTermination()
+    rows = spark.table("inventory_cdc").collect()
+    spark.catalog.dropTempView("inventory_cdc")
+    got = sorted((r.topic, r.key.id, r.value.op, r.value.before, tuple(r.value.after)) for r in rows)
+    assert got == [("inventory.public.customers", 1, "r", None, (1, "Ada", "ada@example.com")),
+                   ("inventory.public.customers", 2, "r", None, (2, "Grace", None))]
