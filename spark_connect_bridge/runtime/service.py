@@ -27,11 +27,12 @@ import time
 from typing import Any, Mapping
 
 from .. import __version__
-from ..config import HIDDEN, Type
+
 from ..config.files import ConnectorRequest
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
 from ..errors import ConfigError, ConnectError, PluginNotFoundError
 from . import offsets_store
+from .secrets import mask_config
 from .state import ConnectorState, StateStore
 from .worker import ConnectorRuntime, Worker
 from .worker_config import WorkerConfig
@@ -83,7 +84,7 @@ class ConnectService:
     def __init__(self, config: WorkerConfig, spark: Any = None):
         self.config = config
         self.worker = Worker(config, spark)
-        self.states = StateStore(os.path.join(config.state_dir, "_connectors"))
+        self.states = StateStore(os.path.join(config.state_dir, "_connectors"), key_file=config.key_file)
         self._lock = threading.RLock()
         self.worker_id = f"{config.host}:{config.port}"
         self.cluster_id = "kconnect-" + hashlib.sha256(config.state_dir.encode()).hexdigest()[:22]
@@ -596,45 +597,6 @@ def _definition_of(cls: Any) -> Any:
     if getattr(cls, "plugin_type", None) in ("source", "sink"):
         return connector_config_def(cls)
     return getattr(cls, "config_def", None) or ConfigDef()
-
-
-def _password_keys(config: Mapping[str, str]) -> set[str]:
-    """Keys of ``config`` declared PASSWORD by the connector or by its converters/transforms/predicates."""
-    from .. import plugins
-
-    out: set[str] = set()
-
-    def add(family: str, class_name: str, prefix: str) -> None:
-        try:
-            cls = plugins.resolve_class(family, class_name, key=prefix or "connector.class")
-        except (ConfigError, ImportError):
-            return
-        for k in _definition_of(cls):
-            if k.type is Type.PASSWORD:
-                out.add(prefix + k.name)
-
-    if config.get("connector.class"):
-        add("connector", config["connector.class"], "")
-    for conv in ("key.converter", "value.converter", "header.converter"):
-        if config.get(conv):
-            add("converter", config[conv], conv + ".")
-    for fam, list_key in (("transformation", "transforms"), ("predicate", "predicates")):
-        for alias in [a.strip() for a in config.get(list_key, "").split(",") if a.strip()]:
-            t = config.get(f"{list_key}.{alias}.type")
-            if t:
-                add(fam, t, f"{list_key}.{alias}.")
-    return out
-
-
-def mask_config(config: Mapping[str, str]) -> dict[str, str]:
-    """The config as ``GET /connectors/{c}/config`` shows it: PASSWORD values ``[hidden]``, except config
-    provider references (``${file:...}``), which Kafka returns as they are."""
-    secret = _password_keys(config)
-    out = {}
-    for k, v in config.items():
-        is_secret = k in secret or k.lower().endswith((".password", "password", ".secret"))
-        out[k] = HIDDEN if is_secret and not str(v).startswith("${") else v
-    return out
 
 
 def _commit() -> str:
