@@ -20,10 +20,13 @@ Configs and target states are written durably before a call returns; the Spark s
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import threading
 import time
+import uuid
 from typing import Any, Mapping
 
 from .. import __version__
@@ -453,6 +456,7 @@ class ConnectService:
                         raise BadRequestError("Sink-style partitions (kafka_topic, kafka_partition) given for a "
                                               "source connector")
                     changes = from_rest(entries)
+                    self._check_source_offsets(rt, entries)
             except ConfigError as e:
                 raise BadRequestError(str(e)) from e
             checkpoint = self.worker.checkpoint(rt.state)
@@ -472,6 +476,16 @@ class ConnectService:
 
             self.worker.submit(alter).result(timeout=120)
         return {"message": "The offsets for this connector have been altered successfully"}
+
+    @staticmethod
+    def _check_source_offsets(rt: ConnectorRuntime, entries: Any) -> None:
+        """Kafka's alterOffsets contract: the connector refuses partitions and positions it does not use."""
+        from ..connectors.factory import connector_class
+
+        cls = connector_class(rt.state.config)
+        problems = [p for e in entries for p in cls.offset_problems(dict(e["partition"]), e.get("offset"))]
+        if problems:
+            raise BadRequestError("Invalid offsets for connector " + rt.name + ": " + "; ".join(problems))
 
     def reset_offsets(self, name: str) -> dict[str, str]:
         """``DELETE /connectors/{name}/offsets`` (connector STOPPED): a new, empty checkpoint."""
@@ -497,9 +511,13 @@ class ConnectService:
             if not isinstance(part, Mapping) or set(part) != set(_SINK_PARTITION_KEYS):
                 raise BadRequestError("Sink connector offsets need partitions of the form "
                                       '{"kafka_topic": <topic>, "kafka_partition": 0}')
-            if int(part["kafka_partition"]) != 0:
+            topic = part["kafka_topic"]
+            if not isinstance(topic, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or \
+                    topic in (".", ".."):
+                raise BadRequestError(f"Invalid value {topic!r} for kafka_topic: a Kafka topic name")
+            if part["kafka_partition"] != 0 or isinstance(part["kafka_partition"], bool):
                 raise BadRequestError(f"Topic-store topics have one partition (0); got kafka_partition="
-                                      f"{part['kafka_partition']}")
+                                      f"{part['kafka_partition']!r}")
             key = partition_key({"table": self.worker.store.table_path(str(part["kafka_topic"]))})
             off = e.get("offset")
             if off is None:
@@ -507,6 +525,9 @@ class ConnectService:
                 continue
             if not isinstance(off, Mapping) or "kafka_offset" not in off:
                 raise BadRequestError('Sink connector offsets need {"kafka_offset": <offset>}')
+            value = off["kafka_offset"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise BadRequestError(f"Invalid value {value!r} for kafka_offset: a non-negative integer")
             # The topic-store record offset is version * stride + row: start at the version holding the offset.
             out[key] = {"version": int(off["kafka_offset"]) // _stride() - 1}
         return out
@@ -568,10 +589,13 @@ def _sink_to_rest(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _seed_checkpoint(checkpoint: str) -> None:
     """An empty committed batch 0, so offsets can be set before the connector ever ran."""
-    import json
-
     for d in ("offsets", "commits"):
         os.makedirs(os.path.join(checkpoint, d), exist_ok=True)
+    # Spark refuses a checkpoint without its query id (STREAMING_CHECKPOINT_MISSING_METADATA_FILE).
+    metadata = os.path.join(checkpoint, "metadata")
+    if not os.path.exists(metadata):
+        with open(metadata, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"id": str(uuid.uuid4())}) + "\n")
     meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
     with open(os.path.join(checkpoint, "offsets", "0"), "w", encoding="utf-8") as f:
         f.write(f"v1\n{meta}\n{{}}")
