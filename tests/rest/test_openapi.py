@@ -6,25 +6,25 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from schemathesis import checks
+from hypothesis import HealthCheck, given, settings
 
-from rest.security_helpers import RestOnly
-from spark_connect_bridge.rest import RestServer
-from spark_connect_bridge.runtime.service import ConnectService
-from spark_connect_bridge.runtime.worker_config import parse_worker_config
+from spark_connect_bridge.runtime.standalone import RunningWorker
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def worker_api(tmp_path_factory):
+def worker_api(spark, tmp_path_factory):
+    """A running worker (its herder on the test run's Spark session), as clients meet it."""
     root = tmp_path_factory.mktemp("openapi")
     (root / "data").mkdir()
-    config = parse_worker_config({"offset.storage.dir": str(root / "state"), "topics.dir": str(root / "topics"),
-                                  "listeners": "http://127.0.0.1:0", "connector.allowed.paths": str(root / "data")})
-    server = RestServer(ConnectService(config)).start()
-    yield RestOnly(server.service, server)
-    server.stop()
+    worker = RunningWorker.start({"offset.storage.dir": str(root / "state"), "topics.dir": str(root / "topics"),
+                                  "listeners": "http://127.0.0.1:0", "connector.allowed.paths": str(root / "data"),
+                                  "status.interval.ms": "200"}, spark=spark)
+    assert worker.service.wait_ready(60)
+    yield worker
+    worker.close()
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +44,27 @@ def test_openapi_document_describes_every_route(worker_api):
     assert doc["openapi"].startswith("3.") and "/connectors/{name}/offsets" in doc["paths"]
 
 
-schema = schemathesis.pytest.from_fixture("api_schema")
+# No 5xx, and answers that conform. Not "schema-valid requests are accepted": a connector config can be
+# schema-valid (a map of strings) and still invalid, and Kafka answers it with a 400 too.
+CHECKS = [checks.not_a_server_error, checks.status_code_conformance, checks.content_type_conformance,
+          checks.response_schema_conformance, checks.response_headers_conformance]
 
 
-@schema.parametrize()
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-def test_api_conforms_to_its_openapi_description(case):
-    case.call_and_validate()
+@pytest.mark.slow
+def test_api_conforms_to_its_openapi_description(api_schema):
+    # schemathesis' pytest plugin does not run on pytest 9 yet: drive its hypothesis strategies directly.
+    failures: dict[str, str] = {}
+    for result in api_schema.get_all_operations():
+        operation = result.ok()
+
+        @given(case=operation.as_strategy())
+        @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+                  database=None)
+        def check(case: schemathesis.Case) -> None:
+            case.call_and_validate(checks=CHECKS)
+
+        try:
+            check()
+        except Exception as e:  # noqa: BLE001 - collected, reported together below
+            failures[operation.label] = f"{type(e).__name__}: {e}"[:2000]
+    assert not failures, "\n\n".join(f"{op}:\n{msg}" for op, msg in failures.items())
