@@ -6,7 +6,7 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from ..errors import ConfigError
-from ..runtime.secrets import restore_masked
+from ..runtime.secrets import restore_masked, scrub_text
 from ..runtime.service import NotFoundError
 from .errors import HttpError
 from .routing import Request, Response, Router
@@ -73,11 +73,31 @@ def _task(req: Request) -> int:
         raise HttpError(404, f"Task {req.args['name']}-{req.args['task']} not found") from None
 
 
+def _scrubbed(svc: Any, name: str, status: dict[str, Any]) -> dict[str, Any]:
+    """A status whose traces (error messages of the connector, its database, Spark) hide the config's secrets."""
+    try:
+        config = svc.raw_config(name)
+    except NotFoundError:
+        return status
+    out = dict(status)
+    if isinstance(out.get("connector"), dict) and out["connector"].get("trace"):
+        out["connector"] = dict(out["connector"], trace=scrub_text(out["connector"]["trace"], config))
+    if isinstance(out.get("tasks"), list):
+        out["tasks"] = [dict(t, trace=scrub_text(t["trace"], config)) if t.get("trace") else t for t in out["tasks"]]
+    if out.get("trace"):  # a task status
+        out["trace"] = scrub_text(out["trace"], config)
+    return out
+
+
 @router.route("GET", "/connectors")
 def list_connectors(svc, req: Request) -> Response:
     expand = [e for v in req.params.get("expand", []) for e in v.split(",")]
     if any(e in ("status", "info") for e in expand):
-        return Response(200, svc.expanded(expand))
+        out = svc.expanded(expand)
+        for name, entry in out.items():
+            if "status" in entry:
+                entry["status"] = _scrubbed(svc, name, entry["status"])
+        return Response(200, out)
     return Response(200, svc.list_connectors())
 
 
@@ -138,14 +158,14 @@ def patch_config(svc, req: Request) -> Response:
 
 @router.route("GET", "/connectors/{name}/status")
 def status(svc, req: Request) -> Response:
-    return Response(200, svc.status(req.args["name"]))
+    return Response(200, _scrubbed(svc, req.args["name"], svc.status(req.args["name"])))
 
 
 @router.route("POST", "/connectors/{name}/restart")
 def restart(svc, req: Request) -> Response:
     result = svc.restart(req.args["name"], include_tasks=req.flag("includeTasks"),
                          only_failed=req.flag("onlyFailed"))
-    return Response(204) if result is None else Response(202, result)
+    return Response(204) if result is None else Response(202, _scrubbed(svc, req.args["name"], result))
 
 
 @router.route("PUT", "/connectors/{name}/pause")
@@ -173,7 +193,7 @@ def tasks(svc, req: Request) -> Response:
 
 @router.route("GET", "/connectors/{name}/tasks/{task}/status")
 def task_status(svc, req: Request) -> Response:
-    return Response(200, svc.task_status(req.args["name"], _task(req)))
+    return Response(200, _scrubbed(svc, req.args["name"], svc.task_status(req.args["name"], _task(req))))
 
 
 @router.route("POST", "/connectors/{name}/tasks/{task}/restart")

@@ -26,7 +26,8 @@ from .. import plugins
 from ..config import HIDDEN, ConfigDef, Type
 from ..errors import ConfigError, ConfigProblem
 
-__all__ = ["mask_config", "mask_url_secrets", "restore_masked", "password_keys", "ConfigCipher", "is_secret_key"]
+__all__ = ["mask_config", "mask_url_secrets", "restore_masked", "password_keys", "ConfigCipher", "is_secret_key",
+           "scrub_text"]
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,25 @@ def mask_config(config: Mapping[str, str]) -> dict[str, str]:
     """The config as the REST API shows it (see the module doc)."""
     secret = password_keys(config)
     return {k: _mask_value(k, str(v), secret) for k, v in config.items()}
+
+
+def secret_values(config: Mapping[str, str]) -> list[str]:
+    """Every secret held by ``config``: values of secret keys and credentials inside URLs."""
+    secret = password_keys(config)
+    out: list[str] = []
+    for k, v in config.items():
+        v = str(v)
+        if (k in secret or is_secret_key(k)) and v and not v.startswith("${"):
+            out.append(v)
+        out.extend(m.group("pv") or m.group("av") for m in _URL_SECRET.finditer(v))
+    return sorted({s for s in out if s}, key=len, reverse=True)
+
+
+def scrub_text(text: str, config: Mapping[str, str]) -> str:
+    """``text`` (an error trace, say) with every secret of ``config`` and any URL credential replaced."""
+    for s in secret_values(config):
+        text = text.replace(s, HIDDEN)
+    return mask_url_secrets(text)
 
 
 def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None) -> dict[str, Any]:

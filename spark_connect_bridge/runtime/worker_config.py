@@ -66,9 +66,9 @@ WORKER_CONFIG = (
     .define("rest.request.max.bytes", Type.INT, 1024 * 1024, Range.between(1024, 1 << 30), Importance.LOW,
             group="REST", doc="Largest request body accepted (413 above it); read only after authentication.")
     .define("rest.allowed.host.names", Type.LIST, None, importance=Importance.LOW, group="REST",
-            doc="Host names the Host header of a request may name (421 otherwise), against DNS rebinding. "
-                "Default: localhost, 127.0.0.1 and ::1 when the API binds a loopback address; those plus the bound "
-                "host when it binds one host; any when it binds every interface (0.0.0.0).")
+            doc="Host names the Host header of a request may name (403 otherwise), against DNS rebinding. "
+                "Default: localhost, 127.0.0.1 and ::1 when the API binds a loopback address; any name otherwise "
+                "(list the names clients use to check them).")
     .define("access.control.allow.origin", Type.STRING, "", importance=Importance.LOW, group="REST",
             doc="Kafka's CORS setting: comma-separated origins (or *) whose cross-site requests are served. "
                 "Requests with any other Origin than the API's own are refused (403).")
@@ -152,9 +152,9 @@ class WorkerConfig:
         if names:
             return tuple(n.lower().strip("[]") for n in names)
         host = self.host.lower().strip("[]")
-        if host in ("0.0.0.0", "::", ""):
-            return None
-        return tuple(dict.fromkeys((*_LOOPBACK_NAMES, host)))
+        if host in _LOOPBACK_NAMES or host.startswith("127."):
+            return tuple(dict.fromkeys((*_LOOPBACK_NAMES, host)))
+        return None  # reached over the network under names the worker cannot know: set the list to check them
 
     @property
     def allowed_origins(self) -> tuple[str, ...]:

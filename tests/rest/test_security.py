@@ -266,9 +266,22 @@ def test_passwords_in_urls_are_masked_everywhere(rest_only):
     assert shown["connection.password"] == "[hidden]"
     for text in (r.text, json.dumps(shown), api.call("GET", "/connectors/j").text,
                  api.call("GET", "/connectors/j/tasks").text,
-                 api.call("GET", "/connectors", params={"expand": ["info", "status"]}).text,
+                 api.call("GET", "/connectors", expand=["info", "status"]).text,
                  api.call("PUT", "/connector-plugins/JdbcSinkConnector/config/validate", JDBC_SINK).text):
         assert _secrets_in(text) == [], text
+
+
+def test_failure_traces_hide_the_connectors_secrets(rest_only):
+    worker, api = rest_only()
+    assert api.call("POST", "/connectors", {"name": "j", "config": JDBC_SINK}).status_code == 201
+    # what a driver or Spark may print when the connection fails: the URL, the password
+    runtime = worker.service.worker.runtimes["j"]
+    runtime.phase, runtime.trace = "FAILED", (f"ConnectionError: cannot reach {JDBC_SINK['connection.url']} "
+                                              f"(password key-s3cret rejected) via "
+                                              f"{JDBC_SINK['value.converter.schema.registry.url']}")
+    for text in (api.call("GET", "/connectors/j/status").text, api.call("GET", "/connectors/j/tasks/0/status").text,
+                 api.call("GET", "/connectors", expand="status").text):
+        assert "FAILED" in text and _secrets_in(text) == [] and "[hidden]" in text, text
 
 
 def test_get_then_put_keeps_the_stored_secrets(rest_only):
