@@ -15,7 +15,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import warnings
 from typing import Mapping
 
 __all__ = ["Realm", "deobfuscate"]
+
+log = logging.getLogger(__name__)
 
 
 def deobfuscate(text: str) -> str:
@@ -39,15 +42,20 @@ def deobfuscate(text: str) -> str:
 def _unix_crypt(password: str, salt: str) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        import crypt  # the standard library's until Python 3.13; Jetty's UnixCrypt is the same DES crypt
-
+        try:
+            import crypt  # the standard library's until Python 3.13; Jetty's UnixCrypt is the same DES crypt
+        except ImportError:
+            log.error("A CRYPT: credential cannot be checked on this Python (no crypt module): use MD5: or a "
+                      "clear-text password in rest.basic.auth.file")
+            return ""
     return crypt.crypt(password, salt) or ""
 
 
 def _credential_bytes(credential: str, password: str) -> tuple[bytes, bytes]:
     """``(stored, offered)`` in the same form, to be compared in constant time."""
     if credential.startswith("MD5:"):
-        return credential[4:].lower().encode(), hashlib.md5(password.encode("utf-8")).hexdigest().encode()  # noqa: S324 - Jetty's format
+        digest = hashlib.md5(password.encode("utf-8")).hexdigest()  # noqa: S324 - Jetty's MD5: format
+        return credential[4:].lower().encode(), digest.encode()
     if credential.startswith("CRYPT:"):
         stored = credential[6:]
         return stored.encode(), _unix_crypt(password, stored[:2]).encode()

@@ -216,6 +216,12 @@ class _Handler(BaseHTTPRequestHandler):
             return False, None
         return True, body
 
+    def handle_expect_100(self) -> bool:
+        # "Expect: 100-continue": ask for the body only from a client that passed the checks.
+        if not self._gate():
+            return False
+        return super().handle_expect_100()
+
     # -- requests -----------------------------------------------------------------------------------
     def _handle(self, method: str) -> None:
         if not self._gate():

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ..config import (CaseInsensitiveValidString, ConfigDef, Importance, Range, Type, ValidString, load_config_file,
-                      parse_properties, resolve_providers)
+from ..config import (ConfigDef, Importance, Range, Type, ValidString, load_config_file, parse_properties,
+                      resolve_providers)
 from ..config.definition import Config
 from ..config.providers import PROVIDER_KINDS, ProviderPolicy, ProviderSpec
 from ..errors import ConfigError, ConfigProblem
@@ -320,8 +320,6 @@ def load_worker_config(path: str) -> WorkerConfig:
 
 def basic_auth_users(cfg: WorkerConfig) -> dict[str, str] | None:
     """``{user: password}`` from ``rest.basic.auth.file`` (None: auth disabled)."""
-    from ..config import parse_properties
-
     path = cfg["rest.basic.auth.file"]
     if not path:
         return None

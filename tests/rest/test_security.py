@@ -179,6 +179,8 @@ def test_bodies_are_not_read_before_authentication(rest_only, users_file):
     status, answer = raw_request(worker.port, head)  # the 400 MB body is never sent: the worker must not wait
     assert status == 401 and time.monotonic() - started < 5
     assert json.loads(answer.split(b"\r\n\r\n", 1)[1])["error_code"] == 401
+    status, answer = raw_request(worker.port, head + "\nExpect: 100-continue")  # curl's way with big bodies
+    assert status == 401, answer  # not "100 Continue": the body is never asked for
 
 
 def test_malformed_and_oversized_requests_are_refused_at_once(rest_only):
