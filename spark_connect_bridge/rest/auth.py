@@ -72,9 +72,6 @@ class Realm:
         # Checked when the user is unknown, so that an unknown user takes as long as a wrong password.
         self._decoy = "MD5:" + hashlib.sha256(b"kconnect-decoy").hexdigest()[:32]
 
-    def __bool__(self) -> bool:
-        return bool(self._users)
-
     def authenticate(self, user: str, password: str) -> bool:
         credential = self._users.get(user)
         stored, offered = _credential_bytes(self._decoy if credential is None else credential, password)

@@ -328,7 +328,8 @@ class RestServer:
         config = getattr(service, "config", None)
         self.scheme = getattr(config, "scheme", "http")
         realm = users if isinstance(users, Realm) or users is None else Realm(users)
-        handler = type("Handler", (_Handler,), {"service": service, "realm": realm or None,
+        # An empty users file lets nobody in (it does not turn authentication off).
+        handler = type("Handler", (_Handler,), {"service": service, "realm": realm,
                                                 "settings": _Settings(config, self.scheme)})
         tls = server_context(config.ssl) if self.scheme == "https" else None
         self._httpd = _Server((host or config.host, config.port if port is None else port), handler, tls)

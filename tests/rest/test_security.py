@@ -338,6 +338,14 @@ def test_jetty_hashed_credentials(rest_only, tmp_path):
     assert requests.get(api.url + "/connectors", headers=bad, timeout=30).status_code == 401
 
 
+def test_an_empty_users_file_lets_nobody_in(rest_only, tmp_path):
+    empty = tmp_path / "users.properties"
+    empty.write_text("# no users yet\n")
+    _, api = rest_only(**{"rest.basic.auth.file": str(empty)})
+    assert requests.get(api.url + "/connectors", timeout=30).status_code == 401
+    assert requests.get(api.url + "/connectors", auth=("admin", ""), timeout=30).status_code == 401
+
+
 def test_unknown_users_cost_a_full_credential_check(monkeypatch):
     realm = auth.Realm({"admin": "CRYPT:" + crypt.crypt("secret", "ad")})
     checked: list[str] = []
