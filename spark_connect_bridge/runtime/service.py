@@ -30,7 +30,6 @@ import uuid
 from typing import Any, Mapping
 
 from .. import __version__
-
 from ..config.files import ConnectorRequest
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
 from ..errors import ConfigError, ConnectError, PluginNotFoundError
