@@ -5,7 +5,7 @@ it may resolve. A REST user manages connectors, nothing else.
   ``plugin.allowed.modules`` (:func:`~spark_connect_bridge.plugins.dotted_paths_restricted`). Nothing is imported
   for any other name.
 * Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
-  ``*.location``, ``*.directory``) must resolve, after following links, under ``connector.allowed.paths``
+  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following links, under ``connector.allowed.paths``
   (default: the worker's working directory) and never under the worker's state directory (its stored configs,
   keys and checkpoints). Remote URIs (``s3://``...) are not local files and are left to the storage's own access
   control.
@@ -37,6 +37,7 @@ __all__ = ["ConnectorPolicy", "is_path_key"]
 _PATH_KEYS = ("file", "path", "checkpointlocation")
 _PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory")
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_SQLITE_URL = re.compile(r"^\s*jdbc:sqlite:(.*)$", re.IGNORECASE)
 
 
 def is_path_key(key: str) -> bool:
@@ -103,6 +104,13 @@ class ConnectorPolicy:
             message = self.path_problem(key, str(value), str(config[key])) if value is not None else None
             if message is not None:
                 problems.append(ConfigProblem(key, message))
+        for key, value in config.items():  # a SQLite database is a local file too
+            sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith("url") else None
+            if sqlite:
+                path = sqlite.group(1).split("?")[0].removeprefix("//")
+                message = self.path_problem(key, path, str(value)) if path and path != ":memory:" else None
+                if message is not None:
+                    problems.append(ConfigProblem(key, message))
         return problems
 
     def enforce(self, config: Mapping[str, str], *, context: str | None = None) -> None:

@@ -98,6 +98,10 @@ def test_file_connectors_touch_only_the_allowed_directories(rest_only, tmp_path)
     r = api.call("POST", "/connectors", {"name": "r", "config": {"connector.class": "FileStreamSource",
                                                                  "file": "/etc/passwd", "topic": "t"}})
     assert r.status_code == 400 and "connector.allowed.paths" in r.json()["message"]
+    r = api.call("POST", "/connectors", {"name": "db", "config": {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "t",
+        "connection.url": f"jdbc:sqlite:{tmp_path / 'state' / 'evil.db'}"}})  # a SQLite database is a file too
+    assert r.status_code == 400 and "connection.url" in r.json()["message"]
     # the worker's state directory is never allowed, even when an allowed directory holds it
     _, api2 = rest_only(**{"connector.allowed.paths": str(tmp_path)})
     r = api2.call("POST", "/connectors", {"name": "w", "config": dict(
