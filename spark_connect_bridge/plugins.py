@@ -8,7 +8,9 @@ A plugin name resolves, in this order, from:
 2. plugins registered under the entry-point groups ``spark_connect_bridge.connectors``,
    ``spark_connect_bridge.transforms``, ``spark_connect_bridge.predicates`` and
    ``spark_connect_bridge.converters`` (the entry-point name is the alias);
-3. a dotted Python path to a class (``my_pkg.sources.MySource`` or ``my_pkg.sources:MySource``).
+3. a dotted Python path to a class (``my_pkg.sources.MySource`` or ``my_pkg.sources:MySource``). Inside
+   :func:`dotted_paths_restricted` (the worker's REST requests), only modules the worker config allows
+   (``plugin.allowed.modules``) are imported this way: a REST user cannot make the worker import a module.
 
 Catalog entries name their class as ``"module:attribute"`` strings so that resolving one plugin imports only
 its own module. An unknown name is a :class:`~spark_connect_bridge.errors.PluginNotFoundError` that lists the
@@ -20,16 +22,19 @@ known names and the nearest match.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import functools
 import importlib
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Iterable, Literal
+from typing import Iterable, Iterator, Literal, Sequence
 
 from .errors import ConfigError, ConfigProblem, PluginNotFoundError
 
-__all__ = ["PluginSpec", "Family", "resolve_class", "resolve_spec", "all_specs", "plugin_type_of", "FAMILIES"]
+__all__ = ["PluginSpec", "Family", "resolve_class", "resolve_spec", "all_specs", "plugin_type_of", "FAMILIES",
+           "dotted_paths_restricted", "dotted_path_allowed"]
 
 Family = Literal["connector", "transformation", "predicate", "converter"]
 # Kafka's plugin types (REST /connector-plugins "type") accepted by each family.
@@ -41,6 +46,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 }
 _GROUPS = {"connector": "spark_connect_bridge.connectors", "transformation": "spark_connect_bridge.transforms",
            "predicate": "spark_connect_bridge.predicates", "converter": "spark_connect_bridge.converters"}
+#: None: any dotted path may be imported (library and CLI use, where the caller is the operator); a tuple: only
+#: modules equal to or under one of these names (a worker serving a REST request).
+_ALLOWED_MODULES: contextvars.ContextVar[tuple[str, ...] | None] = contextvars.ContextVar(
+    "kconnect_allowed_plugin_modules", default=None)
 _CATALOGS = ("spark_connect_bridge.connectors.catalog", "spark_connect_bridge.transforms.catalog",
              "spark_connect_bridge.converters.catalog")
 
@@ -131,13 +140,48 @@ def resolve_spec(family: str, name: str) -> PluginSpec | None:
     return None
 
 
-def _import_path(name: str) -> type | None:
+@contextlib.contextmanager
+def dotted_paths_restricted(allowed_modules: Sequence[str]) -> Iterator[None]:
+    """Within the block (this thread or task only), a dotted path resolves only when its module is one of
+    ``allowed_modules`` or inside one of them; built-ins and entry points resolve as always.
+
+    >>> with dotted_paths_restricted(()):                       # doctest: +SKIP
+    ...     resolve_class("connector", "os.system")            # PluginNotFoundError, nothing imported
+    """
+    token = _ALLOWED_MODULES.set(tuple(m.strip().rstrip(".") for m in allowed_modules if m.strip()))
+    try:
+        yield
+    finally:
+        _ALLOWED_MODULES.reset(token)
+
+
+def _split_path(name: str) -> tuple[str, str] | None:
     if ":" in name:
         module, _, attr = name.partition(":")
     elif "." in name:
         module, _, attr = name.rpartition(".")
     else:
         return None
+    return module, attr
+
+
+def dotted_path_allowed(name: str) -> bool:
+    """Whether ``name`` may be imported as a dotted path here (always, outside :func:`dotted_paths_restricted`)."""
+    allowed = _ALLOWED_MODULES.get()
+    if allowed is None:
+        return True
+    parts = _split_path(name)
+    if parts is None:
+        return False
+    module = parts[0]
+    return any(module == m or module.startswith(m + ".") for m in allowed)
+
+
+def _import_path(name: str) -> type | None:
+    parts = _split_path(name)
+    if parts is None or not dotted_path_allowed(name):
+        return None
+    module, attr = parts
     try:
         obj: object = importlib.import_module(module)
         for part in attr.split("."):
@@ -173,8 +217,13 @@ def _not_found_message(family: str, name: str, key: str) -> str:
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.5)
     short = sorted({s.names[1] if len(s.names) > 1 else s.names[0] for s in all_specs(family)})
     hint = f' Did you mean "{close[0]}"?' if close else ""
+    if dotted_path_allowed(name):
+        paths = "a dotted Python path to a class also works."
+    else:
+        paths = ("dotted Python paths resolve only for the modules the worker config allows "
+                 "(plugin.allowed.modules).")
     return (f"Invalid value {name} for configuration {key}: no {family} plugin named {name!r}.{hint} "
-            f"Known {family} plugins: {', '.join(short) or '(none)'}; a dotted Python path to a class also works.")
+            f"Known {family} plugins: {', '.join(short) or '(none)'}; {paths}")
 
 
 def describe_all(families: Iterable[str] | None = None) -> list[dict[str, str]]:

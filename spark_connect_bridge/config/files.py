@@ -1,9 +1,9 @@
 """Loading connector and worker configs from files, and config providers.
 
 Kafka Connect ``.properties`` files, the JSON body of ``POST /connectors`` (``{"name": ..., "config": {...}}``)
-and a bare JSON map all load to the same flat ``dict[str, str]``. Values may reference config providers,
-resolved by :func:`resolve_providers`: ``${env:VAR}``, ``${file:/path/to/file.properties:key}`` and
-``${directory:/path/to/dir:file}`` (Kafka's EnvVarConfigProvider, FileConfigProvider, DirectoryConfigProvider).
+and a bare JSON map all load to the same flat ``dict[str, str]``. Values may reference config providers
+(``${env:VAR}``, ``${file:/path:key}``, ``${directory:/dir:file}``), resolved by
+:func:`~spark_connect_bridge.config.providers.resolve_providers`.
 
 >>> load_config_text('name=demo\\nconnector.class=FileStreamSource\\n')["connector.class"]
 'FileStreamSource'
@@ -15,12 +15,11 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 
-__all__ = ["load_config_file", "load_config_text", "parse_properties", "resolve_providers",
-           "ConnectorRequest"]
+__all__ = ["load_config_file", "load_config_text", "parse_properties", "ConnectorRequest"]
 
 
 class ConnectorRequest(dict):
@@ -140,52 +139,3 @@ def load_config_file(path: str | os.PathLike[str]) -> ConnectorRequest:
     except OSError as e:
         raise ConfigError(f"Cannot read config file {p}: {e.strerror}") from e
     return load_config_text(text, source=str(p))
-
-
-_REF = re.compile(r"\$\{([A-Za-z0-9_.-]+):(?:([^}]*?):)?([^}:]*)\}")
-
-
-def _provide(provider: str, path: str | None, key: str) -> str:
-    if provider == "env":
-        # ${env:VAR} (path empty) as in Kafka's EnvVarConfigProvider.
-        if key not in os.environ:
-            raise KeyError(f"environment variable {key} is not set")
-        return os.environ[key]
-    if provider == "file":
-        if not path:
-            raise KeyError("file provider needs ${file:<path>:<key>}")
-        props = parse_properties(Path(path).read_text(encoding="utf-8"))
-        if key not in props:
-            raise KeyError(f"key {key!r} not found in {path}")
-        return props[key]
-    if provider == "directory":
-        if not path:
-            raise KeyError("directory provider needs ${directory:<dir>:<file>}")
-        return (Path(path) / key).read_text(encoding="utf-8")
-    raise KeyError(f"unknown config provider {provider!r} (known: env, file, directory)")
-
-
-def resolve_providers(props: Mapping[str, Any]) -> dict[str, Any]:
-    """Replace ``${provider:[path:]key}`` references in string values; report every failure at once.
-
-    The messages name the key and the reference, never the resolved value.
-    """
-    out: dict[str, Any] = {}
-    problems: list[ConfigProblem] = []
-    for k, v in props.items():
-        if not isinstance(v, str) or "${" not in v:
-            out[k] = v
-            continue
-
-        def sub(m: re.Match[str], key: str = k) -> str:
-            try:
-                return _provide(m.group(1), m.group(2), m.group(3))
-            except (KeyError, OSError) as e:
-                msg = e.args[0] if isinstance(e, KeyError) else e.strerror
-                problems.append(ConfigProblem(key, f"Cannot resolve {m.group(0)} for configuration {key}: {msg}"))
-                return m.group(0)
-
-        out[k] = _REF.sub(sub, v)
-    if problems:
-        raise ConfigError(problems)
-    return out

@@ -106,6 +106,33 @@ class SourceConnector(_Plugin, abc.ABC):
     plugin_type = "source"
     #: Bound of one micro-batch when neither ``max.records.per.trigger`` nor the trigger sets one.
     default_max_records_per_trigger: ClassVar[int | None] = None
+    #: Kafka's alterOffsets contract: the keys of this connector's source partitions and positions, each with
+    #: the type its value must have (``int`` values must be non-negative). ``PATCH /connectors/{c}/offsets``
+    #: refuses anything else with a 400 naming the key. ``None``: not declared (any map of primitives).
+    partition_fields: ClassVar[dict[str, type] | None] = None
+    offset_fields: ClassVar[dict[str, type] | None] = None
+
+    @classmethod
+    def offset_problems(cls, partition: dict[str, Any], offset: dict[str, Any] | None) -> list[str]:
+        """What is wrong with one ``{"partition", "offset"}`` entry of an offsets change (empty: nothing)."""
+        out: list[str] = []
+        for what, given, fields in (("partition", partition, cls.partition_fields),
+                                    ("offset", offset, cls.offset_fields)):
+            if fields is None or given is None:
+                continue
+            for key in sorted(set(given) - set(fields)):
+                out.append(f"Unknown {what} key {key!r} for {cls.__name__} (its {what} keys: "
+                           f"{', '.join(sorted(fields))})")
+            for key, typ in fields.items():
+                if key not in given:
+                    out.append(f"The {what} needs the key {key!r}")
+                    continue
+                value = given[key]
+                if typ is int and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                    out.append(f"Invalid value {value!r} for {what} key {key!r}: a non-negative integer")
+                elif typ is not int and not isinstance(value, typ):
+                    out.append(f"Invalid value {value!r} for {what} key {key!r}: a {typ.__name__}")
+        return out
 
     # -- driver ------------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -171,6 +171,8 @@ class DatagenConnector(SourceConnector):
     """Generates mock records (``io.confluent.kafka.connect.datagen.DatagenConnector``)."""
 
     kafka_class = "io.confluent.kafka.connect.datagen.DatagenConnector"
+    partition_fields = {"task.id": int}
+    offset_fields = {"current.iteration": int}
     config_def = (
         ConfigDef()
         .define("kafka.topic", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,

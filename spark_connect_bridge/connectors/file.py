@@ -43,6 +43,8 @@ class FileStreamSourceConnector(SourceConnector):
     """Reads lines of a text file (``org.apache.kafka.connect.file.FileStreamSourceConnector``)."""
 
     kafka_class = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+    partition_fields = {"filename": str}
+    offset_fields = {"position": int}
     config_def = (
         ConfigDef()
         .define("file", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,

@@ -20,18 +20,21 @@ Configs and target states are written durably before a call returns; the Spark s
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
+import re
 import threading
 import time
+import uuid
 from typing import Any, Mapping
 
 from .. import __version__
-from ..config import HIDDEN, Type
 from ..config.files import ConnectorRequest
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
 from ..errors import ConfigError, ConnectError, PluginNotFoundError
 from . import offsets_store
+from .secrets import mask_config
 from .state import ConnectorState, StateStore
 from .worker import ConnectorRuntime, Worker
 from .worker_config import WorkerConfig
@@ -83,7 +86,7 @@ class ConnectService:
     def __init__(self, config: WorkerConfig, spark: Any = None):
         self.config = config
         self.worker = Worker(config, spark)
-        self.states = StateStore(os.path.join(config.state_dir, "_connectors"))
+        self.states = StateStore(os.path.join(config.state_dir, "_connectors"), key_file=config.key_file)
         self._lock = threading.RLock()
         self.worker_id = f"{config.host}:{config.port}"
         self.cluster_id = "kconnect-" + hashlib.sha256(config.state_dir.encode()).hexdigest()[:22]
@@ -452,6 +455,7 @@ class ConnectService:
                         raise BadRequestError("Sink-style partitions (kafka_topic, kafka_partition) given for a "
                                               "source connector")
                     changes = from_rest(entries)
+                    self._check_source_offsets(rt, entries)
             except ConfigError as e:
                 raise BadRequestError(str(e)) from e
             checkpoint = self.worker.checkpoint(rt.state)
@@ -471,6 +475,16 @@ class ConnectService:
 
             self.worker.submit(alter).result(timeout=120)
         return {"message": "The offsets for this connector have been altered successfully"}
+
+    @staticmethod
+    def _check_source_offsets(rt: ConnectorRuntime, entries: Any) -> None:
+        """Kafka's alterOffsets contract: the connector refuses partitions and positions it does not use."""
+        from ..connectors.factory import connector_class
+
+        cls = connector_class(rt.state.config)
+        problems = [p for e in entries for p in cls.offset_problems(dict(e["partition"]), e.get("offset"))]
+        if problems:
+            raise BadRequestError("Invalid offsets for connector " + rt.name + ": " + "; ".join(problems))
 
     def reset_offsets(self, name: str) -> dict[str, str]:
         """``DELETE /connectors/{name}/offsets`` (connector STOPPED): a new, empty checkpoint."""
@@ -496,9 +510,13 @@ class ConnectService:
             if not isinstance(part, Mapping) or set(part) != set(_SINK_PARTITION_KEYS):
                 raise BadRequestError("Sink connector offsets need partitions of the form "
                                       '{"kafka_topic": <topic>, "kafka_partition": 0}')
-            if int(part["kafka_partition"]) != 0:
+            topic = part["kafka_topic"]
+            if not isinstance(topic, str) or not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", topic) or \
+                    topic in (".", ".."):
+                raise BadRequestError(f"Invalid value {topic!r} for kafka_topic: a Kafka topic name")
+            if part["kafka_partition"] != 0 or isinstance(part["kafka_partition"], bool):
                 raise BadRequestError(f"Topic-store topics have one partition (0); got kafka_partition="
-                                      f"{part['kafka_partition']}")
+                                      f"{part['kafka_partition']!r}")
             key = partition_key({"table": self.worker.store.table_path(str(part["kafka_topic"]))})
             off = e.get("offset")
             if off is None:
@@ -506,6 +524,9 @@ class ConnectService:
                 continue
             if not isinstance(off, Mapping) or "kafka_offset" not in off:
                 raise BadRequestError('Sink connector offsets need {"kafka_offset": <offset>}')
+            value = off["kafka_offset"]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise BadRequestError(f"Invalid value {value!r} for kafka_offset: a non-negative integer")
             # The topic-store record offset is version * stride + row: start at the version holding the offset.
             out[key] = {"version": int(off["kafka_offset"]) // _stride() - 1}
         return out
@@ -567,10 +588,13 @@ def _sink_to_rest(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _seed_checkpoint(checkpoint: str) -> None:
     """An empty committed batch 0, so offsets can be set before the connector ever ran."""
-    import json
-
     for d in ("offsets", "commits"):
         os.makedirs(os.path.join(checkpoint, d), exist_ok=True)
+    # Spark refuses a checkpoint without its query id (STREAMING_CHECKPOINT_MISSING_METADATA_FILE).
+    metadata = os.path.join(checkpoint, "metadata")
+    if not os.path.exists(metadata):
+        with open(metadata, "w", encoding="utf-8") as f:
+            f.write(json.dumps({"id": str(uuid.uuid4())}) + "\n")
     meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
     with open(os.path.join(checkpoint, "offsets", "0"), "w", encoding="utf-8") as f:
         f.write(f"v1\n{meta}\n{{}}")
@@ -596,45 +620,6 @@ def _definition_of(cls: Any) -> Any:
     if getattr(cls, "plugin_type", None) in ("source", "sink"):
         return connector_config_def(cls)
     return getattr(cls, "config_def", None) or ConfigDef()
-
-
-def _password_keys(config: Mapping[str, str]) -> set[str]:
-    """Keys of ``config`` declared PASSWORD by the connector or by its converters/transforms/predicates."""
-    from .. import plugins
-
-    out: set[str] = set()
-
-    def add(family: str, class_name: str, prefix: str) -> None:
-        try:
-            cls = plugins.resolve_class(family, class_name, key=prefix or "connector.class")
-        except (ConfigError, ImportError):
-            return
-        for k in _definition_of(cls):
-            if k.type is Type.PASSWORD:
-                out.add(prefix + k.name)
-
-    if config.get("connector.class"):
-        add("connector", config["connector.class"], "")
-    for conv in ("key.converter", "value.converter", "header.converter"):
-        if config.get(conv):
-            add("converter", config[conv], conv + ".")
-    for fam, list_key in (("transformation", "transforms"), ("predicate", "predicates")):
-        for alias in [a.strip() for a in config.get(list_key, "").split(",") if a.strip()]:
-            t = config.get(f"{list_key}.{alias}.type")
-            if t:
-                add(fam, t, f"{list_key}.{alias}.")
-    return out
-
-
-def mask_config(config: Mapping[str, str]) -> dict[str, str]:
-    """The config as ``GET /connectors/{c}/config`` shows it: PASSWORD values ``[hidden]``, except config
-    provider references (``${file:...}``), which Kafka returns as they are."""
-    secret = _password_keys(config)
-    out = {}
-    for k, v in config.items():
-        is_secret = k in secret or k.lower().endswith((".password", "password", ".secret"))
-        out[k] = HIDDEN if is_secret and not str(v).startswith("${") else v
-    return out
 
 
 def _commit() -> str:

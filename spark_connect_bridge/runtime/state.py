@@ -2,8 +2,9 @@
 
 Kafka Connect keeps connector configs and target states in ``config.storage.topic`` (or, in standalone mode,
 nowhere but the command line). The worker here keeps them in ``<offset.storage.dir>/_connectors/``: one
-``<quoted name>.json`` file per connector, replaced atomically (write to a temporary file, ``fsync``,
-``os.replace``), so a worker killed at any moment finds either the old or the new file, never half of one.
+``<storage name>.json`` file per connector (:func:`storage_name`), replaced atomically (write to a temporary file,
+``fsync``, ``os.replace``), so a worker killed at any moment finds either the old or the new file, never half of
+one. With a :class:`~spark_connect_bridge.runtime.secrets.ConfigCipher` the config is stored encrypted.
 
 >>> store = StateStore("/tmp/kconnect-state")                                  # doctest: +SKIP
 >>> store.put(ConnectorState("orders", {"connector.class": "datagen", ...}, "STARTED"))  # doctest: +SKIP
@@ -13,6 +14,7 @@ nowhere but the command line). The worker here keeps them in ``<offset.storage.d
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -22,9 +24,34 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
-__all__ = ["ConnectorState", "StateStore", "TARGET_STATES"]
+from .secrets import ConfigCipher
+
+__all__ = ["ConnectorState", "StateStore", "TARGET_STATES", "storage_name"]
 
 log = logging.getLogger(__name__)
+
+_MAX_STORAGE_NAME = 200
+
+
+def storage_name(name: str) -> str:
+    """The one path component that stands for connector ``name`` on disk: distinct names never share one, and
+    none is ``.``, ``..``, hidden, or longer than a file name may be.
+
+    Percent-encoding makes every character but letters, digits and ``_.-~`` a ``%XX`` escape (``/`` and ``%``
+    included); a leading dot becomes ``%2E`` too (``.``, ``..``, ``.tmp``), which plain encoding cannot produce
+    since ``%`` itself is escaped. Names whose encoding is longer than 200 characters keep a prefix plus a hash
+    of the whole name; such a result is longer than 200 characters, so it never equals another name's encoding.
+
+    >>> storage_name(".."), storage_name("a/b"), storage_name("orders")
+    ('%2E.', 'a%2Fb', 'orders')
+    """
+    encoded = quote(name, safe="")
+    if encoded.startswith("."):
+        encoded = "%2E" + encoded[1:]
+    if len(encoded) > _MAX_STORAGE_NAME:
+        encoded = encoded[:_MAX_STORAGE_NAME - 20] + "~" + hashlib.sha256(name.encode("utf-8")).hexdigest()[:40]
+    return encoded
+
 
 #: Kafka's TargetState values: what the user asked for (the actual state is derived from the query).
 TARGET_STATES = ("STARTED", "PAUSED", "STOPPED")
@@ -45,13 +72,21 @@ class ConnectorState:
     #: topic-store app id, which a reused directory would not give).
     generation: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "config": dict(self.config), "target_state": self.target_state,
+    def to_json(self, cipher: ConfigCipher | None = None) -> dict[str, Any]:
+        config: dict[str, Any] = {"config_encrypted": cipher.encrypt(self.config)} if cipher else \
+            {"config": dict(self.config)}
+        return {"name": self.name, **config, "target_state": self.target_state,
                 "created": self.created, "topics_reset": dict(self.topics_reset), "generation": self.generation}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> "ConnectorState":
-        return cls(doc["name"], {str(k): str(v) for k, v in doc["config"].items()},
+    def from_json(cls, doc: dict[str, Any], cipher: ConfigCipher | None = None) -> "ConnectorState":
+        if "config_encrypted" in doc:
+            if cipher is None:
+                raise ValueError("the stored config is encrypted and no key is configured")
+            config = cipher.decrypt(doc["config_encrypted"])
+        else:  # written before configs were encrypted (or without a key): read as it is, encrypted on next write
+            config = {str(k): str(v) for k, v in doc["config"].items()}
+        return cls(doc["name"], config,
                    doc.get("target_state", "STARTED"), float(doc.get("created", 0.0)),
                    {str(k): int(v) for k, v in (doc.get("topics_reset") or {}).items()},
                    int(doc.get("generation", 0)))
@@ -83,17 +118,18 @@ def atomic_write_json(path: str, doc: Any) -> None:
 
 
 class StateStore:
-    """Connector configs and target states under ``directory`` (one JSON file per connector)."""
+    """Connector configs and target states under ``directory`` (one JSON file per connector), encrypted under
+    ``key_file`` when one is given."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, key_file: str | None = None):
         self.directory = os.path.abspath(directory)
+        self._cipher = ConfigCipher(key_file) if key_file else None
 
     def __repr__(self) -> str:
         return f"StateStore({self.directory!r})"
 
     def _path(self, name: str) -> str:
-        # Connector names may hold any printable character: quote them into a safe file name.
-        return os.path.join(self.directory, quote(name, safe="") + ".json")
+        return os.path.join(self.directory, storage_name(name) + ".json")
 
     def load_all(self) -> list[ConnectorState]:
         """Every stored connector, oldest first."""
@@ -105,7 +141,7 @@ class StateStore:
         for f in files:
             try:
                 with open(os.path.join(self.directory, f), encoding="utf-8") as fh:
-                    out.append(ConnectorState.from_json(json.load(fh)))
+                    out.append(ConnectorState.from_json(json.load(fh), self._cipher))
             except (OSError, ValueError, KeyError) as e:
                 # A damaged file must not keep the other connectors from starting; say which one.
                 log.error("Cannot read the stored state of connector %s (%s): %s", unquote(f[:-5]), f, e)
@@ -114,12 +150,12 @@ class StateStore:
     def get(self, name: str) -> ConnectorState | None:
         try:
             with open(self._path(name), encoding="utf-8") as fh:
-                return ConnectorState.from_json(json.load(fh))
+                return ConnectorState.from_json(json.load(fh), self._cipher)
         except FileNotFoundError:
             return None
 
     def put(self, state: ConnectorState) -> None:
-        atomic_write_json(self._path(state.name), state.to_json())
+        atomic_write_json(self._path(state.name), state.to_json(self._cipher))
 
     def delete(self, name: str) -> None:
         try:

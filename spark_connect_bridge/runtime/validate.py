@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from ..config import HIDDEN, Type
 from ..errors import ConfigError
+from .secrets import mask_config
 
 __all__ = ["validate_connector_config"]
 
@@ -33,6 +34,8 @@ def _value(key: Any, name: str, props: Mapping[str, str], errors: list[str]) -> 
         v = key.default_text() if key is not None else None
     if key is not None and key.type is Type.PASSWORD and v not in (None, "") and not str(v).startswith("${"):
         v = HIDDEN
+    elif isinstance(v, str):
+        v = mask_config({name: v})[name]
     return {"name": name, "value": v, "recommended_values": [], "errors": list(errors), "visible": True}
 
 
@@ -117,7 +120,7 @@ def validate_connector_config(plugin: str, props: Mapping[str, str]) -> dict[str
             entry = by_name.get(p.key)
             if entry is None:
                 entry = {"definition": None, "value": {"name": p.key, "value": None if p.key not in props else
-                                                       ("[hidden]" if "password" in p.key.lower() else props[p.key]),
+                                                       mask_config({p.key: props[p.key]})[p.key],
                                                        "recommended_values": [], "errors": [], "visible": True}}
                 configs.append(entry)
                 by_name[p.key] = entry

@@ -25,10 +25,9 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
-from urllib.parse import quote
 
 from ..connectors.base import stable_app_id
-from .state import ConnectorState
+from .state import ConnectorState, storage_name
 from .topic_store import TopicStore
 from .worker_config import WorkerConfig
 
@@ -83,7 +82,7 @@ class ConnectorRuntime:
 
 
 def _checkpoint_dir(root: str, name: str, generation: int) -> str:
-    return os.path.join(root, "checkpoints", quote(name, safe=""), f"g{generation}")
+    return os.path.join(root, "checkpoints", storage_name(name), f"g{generation}")
 
 
 def _now() -> float:
@@ -114,6 +113,8 @@ class Worker:
     def spark(self) -> Any:
         if self._spark is None:
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            for k, v in self.config.spark_env.items():  # loopback binding (see worker_config.spark.bind.loopback)
+                os.environ.setdefault(k, v)
             from pyspark.sql import SparkSession
 
             builder = (SparkSession.builder.appName("kconnect-worker")

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ..config import ConfigDef, Importance, Range, Type, ValidString, load_config_file, resolve_providers
+from ..config import (ConfigDef, Importance, Range, Type, ValidString, load_config_file, parse_properties,
+                      resolve_providers)
 from ..config.definition import Config
+from ..config.providers import PROVIDER_KINDS, ProviderPolicy, ProviderSpec
 from ..errors import ConfigError, ConfigProblem
+from .policy import ConnectorPolicy
 
 __all__ = ["WORKER_CONFIG", "WorkerConfig", "parse_worker_config", "load_worker_config"]
 
@@ -31,28 +35,61 @@ _CONVERTER_PREFIXES = ("key.converter.", "value.converter.", "header.converter."
 # worker.properties loads unchanged) and logged as having no effect.
 KAFKA_ONLY_KEYS = ("bootstrap.servers", "offset.flush.interval.ms", "offset.flush.timeout.ms",
                    "task.shutdown.graceful.timeout.ms", "plugin.discovery", "rest.advertised.host.name",
-                   "rest.advertised.port", "rest.advertised.listener", "admin.listeners",
-                   "access.control.allow.origin", "access.control.allow.methods", "rest.extension.classes",
-                   "connector.client.config.override.policy", "config.providers", "group.id",
+                   "rest.advertised.port", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
+                   "connector.client.config.override.policy", "group.id",
                    "config.storage.topic", "offset.storage.topic", "status.storage.topic",
                    "internal.key.converter", "internal.value.converter", "key.converter.schema.registry.url")
-KAFKA_ONLY_PREFIXES = ("producer.", "consumer.", "admin.", "config.providers.", "ssl.", "sasl.", "security.",
+KAFKA_ONLY_PREFIXES = ("producer.", "consumer.", "admin.", "sasl.", "security.",
                        "internal.key.converter.", "internal.value.converter.")
+# The REST listener's TLS settings: Kafka's listeners.https.ssl.* keys, falling back to the worker's ssl.* keys.
+_SSL_KEYS = ("keystore.location", "keystore.password", "keystore.type", "key.password", "keystore.certificate.chain",
+             "keystore.key", "truststore.location", "truststore.password", "truststore.type",
+             "truststore.certificates", "client.auth", "enabled.protocols", "protocol", "cipher.suites")
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 WORKER_CONFIG = (
     ConfigDef()
     .define("listeners", Type.LIST, None, importance=Importance.HIGH, group="REST",
-            doc="URLs the REST API listens on (Kafka 3+ style), e.g. http://127.0.0.1:8083. Only the first "
-                "http listener is served. Unset: rest.host.name/rest.port, else http://127.0.0.1:8083. An empty "
+            doc="URLs the REST API listens on (Kafka 3+ style), e.g. http://127.0.0.1:8083 or "
+                "https://0.0.0.0:8443 (TLS with the listeners.https.ssl.* keys, else ssl.*). Only the first "
+                "listener is served. Unset: rest.host.name/rest.port, else http://127.0.0.1:8083. An empty "
                 "host (http://:8083) binds 127.0.0.1, not every interface: name 0.0.0.0 to expose the API.")
     .define("rest.host.name", Type.STRING, None, importance=Importance.LOW, group="REST",
             doc="Host to bind the REST API to (pre-3.0 Kafka style; listeners wins).")
     .define("rest.port", Type.INT, None, Range.between(0, 65535), Importance.LOW, group="REST",
             doc="Port of the REST API (pre-3.0 Kafka style; listeners wins). 0 picks a free port.")
     .define("rest.basic.auth.file", Type.STRING, "", importance=Importance.MEDIUM, group="REST",
-            doc="Properties file of 'user: password' (or user=password) lines. When set, every REST request "
-                "needs HTTP basic auth with one of these users (Kafka's BasicAuthSecurityRestExtension). "
-                "Passwords are never logged.")
+            doc="Properties file of 'user: password[,role...]' lines (Jetty's realm format, as Kafka's "
+                "BasicAuthSecurityRestExtension uses): passwords in clear or hashed as Jetty writes them "
+                "(MD5:<hex>, CRYPT:<crypt>, OBF:<obfuscated>). When set, every REST request needs HTTP basic "
+                "auth with one of these users. Passwords are never logged.")
+    .define("rest.request.max.bytes", Type.INT, 1024 * 1024, Range.between(1024, 1 << 30), Importance.LOW,
+            group="REST", doc="Largest request body accepted (413 above it); read only after authentication.")
+    .define("rest.allowed.host.names", Type.LIST, None, importance=Importance.LOW, group="REST",
+            doc="Host names the Host header of a request may name (403 otherwise), against DNS rebinding. "
+                "Default: localhost, 127.0.0.1 and ::1 when the API binds a loopback address; any name otherwise "
+                "(list the names clients use to check them).")
+    .define("access.control.allow.origin", Type.STRING, "", importance=Importance.LOW, group="REST",
+            doc="Kafka's CORS setting: comma-separated origins (or *) whose cross-site requests are served. "
+                "Requests with any other Origin than the API's own are refused (403).")
+    .define("access.control.allow.methods", Type.STRING, "", importance=Importance.LOW, group="REST",
+            doc="Kafka's CORS setting: methods allowed in cross-site requests (default GET,POST,HEAD).")
+    .define("plugin.allowed.modules", Type.LIST, [], importance=Importance.MEDIUM, group="Plugins",
+            doc="Python modules (or packages, with their submodules) whose classes connector configs sent over "
+                "REST may name by dotted path. Built-in plugins and installed entry points are always available; "
+                "no other module is ever imported for a REST request.")
+    .define("connector.allowed.paths", Type.LIST, None, importance=Importance.MEDIUM, group="Plugins",
+            doc="Directories that connector configs sent over REST may read or write (file, *.path, *.dir, "
+                "*.file, *.filename, *.location keys), checked after resolving links. Default: the worker's "
+                "working directory. The state directory (offset.storage.dir) is never allowed.")
+    .define("state.encryption.key.file", Type.STRING, None, importance=Importance.MEDIUM, group="Storage",
+            doc="Key file that encrypts the stored connector configs (Fernet); created with mode 0600 when "
+                "missing. Default: <offset.storage.dir>/_keys/state.key. Keep it elsewhere (a secret mount) to "
+                "protect configs from someone who can read the whole state directory.")
+    .define("spark.bind.loopback", Type.BOOLEAN, True, importance=Importance.MEDIUM, group="Spark",
+            doc="Bind the worker's own Spark driver (RPC, block manager, UI) to 127.0.0.1 when spark.master is "
+                "local. Set false, or set spark.driver.bindAddress / spark.driver.host / SPARK_LOCAL_IP, to "
+                "expose them.")
     .define("offset.storage.dir", Type.STRING, None, importance=Importance.HIGH, group="Storage",
             doc="Directory of the worker's durable state: one Spark checkpoint per connector (its offsets) and "
                 "the stored connector configs and target states (_connectors/).")
@@ -80,8 +117,8 @@ WORKER_CONFIG = (
     .define("header.converter", Type.CLASS, None, importance=Importance.LOW, group="Converters",
             doc="Default header converter of connectors that do not set one.")
     .define("plugin.path", Type.LIST, None, importance=Importance.LOW, group="Plugins",
-            doc="Kafka's plugin directories: not applicable (plugins are Python classes: built-ins, dotted paths "
-                "and the spark_connect_bridge.* entry points); accepted and warned about.")
+            doc="Kafka's plugin directories: not applicable (plugins are Python classes: built-ins, the "
+                "spark_connect_bridge.* entry points and plugin.allowed.modules); accepted and warned about.")
     .define("topic.tracking.enable", Type.BOOLEAN, True, importance=Importance.LOW, group="REST",
             doc="Serve GET /connectors/{name}/topics (403 when false).")
     .define("topic.tracking.allow.reset", Type.BOOLEAN, True, importance=Importance.LOW, group="REST",
@@ -100,6 +137,34 @@ class WorkerConfig:
     topics_dir: str
     spark_conf: dict[str, str] = field(default_factory=dict)
     converter_defaults: dict[str, str] = field(default_factory=dict)
+    scheme: str = "http"
+    #: the REST listener's TLS settings (ssl.* names without the prefix)
+    ssl: dict[str, str] = field(default_factory=dict)
+    policy: ConnectorPolicy = field(default_factory=ConnectorPolicy)
+    key_file: str | None = None
+    #: environment the worker's own Spark driver is started with (SPARK_LOCAL_IP for loopback binding)
+    spark_env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def allowed_host_names(self) -> tuple[str, ...] | None:
+        """Host header names served (None: any)."""
+        names = self.config["rest.allowed.host.names"]
+        if names:
+            return tuple(n.lower().strip("[]") for n in names)
+        host = self.host.lower().strip("[]")
+        if host in _LOOPBACK_NAMES or host.startswith("127."):
+            return tuple(dict.fromkeys((*_LOOPBACK_NAMES, host)))
+        return None  # reached over the network under names the worker cannot know: set the list to check them
+
+    @property
+    def allowed_origins(self) -> tuple[str, ...]:
+        return tuple(o.strip().rstrip("/") for o in self.config["access.control.allow.origin"].split(",")
+                     if o.strip())
+
+    @property
+    def allowed_methods(self) -> tuple[str, ...]:
+        raw = self.config["access.control.allow.methods"] or "GET,POST,HEAD"
+        return tuple(m.strip().upper() for m in raw.split(",") if m.strip())
 
     @property
     def checkpoint_root(self) -> str:
@@ -113,15 +178,16 @@ class WorkerConfig:
         return self.config[key]
 
 
-def _bind(cfg: Config, problems: list[ConfigProblem]) -> tuple[str, int]:
+def _bind(cfg: Config, problems: list[ConfigProblem]) -> tuple[str, str, int]:
     listeners = cfg["listeners"]
     if listeners:
         first = listeners[0]
         u = urlsplit(first)
-        if u.scheme.lower() != "http":
-            problems.append(ConfigProblem("listeners", f"Invalid value {first} for configuration listeners: only "
-                                                       f"http:// listeners are supported"))
-            return "127.0.0.1", 8083
+        scheme = u.scheme.lower()
+        if scheme not in ("http", "https"):
+            problems.append(ConfigProblem("listeners", f"Invalid value {first} for configuration listeners: "
+                                                       f"http:// or https:// listeners only"))
+            return "http", "127.0.0.1", 8083
         if len(listeners) > 1:
             log.warning("listeners: only the first listener (%s) is served", first)
         try:
@@ -129,21 +195,69 @@ def _bind(cfg: Config, problems: list[ConfigProblem]) -> tuple[str, int]:
         except ValueError:
             problems.append(ConfigProblem("listeners", f"Invalid value {first} for configuration listeners: bad "
                                                        f"port"))
-            return "127.0.0.1", 8083
-        return (u.hostname or "127.0.0.1"), port
+            return scheme, "127.0.0.1", 8083
+        return scheme, (u.hostname or "127.0.0.1"), port
     host = cfg["rest.host.name"] or "127.0.0.1"
     port = cfg["rest.port"] if cfg["rest.port"] is not None else 8083
-    return host, int(port)
+    return "http", host, int(port)
+
+
+def _ssl_settings(props: Mapping[str, Any], scheme: str, problems: list[ConfigProblem]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in _SSL_KEYS:
+        for key in (f"listeners.{scheme}.ssl.{name}", f"ssl.{name}"):
+            if props.get(key) not in (None, ""):
+                out[name] = str(props[key])
+                break
+    if scheme == "https" and not (out.get("keystore.location") or out.get("keystore.certificate.chain")):
+        problems.append(ConfigProblem("listeners.https.ssl.keystore.location",
+                                      "An https:// listener needs a key store: listeners.https.ssl.keystore.location "
+                                      "(PEM or PKCS12) or listeners.https.ssl.keystore.certificate.chain and "
+                                      "listeners.https.ssl.keystore.key"))
+    auth = out.get("client.auth", "none").lower()
+    if auth not in ("none", "requested", "required"):
+        problems.append(ConfigProblem("listeners.https.ssl.client.auth", f"Invalid value {auth} for configuration "
+                                                                         f"ssl.client.auth: none, requested or "
+                                                                         f"required"))
+    return out
+
+
+def _provider_policy(props: Mapping[str, Any], base: str, problems: list[ConfigProblem]) -> ProviderPolicy:
+    """Kafka's ``config.providers`` worker keys: which providers connector configs sent over REST may use."""
+    aliases = [a.strip() for a in str(props.get("config.providers") or "").split(",") if a.strip()]
+    specs: dict[str, ProviderSpec] = {}
+    for alias in aliases:
+        cls = str(props.get(f"config.providers.{alias}.class") or "").strip()
+        kind = next((k for k, names in PROVIDER_KINDS.items() if cls in names), None)
+        if kind is None:
+            problems.append(ConfigProblem(f"config.providers.{alias}.class",
+                                          f"Invalid value {cls or '<missing>'} for configuration config.providers."
+                                          f"{alias}.class: one of {', '.join(n[0] for n in PROVIDER_KINDS.values())}"))
+            continue
+        prefix = f"config.providers.{alias}.param."
+        paths = tuple(os.path.realpath(os.path.join(base, p.strip()))
+                      for p in str(props.get(prefix + "allowed.paths") or "").split(",") if p.strip())
+        pattern = None
+        raw = props.get(prefix + "allowlist.pattern")
+        if raw:
+            try:
+                pattern = re.compile(str(raw))
+            except re.error as e:
+                problems.append(ConfigProblem(prefix + "allowlist.pattern", f"Invalid value {raw} for configuration "
+                                                                            f"{prefix}allowlist.pattern: {e}"))
+        specs[alias] = ProviderSpec(kind, paths, pattern)
+    return ProviderPolicy(specs)
 
 
 def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None) -> WorkerConfig:
     """Parse a worker config map; relative directories resolve against ``base_dir`` (default: cwd)."""
     props = resolve_providers(dict(props))
-    spark_conf = {k: str(v) for k, v in props.items() if k.startswith("spark.") and k != "spark.master"}
-    own = {k: v for k, v in props.items() if not (k.startswith("spark.") and k != "spark.master")}
+    spark_conf = {k: str(v) for k, v in props.items() if k.startswith("spark.") and k not in _OWN_SPARK_KEYS}
+    own = {k: v for k, v in props.items() if not (k.startswith("spark.") and k not in _OWN_SPARK_KEYS)}
     ignored = [k for k in own if k in KAFKA_ONLY_KEYS or k.startswith(KAFKA_ONLY_PREFIXES)]
     cfg = WORKER_CONFIG.parse({k: v for k, v in own.items() if k not in ignored}, context="worker config",
-                              allowed_prefixes=_CONVERTER_PREFIXES)
+                              allowed_prefixes=_CONVERTER_PREFIXES + ("config.providers", "listeners.https.ssl.",
+                                                                      "listeners.http.ssl.", "ssl."))
     for k in ignored:
         log.warning("worker config: %s has no effect here (it configures Kafka, and there is no Kafka between "
                     "Spark and the connectors)", k)
@@ -151,8 +265,10 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
         log.warning("worker config: plugin.path is not applicable: plugins are Python classes (built-ins, dotted "
                     "paths, entry points)")
     problems: list[ConfigProblem] = []
-    host, port = _bind(cfg, problems)
+    scheme, host, port = _bind(cfg, problems)
+    ssl = _ssl_settings(props, scheme, problems)
     base = base_dir or os.getcwd()
+    providers = _provider_policy(props, base, problems)
     state = cfg["offset.storage.dir"]
     if not state and cfg["offset.storage.file.filename"]:
         state = os.path.dirname(os.path.join(base, cfg["offset.storage.file.filename"])) or base
@@ -170,8 +286,31 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
                   if v is not None and (k in ("key.converter", "value.converter", "header.converter")
                                         or k.startswith(_CONVERTER_PREFIXES))}
     spark_conf["spark.master"] = cfg["spark.master"]
-    return WorkerConfig(cfg, host, port, os.path.abspath(os.path.join(base, state)),
-                        os.path.abspath(os.path.join(base, cfg["topics.dir"])), spark_conf, converters)
+    state_dir = os.path.abspath(os.path.join(base, state))
+    spark_env = _loopback_spark(cfg, spark_conf)
+    allowed = cfg["connector.allowed.paths"] or [base]
+    policy = ConnectorPolicy(tuple(cfg["plugin.allowed.modules"]),
+                             tuple(os.path.realpath(os.path.join(base, p)) for p in allowed),
+                             (os.path.realpath(state_dir),), providers)
+    key_file = os.path.abspath(os.path.join(base, cfg["state.encryption.key.file"])) \
+        if cfg["state.encryption.key.file"] else os.path.join(state_dir, "_keys", "state.key")
+    return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg["topics.dir"])),
+                        spark_conf, converters, scheme, ssl, policy, key_file, spark_env)
+
+
+_OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")
+
+
+def _loopback_spark(cfg: Config, spark_conf: dict[str, str]) -> dict[str, str]:
+    """Bind a local Spark driver to 127.0.0.1 unless the worker config says otherwise: RPC and block manager
+    through spark.driver.bindAddress/host, the UI through SPARK_LOCAL_IP (Spark's UI reads only that)."""
+    if not cfg["spark.bind.loopback"] or not str(cfg["spark.master"]).startswith("local"):
+        return {}
+    if "spark.driver.bindAddress" in spark_conf or "spark.driver.host" in spark_conf:
+        return {}
+    spark_conf["spark.driver.bindAddress"] = "127.0.0.1"
+    spark_conf["spark.driver.host"] = "127.0.0.1"
+    return {"SPARK_LOCAL_IP": "127.0.0.1"}
 
 
 def load_worker_config(path: str) -> WorkerConfig:
@@ -181,8 +320,6 @@ def load_worker_config(path: str) -> WorkerConfig:
 
 def basic_auth_users(cfg: WorkerConfig) -> dict[str, str] | None:
     """``{user: password}`` from ``rest.basic.auth.file`` (None: auth disabled)."""
-    from ..config import parse_properties
-
     path = cfg["rest.basic.auth.file"]
     if not path:
         return None

@@ -120,7 +120,10 @@ def test_validate_returns_kafka_config_infos(start_worker, tmp_path):
 
 
 def test_get_config_masks_passwords_but_not_provider_references(start_worker, tmp_path):
-    worker, api = start_worker()
+    worker, api = start_worker(**{"config.providers": "file",
+                                  "config.providers.file.class":
+                                      "org.apache.kafka.common.config.provider.FileConfigProvider",
+                                  "config.providers.file.param.allowed.paths": str(tmp_path)})
     secrets = tmp_path / "secrets.properties"
     secrets.write_text("pw=from-file\n")
     cfg = {"connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",

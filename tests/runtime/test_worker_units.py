@@ -28,7 +28,8 @@ def test_kafka_offsets_file_gives_the_state_directory(tmp_path):
 
 @pytest.mark.parametrize("props, key", [
     ({}, "offset.storage.dir"),
-    ({"offset.storage.dir": "x", "listeners": "https://127.0.0.1:8443"}, "listeners"),
+    ({"offset.storage.dir": "x", "listeners": "ftp://127.0.0.1:8443"}, "listeners"),
+    ({"offset.storage.dir": "x", "listeners": "https://127.0.0.1:8443"}, "listeners.https.ssl.keystore.location"),
     ({"offset.storage.dir": "x", "rest.prot": "1"}, "rest.prot"),
     ({"offset.storage.dir": "x", "rest.basic.auth.file": "/no/such/file"}, "rest.basic.auth.file"),
 ])
@@ -42,7 +43,8 @@ def test_spark_and_converter_keys_pass_through(tmp_path):
     cfg = parse_worker_config({"offset.storage.dir": str(tmp_path), "spark.master": "local[1]",
                                "spark.sql.shuffle.partitions": "3", "value.converter": "StringConverter",
                                "value.converter.encoding": "UTF-8", "bootstrap.servers": "k:9092"})
-    assert cfg.spark_conf == {"spark.sql.shuffle.partitions": "3", "spark.master": "local[1]"}
+    assert cfg.spark_conf == {"spark.sql.shuffle.partitions": "3", "spark.master": "local[1]",
+                              "spark.driver.bindAddress": "127.0.0.1", "spark.driver.host": "127.0.0.1"}
     assert cfg.converter_defaults == {"value.converter": "StringConverter", "value.converter.encoding": "UTF-8"}
 
 

@@ -56,6 +56,7 @@ def start_worker(spark, tmp_path):
 
     def start(**overrides: str) -> tuple[RunningWorker, Api]:
         cfg = {"offset.storage.dir": str(tmp_path / "state"), "topics.dir": str(tmp_path / "topics"),
+               "connector.allowed.paths": str(tmp_path),
                "listeners": "http://127.0.0.1:0", "trigger.interval.ms": "500", "status.interval.ms": "200"}
         cfg.update(overrides)
         w = RunningWorker.start(cfg, spark=spark)

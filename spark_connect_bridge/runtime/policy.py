@@ -1,0 +1,120 @@
+"""What a REST user may make the worker do: the plugins it may load, the files it may touch, the config providers
+it may resolve. A REST user manages connectors, nothing else.
+
+* Plugins: built-ins and installed entry points always; dotted Python paths only for the modules of
+  ``plugin.allowed.modules`` (:func:`~spark_connect_bridge.plugins.dotted_paths_restricted`). Nothing is imported
+  for any other name.
+* Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
+  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following links, under ``connector.allowed.paths``
+  (default: the worker's working directory) and never under the worker's state directory (its stored configs,
+  keys and checkpoints). Remote URIs (``s3://``...) are not local files and are left to the storage's own access
+  control.
+* Config providers: :class:`~spark_connect_bridge.config.providers.ProviderPolicy` (``config.providers``,
+  KIP-993 ``allowed.paths``, the env provider's ``allowlist.pattern``).
+
+Every REST request runs inside :meth:`ConnectorPolicy.restricted`, so whatever the request resolves (validation
+included) obeys the policy; :meth:`ConnectorPolicy.check` reports a config's violations up front, by key.
+
+>>> policy = ConnectorPolicy(allowed_paths=("/data",), forbidden_paths=("/data/state",))
+>>> [p.key for p in policy.check({"connector.class": "FileStreamSink", "file": "/etc/cron.d/x"})]
+['file']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+from .. import plugins
+from ..config.providers import ProviderPolicy, provider_policy, resolve_providers
+from ..errors import ConfigError, ConfigProblem
+
+__all__ = ["ConnectorPolicy", "is_path_key"]
+
+_PATH_KEYS = ("file", "path", "checkpointlocation")
+_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory")
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_SQLITE_URL = re.compile(r"^\s*jdbc:sqlite:(.*)$", re.IGNORECASE)
+
+
+def is_path_key(key: str) -> bool:
+    """Whether a connector config key names a local file or directory."""
+    low = key.lower()
+    return low in _PATH_KEYS or low.rsplit(".", 1)[-1] in _PATH_SUFFIXES
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+@dataclass(frozen=True)
+class ConnectorPolicy:
+    """The worker's limits on connector configs received over REST (see the module doc)."""
+
+    allowed_modules: tuple[str, ...] = ()
+    allowed_paths: tuple[str, ...] = ()
+    forbidden_paths: tuple[str, ...] = ()
+    providers: ProviderPolicy = field(default_factory=ProviderPolicy)
+
+    @contextlib.contextmanager
+    def restricted(self) -> Iterator[list[str]]:
+        """Within the block, plugins and config providers resolve only as this policy allows; yields the provider
+        values resolved meanwhile (to be kept out of answers)."""
+        with plugins.dotted_paths_restricted(self.allowed_modules), provider_policy(self.providers) as resolved:
+            yield resolved
+
+    def path_problem(self, key: str, value: str, shown: str | None = None) -> str | None:
+        """Why ``value`` of path key ``key`` is refused (``None``: allowed); messages show ``shown`` (the value as
+        written, provider references unresolved) instead of ``value`` when given."""
+        value = value.strip()
+        shown = value if shown is None else shown
+        if not value:
+            return None
+        uri = _URI.match(value)
+        if uri and uri.group(1).lower() != "file":
+            return None
+        local = value[len("file://"):] if uri else value
+        real = os.path.realpath(os.path.abspath(local))
+        if any(_under(real, root) for root in self.forbidden_paths):
+            return (f"Invalid value {shown} for configuration {key}: the worker's state directory is not "
+                    f"reachable from connector configs")
+        if not any(_under(real, root) for root in self.allowed_paths):
+            return (f"Invalid value {shown} for configuration {key}: not under the directories this worker allows "
+                    f"connectors to use (worker config connector.allowed.paths: "
+                    f"{', '.join(self.allowed_paths) or '<none>'})")
+        return None
+
+    def check(self, config: Mapping[str, str]) -> list[ConfigProblem]:
+        """Every violation of this policy in ``config`` (provider references resolved under the policy first)."""
+        problems: list[ConfigProblem] = []
+        with self.restricted():
+            try:
+                resolved = resolve_providers({k: v for k, v in config.items() if is_path_key(k)})
+            except ConfigError as e:
+                problems.extend(e.problems)
+                resolved = {}
+            try:  # the references of the other keys: refused ones are reported now, by key
+                resolve_providers({k: v for k, v in config.items() if not is_path_key(k)})
+            except ConfigError as e:
+                problems.extend(e.problems)
+        for key, value in resolved.items():
+            message = self.path_problem(key, str(value), str(config[key])) if value is not None else None
+            if message is not None:
+                problems.append(ConfigProblem(key, message))
+        for key, value in config.items():  # a SQLite database is a local file too
+            sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith("url") else None
+            if sqlite:
+                path = sqlite.group(1).split("?")[0].removeprefix("//")
+                message = self.path_problem(key, path, str(value)) if path and path != ":memory:" else None
+                if message is not None:
+                    problems.append(ConfigProblem(key, message))
+        return problems
+
+    def enforce(self, config: Mapping[str, str], *, context: str | None = None) -> None:
+        """Raise a ConfigError listing every violation in ``config``."""
+        problems = self.check(config)
+        if problems:
+            raise ConfigError(problems, context=context)

@@ -1,0 +1,181 @@
+"""Secrets in connector configs: masked in every answer, restored when a masked value comes back, encrypted at rest.
+
+* :func:`mask_config` is what the REST API shows of a config (``GET /connectors/{c}/config``, ``/tasks``,
+  ``?expand=info``, create/update answers): values of PASSWORD keys (declared by the connector, its converters,
+  transforms and predicates, or named ``*password``/``*.secret``) become ``[hidden]``, and so do credentials
+  inside URLs (``jdbc:...?password=x``, ``https://user:x@host``). Config provider references (``${file:...}``)
+  are shown as they are, as Kafka does: they are not secrets.
+* :func:`restore_masked` makes GET → edit → PUT safe: a value sent back exactly as the API showed it keeps the
+  stored secret; a ``[hidden]`` anywhere else is refused (it is not a secret, and storing it would destroy one).
+* :class:`ConfigCipher` encrypts the stored configs (``<offset.storage.dir>/_connectors/*.json``) with Fernet
+  (AES-128-CBC + HMAC-SHA256) under a key kept in ``state.encryption.key.file``.
+
+>>> mask_url_secrets("jdbc:postgresql://db/app?user=app&password=s3cret")
+'jdbc:postgresql://db/app?user=app&password=[hidden]'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from typing import Any, Mapping
+
+from .. import plugins
+from ..config import HIDDEN, ConfigDef, Type
+from ..errors import ConfigError, ConfigProblem
+
+__all__ = ["mask_config", "mask_url_secrets", "restore_masked", "password_keys", "ConfigCipher", "is_secret_key",
+           "scrub_text"]
+
+log = logging.getLogger(__name__)
+
+# A credential inside a URL: a password-like query/property parameter, or the password of user:password@.
+# Provider references (${...}) are not secrets and are shown as they are.
+_URL_SECRET = re.compile(r"(?i)(?P<param>(?:^|[?&;])(?:password|passwd|pwd|secret|token|access_token|api_key)=)"
+                         r"(?!\$\{)(?P<pv>[^&;\s]+)"
+                         r"|(?P<auth>//[^/:@\s?#]+:)(?!\$\{)(?P<av>[^@/\s?#]+)@")
+
+
+def mask_url_secrets(text: str) -> str:
+    """``text`` with credentials embedded in URLs replaced by ``[hidden]``."""
+    return _URL_SECRET.sub(lambda m: m.group("param") + HIDDEN if m.group("param") else m.group("auth") + HIDDEN + "@",
+                           text)
+
+
+def _definition_of(cls: Any) -> Any:
+    from ..connectors.base import connector_config_def
+
+    if getattr(cls, "plugin_type", None) in ("source", "sink"):
+        return connector_config_def(cls)
+    return getattr(cls, "config_def", None) or ConfigDef()
+
+
+def password_keys(config: Mapping[str, str]) -> set[str]:
+    """Keys of ``config`` declared PASSWORD by the connector or by its converters/transforms/predicates."""
+    out: set[str] = set()
+
+    def add(family: str, class_name: str, prefix: str) -> None:
+        try:
+            cls = plugins.resolve_class(family, class_name, key=prefix or "connector.class")
+        except (ConfigError, ImportError):
+            return
+        for k in _definition_of(cls):
+            if k.type is Type.PASSWORD:
+                out.add(prefix + k.name)
+
+    if config.get("connector.class"):
+        add("connector", config["connector.class"], "")
+    for conv in ("key.converter", "value.converter", "header.converter"):
+        if config.get(conv):
+            add("converter", config[conv], conv + ".")
+    for fam, list_key in (("transformation", "transforms"), ("predicate", "predicates")):
+        for alias in [a.strip() for a in config.get(list_key, "").split(",") if a.strip()]:
+            t = config.get(f"{list_key}.{alias}.type")
+            if t:
+                add(fam, t, f"{list_key}.{alias}.")
+    return out
+
+
+def is_secret_key(key: str) -> bool:
+    """A key whose value is a secret by its name alone (``connection.password``, ``sasl.jaas.config``...)."""
+    low = key.lower()
+    return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info"))
+
+
+def _mask_value(key: str, value: str, secret: set[str]) -> str:
+    if key in secret or is_secret_key(key):
+        return value if value.startswith("${") or value == "" else HIDDEN
+    return mask_url_secrets(value)
+
+
+def mask_config(config: Mapping[str, str]) -> dict[str, str]:
+    """The config as the REST API shows it (see the module doc)."""
+    secret = password_keys(config)
+    return {k: _mask_value(k, str(v), secret) for k, v in config.items()}
+
+
+def secret_values(config: Mapping[str, str]) -> list[str]:
+    """Every secret held by ``config``: values of secret keys and credentials inside URLs."""
+    secret = password_keys(config)
+    out: list[str] = []
+    for k, v in config.items():
+        v = str(v)
+        if (k in secret or is_secret_key(k)) and v and not v.startswith("${"):
+            out.append(v)
+        out.extend(m.group("pv") or m.group("av") for m in _URL_SECRET.finditer(v))
+    return sorted({s for s in out if s}, key=len, reverse=True)
+
+
+def scrub_text(text: str, config: Mapping[str, str]) -> str:
+    """``text`` (an error trace, say) with every secret of ``config`` and any URL credential replaced."""
+    for s in secret_values(config):
+        text = text.replace(s, HIDDEN)
+    return mask_url_secrets(text)
+
+
+def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None) -> dict[str, Any]:
+    """``new`` with every value that is the stored one as :func:`mask_config` showed it replaced by the stored
+    value; raise a ConfigError for any other value holding ``[hidden]`` (naming the key, never a value)."""
+    masked = mask_config(stored) if stored else {}
+    out: dict[str, Any] = {}
+    problems: list[ConfigProblem] = []
+    for k, v in new.items():
+        if isinstance(v, str) and HIDDEN in v:
+            if stored is not None and k in stored and masked.get(k) == v:
+                out[k] = stored[k]
+                continue
+            problems.append(ConfigProblem(k, f"Configuration {k} holds the masked value {HIDDEN}, which the API "
+                                             f"shows in place of a secret: send the secret itself (or a config "
+                                             f"provider reference), or the value exactly as GET returned it to keep "
+                                             f"the stored secret"))
+            continue
+        out[k] = v
+    if problems:
+        raise ConfigError(problems)
+    return out
+
+
+class ConfigCipher:
+    """Fernet encryption of stored connector configs under a key file (created, mode 0600, when missing)."""
+
+    def __init__(self, key_file: str):
+        from cryptography.fernet import Fernet
+
+        self.key_file = os.path.abspath(key_file)
+        self._fernet = Fernet(self._load_or_create_key())
+
+    def _load_or_create_key(self) -> bytes:
+        from cryptography.fernet import Fernet
+
+        try:
+            with open(self.key_file, "rb") as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            pass
+        os.makedirs(os.path.dirname(self.key_file), mode=0o700, exist_ok=True)
+        key = Fernet.generate_key()
+        try:
+            fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another process created it meanwhile
+            with open(self.key_file, "rb") as f:
+                return f.read().strip()
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+            f.flush()
+            os.fsync(f.fileno())
+        log.info("Created the key that encrypts stored connector configs: %s", self.key_file)
+        return key
+
+    def encrypt(self, config: Mapping[str, str]) -> str:
+        return self._fernet.encrypt(json.dumps(dict(config), sort_keys=True).encode()).decode("ascii")
+
+    def decrypt(self, token: str) -> dict[str, str]:
+        from cryptography.fernet import InvalidToken
+
+        try:
+            doc = json.loads(self._fernet.decrypt(token.encode("ascii")))
+        except InvalidToken:
+            raise ValueError(f"the stored config cannot be decrypted with the key in {self.key_file}") from None
+        return {str(k): str(v) for k, v in doc.items()}
