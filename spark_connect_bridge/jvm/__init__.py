@@ -76,14 +76,15 @@ def _properties(root: ET.Element, minor: str) -> dict[str, str]:
 
 
 def artifacts(profile: str = "spark", version: str | None = None) -> list[Artifact]:
-    """The artifacts a profile of ``pom.xml`` declares, for Spark ``version`` (default: the installed pyspark).
+    """The artifacts a profile of ``pom.xml`` declares, for Spark ``version`` (default: the installed pyspark);
+    Spark's own modules are those of the release the pom names for that minor version.
 
     >>> [a.artifact for a in artifacts("spark", "4.2.0")][:2]
     ['delta-spark_2.13', 'spark-sql-kafka-0-10_2.13']
     """
     version = version or spark_version()
     root = ET.parse(POM).getroot()
-    props = {**_properties(root, _minor(version)), "spark.version": version}
+    props = _properties(root, _minor(version))
 
     def expand(text: str | None) -> str:
         text, before = (text or "").strip(), None
@@ -124,8 +125,7 @@ def classpath(profile: str = "spark", version: str | None = None, *, mvn: str | 
                            f"{profile!r}: apt-get install maven, or use spark.jars.packages (configure_spark does)")
     os.makedirs(_cache_dir(), exist_ok=True)
     with tempfile.NamedTemporaryFile("r", suffix=".classpath", dir=_cache_dir()) as out:
-        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.version={version}",
-               f"-Dspark.minor={_minor(version)}", "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
+        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.minor={_minor(version)}", "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
         log.info("Resolving the %s JVM packages with Maven (first use; cached afterwards)", profile)
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=_cache_dir())
         if done.returncode != 0:
