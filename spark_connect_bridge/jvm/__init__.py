@@ -63,9 +63,16 @@ def _minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-def _properties(root: ET.Element, minor: str) -> dict[str, str]:
-    """The pom's properties, with those of the profile activated by ``spark.minor=<minor>`` on top."""
+def _properties(root: ET.Element, minor: str, *, spark: bool) -> dict[str, str]:
+    """The pom's properties, with those of the profile activated by ``spark.minor=<minor>`` on top; for Spark's
+    own packages (``spark``) the minor version must be one the pom declares."""
     props = {el.tag.split("}")[1]: (el.text or "").strip() for el in root.findall("m:properties/*", _NS)}
+    declared = {_minor(props["spark.version"])} | {
+        p.findtext("m:activation/m:property/m:value", "", _NS) for p in root.findall("m:profiles/m:profile", _NS)}
+    if spark and minor not in declared:
+        raise ConnectError(f"No JVM packages are declared for Spark {minor} (declared: "
+                           f"{', '.join(sorted(d for d in declared if d))}): Delta Lake and Maven Central's Spark "
+                           "modules for it are not available; use a declared Spark version")
     for profile in root.findall("m:profiles/m:profile", _NS):
         prop = profile.find("m:activation/m:property", _NS)
         if prop is not None and prop.findtext("m:name", "", _NS) == "spark.minor" \
@@ -84,7 +91,7 @@ def artifacts(profile: str = "spark", version: str | None = None) -> list[Artifa
     """
     version = version or spark_version()
     root = ET.parse(POM).getroot()
-    props = _properties(root, _minor(version))
+    props = _properties(root, _minor(version), spark=profile == "spark")
 
     def expand(text: str | None) -> str:
         text, before = (text or "").strip(), None
@@ -111,6 +118,7 @@ def classpath(profile: str = "spark", version: str | None = None, *, mvn: str | 
     Raises :class:`ConnectError` when Maven is not installed or cannot resolve the artifacts.
     """
     version = version or spark_version()
+    artifacts(profile, version)  # an undeclared Spark version fails here, before Maven runs
     with open(POM, "rb") as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:12]
     cached = os.path.join(_cache_dir(), f"{profile}-{version}-{digest}.classpath")
@@ -165,7 +173,7 @@ def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark")
     try:
         builder = builder.config("spark.jars", ",".join(_without_spark_own(classpath(profile, version))))
     except ConnectError as e:
-        if shutil.which("mvn"):
+        if shutil.which("mvn") or "No JVM packages are declared" in str(e):
             raise
         log.info("%s; falling back to spark.jars.packages", e)
         builder = builder.config("spark.jars.packages", ",".join(str(a) for a in artifacts(profile, version)))
