@@ -23,6 +23,13 @@ without the envelope (for example plain JSON with ``schemas.enable=true``) and a
 the type are record errors. Unlike Kafka, an envelope whose payload is present is accepted even when it has
 keys besides ``schema`` and ``payload``: the keys are checked only when the payload is null, which keeps the
 decode a single JSON parse per message.
+The JSON grammar is Kafka's (Jackson's defaults plus leading zeros): ``007`` is 7, text after the value is
+ignored; single quotes, ``NaN``/``Infinity``, comments, unquoted names and trailing commas are record errors.
+Where Kafka coerces a value of the wrong JSON type (a string where the schema says int64 reads as 0, a number
+where it says string as null), this is a record error; a number read into a string field keeps its text, as
+Spark does. With ``schemas.enable=false``, a value followed by text is read a second time through
+``try_parse_json``, which rejects what Jackson would take in that one case: leading zeros or duplicate keys
+together with the trailing text.
 A map with non-string keys is written and read as Kafka's array of ``[key, value]`` pairs only by the Avro
 converter; for JSON it is a plan-time error.
 
@@ -50,6 +57,12 @@ from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
 _CORRUPT = "_kc_corrupt"
+# Kafka's JsonDeserializer reads with a default Jackson ObjectMapper plus ALLOW_LEADING_ZEROS_FOR_NUMBERS
+# (``readTree``, so text after the first value is ignored). Spark's JSON options differ from Jackson's defaults
+# on three features; comments, unquoted field names, backslash-escaping any character and unescaped control
+# characters are off in both.
+_JACKSON_OPTIONS = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false",
+                    "allowNumericLeadingZeros": "true"}
 _ENVELOPE_MESSAGE = ('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain '
                      'additional fields. If you are trying to deserialize plain JSON data, set schemas.enable=false '
                      'in your converter configuration.')
@@ -242,12 +255,19 @@ class JsonConverter(Converter):
         subexpression elimination that parses each message once (measured: ~7x the CPU)."""
         wire = _wire(data_type, self.key_name("spark.schema"))
         st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
-        opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+        opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE", **_JACKSON_OPTIONS}
         text = col.cast("string")
         if self.schemas_enabled:
-            # The "schema" part is skipped by the parser, not copied.
+            # The "schema" part is skipped by the parser, not copied; like Jackson's readTree, Spark's parser
+            # stops at the end of the root object and ignores what follows it.
             return F.from_json(text, st, opts)
-        return F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
+        wrapped = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
+        # Text after the value breaks the wrapper. Only where the wrapper fails, the first JSON value alone
+        # (try_parse_json stops after it, as readTree does) is parsed again; a message that is bad anyway is
+        # parsed twice, a good one once.
+        first = F.to_json(F.try_parse_json(text))
+        retry = F.from_json(F.concat(F.lit('{"payload":'), first, F.lit("}")), st, opts)
+        return F.when(wrapped.isNotNull() & wrapped[_CORRUPT].isNull(), wrapped).otherwise(retry)
 
     def _finish(self, col: Column, parsed: Column, data_type: DataType) -> Conversion:
         text = col.cast("string")
