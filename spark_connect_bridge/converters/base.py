@@ -152,6 +152,16 @@ class Converter:
             return t, {}
         return self.default_parse_type(df, column)
 
+    def types_from_messages(self, column: str) -> bool:
+        """Whether the parsed type of ``column`` is read from the messages themselves (JsonConverter's
+        ``schemas.enable=true``): on a stream it is then found per micro-batch, from that batch's messages."""
+        return False
+
+    def sink_problems(self, column: str) -> list[ConfigProblem]:
+        """What stops this converter from parsing ``column`` (``key``, ``value``, ``headers``) of a sink
+        connector's input, found from the config alone, so that validation reports it, not the start."""
+        return []
+
     def default_parse_type(self, df: Any, column: str | None) -> tuple[DataType, dict[str, Any]]:
         raise ConfigError([ConfigProblem(self.key_name("spark.schema"),
                                          f"{self.class_name} needs the Spark type of the parsed {self.side}: set "

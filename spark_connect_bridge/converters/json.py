@@ -53,6 +53,7 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .base import Conversion, Converter, SPARK_SCHEMA_DOC
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
+from ..topic_schemas import TABLES_META, union_of
 
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
@@ -187,29 +188,52 @@ def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
     raise AssertionError(dt)
 
 
-def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int,
-                                key: str) -> tuple[DataType, dict[str, Any]]:
-    """The Spark type of the ``schema`` part of a sample of JSON envelopes in a batch DataFrame."""
+def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int | None,
+                                key: str) -> tuple[DataType, dict[str, Any], dict[str, tuple[DataType, dict]]]:
+    """The Spark type of the ``schema`` part of JSON envelopes in a batch DataFrame (the first
+    ``sample_size`` messages; every message when ``None``): ``(type, column metadata, per-topic types)``.
+
+    One schema gives that type and no per-topic types. Several topics with one schema each give their union
+    (:func:`spark_connect_bridge.topic_schemas.union_of`) and each topic's own type, which :meth:`parse` reads
+    each topic's messages with. Several schemas in one topic are an error."""
     if df.isStreaming:
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
                                               f"be inferred from its messages (a Spark DDL or JSON schema)")])
-    rows = (df.select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
-            .where(F.col("s").isNotNull()).limit(sample_size).distinct().limit(20).collect())
+    topic = F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
+    found_rows = df.select(topic.alias("t"), F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
+    found_rows = found_rows.where(F.col("s").isNotNull())
+    if sample_size is not None:
+        found_rows = found_rows.limit(sample_size)
+    rows = found_rows.distinct().limit(1000).collect()
     if not rows:
-        raise ConfigError([ConfigProblem(key, f"Set {key}: no JSON envelope with a schema in the first "
-                                              f"{sample_size} messages of column {column!r} to infer it from")])
-    found: dict[str, tuple[DataType, dict[str, Any]]] = {}
+        where = f"the first {sample_size} messages" if sample_size is not None else "the messages"
+        raise ConfigError([ConfigProblem(key, f"Set {key}: no JSON envelope with a schema in {where} of column "
+                                              f"{column!r} to infer it from")])
+    by_topic: dict[Any, dict[str, tuple[DataType, dict[str, Any]]]] = {}
     for r in rows:
         try:
             dt, _, meta = connect_to_spark(json.loads(r["s"]))
         except (ValueError, DataError) as e:
             raise ConfigError([ConfigProblem(key, f"Set {key}: a message's Connect schema is invalid ({e})")]) from e
-        found.setdefault(dt.json(), (dt, meta))
-    if len(found) > 1:
-        kinds = "; ".join(sorted(dt.simpleString() for dt, _ in found.values()))[:500]
-        raise ConfigError([ConfigProblem(key, f"Set {key}: the sampled messages carry {len(found)} different "
-                                              f"schemas ({kinds})")])
-    return next(iter(found.values()))
+        by_topic.setdefault(r["t"], {}).setdefault(dt.json() + json.dumps(meta, sort_keys=True), (dt, meta))
+    for t, found in by_topic.items():
+        if len(found) > 1:
+            kinds = "; ".join(sorted(dt.simpleString() for dt, _ in found.values()))[:500]
+            where = f" of topic {t!r}" if t is not None else ""
+            raise ConfigError([ConfigProblem(key, f"Set {key}: the messages{where} carry {len(found)} different "
+                                                  f"schemas ({kinds})")])
+    per_topic = {t: next(iter(found.values())) for t, found in by_topic.items()}
+    distinct = {dt.json() + json.dumps(meta, sort_keys=True): (dt, meta) for dt, meta in per_topic.values()}
+    if len(distinct) == 1:
+        dt, meta = next(iter(distinct.values()))
+        return dt, meta, {}
+    if None in per_topic or not all(isinstance(dt, StructType) for dt, _ in per_topic.values()):
+        kinds = "; ".join(sorted(dt.simpleString() for dt, _ in distinct.values()))[:500]
+        raise ConfigError([ConfigProblem(key, f"Set {key}: the messages carry {len(distinct)} different schemas "
+                                              f"({kinds}); only struct schemas of different topics can be told "
+                                              f"apart")])
+    union, meta = union_of({t: (dt, meta) for t, (dt, meta) in per_topic.items()})
+    return union, meta, {t: per_topic[t] for t in per_topic}
 
 
 class JsonConverter(Converter):
@@ -235,9 +259,32 @@ class JsonConverter(Converter):
                 "sampled to find the Spark type from their \"schema\" part.")
     )
 
+    #: Infer from every message of the DataFrame, not a sample (set for a stream's micro-batches, where a
+    #: schema missed by the sample would drop fields silently).
+    sample_every_message: bool = False
+    # Set by an inference that found several topics with their own schemas (see infer_schema_from_envelopes).
+    _topic_types: Mapping[Any, tuple[DataType, dict[str, Any]]] = {}
+    _union_type: DataType | None = None
+
     @property
     def schemas_enabled(self) -> bool:
         return bool(self.config["schemas.enable"])
+
+    def types_from_messages(self, column: str) -> bool:
+        return self.schemas_enabled and column != "headers" and not self.config.get("spark.schema")
+
+    def sink_problems(self, column: str) -> list[ConfigProblem]:
+        if self.config.get("spark.schema"):
+            return []
+        key = self.key_name("spark.schema")
+        if column == "headers":
+            return [ConfigProblem(key, f"Set {key}: JsonConverter as header.converter of a sink needs the Spark "
+                                       f"type of the header values (a Spark DDL or JSON schema)")]
+        if not self.schemas_enabled:
+            return [ConfigProblem(key, f"Set {key} (a Spark DDL or JSON schema) or "
+                                       f"{self.key_name('schemas.enable')}=true: with schemas.enable=false the "
+                                       f"JSON {self.side}s carry no schema, and the sink needs their type")]
+        return []
 
     def default_parse_type(self, df: DataFrame | None, column: str | None) -> tuple[DataType, dict[str, Any]]:
         key = self.key_name("spark.schema")
@@ -245,7 +292,10 @@ class JsonConverter(Converter):
             why = "schemas.enable=false" if not self.schemas_enabled else "no DataFrame to sample"
             raise ConfigError([ConfigProblem(key, f"Set {key}: JsonConverter needs the Spark type of the parsed "
                                                   f"{self.side} ({why}; a Spark DDL or JSON schema)")])
-        return infer_schema_from_envelopes(df, column, self.config["schemas.sample.size"], key)
+        sample = None if self.sample_every_message else self.config["schemas.sample.size"]
+        dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key)
+        self._union_type = dt if self._topic_types else None
+        return dt, meta
 
     def _parsed(self, col: Column, data_type: DataType) -> Column:
         """The one ``from_json`` of a message: ``struct<payload: wire type, _kc_corrupt: string>``.
@@ -303,7 +353,31 @@ class JsonConverter(Converter):
         the message bytes (~10% of the decode). The message carries a nondeterministic always-true test
         (:func:`_barrier`), evaluated only for a failed record, so that the optimizer never pushes a later filter
         on the result below this projection, which would parse every message a second time inside the filter."""
+        if self._topic_types and topic is not None and data_type == self._union_type:
+            return self._parse_per_topic(col, data_type, topic)
         return self._finish(col, self._parsed(col, data_type), data_type)
+
+    def _parse_per_topic(self, col: Column, union: DataType, topic: Column) -> Conversion:
+        """Each topic's messages parsed with that topic's own type (one ``from_json`` per row: a CASE over the
+        topics), then placed in the union struct, its other topics' fields null."""
+        assert isinstance(union, StructType)
+        value = failed = message = None
+        layouts = json.loads(union_of(self._topic_types)[1][TABLES_META])
+        for name, (dt, _meta) in sorted(self._topic_types.items()):
+            c = self._finish(col, self._parsed(col, dt), dt)
+            holder = dict(zip(layouts[name]["fields"], layouts[name]["columns"]))
+            placed = F.struct(*[(c.value[holder[f.name]] if f.name in holder else F.lit(None).cast(f.dataType))
+                                .alias(f.name) for f in union.fields])
+            placed = F.when(c.value.isNull(), F.lit(None)).otherwise(placed).cast(union)
+            is_topic = topic == F.lit(name)
+            value = F.when(is_topic, placed) if value is None else value.when(is_topic, placed)
+            failed = F.when(is_topic, c.failed) if failed is None else failed.when(is_topic, c.failed)
+            message = F.when(is_topic, c.message) if message is None else message.when(is_topic, c.message)
+        assert value is not None and failed is not None and message is not None
+        unknown = F.lit("Converting byte[] to Kafka Connect data failed: the message's topic is none of the "
+                        f"topics whose schemas were found ({', '.join(sorted(map(str, self._topic_types)))})"[:500])
+        return Conversion(value.otherwise(F.lit(None).cast(union)), failed.otherwise(col.isNotNull()),
+                          message.otherwise(unknown))
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
