@@ -154,3 +154,27 @@ def narrow_arrow(data: Any, info: Mapping[str, Any]) -> Any:
         key = row(data.column("key"), list(info["key"]))
         out = out.set_column(out.column_names.index("key"), "key", key)
     return out
+
+
+def renamed_topics(schema: StructType, rename: Any) -> dict[str, dict[str, Any]]:
+    """New column metadata for ``key``/``value`` after a transform renamed the topics (``rename(topic)`` ->
+    new topic, or None when it cannot say): the layouts follow their records. Two layouts renamed to one topic
+    are dropped (their records keep the union)."""
+    out: dict[str, dict[str, Any]] = {}
+    for column in ("key", "value"):
+        if column not in schema.names:
+            continue
+        meta = _meta_of(schema[column])
+        if not meta:
+            continue
+        new: dict[str, Any] = {}
+        seen: dict[str, int] = {}
+        for ident, info in meta.items():
+            topic = rename(info["topic"])
+            if topic is None:
+                return {}
+            new[ident] = {**info, "topic": topic}
+            seen[topic] = seen.get(topic, 0) + 1
+        new = {i: info for i, info in new.items() if seen[info["topic"]] == 1}
+        out[column] = {**dict(schema[column].metadata or {}), TABLES_META: json.dumps(new, sort_keys=True)}
+    return out
