@@ -14,9 +14,13 @@ With ``schemas.enable=true`` (the default) a message is the envelope ``{"schema"
 **Where the parsed type comes from** (plan time), in this order: the caller's ``value_schema``/``key_schema``
 argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then,
 with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the first
-``schemas.sample.size`` messages (they must all map to the same Spark type). Otherwise it is a ConfigError
-naming ``<prefix>spark.schema``. The payload of every message is read with that plan-time type; the
-``schema`` part of each message is not re-read per message.
+``schemas.sample.size`` messages (each topic's must map to one Spark type; several topics with their own
+struct types give their union, see :mod:`spark_connect_bridge.topic_schemas`, and each topic's messages are
+read with its own type). A sink's stream does this per micro-batch, over every message of the batch
+(:func:`spark_connect_bridge.pipeline.write_stream`). Otherwise it is a ConfigError naming
+``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
+payload of every message is read with that plan-time type; the ``schema`` part of each message is not re-read
+per message.
 
 Tombstones (null bytes) stay null and a null value serializes to null bytes. Invalid JSON, a message
 without the envelope (for example plain JSON with ``schemas.enable=true``) and a payload that does not fit
@@ -256,7 +260,8 @@ class JsonConverter(Converter):
         .define("spark.schema", Type.STRING, None, None, Importance.MEDIUM, SPARK_SCHEMA_DOC)
         .define("schemas.sample.size", Type.INT, 1000, Range.at_least(1), Importance.LOW,
                 "With schemas.enable=true and no spark.schema: how many messages of a batch DataFrame are "
-                "sampled to find the Spark type from their \"schema\" part.")
+                "sampled to find the Spark type from their \"schema\" part (a stream's micro-batches read "
+                "every message).")
     )
 
     #: Infer from every message of the DataFrame, not a sample (set for a stream's micro-batches, where a

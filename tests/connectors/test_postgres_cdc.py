@@ -515,3 +515,32 @@ def test_debezium_config_into_a_jdbc_sink_gives_each_table_its_own_columns(spark
         select = f"select {', '.join(cols)} from {{}}"
         want = sorted(pg.execute(select.format("inv.items" if table == "items" else table), database=db))
         assert sorted(pg.execute(select.format(table), database=mirror_db)) == want
+
+
+def test_debezium_config_into_delta_tables_per_topic_gives_each_table_its_own_columns(spark, pg, tmp_path):
+    """One connector over two tables, merged into one Delta table per topic: each has its own columns only."""
+    from deltalake import DeltaTable
+
+    from spark_connect_bridge.pipeline import read_stream, write_stream
+
+    db = _db(pg)
+    _schema(pg, db)
+    source = _config(pg, db, **{"table.include.list": "public.orders,inv.items"})
+    sink = {"name": "lake", "connector.class": "delta-sink", "delta.write.mode": "merge",
+            "delta.table.path": str(tmp_path / "lake" / "${topic}"), "delta.merge.order.by": "source.lsn"}
+    ckpt = str(tmp_path / "ckpt")
+
+    def run() -> None:
+        q = write_stream(read_stream(spark, source), sink, checkpoint=ckpt, trigger={"availableNow": True})
+        q.awaitTermination()
+        assert q.exception() is None
+
+    run()
+    _changes(pg, db)
+    run()
+    for topic, table, cols in (("shop.public.orders", "orders", ["id", "customer", "note"]),
+                               ("shop.inv.items", "inv.items", ["sku", "qty", "id"])):
+        lake = DeltaTable(str(tmp_path / "lake" / topic)).to_pyarrow_table()
+        assert lake.column_names == cols
+        want = sorted(pg.execute(f"select {', '.join(cols)} from {table}", database=db))
+        assert sorted(tuple(r[c] for c in cols) for r in lake.to_pylist()) == want
