@@ -112,6 +112,9 @@ class Converter:
     plugin_type: ClassVar[str] = "converter"
     class_name: ClassVar[str] = ""
     config_def: ClassVar[ConfigDef] = ConfigDef()
+    #: A type read from the messages is read from every message of the DataFrame, not a sample (set for a
+    #: stream's micro-batches, where a schema the sample missed would drop fields silently).
+    sample_every_message: bool = False
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, is_key: bool = False, prefix: str = ""):
         self.is_key = is_key

@@ -209,6 +209,9 @@ def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int | N
     if sample_size is not None:
         found_rows = found_rows.limit(sample_size)
     rows = found_rows.distinct().limit(1000).collect()
+    if not rows and sample_size is None and not df.where(F.col(column).isNotNull()).limit(1).collect():
+        # A micro-batch of tombstones only (or none at all): nothing to type, and nothing typed is read.
+        return StructType([]), {}, {}
     if not rows:
         where = f"the first {sample_size} messages" if sample_size is not None else "the messages"
         raise ConfigError([ConfigProblem(key, f"Set {key}: no JSON envelope with a schema in {where} of column "
@@ -264,9 +267,6 @@ class JsonConverter(Converter):
                 "every message).")
     )
 
-    #: Infer from every message of the DataFrame, not a sample (set for a stream's micro-batches, where a
-    #: schema missed by the sample would drop fields silently).
-    sample_every_message: bool = False
     # Set by an inference that found several topics with their own schemas (see infer_schema_from_envelopes).
     _topic_types: Mapping[Any, tuple[DataType, dict[str, Any]]] = {}
     _union_type: DataType | None = None

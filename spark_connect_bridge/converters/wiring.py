@@ -202,8 +202,7 @@ def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schem
         conv = convs.get(column)
         if conv is None or column not in df.columns:
             continue
-        if every_message and hasattr(conv, "sample_every_message"):
-            conv.sample_every_message = True
+        conv.sample_every_message = every_message
         try:
             given = explicit[column]
             if isinstance(given, str):

@@ -107,3 +107,9 @@ def test_validation_reports_a_sink_json_converter_without_schemas(spark):
     assert validate_connector_config(JDBC_SINK, _sink_config("jdbc:sqlite:/tmp/never.db"))["error_count"] == 0
     fixed = {**cfg, "value.converter.spark.schema": "id BIGINT, note STRING"}
     assert validate_connector_config(JDBC_SINK, fixed)["error_count"] == 0
+
+
+def test_a_micro_batch_of_tombstones_only_needs_no_schema(spark):
+    df = _records(spark, [("orders", None), ("orders", None)])
+    typed = apply_sink_converters(df, {"value.converter": JSON}, every_message=True)
+    assert [r.value for r in typed.collect()] == [None, None]
