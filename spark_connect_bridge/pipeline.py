@@ -82,13 +82,27 @@ class PreparedConfig:
     def transforms(self, df: DataFrame) -> DataFrame:
         return self.chain.apply(df) if self.chain is not None else df
 
-    def converters(self, df: DataFrame) -> DataFrame:
+    def converters(self, df: DataFrame, *, every_message: bool = False) -> DataFrame:
         if not self.has_converters:
             return df
         from .converters import apply_sink_converters, apply_source_converters
 
         return apply_source_converters(df, self.props) if self.kind == "source" else \
-            apply_sink_converters(df, self.props)
+            apply_sink_converters(df, self.props, every_message=every_message)
+
+    def types_from_messages(self, df: DataFrame) -> bool:
+        """Whether a sink converter reads its type from the messages (JsonConverter, schemas.enable=true, no
+        spark.schema): on a stream the conversion then runs per micro-batch, as Kafka Connect reads each
+        message's schema."""
+        if self.kind != "sink" or not self.has_converters:
+            return False
+        from pyspark.sql.types import BinaryType
+
+        from .converters import build_converters
+
+        return any(conv.types_from_messages(column) and column in df.columns
+                   and isinstance(df.schema[column].dataType, BinaryType)
+                   for column, conv in build_converters(self.props).items())
 
 
 def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) -> PreparedConfig:
@@ -119,7 +133,11 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) ->
         try:
             from .converters import build_converters
 
-            build_converters(props)
+            converters = build_converters(props)
+            if kind == "sink":
+                problems = [pr for column, conv in converters.items() for pr in conv.sink_problems(column)]
+                if problems:
+                    raise ConfigError(problems)
         except ConfigError as e:
             errors.append(e)
     if errors:
@@ -165,14 +183,22 @@ def _without_internal(df: DataFrame) -> DataFrame:
 
 
 class _Router:
-    """foreachBatch: dead-letter the failed rows, write the good ones once per batch id."""
+    """foreachBatch: dead-letter the failed rows, write the good ones once per batch id. ``stages``, when
+    given, turns each micro-batch into the rows to route (a sink's converters and transforms whose types come
+    from that batch's messages)."""
 
     def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str, policy: ErrorPolicy | None,
-                 source_policy: ErrorPolicy | None, name: str):
+                 source_policy: ErrorPolicy | None, name: str,
+                 stages: Callable[[DataFrame], DataFrame] | None = None):
         self.write_good, self.app_id, self.name = write_good, app_id, name
         self.policy, self.source_policy = policy, source_policy
+        self.stages = stages
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
+        raw = None
+        if self.stages is not None:
+            raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
+            batch = self.stages(raw)
         batch = batch.persist()
         try:
             src = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in batch.columns else F.lit(False)
@@ -207,6 +233,8 @@ class _Router:
             log.info("%s batch %d: %s", self.name, batch_id, m)
         finally:
             batch.unpersist()
+            if raw is not None:
+                raw.unpersist()
 
 
 def _start(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
@@ -239,10 +267,20 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
     """
     p = prepare(config, kind="sink")
     check_python_workers(df.sparkSession)
-    out, source_policy, tolerant = _sink_side(df, p)
-    out = _observe(out)
     name = query_name or p.name
     opts = p.connector_options
+    stages = None
+    if df.isStreaming and p.types_from_messages(df):
+        # The type comes from each micro-batch's messages: converters and transforms run per batch, through
+        # the router (strict or tolerant, a record error is routed or fails the query there).
+        source_policy, tolerant = attached_policy(df), True
+        out = _observe(start_tolerant(df))
+
+        def stages(batch: DataFrame) -> DataFrame:
+            return p.transforms(p.converters(batch, every_message=True))
+    else:
+        out, source_policy, tolerant = _sink_side(df, p)
+        out = _observe(out)
     if not tolerant:
         return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                       direct=lambda w: w.format("kconnect").options(**opts))
@@ -258,7 +296,7 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
     router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=p.policy,
-                     source_policy=source_policy, name=name)
+                     source_policy=source_policy, name=name, stages=stages)
     return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
 
 

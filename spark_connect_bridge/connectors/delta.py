@@ -53,6 +53,7 @@ from ..config import ConfigDef, Importance, Lambda, Range, Type
 from ..config.validators import CaseInsensitiveValidString
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
 from ..records import no_headers
+from ..topic_schemas import narrow_arrow, topic_layouts
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
@@ -174,6 +175,10 @@ class DeltaSinkConnector(SinkConnector):
             raise ConfigError([ConfigProblem("delta.table.path", "${topic} in the table path needs a 'topic' "
                                                                  f"column; the input has {target.names}")])
         rows_arrow(pa.Table.from_batches([], schema=target), self.config)  # raises on a bad layout
+        # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
+        # own columns (see spark_connect_bridge.topic_schemas).
+        layouts = topic_layouts(schema, "value") if self._per_topic and "topic" in schema.names else None
+        self._layouts = layouts if layouts and len(layouts) > 1 else None
 
     # -- executor ---------------------------------------------------------------------------------
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> Any:
@@ -196,7 +201,11 @@ class DeltaSinkConnector(SinkConnector):
         out = {}
         for topic in pc.unique(data.column("topic")).to_pylist():
             mask = pc.is_null(data.column("topic")) if topic is None else pc.equal(data.column("topic"), topic)
-            out[self.table_path(topic)] = data.filter(mask)
+            part = data.filter(mask)
+            layouts = getattr(self, "_layouts", None)
+            if layouts and topic in layouts:
+                part = narrow_arrow(part, layouts[topic])
+            out[self.table_path(topic)] = part
         return out
 
     def _append(self, path: str, data: Any, ctx: WriteContext) -> list:

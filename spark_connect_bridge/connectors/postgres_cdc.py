@@ -32,7 +32,8 @@ task. Executors fetch the peek as Arrow (ADBC) and decode it in bulk (:mod:`.pgo
 snapshot chunk is read in a transaction that imports it (``SET TRANSACTION SNAPSHOT``), so the snapshot is
 exactly the database at the slot's consistent point and streaming starts at that point. Snapshot positions
 are ``{"lsn": <consistent point>, "snapshot": "true", "snapshot_name": ..., "snapshot_table": "s.t",
-"snapshot_key": <JSON of the last primary key read, "" before the first>, "ts_usec": ...}``: chunks are
+"snapshot_key": <JSON of the last primary key read, "" before the first>, "ts_usec": ..., "txId": <the
+snapshot transaction's id, which every snapshot event's source.txId carries>}``: chunks are
 primary-key ranges (``ctid`` ranges for tables without a key), so they too replay exactly. The exported
 snapshot lives as long as the driver's replication connection: if the driver dies during the snapshot, the
 remaining chunks are read from a fresh snapshot and logged as such (rows changed meanwhile are then read at
@@ -107,6 +108,7 @@ from typing import Any, Callable, Iterator, Sequence
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ..errors import ConfigProblem, ConnectError, DataError
 from ..records import no_headers
+from ..topic_schemas import TABLES_META
 from .base import ReadRange, ReadTask, SourceConnector
 from .offsets import Offsets, partition_key
 from .pgoutput import (SESSION_OPTIONS, UNCHANGED, Change, Decoder, Relation, TypeSpec, text_array, to_arrow,
@@ -130,7 +132,6 @@ WAL_SAMPLE_CHANGES = 1_000
 #: The most WAL bytes taken for one change: a sample of very wide rows followed by narrow ones (or deletes)
 #: would otherwise make a batch many times the size asked. Rows wider than this make smaller batches.
 WAL_BYTES_PER_CHANGE_MAX = 4_096
-TABLES_META = "kconnect.cdc.tables"
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
 
@@ -707,12 +708,22 @@ class PostgresConnector(SourceConnector):
                         self.config["slot.name"])
             self._drop_slot()
         lsn, name = self._create_slot(export=True)
-        ts = self._query("select (extract(epoch from clock_timestamp()) * 1000000)::int8")[0][0]
         tables = [t.id for t in self.layout().tables]
         if not tables:
             return {"lsn": lsn}
+        # Debezium's snapshot events carry the snapshot transaction's id (txid_current() in the transaction
+        # that reads the snapshot). Taken once here and kept in the offsets, so that every chunk, replayed or
+        # read from a fresh snapshot after a driver crash, carries the same one.
+        conn = self._connect()
+        try:
+            self._snapshot_tx(conn, name or "", read_only=False)
+            ts, txid = conn.execute("select (extract(epoch from clock_timestamp()) * 1000000)::int8, "
+                                    "txid_current()").fetchone()
+            conn.execute("rollback")
+        finally:
+            conn.close()
         return {"lsn": lsn, "snapshot": "true", "snapshot_name": name or "", "snapshot_table": tables[0],
-                "snapshot_key": "", "ts_usec": int(ts)}
+                "snapshot_key": "", "ts_usec": int(ts), "txId": int(txid)}
 
     def initial_offsets(self) -> Offsets:
         if self._initial is not None:
@@ -916,18 +927,19 @@ class PostgresConnector(SourceConnector):
         return commits, total
 
     # ---- snapshot chunks
-    def _snapshot_tx(self, conn: Any, name: str) -> bool:
+    def _snapshot_tx(self, conn: Any, name: str, *, read_only: bool = True) -> bool:
         """Begin a REPEATABLE READ transaction on ``conn`` importing snapshot ``name``; False when the
         snapshot no longer exists (its exporting connection is gone) and a fresh one is used instead."""
         psycopg = _psycopg()
-        conn.execute("begin isolation level repeatable read read only")
+        begin = "begin isolation level repeatable read" + (" read only" if read_only else "")
+        conn.execute(begin)
         if name:
             try:
                 conn.execute(f"set transaction snapshot '{name}'")
                 return True
             except psycopg.errors.InvalidParameterValue:
                 conn.execute("rollback")
-                conn.execute("begin isolation level repeatable read read only")
+                conn.execute(begin)
                 log.warning("%s: exported snapshot %s is gone (the driver that created the slot stopped): "
                             "reading the rest of the snapshot from a new one; changes made meanwhile to rows "
                             "not yet read may be delivered twice", self.name, name)
@@ -2108,14 +2120,16 @@ class _Builder:
                 select = sql.SQL(", ").join(sql.Identifier(c.name) for c in t.columns)
                 q = sql.SQL("copy (select {} from {} {} order by {}) to stdout (format csv)").format(
                     select, sql.Identifier(t.schema, t.table), where, sql.SQL(", ").join(cols))
-                yield from self._snapshot_table(conn, t, q, params, ts_us, int(start["lsn"]), table_first=not lo,
+                yield from self._snapshot_table(conn, t, q, params, ts_us, int(start["lsn"]), start.get("txId"),
+                                                table_first=not lo,
                                                 table_last=hi is None, overall_last=(hi is None and i == len(ids) - 1),
                                                 overall_first=(i == 0 and not lo))
             conn.execute("commit")
         finally:
             conn.close()
 
-    def _snapshot_table(self, conn: Any, t: Table, q: Any, params: list[Any], ts_us: int, snap_lsn: int, *,
+    def _snapshot_table(self, conn: Any, t: Table, q: Any, params: list[Any], ts_us: int, snap_lsn: int,
+                        txid: int | None, *,
                         table_first: bool, table_last: bool, overall_first: bool,
                         overall_last: bool) -> Iterator[Any]:
         import io
@@ -2154,7 +2168,8 @@ class _Builder:
                 flags[-1] = "last" if overall_last else "last_in_data_collection"
             ts = pa.array([ts_us] * n, pa.int64())
             lsn = pa.array([snap_lsn] * n, pa.int64())
-            source = self._source(n, t, ts, pa.nulls(n, pa.int64()), lsn, pa.array(flags, pa.string()))
+            xids = pa.nulls(n, pa.int64()) if txid is None else pa.array([int(txid)] * n, pa.int64())
+            source = self._source(n, t, ts, xids, lsn, pa.array(flags, pa.string()))
             key = self._key(t, a_typed, {}, valid, np.ones(n, dtype=bool), n)
             yield self._record(t, n, key, before, after, source, pa.array(["r"] * n, pa.string()), ts,
                                np.zeros(n, dtype=bool), lsn)

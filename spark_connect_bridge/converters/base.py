@@ -112,6 +112,9 @@ class Converter:
     plugin_type: ClassVar[str] = "converter"
     class_name: ClassVar[str] = ""
     config_def: ClassVar[ConfigDef] = ConfigDef()
+    #: A type read from the messages is read from every message of the DataFrame, not a sample (set for a
+    #: stream's micro-batches, where a schema the sample missed would drop fields silently).
+    sample_every_message: bool = False
 
     def __init__(self, config: Mapping[str, Any] | None = None, *, is_key: bool = False, prefix: str = ""):
         self.is_key = is_key
@@ -151,6 +154,16 @@ class Converter:
         if t is not None:
             return t, {}
         return self.default_parse_type(df, column)
+
+    def types_from_messages(self, column: str) -> bool:
+        """Whether the parsed type of ``column`` is read from the messages themselves (JsonConverter's
+        ``schemas.enable=true``): on a stream it is then found per micro-batch, from that batch's messages."""
+        return False
+
+    def sink_problems(self, column: str) -> list[ConfigProblem]:
+        """What stops this converter from parsing ``column`` (``key``, ``value``, ``headers``) of a sink
+        connector's input, found from the config alone, so that validation reports it, not the start."""
+        return []
 
     def default_parse_type(self, df: Any, column: str | None) -> tuple[DataType, dict[str, Any]]:
         raise ConfigError([ConfigProblem(self.key_name("spark.schema"),

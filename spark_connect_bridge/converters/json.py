@@ -14,15 +14,26 @@ With ``schemas.enable=true`` (the default) a message is the envelope ``{"schema"
 **Where the parsed type comes from** (plan time), in this order: the caller's ``value_schema``/``key_schema``
 argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then,
 with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the first
-``schemas.sample.size`` messages (they must all map to the same Spark type). Otherwise it is a ConfigError
-naming ``<prefix>spark.schema``. The payload of every message is read with that plan-time type; the
-``schema`` part of each message is not re-read per message.
+``schemas.sample.size`` messages (each topic's must map to one Spark type; several topics with their own
+struct types give their union, see :mod:`spark_connect_bridge.topic_schemas`, and each topic's messages are
+read with its own type). A sink's stream does this per micro-batch, over every message of the batch
+(:func:`spark_connect_bridge.pipeline.write_stream`). Otherwise it is a ConfigError naming
+``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
+payload of every message is read with that plan-time type; the ``schema`` part of each message is not re-read
+per message.
 
 Tombstones (null bytes) stay null and a null value serializes to null bytes. Invalid JSON, a message
 without the envelope (for example plain JSON with ``schemas.enable=true``) and a payload that does not fit
 the type are record errors. Unlike Kafka, an envelope whose payload is present is accepted even when it has
 keys besides ``schema`` and ``payload``: the keys are checked only when the payload is null, which keeps the
 decode a single JSON parse per message.
+The JSON grammar is Kafka's (Jackson's defaults plus leading zeros): ``007`` is 7, text after the value is
+ignored; single quotes, ``NaN``/``Infinity``, comments, unquoted names and trailing commas are record errors.
+Where Kafka coerces a value of the wrong JSON type (a string where the schema says int64 reads as 0, a number
+where it says string as null), this is a record error; a number read into a string field keeps its text, as
+Spark does. With ``schemas.enable=false``, a value followed by text is read a second time through
+``try_parse_json``, which rejects what Jackson would take in that one case: leading zeros or duplicate keys
+together with the trailing text.
 A map with non-string keys is written and read as Kafka's array of ``[key, value]`` pairs only by the Avro
 converter; for JSON it is a plan-time error.
 
@@ -46,10 +57,17 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .base import Conversion, Converter, SPARK_SCHEMA_DOC
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
+from ..topic_schemas import TABLES_META, union_of
 
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
 _CORRUPT = "_kc_corrupt"
+# Kafka's JsonDeserializer reads with a default Jackson ObjectMapper plus ALLOW_LEADING_ZEROS_FOR_NUMBERS
+# (``readTree``, so text after the first value is ignored). Spark's JSON options differ from Jackson's defaults
+# on three features; comments, unquoted field names, backslash-escaping any character and unescaped control
+# characters are off in both.
+_JACKSON_OPTIONS = {"allowSingleQuotes": "false", "allowNonNumericNumbers": "false",
+                    "allowNumericLeadingZeros": "true"}
 _ENVELOPE_MESSAGE = ('JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain '
                      'additional fields. If you are trying to deserialize plain JSON data, set schemas.enable=false '
                      'in your converter configuration.')
@@ -174,29 +192,55 @@ def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
     raise AssertionError(dt)
 
 
-def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int,
-                                key: str) -> tuple[DataType, dict[str, Any]]:
-    """The Spark type of the ``schema`` part of a sample of JSON envelopes in a batch DataFrame."""
+def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int | None,
+                                key: str) -> tuple[DataType, dict[str, Any], dict[str, tuple[DataType, dict]]]:
+    """The Spark type of the ``schema`` part of JSON envelopes in a batch DataFrame (the first
+    ``sample_size`` messages; every message when ``None``): ``(type, column metadata, per-topic types)``.
+
+    One schema gives that type and no per-topic types. Several topics with one schema each give their union
+    (:func:`spark_connect_bridge.topic_schemas.union_of`) and each topic's own type, which :meth:`parse` reads
+    each topic's messages with. Several schemas in one topic are an error."""
     if df.isStreaming:
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
                                               f"be inferred from its messages (a Spark DDL or JSON schema)")])
-    rows = (df.select(F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
-            .where(F.col("s").isNotNull()).limit(sample_size).distinct().limit(20).collect())
+    topic = F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
+    found_rows = df.select(topic.alias("t"), F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
+    found_rows = found_rows.where(F.col("s").isNotNull())
+    if sample_size is not None:
+        found_rows = found_rows.limit(sample_size)
+    rows = found_rows.distinct().limit(1000).collect()
+    if not rows and sample_size is None and not df.where(F.col(column).isNotNull()).limit(1).collect():
+        # A micro-batch of tombstones only (or none at all): nothing to type, and nothing typed is read.
+        return StructType([]), {}, {}
     if not rows:
-        raise ConfigError([ConfigProblem(key, f"Set {key}: no JSON envelope with a schema in the first "
-                                              f"{sample_size} messages of column {column!r} to infer it from")])
-    found: dict[str, tuple[DataType, dict[str, Any]]] = {}
+        where = f"the first {sample_size} messages" if sample_size is not None else "the messages"
+        raise ConfigError([ConfigProblem(key, f"Set {key}: no JSON envelope with a schema in {where} of column "
+                                              f"{column!r} to infer it from")])
+    by_topic: dict[Any, dict[str, tuple[DataType, dict[str, Any]]]] = {}
     for r in rows:
         try:
             dt, _, meta = connect_to_spark(json.loads(r["s"]))
         except (ValueError, DataError) as e:
             raise ConfigError([ConfigProblem(key, f"Set {key}: a message's Connect schema is invalid ({e})")]) from e
-        found.setdefault(dt.json(), (dt, meta))
-    if len(found) > 1:
-        kinds = "; ".join(sorted(dt.simpleString() for dt, _ in found.values()))[:500]
-        raise ConfigError([ConfigProblem(key, f"Set {key}: the sampled messages carry {len(found)} different "
-                                              f"schemas ({kinds})")])
-    return next(iter(found.values()))
+        by_topic.setdefault(r["t"], {}).setdefault(dt.json() + json.dumps(meta, sort_keys=True), (dt, meta))
+    for t, found in by_topic.items():
+        if len(found) > 1:
+            kinds = "; ".join(sorted(dt.simpleString() for dt, _ in found.values()))[:500]
+            where = f" of topic {t!r}" if t is not None else ""
+            raise ConfigError([ConfigProblem(key, f"Set {key}: the messages{where} carry {len(found)} different "
+                                                  f"schemas ({kinds})")])
+    per_topic = {t: next(iter(found.values())) for t, found in by_topic.items()}
+    distinct = {dt.json() + json.dumps(meta, sort_keys=True): (dt, meta) for dt, meta in per_topic.values()}
+    if len(distinct) == 1:
+        dt, meta = next(iter(distinct.values()))
+        return dt, meta, {}
+    if None in per_topic or not all(isinstance(dt, StructType) for dt, _ in per_topic.values()):
+        kinds = "; ".join(sorted(dt.simpleString() for dt, _ in distinct.values()))[:500]
+        raise ConfigError([ConfigProblem(key, f"Set {key}: the messages carry {len(distinct)} different schemas "
+                                              f"({kinds}); only struct schemas of different topics can be told "
+                                              f"apart")])
+    union, meta = union_of({t: (dt, meta) for t, (dt, meta) in per_topic.items()})
+    return union, meta, {t: per_topic[t] for t in per_topic}
 
 
 class JsonConverter(Converter):
@@ -219,12 +263,33 @@ class JsonConverter(Converter):
         .define("spark.schema", Type.STRING, None, None, Importance.MEDIUM, SPARK_SCHEMA_DOC)
         .define("schemas.sample.size", Type.INT, 1000, Range.at_least(1), Importance.LOW,
                 "With schemas.enable=true and no spark.schema: how many messages of a batch DataFrame are "
-                "sampled to find the Spark type from their \"schema\" part.")
+                "sampled to find the Spark type from their \"schema\" part (a stream's micro-batches read "
+                "every message).")
     )
+
+    # Set by an inference that found several topics with their own schemas (see infer_schema_from_envelopes).
+    _topic_types: Mapping[Any, tuple[DataType, dict[str, Any]]] = {}
+    _union_type: DataType | None = None
 
     @property
     def schemas_enabled(self) -> bool:
         return bool(self.config["schemas.enable"])
+
+    def types_from_messages(self, column: str) -> bool:
+        return self.schemas_enabled and column != "headers" and not self.config.get("spark.schema")
+
+    def sink_problems(self, column: str) -> list[ConfigProblem]:
+        if self.config.get("spark.schema"):
+            return []
+        key = self.key_name("spark.schema")
+        if column == "headers":
+            return [ConfigProblem(key, f"Set {key}: JsonConverter as header.converter of a sink needs the Spark "
+                                       f"type of the header values (a Spark DDL or JSON schema)")]
+        if not self.schemas_enabled:
+            return [ConfigProblem(key, f"Set {key} (a Spark DDL or JSON schema) or "
+                                       f"{self.key_name('schemas.enable')}=true: with schemas.enable=false the "
+                                       f"JSON {self.side}s carry no schema, and the sink needs their type")]
+        return []
 
     def default_parse_type(self, df: DataFrame | None, column: str | None) -> tuple[DataType, dict[str, Any]]:
         key = self.key_name("spark.schema")
@@ -232,7 +297,10 @@ class JsonConverter(Converter):
             why = "schemas.enable=false" if not self.schemas_enabled else "no DataFrame to sample"
             raise ConfigError([ConfigProblem(key, f"Set {key}: JsonConverter needs the Spark type of the parsed "
                                                   f"{self.side} ({why}; a Spark DDL or JSON schema)")])
-        return infer_schema_from_envelopes(df, column, self.config["schemas.sample.size"], key)
+        sample = None if self.sample_every_message else self.config["schemas.sample.size"]
+        dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key)
+        self._union_type = dt if self._topic_types else None
+        return dt, meta
 
     def _parsed(self, col: Column, data_type: DataType) -> Column:
         """The one ``from_json`` of a message: ``struct<payload: wire type, _kc_corrupt: string>``.
@@ -242,12 +310,19 @@ class JsonConverter(Converter):
         subexpression elimination that parses each message once (measured: ~7x the CPU)."""
         wire = _wire(data_type, self.key_name("spark.schema"))
         st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
-        opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE"}
+        opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE", **_JACKSON_OPTIONS}
         text = col.cast("string")
         if self.schemas_enabled:
-            # The "schema" part is skipped by the parser, not copied.
+            # The "schema" part is skipped by the parser, not copied; like Jackson's readTree, Spark's parser
+            # stops at the end of the root object and ignores what follows it.
             return F.from_json(text, st, opts)
-        return F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
+        wrapped = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
+        # Text after the value breaks the wrapper. Only where the wrapper fails, the first JSON value alone
+        # (try_parse_json stops after it, as readTree does) is parsed again; a message that is bad anyway is
+        # parsed twice, a good one once.
+        first = F.to_json(F.try_parse_json(text))
+        retry = F.from_json(F.concat(F.lit('{"payload":'), first, F.lit("}")), st, opts)
+        return F.when(wrapped.isNotNull() & wrapped[_CORRUPT].isNull(), wrapped).otherwise(retry)
 
     def _finish(self, col: Column, parsed: Column, data_type: DataType) -> Conversion:
         text = col.cast("string")
@@ -283,7 +358,31 @@ class JsonConverter(Converter):
         the message bytes (~10% of the decode). The message carries a nondeterministic always-true test
         (:func:`_barrier`), evaluated only for a failed record, so that the optimizer never pushes a later filter
         on the result below this projection, which would parse every message a second time inside the filter."""
+        if self._topic_types and topic is not None and data_type == self._union_type:
+            return self._parse_per_topic(col, data_type, topic)
         return self._finish(col, self._parsed(col, data_type), data_type)
+
+    def _parse_per_topic(self, col: Column, union: DataType, topic: Column) -> Conversion:
+        """Each topic's messages parsed with that topic's own type (one ``from_json`` per row: a CASE over the
+        topics), then placed in the union struct, its other topics' fields null."""
+        assert isinstance(union, StructType)
+        value = failed = message = None
+        layouts = json.loads(union_of(self._topic_types)[1][TABLES_META])
+        for name, (dt, _meta) in sorted(self._topic_types.items()):
+            c = self._finish(col, self._parsed(col, dt), dt)
+            holder = dict(zip(layouts[name]["fields"], layouts[name]["columns"]))
+            placed = F.struct(*[(c.value[holder[f.name]] if f.name in holder else F.lit(None).cast(f.dataType))
+                                .alias(f.name) for f in union.fields])
+            placed = F.when(c.value.isNull(), F.lit(None)).otherwise(placed).cast(union)
+            is_topic = topic == F.lit(name)
+            value = F.when(is_topic, placed) if value is None else value.when(is_topic, placed)
+            failed = F.when(is_topic, c.failed) if failed is None else failed.when(is_topic, c.failed)
+            message = F.when(is_topic, c.message) if message is None else message.when(is_topic, c.message)
+        assert value is not None and failed is not None and message is not None
+        unknown = F.lit("Converting byte[] to Kafka Connect data failed: the message's topic is none of the "
+                        f"topics whose schemas were found ({', '.join(sorted(map(str, self._topic_types)))})"[:500])
+        return Conversion(value.otherwise(F.lit(None).cast(union)), failed.otherwise(col.isNotNull()),
+                          message.otherwise(unknown))
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:

@@ -35,6 +35,7 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, StructType
 from ..errors import ConfigError, ConfigProblem
 from ..plugins import resolve_class
 from ..record_errors import checked
+from ..topic_schemas import narrow, topic_layouts
 from .base import Converter
 
 __all__ = ["CONVERTER_KEYS", "build_converters", "apply_source_converters", "apply_sink_converters"]
@@ -86,6 +87,30 @@ def _header_value_type(df: DataFrame) -> DataType | None:
     if isinstance(t, ArrayType) and isinstance(t.elementType, StructType) and "value" in t.elementType.names:
         return t.elementType["value"].dataType
     return None
+
+
+def _serialize_per_topic(df: DataFrame, column: str, conv: Converter, data_type: DataType,
+                         metadata: Mapping[str, Any], layouts: Mapping[str, Mapping[str, Any]]) -> DataFrame:
+    """Serialize each topic's records with that topic's own schema (its fields only, its connect.name): a
+    CASE over the topics, so each row is serialized once. Topics the layouts do not list keep the union."""
+    topic = F.col("topic")
+    value = failed = message = None
+    union = conv.serialize_checked(F.col(column), data_type, metadata=metadata, topic=topic)
+    for name, info in sorted(layouts.items()):
+        narrowed, narrowed_t, narrowed_meta = narrow(F.col(column), data_type, info, column)
+        c = conv.serialize_checked(narrowed, narrowed_t, metadata=narrowed_meta, topic=topic)
+        is_topic = topic == F.lit(name)
+        value = (F.when(is_topic, c.value) if value is None else value.when(is_topic, c.value))
+        f = c.failed if c.failed is not None else F.lit(False)
+        failed = F.when(is_topic, f) if failed is None else failed.when(is_topic, f)
+        m = c.message if c.message is not None else F.lit(None).cast("string")
+        message = F.when(is_topic, m) if message is None else message.when(is_topic, m)
+    assert value is not None and failed is not None and message is not None
+    value = value.otherwise(union.value)
+    failed = failed.otherwise(union.failed if union.failed is not None else F.lit(False))
+    message = message.otherwise(union.message if union.message is not None else F.lit(None).cast("string"))
+    return checked(df, {column: value}, failed=failed, message=message, stage=STAGES[column],
+                   class_name=conv.class_name)
 
 
 def _apply(df: DataFrame, column: str, conv: Converter, *, parse: bool, data_type: DataType,
@@ -148,16 +173,22 @@ def apply_source_converters(df: DataFrame, config: Mapping[str, Any]) -> DataFra
         else:
             field = df.schema[column]
             dt, meta = field.dataType, field.metadata
+            layouts = topic_layouts(df.schema, column) if "topic" in df.columns else None
+            if layouts and len(layouts) > 1:
+                df = _serialize_per_topic(df, column, conv, dt, meta, layouts)
+                continue
         df = _apply(df, column, conv, parse=False, data_type=dt, metadata=meta)
     return df
 
 
 def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schema: DataType | str | None = None,
                           value_schema: DataType | str | None = None,
-                          header_schema: DataType | str | None = None) -> DataFrame:
+                          header_schema: DataType | str | None = None, every_message: bool = False) -> DataFrame:
     """Parse binary ``key``/``value``/header values into typed columns with the configured converters (sink
     side, before the transforms). ``key_schema``/``value_schema``/``header_schema`` (a Spark type or DDL) take
-    precedence over the converters' own ways to find the type (see each converter).
+    precedence over the converters' own ways to find the type (see each converter). ``every_message``: a type
+    read from the messages (JsonConverter's envelopes) is read from all of them, not a sample (a stream's
+    micro-batch).
 
     >>> typed = apply_sink_converters(df, cfg, value_schema="id BIGINT, name STRING")   # doctest: +SKIP
     """
@@ -171,6 +202,7 @@ def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schem
         conv = convs.get(column)
         if conv is None or column not in df.columns:
             continue
+        conv.sample_every_message = every_message
         try:
             given = explicit[column]
             if isinstance(given, str):

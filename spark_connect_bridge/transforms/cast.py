@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -64,6 +66,35 @@ def _saturate(d: Column, bits: int) -> Column:
             .when(d <= F.lit(float(lo)), F.lit(lo).cast(t)).otherwise(d.cast(t)))
 
 
+# Java's Integer.parseInt takes an optional sign and then any BMP character of Unicode category Nd
+# (Character.digit), no whitespace; a supplementary-plane digit is a surrogate pair, which it rejects.
+_JAVA_INTEGER = r"^[+-]?[\p{Nd}&&[\x{0}-\x{FFFF}]]+\z"  # \z: "$" also matches before a final "\n"
+# Every BMP decimal digit and its ASCII value: Unicode assigns Nd digits in contiguous runs 0..9. A digit this
+# Python does not know stays as it is and fails the cast (never a wrong value); one the JVM does not know fails
+# _JAVA_INTEGER first.
+_ND = "".join(chr(cp) for cp in range(0x80, 0x10000) if unicodedata.category(chr(cp)) == "Nd")
+_ND_ASCII = "".join(str(unicodedata.digit(ch)) for ch in _ND)
+# The grammar of Java's Double.valueOf / Float.valueOf (their javadoc's regular expression): characters up to
+# U+0020 trimmed, NaN/Infinity spelled exactly so, ASCII digits, hexadecimal floats, an f/F/d/D suffix. Spark's
+# own cast also takes "inf", "nan" and "INFINITY", which Java rejects.
+_DIGITS, _HEX = "([0-9]+)", "([0-9a-fA-F]+)"
+_EXP = f"[eE][+-]?{_DIGITS}"
+_JAVA_FLOATING = ("^[\\x00-\\x20]*[+-]?(NaN|Infinity|(((" + _DIGITS + "(\\.)?(" + _DIGITS + "?)(" + _EXP + ")?)|"
+                  "(\\.(" + _DIGITS + ")(" + _EXP + ")?)|(((0[xX]" + _HEX + "(\\.)?)|(0[xX]" + _HEX + "?(\\.)" + _HEX +
+                  "))[pP][+-]?" + _DIGITS + "))[fFdD]?))[\\x00-\\x20]*\\z")
+
+
+def _parse_java_integer(c: Column, to: DataType) -> Column:
+    """Byte/Short/Integer/Long.parseXxx: null where Java throws NumberFormatException (or the value is out of
+    range of ``to``)."""
+    return F.when(c.rlike(_JAVA_INTEGER), F.translate(c, _ND, _ND_ASCII).try_cast(to))
+
+
+def _parse_java_floating(c: Column, to: DataType) -> Column:
+    """Float.parseFloat / Double.parseDouble: null where Java throws NumberFormatException."""
+    return F.when(c.rlike(_JAVA_FLOATING), c.try_cast(to))
+
+
 def cast_column(c: Column, src: DataType, md: dict | None, to: DataType) -> tuple[Column, Column | None, str]:
     """``c`` (of Spark type ``src``) cast to ``to`` with Kafka's rules: (value, per-row failure, message)."""
     msg = f"Unable to convert value of type {_connect(src)} to {_connect(to)}"
@@ -104,11 +135,7 @@ def cast_column(c: Column, src: DataType, md: dict | None, to: DataType) -> tupl
     if isinstance(src, StringType):
         if isinstance(to, BooleanType):
             return F.lower(c) == F.lit("true"), None, msg
-        t = F.trim(c)
-        if is_int:
-            v = F.when(t.rlike(r"^[+-]?[0-9]+$"), t.try_cast(to))
-        else:
-            v = t.try_cast(to)
+        v = _parse_java_integer(c, to) if is_int else _parse_java_floating(c, to)
         return v, c.isNotNull() & v.isNull(), "Unable to parse the string as " + _connect(to)
     return c, c.isNotNull(), f"Cast transformation does not support casting from {type_name(src)}" + (
         "" if not isinstance(src, BinaryType) else f" to {_connect(to)} (BYTES casts only to string)")
@@ -149,8 +176,11 @@ def _parse_spec(items: list[str]) -> tuple[DataType | None, dict[str, DataType],
 class Cast(KeyOrValue):
     """Cast fields, or the whole key/value, to another primitive type: ``spec`` is ``field:type,...`` or
     one bare ``type``. Types: int8, int16, int32, int64, float32, float64, boolean, string. Numbers narrow as
-    Java does (300 → int8 44, 3.99 → int32 3); booleans become 1/0; strings parse (failure fails the record),
-    and become boolean true only for "true" (any case); anything becomes a string with Java's text (bytes as
+    Java does (300 → int8 44, 3.99 → int32 3); booleans become 1/0; strings parse as Java's ``Integer.parseInt``
+    / ``Double.parseDouble`` do (failure fails the record): integers take a sign and any Unicode decimal digits
+    but no whitespace (``" 7"`` fails, ``"\uff17"`` is 7), floats take Java's grammar (surrounding whitespace,
+    ``NaN``, ``Infinity``, hexadecimal, an f/d suffix; not ``inf``); strings become boolean true only for
+    "true" (any case); anything becomes a string with Java's text (bytes as
     Base64). A tombstone passes through. With a schemaless Map, listed fields missing from the Map are added
     as null, and the target type must be the Map's value type (one Spark column, one value type).
     """

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
 from ..errors import ConfigProblem
+from ..topic_schemas import renamed_topics
 from .base import Step, Transformation
 from .regex import (
     LINE_TERMINATORS,
@@ -44,6 +47,7 @@ class RegexRouter(Transformation):
         return []
 
     def configure(self, config: Config) -> None:
+        self.regex = config["regex"]
         self.pattern = anchored(config["regex"])
         self.replacement = config["replacement"]
         shape = simple_shape(config["regex"])
@@ -71,10 +75,29 @@ class RegexRouter(Transformation):
 
     def plan(self, df: DataFrame) -> Step:
         if self.fast is not None:
-            return Step({"topic": self._fast(F.col("topic"))})
-        # The pattern is anchored (^...\z), so it matches at most once, at the start, and only when it
-        # matches the whole topic: one regexp_replace is Java's matches() + replaceFirst().
-        return Step({"topic": F.regexp_replace(F.col("topic"), F.lit(self.pattern), F.lit(self.replacement))})
+            step = Step({"topic": self._fast(F.col("topic"))})
+        else:
+            # The pattern is anchored (^...\z), so it matches at most once, at the start, and only when it
+            # matches the whole topic: one regexp_replace is Java's matches() + replaceFirst().
+            step = Step({"topic": F.regexp_replace(F.col("topic"), F.lit(self.pattern), F.lit(self.replacement))})
+        # A DataFrame of several schemas (one CDC connector over many tables) knows each schema's topic: rename
+        # those too, so that sinks still give each renamed topic its own columns.
+        step.metadata.update(renamed_topics(df.schema, self._rename))
+        return step
+
+    def _rename(self, topic: str) -> str | None:
+        """This router's new name for one topic, on the driver (Python's regex, which agrees with Java's on
+        the patterns routers use; None where it cannot tell)."""
+        parts = replacement_parts(self.replacement)
+        try:
+            match = re.fullmatch(self.regex, topic)
+        except re.error:
+            return None
+        if match is None:
+            return topic
+        if parts is None or any(isinstance(p, int) and p > (match.re.groups or 0) for p in parts):
+            return None
+        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in parts)
 
 
 def _matches_around_group(topic: Column, pre: str, suf: str) -> Column:

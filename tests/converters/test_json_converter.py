@@ -216,3 +216,61 @@ def test_column_level_api_on_any_dataframe(spark):
     assert out.first().v.a == 1
     back = out.select(conv.serialize("v", out.schema["v"].dataType).alias("b")).first().b
     assert back == b'{"a":1}'
+
+
+# Kafka's JsonDeserializer (a default Jackson ObjectMapper + ALLOW_LEADING_ZEROS_FOR_NUMBERS, readTree) rejects
+# these: each must be a record error (the dead-letter queue with errors.tolerance=all), never a row of nulls.
+KAFKA_REJECTS = [
+    ("single quotes", b"{'id': 1, 'd': 2.5}"),
+    ("NaN", b'{"id": 1, "d": NaN}'),
+    ("Infinity", b'{"id": 1, "d": -Infinity}'),
+    ("NaN string for a double", b'{"id": 1, "d": "NaN"}'),
+    ("comment", b'{"id": 1 /* c */}'),
+    ("unquoted field name", b'{id: 1}'),
+    ("trailing comma", b'{"id": 1,}'),
+    ("number glued to text", b"7x"),
+]
+
+
+@pytest.mark.parametrize("schemas_enable", ["false", "true"])
+@pytest.mark.parametrize("name,text", KAFKA_REJECTS, ids=[k[0] for k in KAFKA_REJECTS])
+def test_what_kafkas_jackson_rejects_is_a_record_error(spark, records, name, text, schemas_enable):
+    if schemas_enable == "true":
+        text = b'{"schema": null, "payload": ' + text + b"}"
+    df = enable_error_column(records([(None, text)]))
+    cfg = {"value.converter": JSON, "value.converter.schemas.enable": schemas_enable}
+    row = apply_sink_converters(df, cfg, value_schema="id BIGINT, d DOUBLE").first()
+    assert row.value is None and row[ERROR_COL] is not None
+    assert row[ERROR_COL].stage == "VALUE_CONVERTER" and "offset=0" in row[ERROR_COL].message
+
+
+# ... and accepts these, with these values.
+KAFKA_ACCEPTS = [
+    ("leading zeros", b'{"id": 007, "d": -00.5}', (7, -0.5)),
+    ("text after the value", b'{"id": 1, "d": 2.5} trailing text', (1, 2.5)),
+    ("a second value after the value", b'{"id": 1, "d": 2.5}{"id": 2}', (1, 2.5)),
+    ("closing brace after the value", b'{"id": 1, "d": 2.5}}', (1, 2.5)),
+    ("whitespace around the value", b' \n{"id": 1, "d": 2.5}\r\n ', (1, 2.5)),
+]
+
+
+@pytest.mark.parametrize("schemas_enable", ["false", "true"])
+@pytest.mark.parametrize("name,text,expected", KAFKA_ACCEPTS, ids=[k[0] for k in KAFKA_ACCEPTS])
+def test_what_kafkas_jackson_accepts_is_parsed(spark, records, name, text, expected, schemas_enable):
+    if schemas_enable == "true":
+        envelope_schema = (b'{"type":"struct","optional":false,"fields":[{"type":"int64","optional":false,'
+                           b'"field":"id"},{"type":"double","optional":true,"field":"d"}]}')
+        body = text.strip()
+        value_end = body.index(b"}") + 1  # the value's own text, then what followed it
+        text = b'{"schema": ' + envelope_schema + b', "payload": ' + body[:value_end] + b"}" + body[value_end:]
+    df = enable_error_column(records([(None, text)]))
+    cfg = {"value.converter": JSON, "value.converter.schemas.enable": schemas_enable}
+    row = apply_sink_converters(df, cfg, value_schema="id BIGINT, d DOUBLE").first()
+    assert row[ERROR_COL] is None and tuple(row.value) == expected
+
+
+def test_a_primitive_value_followed_by_text_is_read_as_kafka_does(spark, records):
+    df = enable_error_column(records([(None, b"42 and more"), (None, b"042"), (None, b'"s" x')]))
+    cfg = {"value.converter": JSON, "value.converter.schemas.enable": "false"}
+    rows = apply_sink_converters(df, cfg, value_schema="bigint").collect()
+    assert [r.value for r in rows[:2]] == [42, 42] and rows[2][ERROR_COL] is not None

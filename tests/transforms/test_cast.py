@@ -1,3 +1,5 @@
+import math
+
 import pytest
 
 from spark_connect_bridge.errors import ConfigError
@@ -8,7 +10,7 @@ from .conftest import errors
 
 def test_struct_fields_follow_java_conversions(make_records):
     vt = "struct<big:bigint,d:double,neg:double,f:float,b:boolean,s:string,sb:string,bin:binary,keep:int,dd:double>"
-    df = make_records([("k", {"big": 300, "d": 3.99, "neg": -3.99, "f": 1.5, "b": True, "s": " 42 ", "sb": "TRUE",
+    df = make_records([("k", {"big": 300, "d": 3.99, "neg": -3.99, "f": 1.5, "b": True, "s": "+42", "sb": "TRUE",
                               "bin": b"hi", "keep": 5, "dd": 1e10})], value_type=vt)
     out = df.transform(Cast.Value(spec="big:int8,d:int32,neg:int32,f:string,b:int16,s:int64,sb:boolean,"
                                        "bin:string,dd:string"))
@@ -38,6 +40,35 @@ def test_unparseable_string_fails_only_that_record(make_records):
     assert "Cast$Value" in msgs[0] and "(alias c)" in msgs[0] and "offset=0" in msgs[0]
     assert msgs[1:] == [None, None]
     assert rows[1]["value"].a == 7
+
+
+# (text, target, Java's result: a value, or None where parseXxx throws NumberFormatException)
+JAVA_PARSING = [
+    (" 7", "int32", None), ("7 ", "int32", None), ("7\n", "int64", None), ("\t7", "int64", None),
+    ("+7", "int32", 7), ("-007", "int64", -7), ("\uff17", "int32", 7), ("\u0663\u0660", "int64", 30),
+    ("\u0967\u0968", "int16", 12), ("7.0", "int32", None), ("", "int32", None), ("+", "int32", None),
+    ("128", "int8", None), ("-128", "int8", -128), ("2147483648", "int32", None),
+    ("9223372036854775807", "int64", 2**63 - 1),
+    ("\U0001d7d5", "int32", None),  # MATHEMATICAL BOLD DIGIT SEVEN: a surrogate pair for Java
+    (" 1.5\t", "float64", 1.5), ("1.5d", "float64", 1.5), ("0x1p3", "float64", 8.0), (".5", "float64", 0.5),
+    ("-Infinity", "float64", float("-inf")), ("inf", "float64", None), ("nan", "float64", None),
+    ("INFINITY", "float64", None), ("\u00a01.5", "float64", None), ("1e", "float64", None), ("2.5f", "float32", 2.5),
+]
+
+
+@pytest.mark.parametrize("text,target,expected", JAVA_PARSING, ids=[f"{t!r}->{to}" for t, to, _ in JAVA_PARSING])
+def test_strings_parse_as_javas_parse_methods(make_records, text, target, expected):
+    df = make_records([("k", {"a": text})], value_type="struct<a:string>", tolerant=True)
+    row = df.transform(Cast.Value(spec=f"a:{target}")).collect()[0]
+    if expected is None:
+        assert "Unable to parse the string as" in errors([row])[0]
+    else:
+        assert errors([row]) == [None] and row["value"].a == expected
+
+
+def test_nan_string_casts_to_a_nan_double(make_records):
+    df = make_records([("k", "NaN")])
+    assert math.isnan(df.transform(Cast.Value(spec="float64")).collect()[0]["value"])
 
 
 def test_strict_mode_fails_the_query_naming_the_record(make_records):

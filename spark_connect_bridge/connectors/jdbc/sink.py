@@ -54,6 +54,7 @@ from ...config import (
     Type,
 )
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
+from ...topic_schemas import narrow_arrow, topic_layouts
 from ..base import CommitContext, SinkConnector, WriteContext
 from .dialects import (
     Dialect,
@@ -243,6 +244,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
                                     config.get("connection.password"))
         self.last_rejected: list[RejectedRecord] = []
+        self._layouts: dict[str, dict[str, Any]] | None = None  # per topic, when the input holds several schemas
 
     def _retry(self, fn: Any, what: str) -> Any:
         timeout = self.config["errors.retry.timeout"]
@@ -263,6 +265,10 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         problems = []
         if "value" not in names:
             raise DataError(f"The JDBC sink needs a 'value' column; the input has {names}")
+        # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
+        # own columns (see spark_connect_bridge.topic_schemas).
+        layouts = topic_layouts(schema, "value") if "topic" in names else None
+        self._layouts = layouts if layouts and len(layouts) > 1 else None
         vt = schema["value"].dataType
         if not isinstance(vt, StructType):
             raise DataError(f"The JDBC sink needs struct values (a schema'd record, e.g. JsonConverter with "
@@ -298,7 +304,29 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return self.config["table.name.format"].replace("${topic}", topic)
 
     def _rows(self, batch: Any, part: int, seq: int) -> dict[str, Any]:
-        """Flatten one record batch into {table name: Arrow table of data + meta columns}."""
+        """Flatten one record batch into {table name: [(Arrow table of data + meta columns, pk, topic)]}; with
+        several schemas, each topic's rows narrowed to that topic's own columns first."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        layouts = self._layouts
+        if not layouts or "topic" not in batch.schema.names:
+            return self._rows_of(batch, part, seq)
+        table = pa.Table.from_batches([batch])
+        out: dict[str, list] = {}
+        start = seq
+        for t in pc.unique(table.column("topic")).to_pylist():
+            sub = table.filter(pc.equal(table.column("topic"), t)) if t is not None else \
+                table.filter(pc.is_null(table.column("topic")))
+            if t in layouts:
+                sub = narrow_arrow(sub, layouts[t])
+            for rb in sub.to_batches():
+                for name, parts in self._rows_of(rb, part, start).items():
+                    out.setdefault(name, []).extend(parts)
+                start += rb.num_rows
+        return out
+
+    def _rows_of(self, batch: Any, part: int, seq: int) -> dict[str, Any]:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc

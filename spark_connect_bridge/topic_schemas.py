@@ -1,0 +1,180 @@
+"""Several schemas in one record DataFrame: one connector, one query, a schema per topic.
+
+A DataFrame has one type, but one Debezium connector over many tables emits one schema per table, and a sink
+reading many topics of JSON envelopes meets one schema per topic. The representation, used by every part:
+
+* ``key`` and ``value`` hold the **union** of the topics' structs: a field shared by several topics with the
+  same type is one field; a field whose type differs is kept apart under a qualified name
+  (``<column>__<schema>_<table>`` for CDC, ``<column>__<topic>`` for parsed messages);
+* the column metadata ``kconnect.cdc.tables`` (on ``key``, ``value``, and the envelope's ``before``/``after``)
+  maps each schema to its topic and exact field list: ``{"<id>": {"topic": ..., "columns": [names],
+  "fields": [union fields holding them], "key": [key column names], "names": {"value": connect.name, ...}}}``;
+* the ``topic`` column says which schema a row has.
+
+Whoever needs one topic's exact shape narrows the union with that metadata: the source-side converters
+serialize each topic's records with its own schema (Debezium's ``<prefix>.<schema>.<table>.Value``, only its
+columns), the JDBC and Delta sinks write each topic's table with only its columns, :func:`narrow` gives a
+Column. A topic the metadata does not list (renamed by a transform after the source) keeps the union.
+
+>>> layouts = topic_layouts(df.schema, "value")            # doctest: +SKIP
+>>> orders = narrow(F.col("value"), df.schema["value"].dataType, layouts["shop.public.orders"], "value")
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.types import DataType, StructField, StructType
+
+__all__ = ["TABLES_META", "topic_layouts", "narrow", "union_of", "narrow_arrow", "is_envelope_type"]
+
+TABLES_META = "kconnect.cdc.tables"
+
+
+def _meta_of(field: StructField) -> Mapping[str, Any] | None:
+    text = (field.metadata or {}).get(TABLES_META)
+    if text is None and isinstance(field.dataType, StructType) and "after" in field.dataType.names:
+        text = (field.dataType["after"].metadata or {}).get(TABLES_META)
+    return json.loads(text) if text else None
+
+
+def topic_layouts(schema: StructType, column: str) -> dict[str, dict[str, Any]] | None:
+    """Per topic, the layout of ``column`` (``key`` or ``value``) when it holds several schemas, else None."""
+    if column not in schema.names:
+        return None
+    meta = _meta_of(schema[column])
+    if not meta:
+        return None
+    return {info["topic"]: info for info in meta.values()}
+
+
+def is_envelope_type(data_type: DataType) -> bool:
+    return isinstance(data_type, StructType) and {"after", "before", "op"} <= set(data_type.names)
+
+
+def _row(col: Column, struct_t: StructType, columns: list[str], fields: list[str]) -> tuple[Column, StructType]:
+    by_name = {f.name: f for f in struct_t.fields}
+    out_t = StructType([StructField(c, by_name[f].dataType, True, by_name[f].metadata)
+                        for c, f in zip(columns, fields)])
+    parts = [col[f].alias(c) for c, f in zip(columns, fields)]
+    return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t), out_t
+
+
+def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
+           column: str) -> tuple[Column, DataType, dict[str, Any]]:
+    """One topic's ``key``/``value`` from the union: ``(Column, its type, its column metadata)``. A Debezium
+    envelope keeps its other fields and narrows ``before``/``after``; a row struct narrows itself."""
+    topic = info["topic"]
+    names = info.get("names") or {}
+    field_of = dict(zip(info["columns"], info["fields"]))
+    if not isinstance(data_type, StructType):
+        return col, data_type, {}
+    if column == "key":
+        cols = list(info.get("key") or [])
+        cols = [c for c in cols if field_of.get(c, c) in data_type.names]
+        new, new_t = _row(col, data_type, cols, [field_of.get(c, c) for c in cols])
+        return new, new_t, {"connect.name": names.get("key", f"{topic}.Key")}
+    if is_envelope_type(data_type):
+        row_t = data_type["after"].dataType
+        row_name = names.get("row", f"{topic}.Value")
+        parts, out_fields = [], []
+        for f in data_type.fields:
+            if f.name in ("before", "after"):
+                part, part_t = _row(col[f.name], row_t, info["columns"], info["fields"])
+                meta = {"connect.name": row_name}
+            else:
+                part, part_t, meta = col[f.name], f.dataType, dict(f.metadata or {})
+            parts.append(part.alias(f.name))
+            out_fields.append(StructField(f.name, part_t, True, meta))
+        out_t = StructType(out_fields)
+        new = F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t)
+        return new, out_t, {"connect.name": names.get("value", f"{topic}.Envelope")}
+    new, new_t = _row(col, data_type, info["columns"], info["fields"])
+    name = names["value"] if "value" in names else f"{topic}.Value"
+    return new, new_t, {"connect.name": name} if name else {}
+
+
+def union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any]]]) -> tuple[StructType, dict[str, Any]]:
+    """The union struct of several topics' structs and the ``kconnect.cdc.tables`` metadata that narrows it
+    back; a field whose type differs between topics is kept apart as ``<field>__<topic>``."""
+    fields: dict[str, StructField] = {}
+    meta: dict[str, Any] = {}
+    for topic in sorted(per_topic):
+        st, topic_meta = per_topic[topic]
+        names, holders = [], []
+        for f in st.fields:
+            name = f.name
+            if name in fields and fields[name].dataType != f.dataType:
+                name = f"{f.name}__{topic}"
+            fields.setdefault(name, StructField(name, f.dataType, True, f.metadata))
+            names.append(f.name)
+            holders.append(name)
+        entry: dict[str, Any] = {"topic": topic, "columns": names, "fields": holders, "key": []}
+        entry["names"] = {"value": (topic_meta or {}).get("connect.name")}
+        meta[topic] = entry
+    return StructType(list(fields.values())), {TABLES_META: json.dumps(meta, sort_keys=True)}
+
+
+def narrow_arrow(data: Any, info: Mapping[str, Any]) -> Any:
+    """One topic's records (a ``pa.Table`` of record columns) with ``value`` (a row struct, or an envelope's
+    ``before``/``after``) and ``key`` narrowed to that topic's own fields, under their own names."""
+    import pyarrow as pa
+
+    field_of = dict(zip(info["columns"], info["fields"]))
+
+    def row(arr: Any, columns: list[str]) -> Any:
+        arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+        if not pa.types.is_struct(arr.type):
+            return arr
+        present = [c for c in columns if arr.type.get_field_index(field_of.get(c, c)) >= 0]
+        kids = [arr.field(field_of.get(c, c)) for c in present]
+        types = [arr.type.field(field_of.get(c, c)) for c in present]
+        return pa.StructArray.from_arrays(kids, fields=[t.with_name(c) for c, t in zip(present, types)],
+                                          mask=arr.is_null())
+
+    out = data
+    if "value" in data.column_names:
+        value = data.column("value").combine_chunks()
+        if pa.types.is_struct(value.type) and {"before", "after", "op"} <= {f.name for f in value.type}:
+            kids, kfields = [], []
+            for f in value.type:
+                kid = value.field(f.name)
+                if f.name in ("before", "after"):
+                    kid = row(kid, info["columns"])
+                kids.append(kid)
+                kfields.append(pa.field(f.name, kid.type, f.nullable, f.metadata))
+            new = pa.StructArray.from_arrays(kids, fields=kfields, mask=value.is_null())
+        else:
+            new = row(value, info["columns"])
+        out = out.set_column(out.column_names.index("value"), "value", new)
+    if "key" in data.column_names and info.get("key"):
+        key = row(data.column("key"), list(info["key"]))
+        out = out.set_column(out.column_names.index("key"), "key", key)
+    return out
+
+
+def renamed_topics(schema: StructType, rename: Any) -> dict[str, dict[str, Any]]:
+    """New column metadata for ``key``/``value`` after a transform renamed the topics (``rename(topic)`` ->
+    new topic, or None when it cannot say): the layouts follow their records. Two layouts renamed to one topic
+    are dropped (their records keep the union)."""
+    out: dict[str, dict[str, Any]] = {}
+    for column in ("key", "value"):
+        if column not in schema.names:
+            continue
+        meta = _meta_of(schema[column])
+        if not meta:
+            continue
+        new: dict[str, Any] = {}
+        seen: dict[str, int] = {}
+        for ident, info in meta.items():
+            topic = rename(info["topic"])
+            if topic is None:
+                return {}
+            new[ident] = {**info, "topic": topic}
+            seen[topic] = seen.get(topic, 0) + 1
+        new = {i: info for i, info in new.items() if seen[info["topic"]] == 1}
+        out[column] = {**dict(schema[column].metadata or {}), TABLES_META: json.dumps(new, sort_keys=True)}
+    return out
