@@ -495,13 +495,14 @@ class AvroConverter(Converter):
         ``mapInArrow`` pass over whole rows measured ~0.3 s more JVM CPU per 400k records). The UDF is marked
         nondeterministic so that the optimizer keeps that projection as a barrier, like ``mapInArrow``: a later
         filter on the decoded value is never pushed below it, which would decode every record twice.
-        native: the ``from_avro`` CASE is staged the same way (Spark does not merge a projection whose costly
-        expression the next one uses more than once)."""
+        native: the ``from_avro`` CASE is staged the same way, behind the same kind of barrier."""
         tmp = "_kc_avro"
         engine, writers = self._parse_engine()
         if engine == "native":
             parts = NativeDecode(F.col(column), data_type, self._native_reader(data_type), writers)
-            staged = df.withColumn(tmp, parts.raw)
+            # spark_partition_id() (cheap, nondeterministic) makes the projection a barrier as asNondeterministic
+            # does for the UDF: a filter on the error or the value is not pushed below it to decode again.
+            staged = df.withColumn(tmp, F.when(F.spark_partition_id() >= 0, parts.raw))
             value, failed, message = parts.result(F.col(tmp))
             return staged.withColumns({column: value, error_column: F.when(failed, message)}).drop(tmp)
         udf = _decode_udf(self._reg, self._reader_text, data_type).asNondeterministic()

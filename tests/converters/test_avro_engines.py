@@ -19,6 +19,7 @@ from decimal import Decimal
 import fastavro
 import pytest
 from pyspark.errors import PySparkException
+from pyspark.sql import functions as F
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
                                FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
                                StructType, TimestampNTZType, TimestampType)
@@ -441,6 +442,19 @@ def test_engine_choice_shows_in_the_plan(spark, records, registry, engine):
     assert ("avro_decode" in text) == (engine == "fastavro")
     auto = apply_sink_converters(df, avro_cfg(registry, "auto", "eng_bad"))._jdf.queryExecution().optimizedPlan()
     assert "from_avro" in auto.toString()  # spark-avro is loaded in the test session: auto picks native
+
+
+def test_tolerant_split_decodes_each_record_once(spark, records, registry, engine):
+    """errors.tolerance=all splits good and failed rows with a filter on the error: it must not be pushed below
+    the decode, which would then run twice."""
+    sid = register(registry, "eng_bad-value", SMALL)
+    df = enable_error_column(records([(None, framed(sid, SMALL, {"s": "a", "n": 1})), (None, b"\x01")],
+                                     topic="eng_bad"))
+    typed = apply_sink_converters(df, avro_cfg(registry, engine, "eng_bad"))
+    good = typed.where(F.col(ERROR_COL).isNull()).where(F.col("value.n") > 0)
+    plan = good._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("from_avro(" if engine == "native" else "ArrowEvalPython") == 1, plan
+    assert [r.value.asDict() for r in good.collect()] == [{"s": "a", "n": 1}]
 
 
 def test_forced_native_engine_needs_the_writer_schemas_when_planned(spark, records, registry):
