@@ -97,7 +97,8 @@ def native_avro_available(spark: Any) -> bool:
 def _parsed(schema_text: str) -> Any:
     import fastavro
 
-    return fastavro.parse_schema(plain_logical_types(json.loads(schema_text)))  # keeps the "parsed" hint: no re-parse per record
+    # keeps the "parsed" hint: no re-parse per record
+    return fastavro.parse_schema(plain_logical_types(json.loads(schema_text)))
 
 
 def _arrow_type(dt: DataType) -> Any:

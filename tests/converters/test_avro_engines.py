@@ -257,7 +257,8 @@ def test_schema_evolution_reads_every_writer_version_in_one_batch(spark, records
     assert len(set(ids)) == 3
     msgs = [framed(ids[2], EVO[2], {"a": 30, "b": "z", "c": 7}), framed(ids[0], EVO[0], {"a": 1, "gone": "g1"}),
             framed(ids[1], EVO[1], {"a": 2**40, "gone": "g2", "b": "x"}), framed(ids[0], EVO[0], {"a": -1, "gone": ""})]
-    typed = apply_sink_converters(records([(None, m) for m in msgs], topic="eng_evo"), avro_cfg(registry, engine, "eng_evo"))
+    typed = apply_sink_converters(records([(None, m) for m in msgs], topic="eng_evo"),
+                                  avro_cfg(registry, engine, "eng_evo"))
     assert [f.name for f in typed.schema["value"].dataType.fields] == ["a", "b", "c"]
     assert values(typed) == [{"a": 30, "b": "z", "c": 7}, {"a": 1, "b": "dflt", "c": None},
                              {"a": 2**40, "b": "x", "c": None}, {"a": -1, "b": "dflt", "c": None}]
@@ -324,7 +325,8 @@ def _bad_inputs(sid):
         ("wrong magic byte", b"\x01" + good[1:], "Unknown magic byte"),
         ("too short", b"\x00\x00", "Unknown magic byte"),
         ("empty", b"", "Unknown magic byte"),
-        ("unknown schema id", b"\x00" + (99999).to_bytes(4, "big") + good[5:], "Error retrieving Avro schema for id 99999"),
+        ("unknown schema id", b"\x00" + (99999).to_bytes(4, "big") + good[5:],
+         "Error retrieving Avro schema for id 99999"),
         ("truncated", good[:-3], f"Error deserializing Avro message for id {sid}"),
         ("header only", good[:5], f"Error deserializing Avro message for id {sid}"),
         ("negative string length", good[:5] + b"\x03", f"Error deserializing Avro message for id {sid}"),
@@ -488,11 +490,10 @@ def test_a_corrupt_length_is_a_record_error_not_a_dead_executor(spark, records, 
     length.append(huge)
     items = {"type": "record", "name": "Many", "fields": [{"name": "xs", "type": {"type": "array", "items": "long"}}]}
     many = register(registry, "eng_many-value", items)
-    rows = apply_sink_converters(enable_error_column(records([(None, framed(sid, SMALL, {"s": "ok", "n": 1})),
-                                                              (None, b"\x00" + sid.to_bytes(4, "big") + bytes(length) + b"ab")],
-                                                             topic="eng_bad")), avro_cfg(registry, engine, "eng_bad")).collect()
+    strings = records([(None, framed(sid, SMALL, {"s": "ok", "n": 1})),
+                       (None, b"\x00" + sid.to_bytes(4, "big") + bytes(length) + b"ab")], topic="eng_bad")
+    rows = apply_sink_converters(enable_error_column(strings), avro_cfg(registry, engine, "eng_bad")).collect()
     assert rows[0].value.asDict() == {"s": "ok", "n": 1} and rows[1].value is None and rows[1][ERROR_COL] is not None
-    rows = apply_sink_converters(enable_error_column(records([(None, b"\x00" + many.to_bytes(4, "big") + bytes(length)
-                                                               + b"\x02")], topic="eng_many")),
-                                 avro_cfg(registry, engine, "eng_many")).collect()
+    arrays = records([(None, b"\x00" + many.to_bytes(4, "big") + bytes(length) + b"\x02")], topic="eng_many")
+    rows = apply_sink_converters(enable_error_column(arrays), avro_cfg(registry, engine, "eng_many")).collect()
     assert rows[0].value is None and rows[0][ERROR_COL] is not None
