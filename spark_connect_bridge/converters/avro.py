@@ -39,13 +39,13 @@ from typing import Any, Callable, Mapping
 import pyarrow as pa  # a core dependency; module-level so arrow_udf can resolve the 'pa.Array' hints
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, ByteType, DataType, MapType, ShortType, StringType,
-                               StructField, StructType)
+from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructField, StructType
 
 from ..config import (NO_DEFAULT, CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type,
                       ValidList)
 from ..errors import ConfigError, ConfigProblem, DataError
 from .avro_data import avro_to_spark, record_fullname, spark_to_avro
+from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
 from .base import Conversion, Converter, SPARK_SCHEMA_DOC
 from .schema_registry import SchemaRegistryError, client_for
 
@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 _SUBJ = "io.confluent.kafka.serializers.subject."
 STRATEGIES = {"TopicNameStrategy": "topic", "RecordNameStrategy": "record", "TopicRecordNameStrategy": "topic_record"}
 _STRATEGY_NAMES = tuple([_SUBJ + s for s in STRATEGIES] + list(STRATEGIES))
-MAGIC = b"\x00"
 
 
 def _strategy(name: str) -> str:
@@ -95,22 +94,11 @@ def native_avro_available(spark: Any) -> bool:
 
 # -- schema helpers shared by both engines -------------------------------------------------------------------
 
-def _strip_time(obj: Any) -> Any:
-    """The schema without time-millis/micros logical types: fastavro would turn them into datetime.time; a
-    Connect Time is an int (ms of day). The binary encoding is the same."""
-    if isinstance(obj, list):
-        return [_strip_time(x) for x in obj]
-    if isinstance(obj, dict):
-        if obj.get("logicalType") in ("time-millis", "time-micros"):
-            return {k: v for k, v in obj.items() if k != "logicalType"}
-        return {k: _strip_time(v) for k, v in obj.items()}
-    return obj
-
-
 def _parsed(schema_text: str) -> Any:
     import fastavro
 
-    return fastavro.parse_schema(_strip_time(json.loads(schema_text)))  # keeps the "parsed" hint: no re-parse per record
+    # keeps the "parsed" hint: no re-parse per record
+    return fastavro.parse_schema(plain_logical_types(json.loads(schema_text)))
 
 
 def _arrow_type(dt: DataType) -> Any:
@@ -271,7 +259,7 @@ def _resolve_writer(reg: tuple[Any, ...], mode: dict[str, Any], topic: str | Non
                 sid, text = client.register(subject, mode["schema"]), mode["schema"]
             else:
                 sid, text = client.lookup(subject, mode["schema"]).id, mode["schema"]
-            return MAGIC + sid.to_bytes(4, "big", signed=True), _parsed(text)
+            return header_bytes(sid), _parsed(text)
         except (SchemaRegistryError, DataError) as e:
             return f"Error registering or retrieving the Avro schema for subject {subject}: {e}"
     return _cached(("e", reg, json.dumps(mode, sort_keys=True), topic), make)
@@ -364,7 +352,8 @@ class AvroConverter(Converter):
                 "Size of the per-process cache of schemas and ids.")
         .define("spark.schema", Type.STRING, None, None, Importance.MEDIUM, SPARK_SCHEMA_DOC)
         .define("avro.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "native", "fastavro"),
-                Importance.LOW, "auto: Spark's from_avro/to_avro when spark-avro is loaded, else fastavro.")
+                Importance.LOW, "auto: Spark's from_avro/to_avro where spark-avro is loaded and the schemas are known "
+                "when the query is planned, else fastavro. native or fastavro: that engine.")
     )
 
     def validate(self) -> None:
@@ -427,33 +416,96 @@ class AvroConverter(Converter):
         self._reader_text = text
         return dt, meta
 
-    def _engine(self) -> str:
-        choice = self.config["avro.engine"].lower()
-        if choice != "auto":
-            return choice
+    def _native_loaded(self) -> bool:
         from pyspark.sql import SparkSession
 
         spark = SparkSession.getActiveSession()
-        return "native" if spark is not None and native_avro_available(spark) else "fastavro"
+        return spark is not None and native_avro_available(spark)
+
+    def _engine(self) -> str:
+        """``native`` or ``fastavro`` as configured; ``auto``: native where spark-avro is loaded."""
+        choice = self.config["avro.engine"].lower()
+        if choice != "auto":
+            return choice
+        return "native" if self._native_loaded() else "fastavro"
+
+    def _native_unavailable(self, why: str) -> ConfigError:
+        key = self.key_name("avro.engine")
+        return ConfigError([ConfigProblem(key, f"Invalid value native for configuration {key}: {why}; use "
+                                               f"avro.engine=auto or fastavro")])
+
+    def _plan_subject(self) -> str | None:
+        """The subject this side's records are registered under, where it is known when the query is planned
+        (TopicNameStrategy and the connector's single topic; the record name strategies name the subject after
+        the record, which the bytes carry only as a schema id)."""
+        topic = self._single_topic()
+        return subject_name("topic", topic, self.is_key, None) if topic and self._strategy == "topic" else None
+
+    def _native_writers(self) -> dict[int, str]:
+        """The writer schemas by id that the native decode knows (from_avro needs each one as a literal):
+        ``use.schema.id``'s, else every version of the subject. Empty when the subject is not known."""
+        client = self._client()
+        sid = self.config["use.schema.id"]
+        if sid >= 0:
+            return {sid: client.get_schema(sid)}
+        subject = self._plan_subject()
+        if subject is None:
+            return {}
+        try:
+            versions = [client.get_version(subject, v) for v in client.get_versions(subject)]
+        except SchemaRegistryError as e:
+            log.debug("no versions of subject %s: %s", subject, e)
+            return {}
+        return {v.id: v.schema for v in versions}
+
+    def _parse_engine(self) -> tuple[str, dict[int, str]]:
+        """The decode engine and, for native, the writer schemas. ``auto`` decodes natively where spark-avro is
+        loaded and the writer schemas are known when the query is planned, with fastavro otherwise."""
+        engine = self._engine()
+        if engine == "fastavro":
+            return engine, {}
+        writers = self._native_writers()
+        if writers:
+            return engine, writers
+        if self.config["avro.engine"].lower() == "native":
+            raise self._native_unavailable("the native engine needs the writer schemas when the query is planned "
+                                           "(set use.schema.id, or a single topic in 'topics' whose subject has "
+                                           "versions)")
+        return "fastavro", {}
+
+    def _native_reader(self, data_type: DataType) -> str:
+        """The reader schema of the native decode: the registry's (schema resolution as in fastavro), else one
+        generated from the Spark type with every field optional (fields matched by name, missing ones null)."""
+        if self._reader_text is not None:
+            return self._reader_text
+        return json.dumps(spark_to_avro(nullable_type(data_type), {}, False))
 
     def parse_checked(self, col: Column, data_type: DataType, *, topic: Column | None = None) -> Conversion:
-        if self._engine() == "native":
-            return self._native_parse(col, data_type)
+        engine, writers = self._parse_engine()
+        if engine == "native":
+            return native_decode(col, data_type, self._native_reader(data_type), writers)
         r = _decode_udf(self._reg, self._reader_text, data_type)(col)
         return Conversion(r["value"], r["error"].isNotNull(), r["error"])
 
     def parse_frame(self, df: Any, column: str, data_type: DataType, error_column: str) -> Any:
-        """DataFrame-level form of :meth:`parse_checked` used by the pipeline wiring (fastavro engine): the Arrow
-        UDF runs in a projection of its own, replaces ``column`` and adds ``error_column`` (the per-row error
-        message). Returns None when the native engine is in use (then the Column path applies).
+        """DataFrame-level form of :meth:`parse_checked` used by the pipeline wiring: the decode runs in a
+        projection of its own, then ``column`` is replaced and ``error_column`` (the per-row error message)
+        added, so that the value and the error share one decode.
 
-        Only ``column`` goes to the Python workers; the other columns stay in the JVM (a ``mapInArrow`` pass
-        over whole rows measured ~0.3 s more JVM CPU per 400k records). The UDF is marked nondeterministic so
-        that the optimizer keeps that projection as a barrier, like ``mapInArrow``: a later filter on the
-        decoded value is never pushed below it, which would decode every record twice."""
-        if self._engine() == "native":
-            return None
+        fastavro: only ``column`` goes to the Python workers; the other columns stay in the JVM (a
+        ``mapInArrow`` pass over whole rows measured ~0.3 s more JVM CPU per 400k records). The UDF is marked
+        nondeterministic so that the optimizer keeps that projection as a barrier, like ``mapInArrow``: a later
+        filter on the decoded value is never pushed below it, which would decode every record twice.
+        native: the ``from_avro`` CASE is staged the same way, behind the same kind of barrier."""
         tmp = "_kc_avro"
+        engine, writers = self._parse_engine()
+        if engine == "native":
+            parts = NativeDecode(F.col(column), data_type, self._native_reader(data_type), writers)
+            # spark_partition_id() (cheap, nondeterministic) makes the projection a barrier as asNondeterministic
+            # does for the UDF: a filter on the error or the value is not pushed below it to decode again.
+            staged = df.withColumn(tmp, F.when(F.spark_partition_id() >= 0, parts.raw))
+            value, failed, message = parts.result(F.col(tmp))
+            return staged.withColumns({column: value, error_column: F.when(failed, message)}).drop(tmp)
         udf = _decode_udf(self._reg, self._reader_text, data_type).asNondeterministic()
         staged = df.withColumn(tmp, udf(F.col(column)))
         return staged.withColumns({column: F.col(f"{tmp}.value"), error_column: F.col(f"{tmp}.error")}).drop(tmp)
@@ -482,55 +534,47 @@ class AvroConverter(Converter):
             raise ConfigError([ConfigProblem(key, f"{key}: the subject name needs the record's topic; the DataFrame "
                                                   f"has no 'topic' column")])
         if self._engine() == "native":
-            return self._native_serialize(col, data_type, mode, topic)
+            native = self._native_serialize(col, data_type, mode, topic)
+            if native is not None:
+                return native
         udf = _encode_udf(self._reg, mode, data_type, topic is not None)
         r = udf(col, topic) if topic is not None else udf(col)
         return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(r["value"]),
                           col.isNotNull() & r["error"].isNotNull(), r["error"])
 
     # -- native engine (spark-avro) -----------------------------------------------------------------------
-    def _native_parse(self, col: Column, data_type: DataType) -> Conversion:
-        """CASE over the subject's known schema ids: ``from_avro(payload, writer, {avroSchema: reader})`` then
-        the Connect type fix-ups (int8/int16 casts, MapEntry arrays to maps)."""
-        from pyspark.sql.avro.functions import from_avro
-
-        reader = self._reader_text or json.dumps(spark_to_avro(data_type, {}, False))
-        writers = self._known_writers(reader)
-        sid = F.conv(F.hex(F.substring(col, 2, 4)), 16, 10).cast("bigint")
-        payload = F.substring(col, 6, 1 << 30)
-        decoded: Column | None = None
-        for wid, wtext in writers.items():
-            branch = _native_fix(from_avro(payload, wtext, {"mode": "PERMISSIVE", "avroSchema": reader}), data_type)
-            decoded = F.when(sid == F.lit(wid), branch) if decoded is None else decoded.when(sid == F.lit(wid), branch)
-        if decoded is None:
-            decoded = F.lit(None).cast(data_type)
-        bad_magic = (F.octet_length(col) < 5) | (F.substring(col, 1, 1) != F.unhex(F.lit("00")))
-        known = sid.isin(list(writers)) if writers else F.lit(False)
-        failed = col.isNotNull() & (bad_magic | ~known | decoded.isNull())
-        msg = (F.when(bad_magic, F.lit("Error deserializing Avro message: Unknown magic byte!"))
-               .when(~known, F.concat(F.lit("Error retrieving Avro schema for id "), sid.cast("string"),
-                                      F.lit(": not a version of the subject known when the query was planned")))
-               .otherwise(F.concat(F.lit("Error deserializing Avro message for id "), sid.cast("string"))))
-        return Conversion(F.when(failed, F.lit(None)).otherwise(decoded), failed, msg)
-
-    def _known_writers(self, reader: str) -> dict[int, str]:
-        client = self._client()
-        sid = self.config["use.schema.id"]
-        if sid >= 0:
-            return {sid: client.get_schema(sid)}
-        topic = self._single_topic()
-        if topic is None:
-            return {}
-        subject = subject_name("topic", topic, self.is_key, None)
-        return {client.get_version(subject, v).id: client.get_version(subject, v).schema
-                for v in client.get_versions(subject)}
-
     def _native_serialize(self, col: Column, data_type: DataType, mode: dict[str, Any],
-                          topic: Column | None) -> Conversion:
-        """``to_avro`` with the generated schema, prefixed with the header of the topic's schema id (a tiny
-        Arrow UDF over the topic column resolves/registers it per topic, cached per process)."""
-        from pyspark.sql.avro.functions import to_avro
-
+                          topic: Column | None) -> Conversion | None:
+        """``to_avro`` behind the header of the schema id. With ``use.schema.id`` (or ``use.latest.version``
+        and a single topic), that registry schema is fetched when the query is planned; otherwise the schema
+        generated from the Spark type is written and a tiny Arrow UDF over the topic column registers (or
+        looks up) it per topic, cached per process. None: the native engine cannot write this (then fastavro)."""
+        client = self._client()
+        planned = None
+        key = self.key_name("use.schema.id" if mode["schema_id"] >= 0 else "use.latest.version")
+        try:
+            if mode["schema_id"] >= 0:
+                planned = mode["schema_id"], client.get_schema(mode["schema_id"]), None
+            elif mode["use_latest"]:
+                single = self._single_topic()
+                if single is None and mode["strategy"] != "record":
+                    if self.config["avro.engine"].lower() == "native":
+                        raise self._native_unavailable("use.latest.version needs the topic when the query is "
+                                                       "planned (a single topic in 'topics')")
+                    return None
+                latest = client.get_latest(subject_name(mode["strategy"], single, self.is_key, mode["record"]))
+                planned = latest.id, latest.schema, single
+        except SchemaRegistryError as e:
+            raise ConfigError([ConfigProblem(key, f"{key}: the schema to serialize with is not in the registry "
+                                                  f"({e})")]) from e
+        if planned is not None:
+            sid, text, single = planned
+            other_topic = None
+            if single is not None and mode["strategy"] != "record" and topic is not None:
+                other_topic = F.when(topic != F.lit(single), F.concat(
+                    F.lit(f"Error retrieving the Avro schema: {key} was resolved for topic {single}, the record's "
+                          f"topic is "), topic))
+            return native_encode(col, data_type, text, F.lit(header_bytes(sid)), other_topic)
         reg = self._reg
 
         def header(topics: pa.Array) -> pa.Array:
@@ -544,38 +588,4 @@ class AvroConverter(Converter):
 
         rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
         h = F.arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
-        body = to_avro(_native_unfix(col, data_type), mode["schema"])
-        value = F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(F.concat(h["value"], body))
-        return Conversion(value, col.isNotNull() & h["error"].isNotNull(), h["error"])
-
-
-def _native_fix(c: Column, dt: DataType) -> Column:
-    """spark-avro's Avro -> Spark mapping to ours: int8/int16 are Avro ints, MapEntry arrays become maps."""
-    if isinstance(dt, (ByteType, ShortType)):
-        return c.cast(dt)
-    if isinstance(dt, StructType):
-        return F.when(c.isNull(), F.lit(None)).otherwise(
-            F.struct(*[_native_fix(c[f.name], f.dataType).alias(f.name) for f in dt.fields]))
-    if isinstance(dt, ArrayType):
-        return F.transform(c, lambda x: _native_fix(x, dt.elementType))
-    if isinstance(dt, MapType):
-        if not isinstance(dt.keyType, StringType):
-            c = F.map_from_entries(F.transform(c, lambda e: F.struct(e["key"].alias("key"),
-                                                                     e["value"].alias("value"))))
-        return F.transform_values(c, lambda _k, v: _native_fix(v, dt.valueType))
-    return c
-
-
-def _native_unfix(c: Column, dt: DataType) -> Column:
-    """Our Spark types to what ``to_avro`` accepts for the generated schema (maps with non-string keys as
-    arrays of key/value structs)."""
-    if isinstance(dt, MapType) and not isinstance(dt.keyType, StringType):
-        return F.transform(F.map_entries(c), lambda e: F.struct(e["key"].alias("key"),
-                                                                _native_unfix(e["value"], dt.valueType).alias("value")))
-    if isinstance(dt, StructType):
-        return F.when(c.isNull(), F.lit(None)).otherwise(
-            F.struct(*[_native_unfix(c[f.name], f.dataType).alias(f.name) for f in dt.fields]))
-    if isinstance(dt, ArrayType):
-        return F.transform(c, lambda x: _native_unfix(x, dt.elementType))
-    return c
-
+        return native_encode(col, data_type, mode["schema"], h["value"], h["error"])

@@ -169,13 +169,14 @@ def _spark(s: Any, ns: str, named: dict[str, Any], stack: set[str]) -> tuple[Dat
         if lt == "time-millis":
             return IntegerType(), False, {META_NAME: TIME, META_VERSION: 1}
         ct = s.get("connect.type")
-        return (ByteType() if ct == "int8" else ShortType() if ct == "int16" else IntegerType()), False, {}
+        int_meta = {META_NAME: cname} if cname and not ct else {}  # Debezium's io.debezium.time.Date and the like
+        return (ByteType() if ct == "int8" else ShortType() if ct == "int16" else IntegerType()), False, int_meta
     if t == "long":
         if lt in ("timestamp-millis", "timestamp-micros"):
             return TimestampType(), False, {}
         if lt in ("local-timestamp-millis", "local-timestamp-micros"):
             return TimestampNTZType(), False, {}
-        return LongType(), False, {}
+        return LongType(), False, ({META_NAME: cname} if cname else {})  # io.debezium.time.MicroTimestamp ...
     if t in ("bytes", "fixed") and lt == "decimal":
         p, sc = int(s.get("precision", 38)), int(s.get("scale", 0))
         if t == "fixed":

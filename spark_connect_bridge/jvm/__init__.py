@@ -38,6 +38,9 @@ POM = str(importlib.resources.files(__package__).joinpath("pom.xml"))
 _NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 _DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 _DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Avro's own limits (org.apache.avro.SystemLimitException) on one string/bytes value and one array/map.
+AVRO_LIMITS = ("-Dorg.apache.avro.limits.string.maxLength=67108864 -Dorg.apache.avro.limits.bytes.maxLength=67108864 "
+               "-Dorg.apache.avro.limits.collectionItems.maxLength=16777216")
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,11 @@ def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark")
             raise
         log.info("%s; falling back to spark.jars.packages", e)
         builder = builder.config("spark.jars.packages", ",".join(str(a) for a in artifacts(profile, version)))
+    # A corrupt length in an Avro datum (from_avro of a bad Kafka record) would make Avro allocate up to 2 GiB and
+    # the OutOfMemoryError kills the executor (in local mode the driver); with limits it is a record error.
+    for side in ("driver", "executor"):
+        key = f"spark.{side}.extraJavaOptions"
+        builder = builder.config(key, " ".join(filter(None, [getattr(builder, "_options", {}).get(key), AVRO_LIMITS])))
     if delta and any(a.group == "io.delta" for a in artifacts(profile, version)):
         builder = builder.config("spark.sql.extensions", _DELTA_EXTENSION) \
                          .config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)

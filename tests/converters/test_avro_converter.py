@@ -1,19 +1,19 @@
-"""AvroConverter (fastavro engine) against the embedded registry: wire format, type mapping, strategies,
-schema evolution, bad input, and interoperability with confluent-kafka's own serializers."""
+"""AvroConverter against the embedded registry with the engine Kafka Connect configs get (``avro.engine=auto``:
+Spark's from_avro/to_avro, spark-avro being loaded in the test session): wire format, type mapping,
+strategies, config errors, and interoperability with confluent-kafka's own serializers. What both engines must
+do alike (types, evolution, bad input) is in test_avro_engines.py; the fastavro batch decoder's fuzz test is here."""
 
 from __future__ import annotations
 
 import datetime as dt
 import io
 import json
-import os
 from decimal import Decimal
 
 import fastavro
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
-from pyspark.errors import PySparkException
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
                                FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
                                StructType, TimestampType)
@@ -24,7 +24,6 @@ from spark_connect_bridge.converters.avro_data import avro_to_spark, spark_to_av
 from spark_connect_bridge.converters.connect_schema import TIME
 from spark_connect_bridge.converters.schema_registry import SchemaRegistryClient
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
 UTC = dt.timezone.utc
@@ -124,45 +123,6 @@ def test_use_latest_version_and_use_schema_id(spark, records, registry):
     assert tuple(parsed.first().value) == (3, None)
 
 
-def _framed(sid: int, payload: bytes) -> bytes:
-    return b"\x00" + sid.to_bytes(4, "big") + payload
-
-
-BAD = [
-    ("wrong magic byte", b"\x01\x00\x00\x00\x01\x02", "Unknown magic byte"),
-    ("too short", b"\x00\x00", "Unknown magic byte"),
-    ("unknown schema id", _framed(99999, b"\x02"), "Error retrieving Avro schema for id 99999"),
-    ("truncated", None, "Error deserializing Avro message"),
-    ("trailing bytes", None, "trailing bytes"),
-]
-
-
-@pytest.fixture(scope="module")
-def small(registry):
-    client = SchemaRegistryClient(registry.url)
-    schema = {"type": "record", "name": "S", "fields": [{"name": "s", "type": "string"}, {"name": "n", "type": "long"}]}
-    sid = client.register("small-value", json.dumps(schema))
-    buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, fastavro.parse_schema(schema), {"s": "hello", "n": 42})
-    return sid, buf.getvalue()
-
-
-def test_bad_input_tolerant_and_strict(spark, records, registry, small):
-    sid, good = small
-    msgs = [_framed(sid, good)] + [b if b is not None else None for _, b, _ in BAD]
-    msgs[4] = _framed(sid, good[:-3])
-    msgs[5] = _framed(sid, good + b"\x00\x00")
-    df = records([(None, m) for m in msgs])
-    rows = apply_sink_converters(enable_error_column(df), cfg(registry, topic="small")).collect()
-    assert tuple(rows[0].value) == ("hello", 42) and rows[0][ERROR_COL] is None
-    for row, (name, _, expected) in zip(rows[1:], BAD):
-        err = row[ERROR_COL]
-        assert row.value is None and err is not None, name
-        assert err.stage == "VALUE_CONVERTER" and err.class_name == AVRO and expected in err.message, name
-    with pytest.raises(PySparkException, match=r"VALUE_CONVERTER .*AvroConverter failed: .*offset=[13]"):
-        apply_sink_converters(df, cfg(registry, topic="small")).collect()
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.binary(max_size=40), st.binary(max_size=40).map(lambda b: b"\x00\x00\x00\x00\x01" + b)),
                 max_size=20))
@@ -187,15 +147,6 @@ def registry_url_and_schema(registry):
     # fastavro itself; the reader is that same schema.
     text = client.get_schema(1)
     return registry.url, text, avro_to_spark(json.loads(text))[0].json()
-
-
-def test_random_bytes_in_spark_become_record_errors(spark, records, registry, small):
-    sid, good = small
-    blobs = [os.urandom(n % 23) for n in range(60)] + [_framed(sid, os.urandom(n % 17)) for n in range(60)]
-    df = enable_error_column(records([(None, b) for b in blobs]))
-    rows = apply_sink_converters(df, cfg(registry, topic="small")).collect()
-    assert all((r.value is None) != (r[ERROR_COL] is None) or r.value is None for r in rows)
-    assert sum(r[ERROR_COL] is not None for r in rows) >= 100
 
 
 BAD_CONFIGS = [
@@ -239,8 +190,8 @@ def test_parse_type_needs_a_schema_source(spark, records, registry):
         apply_sink_converters(df, cfg(registry, topic="never-registered"))
 
 
-def test_native_engine_is_detected_as_absent_here(spark):
-    assert native_avro_available(spark) is False
+def test_native_engine_is_detected_with_spark_avro_loaded(spark):
+    assert native_avro_available(spark) is True
 
 
 def test_type_mapping_round_trips():
@@ -283,16 +234,3 @@ def test_confluent_kafka_serializer_bytes_decode_and_ours_decode_with_confluent(
     de = AvroDeserializer(ck)
     decoded = [de(b, ctx) for b in ours]
     assert decoded == values
-
-
-def test_native_engine_builds_from_avro_and_to_avro_expressions(spark, records, registry, small):
-    """spark-avro is not loaded here: forcing the native engine must reach Spark's own from_avro/to_avro
-    (and fail in analysis with Spark's AVRO_NOT_LOADED error), proving the expressions are built."""
-    from pyspark.errors import AnalysisException
-
-    df = records([(None, (1, "x"))], value_type="n BIGINT, s STRING", topic="small")
-    with pytest.raises(AnalysisException, match="AVRO"):
-        apply_source_converters(df, cfg(registry, topic="small", **{"avro.engine": "native"})).schema
-    raw = records([(None, _framed(small[0], small[1]))], topic="small")
-    with pytest.raises(AnalysisException, match="AVRO"):
-        apply_sink_converters(raw, cfg(registry, topic="small", **{"avro.engine": "native"})).schema
