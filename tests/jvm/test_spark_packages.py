@@ -57,6 +57,8 @@ def test_spark_kafka_sink_and_source_round_trip_through_a_real_broker(spark):
 
 def test_spark_jdbc_reader_uses_the_fetched_postgresql_driver(spark):
     host, port = servers.postgres()
+    # Jars added to a running JVM (spark.jars) are not seen by java.sql.DriverManager's own lookup: name the driver.
     df = (spark.read.format("jdbc").option("url", f"jdbc:postgresql://{host}:{port}/test?user=postgres")
+          .option("driver", "org.postgresql.Driver")
           .option("query", "select 42 as answer").load())
     assert df.collect()[0].answer == 42
