@@ -9,8 +9,8 @@ seconds much less.
 
     .venv/bin/python bench/bench_jdbc_source.py --rows 1000000 [--tasks 2] [--repeat 2]
 
-Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust) and, for the Spark JDBC comparison, Debian's
-``libpostgresql-jdbc-java`` (/usr/share/java/postgresql.jar); without the jar that comparison is skipped.
+Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust). Spark's JDBC reader uses the PostgreSQL JDBC driver
+fetched from Maven Central by ``spark_connect_bridge.jvm.configure_spark`` (declared in ``jvm/pom.xml``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import time
 
 from _proctree import descendants, proc_table
 
-JAR = "/usr/share/java/postgresql.jar"
 DB = "kc_bench_jdbc"
 
 
@@ -182,12 +181,11 @@ def main() -> None:
     cpu = CpuSampler()
     from pyspark.sql import SparkSession
 
-    have_jar = os.path.exists(JAR)
-    b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-         .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g"))
-    if have_jar:
-        b = b.config("spark.jars", JAR)
-    spark = b.getOrCreate()
+    from spark_connect_bridge.jvm import artifacts, configure_spark
+
+    pgjdbc = next(a.version for a in artifacts() if a.artifact == "postgresql")
+    spark = (configure_spark(SparkSession.builder, delta=False).master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.sql.session.timeZone", "UTC").config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     url = f"jdbc:postgresql://127.0.0.1:5432/{DB}?user=postgres"
     opts = {"connector.class": "io.confluent.connect.jdbc.JdbcSourceConnector", "connection.url": url,
@@ -223,10 +221,7 @@ def main() -> None:
     readers = {"kconnect JDBC source (ADBC, Arrow)": ours,
                "ceiling: minimal Python DS yielding ADBC batches": ceiling,
                "ceiling, same batches in our record shape": ceiling_shaped}
-    if have_jar:
-        readers["Spark JDBC reader (pgjdbc 42.5.5)"] = spark_jdbc
-    else:
-        print(f"SKIPPED Spark JDBC comparison: {JAR} not found (apt-get install libpostgresql-jdbc-java)")
+    readers[f"Spark JDBC reader (pgjdbc {pgjdbc})"] = spark_jdbc
     readers["psql COPY TO STDOUT (FORMAT binary) > /dev/null"] = copy
     results, cpus = best_alternated(readers, a.repeat, cpu)
     ours = "kconnect JDBC source (ADBC, Arrow)"
