@@ -73,7 +73,10 @@ class ConnectorRuntime:
     trace: str | None = None
     restarting: bool = False
     metrics: Metrics = field(default_factory=Metrics)
-    lag_source: Any = None  # a driver-side source connector object whose lag() reads the position
+    #: A driver-side source connector whose read-only ``lag(offset)`` measures the backlog (never asked for
+    #: its initial offsets: see :meth:`Worker._lag`).
+    lag_source: Any = None
+    end_offset: Any = None  # the end offset of the query's last batch (JSON text, as Spark reports it)
     last_lag_check: float = 0.0
     last_progress_at: float = 0.0
 
@@ -218,6 +221,7 @@ class Worker:
         self._start_query(rt)
 
     def _stop_query(self, rt: ConnectorRuntime) -> None:
+        rt.lag_source = None  # its connections go with it; a started query builds a new one
         if rt.query is not None:
             q, rt.query = rt.query, None
             try:
@@ -230,7 +234,12 @@ class Worker:
         from ..pipeline import prepare, read_stream, write_stream, write_topic_store
 
         rt.trace = None
-        rt.metrics = Metrics()
+        # Totals count the connector's records since it was created here (a paused and resumed connector's
+        # go on from where they were); rates and batch ids belong to the new query.
+        old = rt.metrics
+        rt.metrics = Metrics(records_in_total=old.records_in_total, records_out_total=old.records_out_total,
+                             batches=old.batches, dead_lettered=old.dead_lettered)
+        rt.end_offset = None
         config = self.effective_config(rt.state)
         checkpoint = self.checkpoint(rt.state)
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
@@ -352,7 +361,7 @@ class Worker:
             rt.last_progress_at = _now()
             end = ((p.get("sources") or [{}])[0]).get("endOffset")
             if end is not None:
-                rt._end_offset = end  # type: ignore[attr-defined]
+                rt.end_offset = end
         idle = _now() - rt.last_progress_at
         if idle > max(5.0, 3 * int(self.config["trigger.interval.ms"]) / 1000):
             m.records_in_per_sec = m.records_out_per_sec = 0.0
@@ -362,12 +371,18 @@ class Worker:
             m.dead_lettered = self._dead_lettered(rt)
 
     def _lag(self, rt: ConnectorRuntime) -> int | None:
-        src, end = rt.lag_source, getattr(rt, "_end_offset", None)
-        if src is None:
+        """Records (or WAL bytes) between the query's last end offset and the source's head.
+
+        Only ever asks ``lag()`` about an offset the query itself reported. Never ``initial_offsets()``: that
+        has side effects for some sources (PostgreSQL CDC creates its replication slot there, with the
+        exported snapshot of its initial load), and a slot created here, outside the query, makes the query
+        find it and stream without the snapshot. Before the first batch the lag is unknown (None).
+        """
+        src, end = rt.lag_source, rt.end_offset
+        if src is None or end is None:
             return None
         try:
-            current = json.loads(end) if isinstance(end, str) else (end or src.initial_offsets())
-            return src.lag(current)
+            return src.lag(json.loads(end) if isinstance(end, str) else end)
         except Exception:
             log.debug("lag of %s failed", rt.name, exc_info=True)
             return None
