@@ -111,6 +111,8 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.started = threading.Event()  # the Spark session is up
+        self._quiet_until: float | None = None  # cancellation noise silenced until then (see _quiet_cancellation)
+        self._saved_levels: dict[str, str | None] = {}
 
     # -- Spark --------------------------------------------------------------------------------------
     @property
@@ -224,11 +226,45 @@ class Worker:
         rt.lag_source = None  # its connections go with it; a started query builds a new one
         if rt.query is not None:
             q, rt.query = rt.query, None
+            self._quiet_cancellation()
             try:
                 q.stop()
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
+            log.info("Connector %s: query stopped (%s)", rt.name, rt.state.target_state)
         rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0
+
+    def _quiet_cancellation(self) -> None:
+        """Pause, stop and delete cancel the batch in flight: Spark logs that as ERROR with a
+        ``TaskKilledException`` stack trace from the loggers below, although nothing failed. Silence them while
+        queries stop (for ``_QUIET_SECONDS``, as the killed tasks finish after ``stop()`` returns); a query that
+        really fails is still reported by its exception (status FAILED with the trace, and this log)."""
+        levels = self._jvm_levels()
+        if levels is None:
+            return
+        if self._quiet_until is None:
+            self._saved_levels = {name: levels.get(name) for name in _CANCEL_NOISE}
+            for name in _CANCEL_NOISE:
+                levels.set(name, "OFF")
+        self._quiet_until = _now() + _QUIET_SECONDS
+
+    def _restore_cancellation_logs(self) -> None:
+        if self._quiet_until is None or _now() < self._quiet_until:
+            return
+        levels = self._jvm_levels()
+        self._quiet_until = None
+        if levels is not None:
+            for name, level in self._saved_levels.items():
+                levels.set(name, level)
+
+    def _jvm_levels(self) -> "_Log4jLevels | None":
+        if self._spark is None:
+            return None
+        try:
+            return _Log4jLevels(self._spark._jvm)
+        except Exception:  # not a classic JVM session (Spark Connect): nothing to silence
+            log.debug("no log4j access", exc_info=True)
+            return None
 
     def _start_query(self, rt: ConnectorRuntime) -> None:
         from ..pipeline import prepare, read_stream, write_stream, write_topic_store
@@ -316,6 +352,7 @@ class Worker:
     # -- status -------------------------------------------------------------------------------------
     def poll(self) -> None:
         """Update every runtime's phase and metrics from its query (herder thread)."""
+        self._restore_cancellation_logs()
         for rt in list(self.runtimes.values()):
             if rt.state.target_state == "STARTED" and rt.query is None and rt.metrics.waiting_for_topics:
                 topics, regex = self._sink_topics(self.effective_config(rt.state))
@@ -414,6 +451,33 @@ class Worker:
                 shutil.rmtree(p, ignore_errors=True)
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+#: Spark loggers that report a batch cancelled by ``query.stop()`` as ERROR (with a TaskKilledException trace).
+_CANCEL_NOISE = ("org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+                 "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+                 "org.apache.spark.sql.execution.datasources.v2.WritingSparkTask",
+                 "org.apache.spark.util.Utils",
+                 "org.apache.spark.executor.Executor",
+                 "org.apache.spark.scheduler.TaskSetManager",
+                 "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+                 "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution")
+_QUIET_SECONDS = 15.0
+
+
+class _Log4jLevels:
+    """Get and set log4j2 logger levels of the driver JVM (levels as names: "ERROR", "OFF"; None: inherited)."""
+
+    def __init__(self, jvm: Any):
+        self._log4j = jvm.org.apache.logging.log4j
+        self._configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+
+    def get(self, name: str) -> str | None:
+        level = self._log4j.LogManager.getLogger(name).getLevel()
+        return None if level is None else str(level.name())
+
+    def set(self, name: str, level: str | None) -> None:
+        self._configurator.setLevel(name, self._log4j.Level.toLevel(level or "ERROR"))
 
 
 def _register(spark: Any) -> None:
