@@ -253,25 +253,48 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class _Message(WriterCommitMessage):
     payload: Any
     retries: int = 0
+    unmatched: dict | None = None  # topic -> records the sink's topics / topics.regex did not take
 
 
 def _topic_filter(config: Any) -> Any:
-    """A pyarrow filter for the sink's ``topics`` / ``topics.regex`` (None: keep every record)."""
+    """A pyarrow filter for the sink's ``topics`` / ``topics.regex`` (None: keep every record). It returns the
+    kept records and counts the others in ``keep.unmatched`` (topic → records) so they are reported, not lost
+    in silence."""
     topics = config.get("topics") or []
     regex = config.get("topics.regex") or ""
     if not topics and not regex:
         return None
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     def keep(batch: Any) -> Any:
         if "topic" not in batch.schema.names:
             return batch
         col = batch.column(batch.schema.get_field_index("topic"))
-        mask = pc.is_in(col, value_set=__import__("pyarrow").array(topics, type=col.type)) if topics else \
-            pc.match_substring_regex(col, pattern=f"^(?:{regex})$")
-        return batch.filter(pc.fill_null(mask, False))
+        mask = pc.fill_null(pc.is_in(col, value_set=pa.array(topics, type=col.type)) if topics else
+                            pc.match_substring_regex(col, pattern=f"^(?:{regex})$"), False)
+        dropped = batch.num_rows - pc.sum(mask).as_py() if batch.num_rows else 0
+        if dropped:
+            counts = pc.value_counts(pc.filter(col, pc.invert(mask)))
+            for item in counts.to_pylist():
+                keep.unmatched[item["values"]] = keep.unmatched.get(item["values"], 0) + item["counts"]
+        return batch.filter(mask)
 
+    keep.unmatched = {}
     return keep
+
+
+def _report_unmatched(sink: Any, messages: list, batch_id: int | None) -> None:
+    """Warn about the records of a batch that the sink's topics / topics.regex did not take."""
+    unmatched: dict[Any, int] = {}
+    for m in messages:
+        for topic, n in (getattr(m, "unmatched", None) or {}).items():
+            unmatched[topic] = unmatched.get(topic, 0) + n
+    if unmatched:
+        wanted = ",".join(sink.config.get("topics") or []) or sink.config.get("topics.regex")
+        log.warning("%s: batch %s: %d record(s) not written: their topics match neither topics nor topics.regex "
+                    "(%s) of this sink: %s", sink.name, batch_id, sum(unmatched.values()), wanted,
+                    ", ".join(f"{t} ({n})" for t, n in sorted(unmatched.items(), key=lambda kv: str(kv[0]))))
 
 
 class _WriteMixin:
@@ -294,13 +317,14 @@ class _WriteMixin:
         before = retries_so_far()
         payload = self.sink.write(batches, ctx)
         freeze_startup_heap()  # the sink's client libraries are loaded by now
-        return _Message(payload, retries_so_far() - before)
+        return _Message(payload, retries_so_far() - before, keep.unmatched if keep is not None else None)
 
     def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
         from .connectors.base import CommitContext
         from .retry import retries_so_far
 
         before = retries_so_far()
+        _report_unmatched(self.sink, messages, batch_id)
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batch_id, self.overwrite))
         if self.rejects_dir:
             retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)
