@@ -256,32 +256,36 @@ class _Message(WriterCommitMessage):
     unmatched: dict | None = None  # topic -> records the sink's topics / topics.regex did not take
 
 
-def _topic_filter(config: Any) -> Any:
-    """A pyarrow filter for the sink's ``topics`` / ``topics.regex`` (None: keep every record). It returns the
-    kept records and counts the others in ``keep.unmatched`` (topic → records) so they are reported, not lost
-    in silence."""
+class _TopicFilter:
+    """A pyarrow filter for the sink's ``topics`` / ``topics.regex``: keeps the records they take and counts the
+    others per topic in :attr:`unmatched`, so they are reported, never lost in silence."""
+
+    def __init__(self, topics: list[str], regex: str):
+        self.topics, self.regex = topics, regex
+        self.unmatched: dict[Any, int] = {}
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if "topic" not in batch.schema.names or not batch.num_rows:
+            return batch
+        col = batch.column(batch.schema.get_field_index("topic"))
+        mask = pc.fill_null(pc.is_in(col, value_set=pa.array(self.topics, type=col.type)) if self.topics else
+                            pc.match_substring_regex(col, pattern=f"^(?:{self.regex})$"), False)
+        if pc.sum(mask).as_py() != batch.num_rows:
+            for item in pc.value_counts(pc.filter(col, pc.invert(mask))).to_pylist():
+                self.unmatched[item["values"]] = self.unmatched.get(item["values"], 0) + item["counts"]
+        return batch.filter(mask)
+
+
+def _topic_filter(config: Any) -> _TopicFilter | None:
+    """The sink's topic filter (None: no ``topics`` / ``topics.regex``, keep every record)."""
     topics = config.get("topics") or []
     regex = config.get("topics.regex") or ""
     if not topics and not regex:
         return None
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    def keep(batch: Any) -> Any:
-        if "topic" not in batch.schema.names:
-            return batch
-        col = batch.column(batch.schema.get_field_index("topic"))
-        mask = pc.fill_null(pc.is_in(col, value_set=pa.array(topics, type=col.type)) if topics else
-                            pc.match_substring_regex(col, pattern=f"^(?:{regex})$"), False)
-        dropped = batch.num_rows - pc.sum(mask).as_py() if batch.num_rows else 0
-        if dropped:
-            counts = pc.value_counts(pc.filter(col, pc.invert(mask)))
-            for item in counts.to_pylist():
-                keep.unmatched[item["values"]] = keep.unmatched.get(item["values"], 0) + item["counts"]
-        return batch.filter(mask)
-
-    keep.unmatched = {}
-    return keep
+    return _TopicFilter(list(topics), regex)
 
 
 def _report_unmatched(sink: Any, messages: list, batch_id: int | None) -> None:
