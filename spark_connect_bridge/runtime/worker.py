@@ -51,6 +51,7 @@ class Metrics:
     lag: int | None = None
     dead_lettered: int | None = None
     waiting_for_topics: bool = False
+    last_progress_stamp: str | None = None  # timestamp of the last progress event read (ISO-8601, sortable)
 
     def to_json(self) -> dict[str, Any]:
         return {"records_in_per_sec": round(self.records_in_per_sec, 1),
@@ -290,6 +291,10 @@ class Worker:
                 topics, regex = self._sink_topics(config)
                 if not self._has_topics(topics, regex):
                     rt.phase, rt.restarting = "RUNNING", False
+                    if not rt.metrics.waiting_for_topics:  # a typo or a router upstream: say so, once
+                        log.warning("Connector %s waits: no topic of the topic store matches its %s (%s); topics "
+                                    "now: %s", rt.name, "topics" if topics else "topics.regex",
+                                    ",".join(topics) or regex, ", ".join(self.store.topics()) or "none")
                     rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
                     return
                 df = self.store.read_stream(self.spark, topics or None, regex or None)
@@ -382,8 +387,14 @@ class Worker:
         except Exception:  # the query may be stopping under us
             return
         for p in progresses:
-            bid = p.get("batchId")
-            if bid is None or (m.last_batch_id is not None and bid <= m.last_batch_id):
+            # Each progress event once (by its timestamp). A trigger without new data reports the *next* batch
+            # id with no "addBatch" duration: it is not a batch, and counting it by id would make the real batch
+            # of that id look seen already and lose its records from the totals.
+            stamp, bid = p.get("timestamp"), p.get("batchId")
+            if stamp is None or (m.last_progress_stamp is not None and stamp <= m.last_progress_stamp):
+                continue
+            m.last_progress_stamp = stamp
+            if bid is None or "addBatch" not in (p.get("durationMs") or {}):
                 continue
             rows = int(p.get("numInputRows") or 0)
             sink_rows = (p.get("sink") or {}).get("numOutputRows")

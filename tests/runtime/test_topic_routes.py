@@ -3,6 +3,7 @@ writes is a config error before data moves; records of other topics are counted 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.pipeline import check_routes, read_stream, unmatched_records, write_stream
+from tests.runtime.worker_helpers import wait_for
 
 ROUTER = {"transforms": "route", "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
           "transforms.route.regex": "(.*)", "transforms.route.replacement": "archive-$1"}
@@ -79,4 +81,22 @@ def test_kconnect_run_refuses_a_sink_that_takes_nothing(tmp_path):
                        cwd=tmp_path)
     assert r.returncode != 0
     assert "local-file-sink would take no record" in r.stdout + r.stderr
+    assert not (tmp_path / "out.txt").exists()
+
+
+def test_a_worker_sink_waiting_for_a_topic_nobody_writes_says_so(start_worker, tmp_path, caplog):
+    worker, api = start_worker()
+    (tmp_path / "in.txt").write_text("one\n")
+    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.runtime.worker"):
+        assert api.call("PUT", "/connectors/local-file-source/config",
+                        {**_file_source(tmp_path / "in.txt"), **ROUTER}).status_code == 201
+        assert api.call("PUT", "/connectors/local-file-sink/config",
+                        _file_sink(tmp_path / "out.txt", topics="connect-test")).status_code == 201
+        status = wait_for(lambda: (s := api.get("/connectors/local-file-sink/status"))["metrics"]
+                          .get("waiting_for_topics") and s, what="the sink waiting for its topic")
+        wait_for(lambda: "archive-connect-test" in worker.service.worker.store.topics(), what="the routed topic")
+    assert status["connector"]["state"] == "RUNNING"
+    assert any("local-file-sink waits: no topic of the topic store matches its topics (connect-test)"
+               in r.getMessage() for r in caplog.records)
+    assert api.get("/connectors/local-file-sink/status")["metrics"]["waiting_for_topics"] is True
     assert not (tmp_path / "out.txt").exists()
