@@ -71,12 +71,13 @@ def _await(queries: list[Any], once: bool) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .pipeline import prepare, read_stream, write_stream
+    from .pipeline import check_routes, prepare, read_stream, unmatched_records, write_stream
 
     prepare(args.source, kind="source")  # every config problem before Spark starts
     for s in args.sink:
         prepare(s, kind="sink")
     spark = _spark(args.master, "kconnect-run", args.conf)
+    check_routes(spark, args.source, args.sink)  # a sink that can take none of the source's topics
     started = time.monotonic()
     df = read_stream(spark, args.source)
     trigger = {"availableNow": True} if args.once else {"processingTime": args.trigger_interval}
@@ -96,6 +97,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     total = _await(queries, args.once)
     elapsed = time.monotonic() - started
     print(f"done: {total:,} records in {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s overall)")
+    for s, q in zip(args.sink, queries if args.sink else []):
+        unmatched = unmatched_records(q)
+        if unmatched:
+            print(f"warning: {unmatched:,} of them not written by {s}: their topics match neither its topics nor "
+                  f"topics.regex", flush=True)
     if not args.sink:
         from .runtime.topic_store import TopicStore
 

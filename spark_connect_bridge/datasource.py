@@ -253,25 +253,52 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class _Message(WriterCommitMessage):
     payload: Any
     retries: int = 0
+    unmatched: dict | None = None  # topic -> records the sink's topics / topics.regex did not take
 
 
-def _topic_filter(config: Any) -> Any:
-    """A pyarrow filter for the sink's ``topics`` / ``topics.regex`` (None: keep every record)."""
+class _TopicFilter:
+    """A pyarrow filter for the sink's ``topics`` / ``topics.regex``: keeps the records they take and counts the
+    others per topic in :attr:`unmatched`, so they are reported, never lost in silence."""
+
+    def __init__(self, topics: list[str], regex: str):
+        self.topics, self.regex = topics, regex
+        self.unmatched: dict[Any, int] = {}
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if "topic" not in batch.schema.names or not batch.num_rows:
+            return batch
+        col = batch.column(batch.schema.get_field_index("topic"))
+        mask = pc.fill_null(pc.is_in(col, value_set=pa.array(self.topics, type=col.type)) if self.topics else
+                            pc.match_substring_regex(col, pattern=f"^(?:{self.regex})$"), False)
+        if pc.sum(mask).as_py() != batch.num_rows:
+            for item in pc.value_counts(pc.filter(col, pc.invert(mask))).to_pylist():
+                self.unmatched[item["values"]] = self.unmatched.get(item["values"], 0) + item["counts"]
+        return batch.filter(mask)
+
+
+def _topic_filter(config: Any) -> _TopicFilter | None:
+    """The sink's topic filter (None: no ``topics`` / ``topics.regex``, keep every record)."""
     topics = config.get("topics") or []
     regex = config.get("topics.regex") or ""
     if not topics and not regex:
         return None
-    import pyarrow.compute as pc
+    return _TopicFilter(list(topics), regex)
 
-    def keep(batch: Any) -> Any:
-        if "topic" not in batch.schema.names:
-            return batch
-        col = batch.column(batch.schema.get_field_index("topic"))
-        mask = pc.is_in(col, value_set=__import__("pyarrow").array(topics, type=col.type)) if topics else \
-            pc.match_substring_regex(col, pattern=f"^(?:{regex})$")
-        return batch.filter(pc.fill_null(mask, False))
 
-    return keep
+def _report_unmatched(sink: Any, messages: list, batch_id: int | None) -> None:
+    """Warn about the records of a batch that the sink's topics / topics.regex did not take."""
+    unmatched: dict[Any, int] = {}
+    for m in messages:
+        for topic, n in (getattr(m, "unmatched", None) or {}).items():
+            unmatched[topic] = unmatched.get(topic, 0) + n
+    if unmatched:
+        wanted = ",".join(sink.config.get("topics") or []) or sink.config.get("topics.regex")
+        log.warning("%s: batch %s: %d record(s) not written: their topics match neither topics nor topics.regex "
+                    "(%s) of this sink: %s", sink.name, batch_id, sum(unmatched.values()), wanted,
+                    ", ".join(f"{t} ({n})" for t, n in sorted(unmatched.items(), key=lambda kv: str(kv[0]))))
 
 
 class _WriteMixin:
@@ -294,13 +321,14 @@ class _WriteMixin:
         before = retries_so_far()
         payload = self.sink.write(batches, ctx)
         freeze_startup_heap()  # the sink's client libraries are loaded by now
-        return _Message(payload, retries_so_far() - before)
+        return _Message(payload, retries_so_far() - before, keep.unmatched if keep is not None else None)
 
     def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
         from .connectors.base import CommitContext
         from .retry import retries_so_far
 
         before = retries_so_far()
+        _report_unmatched(self.sink, messages, batch_id)
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batch_id, self.overwrite))
         if self.rejects_dir:
             retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)

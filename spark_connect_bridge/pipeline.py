@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import uuid
 from collections import defaultdict, deque
@@ -39,6 +40,7 @@ from typing import Any, Callable, Mapping
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from .config import load_config_file
 from .config.common import PLUGIN_PREFIXES
@@ -46,12 +48,13 @@ from .connectors.base import stable_app_id
 from .connectors.factory import parse_connector_config, stage_keys
 from .dead_letter import (INTERNAL_COLS, SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
                           start_tolerant, write_dead_letters)
-from .errors import ConfigError, RecordError
+from .errors import ConfigError, ConfigProblem, RecordError
 from .python_workers import check_python_workers
 from .record_errors import ERROR_COL
+from .records import record_schema
 
 __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
-           "prepare", "BATCH_METRICS"]
+           "prepare", "check_routes", "unmatched_records", "BATCH_METRICS"]
 
 log = logging.getLogger(__name__)
 
@@ -150,10 +153,90 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) ->
     return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name)
 
 
-def _observe(df: DataFrame) -> DataFrame:
-    """Per-batch counts in the streaming query's progress (``observedMetrics["kconnect"]``)."""
+def _observe(df: DataFrame, sink: PreparedConfig | None = None) -> DataFrame:
+    """Per-batch counts in the streaming query's progress (``observedMetrics["kconnect"]``); for a sink also
+    ``unmatched``: records whose topic its ``topics`` / ``topics.regex`` do not take (they are not written)."""
     failed = F.count_if(F.col(ERROR_COL).isNotNull()) if ERROR_COL in df.columns else F.lit(0).cast("bigint")
-    return df.observe("kconnect", F.count(F.lit(1)).alias("records"), failed.alias("failed"))
+    counts = [F.count(F.lit(1)).alias("records"), failed.alias("failed")]
+    taken = _takes(sink) if sink is not None and "topic" in df.columns else None
+    if taken is not None:
+        counts.append(F.count_if(~F.coalesce(taken, F.lit(False))).alias("unmatched"))
+    return df.observe("kconnect", *counts)
+
+
+def _sink_topics(p: PreparedConfig) -> tuple[list[str], str]:
+    topics = [t.strip() for t in str(p.props.get("topics") or "").split(",") if t.strip()]
+    return topics, str(p.props.get("topics.regex") or "").strip()
+
+
+def _takes(p: PreparedConfig) -> Any:
+    """A Column: the record's topic is one the sink subscribes to (None: the sink takes every record)."""
+    topics, regex = _sink_topics(p)
+    if topics:
+        return F.col("topic").isin(topics)
+    if regex:
+        return F.col("topic").rlike(f"^(?:{regex})$")
+    return None
+
+
+def unmatched_records(query: Any) -> int:
+    """Records a sink query left unwritten because their topic matched none of its ``topics`` /
+    ``topics.regex`` (over the query's recent progress)."""
+    total = 0
+    for progress in query.recentProgress:
+        row = (progress["observedMetrics"] or {}).get("kconnect")
+        counts = row.asDict() if hasattr(row, "asDict") else dict(row or {})
+        total += int(counts.get("unmatched") or 0)
+    return total
+
+
+def check_routes(spark: Any, source: Mapping[str, Any] | str, sinks: list[Mapping[str, Any] | str]) -> None:
+    """Fail before any data moves when a sink's ``topics`` / ``topics.regex`` can match none of the topics the
+    source writes (after the source's transforms, a RegexRouter say): every record would be dropped.
+
+    Checked where the source's topics are known from its config (a connector with a ``topic`` or
+    ``kafka.topic`` key: FileStreamSource, DatagenConnector); other sources (JDBC, CDC: topics named after tables) are checked per batch instead,
+    where unmatched records are counted and warned about.
+    """
+    src = prepare(source, kind="source")
+    produced = _static_topics(spark, src)
+    if produced is None:
+        return
+    problems = []
+    for sink in sinks:
+        p = prepare(sink, kind="sink")
+        topics, regex = _sink_topics(p)
+        if not topics and not regex:
+            continue
+        pattern = re.compile(f"(?:{regex})\\Z") if regex else None
+        if any((t in topics) if topics else bool(pattern.match(t)) for t in produced):
+            continue
+        key, value = ("topics", ",".join(topics)) if topics else ("topics.regex", regex)
+        problems.append(ConfigProblem(key, f"Invalid value {value} for configuration {key}: sink "
+                                          f"{p.name or sink!s} would take no record: source "
+                                          f"{src.name or source!s} writes only to "
+                                          f"{', '.join(sorted(produced))} (after its transforms)"))
+    if problems:
+        raise ConfigError(problems)
+
+
+def _static_topics(spark: Any, src: PreparedConfig) -> set[str] | None:
+    """The topics a source writes, where its config names them; None when they depend on the data."""
+    keys = {k.name for k in getattr(src.connector_class, "config_def", None) or ()}
+    topic = next((src.connector_options.get(k) for k in ("topic", "kafka.topic") if k in keys), None)
+    if not topic:
+        return None
+    if src.chain is None:
+        return {topic}
+    # Run the source's transforms over one tombstone of that topic: topic routers act on the topic alone.
+    try:
+        row = spark.createDataFrame([(None, None, topic, 0, 0, None, [])],
+                                    record_schema(StringType(), StringType()))
+        out = {r["topic"] for r in src.transforms(row).select("topic").collect()}
+    except Exception:  # a transform that needs real data: the per-batch check covers it
+        log.debug("cannot evaluate the topics of %s statically", src.name, exc_info=True)
+        return None
+    return out or None
 
 
 def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> DataFrame:
@@ -274,13 +357,13 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = _observe(start_tolerant(df))
+        out = _observe(start_tolerant(df))  # topics are known only after the per-batch transforms
 
         def stages(batch: DataFrame) -> DataFrame:
             return p.transforms(p.converters(batch, every_message=True))
     else:
         out, source_policy, tolerant = _sink_side(df, p)
-        out = _observe(out)
+        out = _observe(out, p)
     if not tolerant:
         return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                       direct=lambda w: w.format("kconnect").options(**opts))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import uuid
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, Writ
 from .offsets import Offsets, partition_key
 
 __all__ = ["FileStreamSourceConnector", "FileStreamSinkConnector"]
+
+log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 20
 
@@ -54,6 +57,10 @@ class FileStreamSourceConnector(SourceConnector):
         .define("batch.size", Type.INT, 2000, Range.at_least(1), Importance.LOW,
                 "The maximum number of records in one Arrow batch (Kafka: records returned by one poll).")
     )
+
+    def __init__(self, config: Any, *, name: str):
+        super().__init__(config, name=name)
+        self._missing = False  # the file was missing at the last look (warned once)
 
     @property
     def _file(self) -> str:
@@ -76,9 +83,18 @@ class FileStreamSourceConnector(SourceConnector):
 
     def _size(self) -> int:
         try:
-            return os.path.getsize(self._file)
+            size = os.path.getsize(self._file)
         except FileNotFoundError:
+            # Kafka's task logs this and waits for the file; say it once per absence, not on every trigger.
+            if not self._missing:
+                self._missing = True
+                log.warning("%s: couldn't find file %s for FileStreamSource, waiting for it to be created "
+                            "(0 records until then)", self.name, self._file)
             return 0
+        if self._missing:
+            self._missing = False
+            log.info("%s: file %s exists now", self.name, self._file)
+        return size
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
         pos = int((start.get(self._key) or {"position": 0})["position"])

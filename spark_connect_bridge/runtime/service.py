@@ -423,8 +423,8 @@ class ConnectService:
     # -- offsets ------------------------------------------------------------------------------------
     def get_offsets(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}/offsets``: the last committed offsets in the query's checkpoint. Sink
-        connectors report Kafka's sink shape (``kafka_topic``/``kafka_partition`` → ``kafka_offset``: the
-        topic-store offset of the next record to read)."""
+        connectors report Kafka's sink shape (``kafka_topic``/``kafka_partition`` → ``kafka_offset``: the offset
+        of the next record to read, i.e. the number of records of the topic the sink has consumed)."""
         rt = self._runtime(name)
         raw = offsets_store.read_committed(self.worker.checkpoint(rt.state))
         if not raw:
@@ -527,8 +527,8 @@ class ConnectService:
             value = off["kafka_offset"]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise BadRequestError(f"Invalid value {value!r} for kafka_offset: a non-negative integer")
-            # The topic-store record offset is version * stride + row: start at the version holding the offset.
-            out[key] = {"version": int(off["kafka_offset"]) // _stride() - 1}
+            out[key] = {"version": _version_at(self.worker.store.table_path(str(part["kafka_topic"])),
+                                               int(off["kafka_offset"]), str(part["kafka_topic"]))}
         return out
 
     # -- plugins ------------------------------------------------------------------------------------
@@ -567,20 +567,58 @@ class ConnectService:
         return 503, {"status": "starting", "message": "Worker is still starting up."}
 
 
-def _stride() -> int:
-    from ..connectors import delta
+def _version_records(table: str, upto: int) -> list[int]:
+    """Records each version 0..``upto`` of a topic-store table added (Delta ``numRecords`` statistics)."""
+    import json
 
-    return int(delta._VERSION_STRIDE)
+    from ..delta_engine import read_commit
+
+    counts = []
+    for version in range(upto + 1):
+        n = 0
+        for action in read_commit(table, version):
+            add = action.get("add")
+            if add and add.get("dataChange", True):
+                n += int(json.loads(add.get("stats") or "{}").get("numRecords", 0))
+        counts.append(n)
+    return counts
+
+
+def _version_at(table: str, offset: int, topic: str) -> int:
+    """The topic-store version after which the record at Kafka offset ``offset`` (the number of records before
+    it) comes: offsets are alterable at version boundaries, which a sink consumes whole."""
+    from ..delta_engine import latest_version
+
+    if offset < 0:
+        raise BadRequestError(f"Invalid kafka_offset {offset} for topic {topic}: offsets start at 0")
+    if offset == 0:
+        return -1
+    latest = latest_version(table)
+    counts = _version_records(table, latest) if latest is not None else []
+    total = 0
+    for version, n in enumerate(counts):
+        total += n
+        if total == offset:
+            return version
+        if total > offset:
+            raise BadRequestError(f"Invalid kafka_offset {offset} for topic {topic}: the topic store commits "
+                                  f"records in batches and a sink resumes at a batch boundary; the nearest are "
+                                  f"{total - n} and {total}")
+    raise BadRequestError(f"Invalid kafka_offset {offset} for topic {topic}: the topic holds {total} records")
 
 
 def _sink_to_rest(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Kafka's sink offsets: ``kafka_offset`` is the offset of the next record to read, i.e. the number of
+    records of the topic before it (as a Kafka consumer group's committed offset)."""
     out = []
     for key, pos in canonical(raw).items():
         part = parse_partition_key(key)
         if "table" in part and "version" in pos:
-            topic = os.path.basename(str(part["table"]).rstrip("/"))
+            table = str(part["table"]).rstrip("/")
+            topic = os.path.basename(table)
+            consumed = sum(_version_records(table, int(pos["version"]))) if int(pos["version"]) >= 0 else 0
             out.append({"partition": {"kafka_topic": topic, "kafka_partition": 0},
-                        "offset": {"kafka_offset": (int(pos["version"]) + 1) * _stride()}})
+                        "offset": {"kafka_offset": consumed}})
         else:  # a non-Delta topic store: the reader's own offsets, as they are
             out.append({"partition": part, "offset": dict(pos)})
     return out

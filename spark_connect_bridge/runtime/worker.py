@@ -50,6 +50,7 @@ class Metrics:
     lag: int | None = None
     dead_lettered: int | None = None
     waiting_for_topics: bool = False
+    last_progress_stamp: str | None = None  # timestamp of the last progress event read (ISO-8601, sortable)
 
     def to_json(self) -> dict[str, Any]:
         return {"records_in_per_sec": round(self.records_in_per_sec, 1),
@@ -72,7 +73,10 @@ class ConnectorRuntime:
     trace: str | None = None
     restarting: bool = False
     metrics: Metrics = field(default_factory=Metrics)
-    lag_source: Any = None  # a driver-side source connector object whose lag() reads the position
+    #: A driver-side source connector whose read-only ``lag(offset)`` measures the backlog (never asked for
+    #: its initial offsets: see :meth:`Worker._lag`).
+    lag_source: Any = None
+    end_offset: Any = None  # the end offset of the query's last batch (JSON text, as Spark reports it)
     last_lag_check: float = 0.0
     last_progress_at: float = 0.0
 
@@ -107,6 +111,8 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.started = threading.Event()  # the Spark session is up
+        self._quiet_until: float | None = None  # cancellation noise silenced until then (see _quiet_cancellation)
+        self._saved_levels: dict[str, str | None] = {}
 
     # -- Spark --------------------------------------------------------------------------------------
     @property
@@ -219,19 +225,59 @@ class Worker:
         self._start_query(rt)
 
     def _stop_query(self, rt: ConnectorRuntime) -> None:
+        rt.lag_source = None  # its connections go with it; a started query builds a new one
         if rt.query is not None:
             q, rt.query = rt.query, None
+            self._quiet_cancellation()
             try:
                 q.stop()
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
+            log.info("Connector %s: query stopped (%s)", rt.name, rt.state.target_state)
         rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0
+
+    def _quiet_cancellation(self) -> None:
+        """Pause, stop and delete cancel the batch in flight: Spark logs that as ERROR with a
+        ``TaskKilledException`` stack trace from the loggers below, although nothing failed. Silence them while
+        queries stop (for ``_QUIET_SECONDS``, as the killed tasks finish after ``stop()`` returns); a query that
+        really fails is still reported by its exception (status FAILED with the trace, and this log)."""
+        levels = self._jvm_levels()
+        if levels is None:
+            return
+        if self._quiet_until is None:
+            self._saved_levels = {name: levels.get(name) for name in _CANCEL_NOISE}
+            for name in _CANCEL_NOISE:
+                levels.set(name, "OFF")
+        self._quiet_until = _now() + _QUIET_SECONDS
+
+    def _restore_cancellation_logs(self) -> None:
+        if self._quiet_until is None or _now() < self._quiet_until:
+            return
+        levels = self._jvm_levels()
+        self._quiet_until = None
+        if levels is not None:
+            for name, level in self._saved_levels.items():
+                levels.set(name, level)
+
+    def _jvm_levels(self) -> "_Log4jLevels | None":
+        if self._spark is None:
+            return None
+        try:
+            return _Log4jLevels(self._spark._jvm)
+        except Exception:  # not a classic JVM session (Spark Connect): nothing to silence
+            log.debug("no log4j access", exc_info=True)
+            return None
 
     def _start_query(self, rt: ConnectorRuntime) -> None:
         from ..pipeline import prepare, read_stream, write_stream, write_topic_store
 
         rt.trace = None
-        rt.metrics = Metrics()
+        # Totals count the connector's records since it was created here (a paused and resumed connector's
+        # go on from where they were); rates and batch ids belong to the new query.
+        old = rt.metrics
+        rt.metrics = Metrics(records_in_total=old.records_in_total, records_out_total=old.records_out_total,
+                             batches=old.batches, dead_lettered=old.dead_lettered)
+        rt.end_offset = None
         config = self.effective_config(rt.state)
         checkpoint = self.checkpoint(rt.state)
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
@@ -246,6 +292,10 @@ class Worker:
                 topics, regex = self._sink_topics(config)
                 if not self._has_topics(topics, regex):
                     rt.phase, rt.restarting = "RUNNING", False
+                    if not rt.metrics.waiting_for_topics:  # a typo or a router upstream: say so, once
+                        log.warning("Connector %s waits: no topic of the topic store matches its %s (%s); topics "
+                                    "now: %s", rt.name, "topics" if topics else "topics.regex",
+                                    ",".join(topics) or regex, ", ".join(self.store.topics()) or "none")
                     rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
                     return
                 df = self.store.read_stream(self.spark, topics or None, regex or None)
@@ -308,6 +358,7 @@ class Worker:
     # -- status -------------------------------------------------------------------------------------
     def poll(self) -> None:
         """Update every runtime's phase and metrics from its query (herder thread)."""
+        self._restore_cancellation_logs()
         for rt in list(self.runtimes.values()):
             if rt.state.target_state == "STARTED" and rt.query is None and rt.metrics.waiting_for_topics:
                 topics, regex = self._sink_topics(self.effective_config(rt.state))
@@ -337,8 +388,14 @@ class Worker:
         except Exception:  # the query may be stopping under us
             return
         for p in progresses:
-            bid = p.get("batchId")
-            if bid is None or (m.last_batch_id is not None and bid <= m.last_batch_id):
+            # Each progress event once (by its timestamp). A trigger without new data reports the *next* batch
+            # id with no "addBatch" duration: it is not a batch, and counting it by id would make the real batch
+            # of that id look seen already and lose its records from the totals.
+            stamp, bid = p.get("timestamp"), p.get("batchId")
+            if stamp is None or (m.last_progress_stamp is not None and stamp <= m.last_progress_stamp):
+                continue
+            m.last_progress_stamp = stamp
+            if bid is None or "addBatch" not in (p.get("durationMs") or {}):
                 continue
             rows = int(p.get("numInputRows") or 0)
             sink_rows = (p.get("sink") or {}).get("numOutputRows")
@@ -353,7 +410,7 @@ class Worker:
             rt.last_progress_at = _now()
             end = ((p.get("sources") or [{}])[0]).get("endOffset")
             if end is not None:
-                rt._end_offset = end  # type: ignore[attr-defined]
+                rt.end_offset = end
         idle = _now() - rt.last_progress_at
         if idle > max(5.0, 3 * int(self.config["trigger.interval.ms"]) / 1000):
             m.records_in_per_sec = m.records_out_per_sec = 0.0
@@ -363,12 +420,18 @@ class Worker:
             m.dead_lettered = self._dead_lettered(rt)
 
     def _lag(self, rt: ConnectorRuntime) -> int | None:
-        src, end = rt.lag_source, getattr(rt, "_end_offset", None)
-        if src is None:
+        """Records (or WAL bytes) between the query's last end offset and the source's head.
+
+        Only ever asks ``lag()`` about an offset the query itself reported. Never ``initial_offsets()``: that
+        has side effects for some sources (PostgreSQL CDC creates its replication slot there, with the
+        exported snapshot of its initial load), and a slot created here, outside the query, makes the query
+        find it and stream without the snapshot. Before the first batch the lag is unknown (None).
+        """
+        src, end = rt.lag_source, rt.end_offset
+        if src is None or end is None:
             return None
         try:
-            current = json.loads(end) if isinstance(end, str) else (end or src.initial_offsets())
-            return src.lag(current)
+            return src.lag(json.loads(end) if isinstance(end, str) else end)
         except Exception:
             log.debug("lag of %s failed", rt.name, exc_info=True)
             return None
@@ -400,6 +463,33 @@ class Worker:
                 shutil.rmtree(p, ignore_errors=True)
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+#: Spark loggers that report a batch cancelled by ``query.stop()`` as ERROR (with a TaskKilledException trace).
+_CANCEL_NOISE = ("org.apache.spark.sql.execution.datasources.v2.WriteToDataSourceV2Exec",
+                 "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+                 "org.apache.spark.sql.execution.datasources.v2.WritingSparkTask",
+                 "org.apache.spark.util.Utils",
+                 "org.apache.spark.executor.Executor",
+                 "org.apache.spark.scheduler.TaskSetManager",
+                 "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+                 "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution")
+_QUIET_SECONDS = 15.0
+
+
+class _Log4jLevels:
+    """Get and set log4j2 logger levels of the driver JVM (levels as names: "ERROR", "OFF"; None: inherited)."""
+
+    def __init__(self, jvm: Any):
+        self._log4j = jvm.org.apache.logging.log4j
+        self._configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+
+    def get(self, name: str) -> str | None:
+        level = self._log4j.LogManager.getLogger(name).getLevel()
+        return None if level is None else str(level.name())
+
+    def set(self, name: str, level: str | None) -> None:
+        self._configurator.setLevel(name, self._log4j.Level.toLevel(level or "ERROR"))
 
 
 def _register(spark: Any) -> None:

@@ -20,13 +20,15 @@ import contextlib
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from ...config import Password
-from ...errors import ConfigError, ConfigProblem, ConnectError
+from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
+from ...retry import is_transient_os_error, retry_call
 
 __all__ = [
     "ConnInfo",
@@ -165,17 +167,61 @@ class JdbcConnection:
         return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
                            timezone=self.config["db.timezone"])
 
+    def _open(self, connect: Callable[[], Any], what: str = "connect") -> Any:
+        """A connection from ``connect`` within ``connection.attempts`` / ``connection.backoff.ms``."""
+        return connect_with_attempts(connect, self._dialect(), attempts=self.config["connection.attempts"],
+                                     backoff_ms=self.config["connection.backoff.ms"],
+                                     retry_timeout_ms=self.config["errors.retry.timeout"], what=what)
+
 
 # ------------------------------------------------------------------------------------------------ retries
 def with_retries(fn: Callable[[], Any], dialect: Dialect, *, timeout_ms: int, max_delay_ms: int,
                  what: str) -> Any:
     """Run ``fn`` through the shared :func:`spark_connect_bridge.retry.retry_call`, classifying errors with the
-    dialect and hiding the password in messages."""
-    from ...retry import is_transient_os_error, retry_call
-
-    return retry_call(fn, is_retriable=lambda e: dialect.is_retriable(e) or is_transient_os_error(e),
+    dialect and hiding the password in messages. A refused login is never retried."""
+    return retry_call(fn, is_retriable=lambda e: _transient(dialect, e),
                       timeout_ms=timeout_ms, max_delay_ms=max_delay_ms,
                       what=f"{what} on {dialect.info.describe()}", describe=lambda e: _scrub(str(e), dialect.info))
+
+
+def _transient(dialect: Dialect, e: BaseException) -> bool:
+    return not dialect.is_login_error(e) and (dialect.is_retriable(e) or is_transient_os_error(e))
+
+
+def connect_with_attempts(connect: Callable[[], Any], dialect: Dialect, *, attempts: int, backoff_ms: int,
+                          retry_timeout_ms: int = 0, what: str = "connect") -> Any:
+    """Open a connection as Confluent's JDBC connectors do: at most ``connection.attempts`` attempts,
+    ``connection.backoff.ms`` apart (longer only when ``errors.retry.timeout`` asks for it: -1 forever).
+
+    Only transient failures (refused or reset connections, a server starting up) are retried. A refused login
+    (wrong password, unknown user or database, no pg_hba.conf entry) fails at once with a ConnectError: it does
+    not fix itself, and retrying it only delays the error and may lock the account.
+
+    >>> connect_with_attempts(d.connect, d, attempts=3, backoff_ms=10000)    # doctest: +SKIP
+    """
+    started = time.monotonic()
+    where = f"{what} on {dialect.info.describe()}"
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            return connect()
+        except Exception as e:  # noqa: BLE001 - classified below; anything else propagates unchanged
+            text = _scrub(str(e), dialect.info)
+            if dialect.is_login_error(e):
+                raise ConnectError(f"{where} failed: the server refused the login ({type(e).__name__}: {text}). "
+                                   f"Check connection.url, connection.user and connection.password; a refused "
+                                   f"login is not retried") from e
+            if not _transient(dialect, e):
+                raise
+            elapsed_ms = (time.monotonic() - started) * 1000
+            within_timeout = retry_timeout_ms < 0 or elapsed_ms + backoff_ms < retry_timeout_ms
+            if attempt >= attempts and not within_timeout:
+                raise RetriableError(f"{where} failed after {attempt} attempt(s) (connection.attempts={attempts}): "
+                                     f"{type(e).__name__}: {text}") from e
+            log.warning("%s failed (%s: %s); attempt %d of %d, next in %.1f s", where, type(e).__name__, text,
+                        attempt, attempts, backoff_ms / 1000)
+            time.sleep(backoff_ms / 1000)
 
 
 def _scrub(text: str, info: ConnInfo) -> str:
@@ -184,6 +230,9 @@ def _scrub(text: str, info: ConnInfo) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ dialects
+_PG_LOGIN_REFUSED = ("authentication failed", "no pg_hba.conf entry", "does not exist", "permission denied for "
+                     "database", "is not permitted to log in")
+
 class Dialect:
     """What the connectors need from a database. Subclasses: PostgreSQL, MySQL/MariaDB, SQLite."""
 
@@ -219,6 +268,10 @@ class Dialect:
 
     def is_retriable(self, e: BaseException) -> bool:
         raise NotImplementedError
+
+    def is_login_error(self, e: BaseException) -> bool:
+        """The server refused the login (credentials, unknown user or database): never transient."""
+        return False
 
     def is_data_error(self, e: BaseException) -> bool:
         """A statement failed because of the data (constraint, value out of range), not the system."""
@@ -368,6 +421,12 @@ class PostgresDialect(Dialect):
         d = copy.copy(self)
         d.__class__ = _PostgresAdbcDialect
         return d
+
+    def is_login_error(self, e: BaseException) -> bool:
+        # libpq reports a refused login as a FATAL message without a SQLSTATE (psycopg: OperationalError,
+        # sqlstate None; ADBC: the same text): classes 28 (invalid authorization) and 3D (no such database).
+        text = str(e)
+        return "FATAL" in text and any(p in text for p in _PG_LOGIN_REFUSED)
 
     def is_retriable(self, e: BaseException) -> bool:
         try:
@@ -574,6 +633,13 @@ class MySQLDialect(Dialect):
         cur.close()
         if warnings:
             raise ConnectError(f"LOAD DATA into {table} gave warnings: {[w[2] for w in warnings]}")
+
+    def is_login_error(self, e: BaseException) -> bool:
+        import pymysql
+
+        # 1044/1045 access denied, 1049 unknown database, 1698 access denied (auth plugin)
+        return isinstance(e, pymysql.err.OperationalError) and bool(e.args) and e.args[0] in (1044, 1045, 1049,
+                                                                                             1698)
 
     def is_retriable(self, e: BaseException) -> bool:
         import pymysql

@@ -389,8 +389,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        conn = self._retry(lambda: d.connect(local_infile=True) if d.info.kind == "mysql" else d.connect(),
-                           "connect")
+        conn = self._open(lambda: d.connect(local_infile=True) if d.info.kind == "mysql" else d.connect())
         stages: dict[str, dict[str, Any]] = {}
         prefix = self._stage_prefix(ctx.app_id, ctx.batch_id)
         seq = 0
@@ -477,11 +476,11 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         nothing; it checks that it was given as many records as the committed attempt, since a different
         split of the batch would otherwise lose or double rows silently. Two attempts running at once
         (speculation) serialize on the offsets row: the second sees the first's commit and rolls back."""
-        ddl = self._retry(d.connect, "connect")
+        ddl = self._open(d.connect)
         conn = None
         try:
             self._retry(lambda: self._ensure_offsets(ddl, d), "create the offsets table")
-            conn = self._retry(lambda: d.adbc_connect(autocommit=True), "connect")
+            conn = self._open(lambda: d.adbc_connect(autocommit=True))
             dd = d.for_adbc()
             cur = conn.cursor()
             prior = self._task_done(cur, dd, ctx)

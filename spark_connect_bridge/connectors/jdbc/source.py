@@ -198,7 +198,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         d = self._dialect()
         prefix = self.config["topic.prefix"] or ""
         ts_cols = tuple(self.config["timestamp.column.name"]) if self._mode.startswith("timestamp") else ()
-        conn = self._retry(d.connect, "connect")
+        conn = self._open(d.connect)
         try:
             if self.config.get("query"):
                 names: list[str | None] = [None]
@@ -717,7 +717,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         if parts <= 1 or t.split_col is None:
             return [r]
         d = self._dialect()
-        conn = self._retry(d.connect, "connect")
+        conn = self._open(d.connect)
         try:
             cur = conn.cursor()
             k = d.quote(t.split_col)
