@@ -10,11 +10,17 @@ on Databricks), ``deltalake`` otherwise. Both write standard Delta tables that t
   deltalake does not check itself (:func:`commit_files`): that every file exists, that the data schema matches
   the table (or evolving it), and that the app transaction version only moves forward. CDC batches are applied
   with ``DeltaTable.merge`` on the driver (:func:`merge_changes`), with the same app transaction.
-* **delta-spark engine**: ``foreachBatch`` with Delta's documented idempotent-write options (``txnAppId`` /
-  ``txnVersion``) for appends and ``DeltaTable.merge`` (with ``spark.databricks.delta.write.txnAppId`` /
-  ``txnVersion`` set for the MERGE) for CDC (:func:`write_stream` with ``engine="delta-spark"``).
+* **delta-spark engine** (:func:`delta_spark_write`): Delta's own writer, with Delta's documented idempotent-write
+  options (``txnAppId`` / ``txnVersion``) for appends and ``DeltaTable.merge`` (with
+  ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` set for the MERGE) for CDC; a stream runs it in
+  ``foreachBatch``. Narrower types are cast up to the table's first (Delta's writer alone refuses them), a new
+  table takes ``delta.table.properties``. :func:`read_stream` with ``engine="delta-spark"`` reads with Delta's
+  own streaming source, shaped into records.
 
-Both engines read a sink config of :class:`spark_connect_bridge.connectors.delta.DeltaSinkConnector`.
+Both engines read a sink config of :class:`spark_connect_bridge.connectors.delta.DeltaSinkConnector` and share
+the app id of a checkpoint (:func:`checkpoint_app_id`), so a table can change engines. ``format("kconnect")`` is
+the deltalake engine (a Python data source's writer has no SparkSession to call Delta's writer with):
+:func:`write_stream` / :func:`write_batch` are where the engine is chosen.
 
 >>> from spark_connect_bridge import delta_engine                                    # doctest: +SKIP
 >>> delta_engine.choose_engine(spark)                                                # doctest: +SKIP
@@ -35,7 +41,8 @@ from urllib.parse import quote
 
 from .errors import ConnectError, DataError
 
-__all__ = ["ENGINES", "choose_engine", "spark_has_delta", "write_stream", "read_stream", "FileAdd",
+__all__ = ["ENGINES", "choose_engine", "spark_has_delta", "write_stream", "write_batch", "read_stream",
+           "delta_spark_write", "checkpoint_app_id", "FileAdd",
            "write_files", "commit_files", "merge_changes", "table_schema", "reconcile_schema",
            "latest_version", "read_commit", "require_deltalake", "local_path"]
 
@@ -201,7 +208,8 @@ def reconcile_schema(table: Any | None, incoming: Any, *, evolve: bool, where: s
             widened.append(f.name)
             problems.append(f"column {f.name} is {f.type} in the table and {g.type} in the data: widening the "
                             f"table's type needs Delta's typeWidening feature, which only the delta-spark engine "
-                            f"writes (and delta-rs does not read); cast the column to {f.type} upstream (e.g. with the Cast SMT)")
+                            f"writes (and delta-rs does not read); cast the column to {f.type} upstream (e.g. "
+                            f"with the Cast SMT)")
         else:
             problems.append(f"column {f.name} is {f.type} in the table and {g.type} in the data, which is not a "
                             f"type Delta can widen to")
@@ -441,6 +449,11 @@ def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch
                                       commit_properties=props)
         return True
     dt = DeltaTable(path)
+    mapping = dt.metadata().configuration.get("delta.columnMapping.mode", "none")
+    if mapping != "none":  # our Parquet files carry the logical names; such a table reads them as nulls
+        delete_files(path, files)
+        raise ConnectError(f"Delta table {path} uses column mapping (delta.columnMapping.mode={mapping}), which the "
+                           f"deltalake engine does not write; write it with delta.engine=delta-spark")
     current = pa_schema_of(dt)
     for s in incoming:
         plan = reconcile_schema(current, _with_partitions(s, current, partition_by), evolve=evolve, where=path)
@@ -647,14 +660,15 @@ def delta_spark_write(df: Any, sink: Any, *, app_id: str | None = None, batch_id
     from .connectors.delta import rows_frame
 
     cfg = sink.config
-    if not sink.per_topic:
-        groups = [(sink.table_path(None, local=False), df)]
-    else:
+    if sink.per_topic:
         df = df.persist()  # read once for the topic list, once per topic
-        topics = sorted(r[0] for r in df.select("topic").distinct().collect() if r[0] is not None) + \
-            ([None] if df.filter(F.col("topic").isNull()).limit(1).count() else [])
-        groups = [(sink.table_path(t, local=False), df.filter(F.col("topic") == t)) for t in topics]
     try:
+        if sink.per_topic:
+            topics = sorted((r[0] for r in df.select("topic").distinct().collect()),
+                            key=lambda t: (t is not None, t))
+            groups = [(sink.table_path(t, local=False), df.filter(F.col("topic") == t)) for t in topics]
+        else:
+            groups = [(sink.table_path(None, local=False), df)]
         for path, part in groups:
             rows, keys = rows_frame(part, cfg)
             if cfg["delta.write.mode"] == "append":

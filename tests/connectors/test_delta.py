@@ -649,6 +649,27 @@ def test_type_widening_is_written_only_by_delta_spark(delta_spark, engine, tmp_p
         DeltaTable(str(table))
 
 
+def test_column_mapped_tables_are_written_only_by_delta_spark(delta_spark, engine, tmp_path):
+    """An engine difference: a table with column mapping (delta.columnMapping.mode=name, e.g. for renames) stores
+    columns under physical names. delta-spark appends to it; the deltalake engine refuses to (its Parquet files
+    carry the logical names, which such a table would read as nulls) and leaves no file behind."""
+    table = tmp_path / "mapped"
+    first = delta_spark.createDataFrame([(1, "a")], "id long, name string")
+    delta_engine.write_batch(first, _sink(table, **{"delta.table.properties": "delta.columnMapping.mode=name"}),
+                             engine="delta-spark")
+    files_before = sorted(p.name for p in table.glob("*.parquet"))
+    more = delta_spark.createDataFrame([(2, "b")], "id long, name string")
+    if engine == "delta-spark":
+        delta_engine.write_batch(more, _sink(table), engine=engine)
+        assert sorted(tuple(r) for r in delta_spark.read.format("delta").load(str(table)).collect()) == \
+            [(1, "a"), (2, "b")]
+    else:
+        with pytest.raises(Exception, match="column mapping"):
+            delta_engine.write_batch(more, _sink(table), engine=engine)
+        assert sorted(p.name for p in table.glob("*.parquet")) == files_before
+        assert [tuple(r) for r in delta_spark.read.format("delta").load(str(table)).collect()] == [(1, "a")]
+
+
 def test_change_data_feed_of_a_merged_table(delta_spark, engine, tmp_path):
     """delta.table.properties make a CDF table on both engines; MERGE records its updates and deletes in the
     change feed, which both readers read."""

@@ -37,7 +37,8 @@ def _delta_rows(spark, path) -> list[tuple]:
     """The table as deltalake reads it, checked equal to what Delta's own reader gives."""
     by_deltalake = sorted((r["id"], r["name"], r["qty"], r["price"])
                           for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist())
-    by_delta_spark = sorted((r.id, r.name, r.qty, r.price) for r in spark.read.format("delta").load(str(path)).collect())
+    by_delta_spark = sorted((r.id, r.name, r.qty, r.price)
+                            for r in spark.read.format("delta").load(str(path)).collect())
     assert by_deltalake == by_delta_spark
     return by_deltalake
 
