@@ -705,7 +705,7 @@ def _cast_up_to_table(rows: Any, table: Any) -> Any:
             continue
         try:
             wider = _widens(to_arrow_type(f.dataType), to_arrow_type(t.dataType))
-        except Exception:  # noqa: BLE001 - a type Arrow has no equivalent of: Delta decides
+        except (TypeError, ValueError):  # a type Arrow has no equivalent of (PySparkTypeError): Delta decides
             wider = False
         cols.append(F.col(_quote(f.name)).cast(t.dataType).alias(f.name) if wider else F.col(_quote(f.name)))
         changed = changed or wider

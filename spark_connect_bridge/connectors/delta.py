@@ -66,6 +66,7 @@ _SORT = ("_kc_order", "_kc_part", "_kc_off", "_kc_task", "_kc_idx")
 RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 VERSION_STRIDE = 1_000_000_000
+_VERSION_STRIDE = VERSION_STRIDE  # the name runtime.service reads
 STAGING_DIR = "_kconnect_staging"
 
 

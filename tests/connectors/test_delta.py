@@ -646,7 +646,7 @@ def test_type_widening_is_written_only_by_delta_spark(delta_spark, engine, tmp_p
             put(table, "n long", (2 ** 40,))
         assert [r.n for r in delta_spark.read.format("delta").load(str(table)).collect()] == [1]
     with pytest.raises(Exception, match="typeWidening"):
-        DeltaTable(str(table))
+        DeltaTable(str(table)).to_pyarrow_table()
 
 
 def test_column_mapped_tables_are_written_only_by_delta_spark(delta_spark, engine, tmp_path):
