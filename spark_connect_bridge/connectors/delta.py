@@ -163,11 +163,9 @@ class DeltaSinkConnector(SinkConnector):
         """True when every record's topic names its own table (``${topic}`` in the path, or ``topics.dir``)."""
         return "${topic}" in (self.config["delta.table.path"] or "${topic}")
 
-
     def table_properties(self) -> dict[str, str]:
         """``delta.table.properties`` as a mapping: the properties a new table is created with."""
         return dict(e.split("=", 1) for e in self.config["delta.table.properties"])
-
 
     def validate_input(self, schema: Any) -> None:
         import pyarrow as pa
