@@ -58,7 +58,7 @@ from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, Writ
 from .offsets import Offsets, partition_key
 
 __all__ = ["DeltaSinkConnector", "DeltaSourceConnector", "rows_arrow", "rows_frame", "last_per_key",
-           "OP_COLUMN", "RECORD_COLUMNS"]
+           "OP_COLUMN", "RECORD_COLUMNS", "VERSION_STRIDE"]
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,8 @@ OP_COLUMN = "_kc_op"
 _SORT = ("_kc_order", "_kc_part", "_kc_off", "_kc_task", "_kc_idx")
 RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
-_VERSION_STRIDE = 1_000_000_000
+VERSION_STRIDE = 1_000_000_000
+_VERSION_STRIDE = VERSION_STRIDE  # the name runtime.service reads
 STAGING_DIR = "_kconnect_staging"
 
 
@@ -136,9 +137,11 @@ class DeltaSinkConnector(SinkConnector):
         .define("delta.file.max.rows", Type.INT, 1_000_000, Range.at_least(1), Importance.LOW,
                 "Maximum rows per Parquet file written by one task.", group="Delta")
         .define("delta.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "deltalake", "delta-spark"),
-                Importance.LOW, "auto: delta-spark when the Spark session has Delta loaded, deltalake otherwise. "
-                                "Applies to spark_connect_bridge.delta_engine.write_stream; the kconnect data "
-                                "source itself always runs the deltalake engine.", group="Delta")
+                Importance.LOW, "auto: delta-spark when the Spark session has Delta loaded, deltalake otherwise, "
+                                "where spark_connect_bridge.delta_engine.write_stream / write_batch run the config. "
+                                "The kconnect data source (format(\"kconnect\")) runs the deltalake engine: auto "
+                                "and deltalake, while delta-spark there is a config error naming write_stream.",
+                group="Delta")
         .check(_sink_checks)
     )
 
@@ -157,10 +160,12 @@ class DeltaSinkConnector(SinkConnector):
         return local_path(template) if local else template
 
     @property
-    def _per_topic(self) -> bool:
+    def per_topic(self) -> bool:
+        """True when every record's topic names its own table (``${topic}`` in the path, or ``topics.dir``)."""
         return "${topic}" in (self.config["delta.table.path"] or "${topic}")
 
-    def _configuration(self) -> dict[str, str]:
+    def table_properties(self) -> dict[str, str]:
+        """``delta.table.properties`` as a mapping: the properties a new table is created with."""
         return dict(e.split("=", 1) for e in self.config["delta.table.properties"])
 
     def validate_input(self, schema: Any) -> None:
@@ -170,8 +175,17 @@ class DeltaSinkConnector(SinkConnector):
         from ..records import arrow_schema
 
         require_deltalake()
+        if self.config["delta.engine"] == "delta-spark":
+            # A Python data source gets Arrow batches in Python workers, where no SparkSession (so no Delta JVM
+            # writer) exists: the engine is chosen where the query is built.
+            raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
+                                                             "delta.engine: the kconnect data source (format("
+                                                             "\"kconnect\")) writes with the deltalake engine; run "
+                                                             "the config with spark_connect_bridge.delta_engine."
+                                                             "write_stream(df, config, checkpoint=...) or "
+                                                             "write_batch(df, config) for Delta's own writer")])
         target = arrow_schema(schema)
-        if self._per_topic and "topic" not in target.names:
+        if self.per_topic and "topic" not in target.names:
             raise ConfigError([ConfigProblem("delta.table.path", "${topic} in the table path needs a 'topic' "
                                                                  f"column; the input has {target.names}")])
         rows_arrow(pa.Table.from_batches([], schema=target), self.config)  # raises on a bad layout
@@ -196,7 +210,7 @@ class DeltaSinkConnector(SinkConnector):
     def _by_topic(self, data: Any) -> dict[str, Any]:
         import pyarrow.compute as pc
 
-        if not self._per_topic:
+        if not self.per_topic:
             return {self.table_path(): data}
         out = {}
         for topic in pc.unique(data.column("topic")).to_pylist():
@@ -252,7 +266,7 @@ class DeltaSinkConnector(SinkConnector):
                 commit_files(path, tables[path], app_id=ctx.app_id, batch_id=ctx.batch_id,
                              partition_by=self.config["delta.partition.by"],
                              evolve=self.config["delta.schema.evolution"], overwrite=ctx.overwrite,
-                             configuration=self._configuration(),
+                             configuration=self.table_properties(),
                              metadata={"kconnect.connector": self.name, "kconnect.batch": ctx.batch_id})
 
     def _merge(self, path: str, staged: list[str], ctx: CommitContext) -> None:
@@ -270,7 +284,7 @@ class DeltaSinkConnector(SinkConnector):
             changes = last_per_key(changes, keys).drop_columns([c for c in _SORT if c in changes.column_names])
             merge_changes(path, changes, keys=keys, op_column=OP_COLUMN, app_id=ctx.app_id, batch_id=ctx.batch_id,
                           partition_by=self.config["delta.partition.by"], evolve=self.config["delta.schema.evolution"],
-                          configuration=self._configuration())
+                          configuration=self.table_properties())
         finally:
             _discard_staged(paths)
 
@@ -618,8 +632,9 @@ class DeltaSourceConnector(SourceConnector):
                 doc="Row columns that make up the record key struct of a plain table (default: null key).",
                 group="Delta")
         .define("delta.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "deltalake", "delta-spark"),
-                Importance.LOW, "Only delta_engine.read_stream(engine='delta-spark') reads with Delta's own "
-                                "source; the kconnect data source reads through deltalake.", group="Delta")
+                Importance.LOW, "delta-spark: spark_connect_bridge.delta_engine.read_stream reads with Delta's "
+                                "own streaming source (records without per-row offsets; see the README). auto and "
+                                "deltalake, and the kconnect data source: the deltalake reader.", group="Delta")
         .check(_source_checks)
     )
 
@@ -659,6 +674,12 @@ class DeltaSourceConnector(SourceConnector):
         from ..records import record_schema
 
         require_deltalake()
+        if self.config["delta.engine"] == "delta-spark":
+            raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
+                                                             "delta.engine: the kconnect data source reads with "
+                                                             "the deltalake engine; read with "
+                                                             "spark_connect_bridge.delta_engine.read_stream(spark, "
+                                                             "config) for Delta's own source")])
         tables = self.tables()
         if not tables:
             if self.config["delta.table.path"]:
@@ -753,7 +774,7 @@ class DeltaSourceConnector(SourceConnector):
             row = 0  # offsets number the rows of a version across its files
             for data, ts in self._version_data(path, v):
                 if data.num_rows:
-                    yield self._records(data, schema, path, v * _VERSION_STRIDE + row, ts)
+                    yield self._records(data, schema, path, v * VERSION_STRIDE + row, ts)
                     row += data.num_rows
 
     def _version_data(self, path: str, version: int) -> Iterator[tuple[Any, int]]:

@@ -1,6 +1,6 @@
-"""Debezium events from the PostgreSQL CDC connector applied to Delta with MERGE: the Delta table equals the
-source table, through a snapshot, streamed changes (several per key in one micro-batch), a restart and a
-replayed batch."""
+"""Debezium events from the PostgreSQL CDC connector applied to Delta with MERGE, on both Delta engines
+(delta-spark: Delta's own MERGE; deltalake: delta-rs): the Delta table equals the source table, through a
+snapshot, streamed changes (several per key in one micro-batch), a restart and a replayed batch."""
 
 from __future__ import annotations
 
@@ -8,8 +8,19 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 
+from spark_connect_bridge import delta_engine
 from spark_connect_bridge.connectors.postgres_cdc import table_events
 from tests.support.postgres import PostgresCluster
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _small_delta_log_replay(spark):
+    """Delta's log replay on 2 partitions instead of 50 (a 2-core machine)."""
+    key = "spark.databricks.delta.snapshotPartitions"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "2")
+    yield
+    spark.conf.unset(key) if before is None else spark.conf.set(key, before)
 
 
 @pytest.fixture(scope="module")
@@ -22,12 +33,18 @@ def _source_rows(pg: PostgresCluster, db: str) -> list[tuple]:
     return sorted(pg.execute("select id, name, qty, price from items", database=db))
 
 
-def _delta_rows(path) -> list[tuple]:
-    return sorted((r["id"], r["name"], r["qty"], r["price"])
-                  for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist())
+def _delta_rows(spark, path) -> list[tuple]:
+    """The table as deltalake reads it, checked equal to what Delta's own reader gives."""
+    by_deltalake = sorted((r["id"], r["name"], r["qty"], r["price"])
+                          for r in DeltaTable(str(path)).to_pyarrow_table().to_pylist())
+    by_delta_spark = sorted((r.id, r.name, r.qty, r.price)
+                            for r in spark.read.format("delta").load(str(path)).collect())
+    assert by_deltalake == by_delta_spark
+    return by_deltalake
 
 
-def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg, tmp_path):
+@pytest.mark.parametrize("engine", ["delta-spark", "deltalake"])
+def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg, tmp_path, engine):
     db = pg.new_database("delta")
     pg.execute("""
         create table items (id bigint primary key, name text, qty int, price numeric(10,2));
@@ -42,11 +59,11 @@ def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg,
 
     def run() -> None:
         events = table_events(spark.readStream.format("kconnect").options(**source).load(), "public.items")
-        (events.writeStream.format("kconnect").options(**sink).option("checkpointLocation", str(ckpt))
-         .trigger(availableNow=True).start().awaitTermination())
+        delta_engine.write_stream(events, sink, checkpoint=str(ckpt), engine=engine,
+                                  trigger={"availableNow": True}).awaitTermination()
 
     run()  # the snapshot (op=r)
-    assert _delta_rows(table) == _source_rows(pg, db)
+    assert _delta_rows(spark, table) == _source_rows(pg, db)
     pg.execute("""
         begin;
         update items set qty = qty + 100 where id <= 5;
@@ -59,7 +76,7 @@ def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg,
         update items set price = null where id = 4;
     """, database=db)
     run()  # streamed changes, several per key in one micro-batch
-    assert _delta_rows(table) == _source_rows(pg, db)
+    assert _delta_rows(spark, table) == _source_rows(pg, db)
     # A lost Spark commit: the last batch is replayed and recognised by its app transaction.
     version = DeltaTable(str(table)).version()
     commits = sorted((ckpt / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
@@ -67,4 +84,4 @@ def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg,
     commits[-1].with_name(f".{commits[-1].name}.crc").unlink(missing_ok=True)
     run()
     assert DeltaTable(str(table)).version() == version
-    assert _delta_rows(table) == _source_rows(pg, db)
+    assert _delta_rows(spark, table) == _source_rows(pg, db)
