@@ -30,6 +30,8 @@ def spark():
                .config("spark.driver.bindAddress", "127.0.0.1")
                .config("spark.sql.streaming.stopTimeout", "30s")
                .config("spark.python.worker.reuse", "true")
+               # Delta reads a table's log in 50 tasks by default: the tests' tables are small
+               .config("spark.databricks.delta.snapshotPartitions", "2")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
