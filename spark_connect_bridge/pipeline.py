@@ -90,10 +90,13 @@ class PreparedConfig:
             apply_sink_converters(df, self.props)
 
 
-def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) -> PreparedConfig:
+def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
+            dead_letter_kafka: Mapping[str, str] | None = None) -> PreparedConfig:
     """Validate a whole config (connector, transforms, converters, errors.*) and split it into its stages.
 
-    Raises one :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part.
+    ``dead_letter_kafka``: Spark Kafka sink options (``kafka.bootstrap.servers``, ...) when the dead-letter topic
+    is a Kafka topic (:mod:`spark_connect_bridge.bus`). Raises one
+    :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part.
     """
     props = _as_mapping(config)
     errors: list[ConfigError] = []
@@ -101,7 +104,7 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) ->
     try:
         cls, parsed = parse_connector_config(props, kind=kind, stages_applied=True)
         name = parsed["name"]
-        policy = ErrorPolicy.from_config(parsed)
+        policy = ErrorPolicy.from_config(parsed, kafka=dead_letter_kafka)
     except ConfigError as e:
         errors.append(e)
     chain = None
@@ -137,8 +140,9 @@ def _observe(df: DataFrame) -> DataFrame:
     return df.observe("kconnect", F.count(F.lit(1)).alias("records"), failed.alias("failed"))
 
 
-def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> DataFrame:
-    p = prepare(config, kind="source")
+def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool,
+               dead_letter_kafka: Mapping[str, str] | None = None) -> DataFrame:
+    p = prepare(config, kind="source", dead_letter_kafka=dead_letter_kafka)
     df = (spark.readStream if streaming else spark.read).format("kconnect").options(**p.connector_options).load()
     if p.policy.tolerate:
         df = start_tolerant(df)
@@ -148,9 +152,11 @@ def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> 
     return df
 
 
-def read_stream(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
-    """A streaming record DataFrame from a source connector config (connector → transforms → converters)."""
-    return _source_df(spark, config, streaming=True)
+def read_stream(spark: Any, config: Mapping[str, Any] | str, *,
+                dead_letter_kafka: Mapping[str, str] | None = None) -> DataFrame:
+    """A streaming record DataFrame from a source connector config (connector → transforms → converters).
+    ``dead_letter_kafka``: see :func:`prepare`."""
+    return _source_df(spark, config, streaming=True, dead_letter_kafka=dead_letter_kafka)
 
 
 def read_batch(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
@@ -230,12 +236,14 @@ def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy
 
 
 def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: str,
-                 trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
+                 trigger: Mapping[str, Any] | None = None, query_name: str | None = None,
+                 dead_letter_kafka: Mapping[str, str] | None = None) -> Any:
     """Start a streaming query that runs a sink connector config over ``df`` (converters → transforms → sink).
 
-    ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``.
+    ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``;
+    ``dead_letter_kafka``: see :func:`prepare`.
     """
-    p = prepare(config, kind="sink")
+    p = prepare(config, kind="sink", dead_letter_kafka=dead_letter_kafka)
     out, source_policy, tolerant = _sink_side(df, p)
     out = _observe(out)
     name = query_name or p.name

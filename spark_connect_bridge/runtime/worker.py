@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote
 
+from ..bus.kafka import KafkaBus, sink_stream, source_stream
 from ..connectors.base import stable_app_id
 from .state import ConnectorState
 from .topic_store import TopicStore
@@ -103,6 +104,9 @@ class Worker:
         self._owns_spark = spark is None
         self._registered = False
         self.store = TopicStore(config.topics_dir, format=config["topic.store.format"])
+        #: Kafka as the bus (worker bootstrap.servers): sources produce to it, sinks consume it.
+        self.bus = KafkaBus(config.bootstrap_servers, tuple(sorted(config.kafka_client.items()))) \
+            if config.bootstrap_servers else None
         self.runtimes: dict[str, ConnectorRuntime] = {}
         self._tasks: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -236,7 +240,13 @@ class Worker:
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         try:
             prepared = prepare(config, kind=rt.kind)
-            if rt.kind == "source":
+            if self.bus is not None:
+                start = source_stream if rt.kind == "source" else sink_stream
+                if rt.kind == "source":
+                    rt.lag_source = self._driver_source(prepared.connector_options)
+                rt.query = start(self.spark, config, bus=self.bus, checkpoint=checkpoint, trigger=self.config.trigger,
+                                 query_name=self._query_name(rt))
+            elif rt.kind == "source":
                 df = read_stream(self.spark, config)
                 rt.lag_source = self._driver_source(prepared.connector_options)
                 rt.query = write_topic_store(df, self.store, checkpoint=checkpoint, trigger=self.config.trigger,
@@ -376,7 +386,7 @@ class Worker:
         topic = rt.state.config.get("errors.deadletterqueue.topic.name", "").strip()
         if not topic:
             return None
-        if self.store.format != "delta":
+        if self.store.format != "delta" or self.bus is not None:
             return None
         try:
             import deltalake
