@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from ..errors import ConfigError, ConfigProblem, ConnectError
 
-__all__ = ["TopicCreation", "admin_client", "ensure_topics", "commit_group_offsets", "group_offsets",
+__all__ = ["TopicCreation", "admin_client", "ensure_topics", "kafka_topics", "commit_group_offsets", "group_offsets",
            "delete_group"]
 
 log = logging.getLogger(__name__)
@@ -175,6 +175,14 @@ def ensure_topics(client: Mapping[str, str], wanted: Mapping[str, tuple[int, int
     if known is not None:
         known.update(todo)
     return created
+
+
+def kafka_topics(client: Mapping[str, str]) -> list[str]:
+    """The topics of the cluster whose partitions all have a leader (ready to be consumed), sorted."""
+    admin = admin_client(client)
+    topics = admin.list_topics(timeout=_TIMEOUT).topics
+    return sorted(name for name, meta in topics.items()
+                  if meta.error is None and meta.partitions and all(p.leader >= 0 for p in meta.partitions.values()))
 
 
 def _partitions(offsets: Mapping[str, Mapping[str, int]]) -> list[Any]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import quote
 
+from ..bus.admin import kafka_topics
 from ..bus.kafka import KafkaBus, sink_stream, source_stream
 from ..connectors.base import stable_app_id
 from .state import ConnectorState
@@ -240,12 +241,10 @@ class Worker:
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         try:
             prepared = prepare(config, kind=rt.kind)
-            if self.bus is not None:
-                start = source_stream if rt.kind == "source" else sink_stream
-                if rt.kind == "source":
-                    rt.lag_source = self._driver_source(prepared.connector_options)
-                rt.query = start(self.spark, config, bus=self.bus, checkpoint=checkpoint, trigger=self.config.trigger,
-                                 query_name=self._query_name(rt))
+            if self.bus is not None and rt.kind == "source":
+                rt.lag_source = self._driver_source(prepared.connector_options)
+                rt.query = source_stream(self.spark, config, bus=self.bus, checkpoint=checkpoint,
+                                         trigger=self.config.trigger, query_name=self._query_name(rt))
             elif rt.kind == "source":
                 df = read_stream(self.spark, config)
                 rt.lag_source = self._driver_source(prepared.connector_options)
@@ -257,11 +256,16 @@ class Worker:
                     rt.phase, rt.restarting = "RUNNING", False
                     rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
                     return
-                df = self.store.read_stream(self.spark, topics or None, regex or None)
-                if self.store.format == "delta":
-                    rt.lag_source = self._driver_source(self.store.source_options(topics or None, regex or None))
-                rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
-                                        query_name=self._query_name(rt))
+                if self.bus is not None:
+                    rt.query = sink_stream(self.spark, config, bus=self.bus, checkpoint=checkpoint,
+                                           trigger=self.config.trigger, query_name=self._query_name(rt))
+                else:
+                    df = self.store.read_stream(self.spark, topics or None, regex or None)
+                    if self.store.format == "delta":
+                        rt.lag_source = self._driver_source(self.store.source_options(topics or None,
+                                                                                      regex or None))
+                    rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
+                                            query_name=self._query_name(rt))
         except Exception as e:
             rt.query = None
             rt.phase, rt.restarting = "FAILED", False
@@ -296,7 +300,7 @@ class Worker:
     def _has_topics(self, topics: list[str], regex: str) -> bool:
         import re
 
-        existing = self.store.topics()
+        existing = kafka_topics(self.bus.admin_config()) if self.bus is not None else self.store.topics()
         if topics:
             return any(t in existing for t in topics)
         if regex:

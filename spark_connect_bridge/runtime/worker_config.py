@@ -163,8 +163,8 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     for k in ignored:
         if cfg["bootstrap.servers"] and k in kafka_client:
             continue  # configures the Kafka bus's clients
-        log.warning("worker config: %s has no effect here (it configures Kafka, and there is no Kafka between "
-                    "Spark and the connectors)", k)
+        log.warning("worker config: %s has no effect here (it configures Kafka clients or Kafka's own stores; "
+                    "offsets live in each query's Spark checkpoint)", k)
     if cfg["plugin.path"]:
         log.warning("worker config: plugin.path is not applicable: plugins are Python classes (built-ins, dotted "
                     "paths, entry points)")
