@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import ConfigError, ConfigProblem
 from .admin import commit_group_offsets
 
-__all__ = ["track_group", "to_rest", "merge_rest", "group_of"]
+__all__ = ["track_group", "release_group", "to_rest", "merge_rest", "group_of"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,8 @@ class _Target:
     client: dict[str, str]
     group: str
     last: dict[str, Any] = field(default_factory=dict)
+    closed: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 _targets: dict[str, _Target] = {}
@@ -48,7 +50,12 @@ def _commit(query_id: str, sources: Sequence[Any]) -> None:
         target = _targets.get(query_id)
     if target is None or not sources:
         return
-    end = sources[0].endOffset
+    with target.lock:  # progress events of a query arrive in order; a released target commits nothing more
+        if not target.closed:
+            _commit_end(target, sources[0].endOffset)
+
+
+def _commit_end(target: _Target, end: Any) -> None:
     if not end:
         return
     try:
@@ -95,6 +102,21 @@ def track_group(spark: Any, query: Any, client: Mapping[str, str], group: str) -
     spark.streams.addListener(_listener_class()())
 
 
+def release_group(query: Any) -> None:
+    """Stop committing for ``query`` once it has stopped: its last progress's end positions are committed first
+    (a progress event still queued may not have arrived yet), and no event arriving later commits anything, so
+    the group can be altered or deleted safely afterwards."""
+    with _lock:
+        target = _targets.pop(str(query.id), None)
+    if target is None:
+        return
+    with target.lock:
+        target.closed = True
+        progress = query.lastProgress
+        if progress is not None and progress.sources:
+            _commit_end(target, progress.sources[0].endOffset)
+
+
 def group_of(query: Any) -> str | None:
     """The consumer group a query commits to (None: not tracked)."""
     with _lock:
@@ -116,7 +138,7 @@ def to_rest(raw: Mapping[str, Any] | None) -> list[dict[str, Any]]:
 def merge_rest(current: Mapping[str, Any] | None, entries: Sequence[Any]) -> dict[str, dict[str, int]]:
     """Apply Kafka Connect sink offset entries to Spark Kafka source offsets (``offset: null`` forgets the
     partition: the query reads it from its starting offsets again)."""
-    merged: dict[str, dict[str, int]] = {t: {str(p): int(o) for p, o in ps.items()} for t, ps in (current or {}).items()}
+    merged = {t: {str(p): int(o) for p, o in ps.items()} for t, ps in (current or {}).items()}
     problems = []
     for e in entries:
         part = e.get("partition") if isinstance(e, Mapping) else None

@@ -28,6 +28,7 @@ from typing import Any, Callable
 from urllib.parse import quote
 
 from ..bus.admin import kafka_topics
+from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, sink_stream, source_stream
 from ..connectors.base import stable_app_id
 from .state import ConnectorState
@@ -227,6 +228,7 @@ class Worker:
             q, rt.query = rt.query, None
             try:
                 q.stop()
+                release_group(q)  # a sink on the Kafka bus: its group matches the checkpoint, then is left alone
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
         rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0

@@ -69,3 +69,25 @@ def test_delivery_into_kafka_is_at_least_once_a_batch_produced_but_not_committed
     # A clean restart produces nothing again.
     run_once(spark, config, bootstrap, checkpoint)
     consume(bootstrap, topic, 12)
+
+
+def test_a_tolerant_source_dead_letters_failed_records_to_its_kafka_dlq_topic(spark, bootstrap, topic_name,
+                                                                             tmp_path):
+    topic, dlq, source = topic_name("numbers"), topic_name("numbers-dlq"), tmp_path / "in.txt"
+    source.write_text("".join(f"{v}\n" for v in ["1", "2", "x", "4", "y"]))
+    config = {"name": "numbers", "connector.class": "FileStreamSource", "file": str(source), "topic": topic,
+              "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "transforms": "cast", "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+              "transforms.cast.spec": "int32",
+              "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+              "errors.deadletterqueue.topic.replication.factor": "1",
+              "errors.deadletterqueue.context.headers.enable": "true"}
+    run_once(spark, config, bootstrap, tmp_path / "ckpt")
+    assert sorted(m.value() for m in consume(bootstrap, topic, 3)) == [b"1", b"2", b"4"]
+    dead = consume(bootstrap, dlq, 2)
+    assert sorted(m.value() for m in dead) == [b"x", b"y"]
+    for msg in dead:
+        ctx = dict(msg.headers())
+        assert ctx["__connect.errors.stage"] == b"TRANSFORMATION"
+        assert ctx["__connect.errors.class.name"] == b"org.apache.kafka.connect.transforms.Cast$Value"
+        assert ctx["__connect.errors.connector.name"] == b"numbers"
