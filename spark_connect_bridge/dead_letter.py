@@ -6,7 +6,8 @@ failure of the record: stage, class, alias, exception class, message; see :mod:`
 timestamp, headers). :func:`split_batch` divides a micro-batch into good rows and failed rows;
 :func:`write_dead_letters` logs the failed ones (``errors.log.enable``) and writes them, in their original form,
 to the dead-letter topic of the topic store (``errors.deadletterqueue.topic.name`` under
-``errors.deadletterqueue.topics.dir``) or to a sink connector named by ``errors.deadletterqueue.sink.*``, with
+``errors.deadletterqueue.topics.dir``), to that Kafka topic when Kafka is the bus (:mod:`.bus`), or to a sink
+connector named by ``errors.deadletterqueue.sink.*``, with
 Kafka's ``__connect.errors.*`` headers when ``errors.deadletterqueue.context.headers.enable=true``. Writes are
 idempotent per (application, batch id), so a replayed micro-batch does not dead-letter a record twice.
 
