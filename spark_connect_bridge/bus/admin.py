@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -200,13 +201,25 @@ def commit_group_offsets(client: Mapping[str, str], group: str, offsets: Mapping
     if not tps:
         return
     admin = admin_client(client)
-    futures = admin.alter_consumer_group_offsets([kafka.ConsumerGroupTopicPartitions(group, tps)],
-                                                 request_timeout=_TIMEOUT)
-    for fut in futures.values():
-        result = fut.result()
-        bad = [tp for tp in result.topic_partitions if tp.error is not None]
-        if bad:
-            raise ConnectError(f"Committing offsets of consumer group {group} failed: {bad[0].error}")
+    delay, deadline = 0.2, time.monotonic() + _TIMEOUT
+    while True:
+        # The group coordinator moves or is still loading (a new __consumer_offsets partition): retriable.
+        futures = admin.alter_consumer_group_offsets([kafka.ConsumerGroupTopicPartitions(group, tps)],
+                                                     request_timeout=_TIMEOUT)
+        try:
+            errors = [tp.error for fut in futures.values() for tp in fut.result().topic_partitions
+                      if tp.error is not None]
+        except kafka.KafkaException as e:
+            errors = [e.args[0]]
+        if not errors:
+            return
+        retriable = {kafka.KafkaError.NOT_COORDINATOR, kafka.KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                     kafka.KafkaError.COORDINATOR_NOT_AVAILABLE, kafka.KafkaError.REQUEST_TIMED_OUT,
+                     kafka.KafkaError._TIMED_OUT, kafka.KafkaError._TRANSPORT}
+        if not all(err.retriable() or err.code() in retriable for err in errors) or time.monotonic() > deadline:
+            raise ConnectError(f"Committing offsets of consumer group {group} failed: {errors[0]}")
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def group_offsets(client: Mapping[str, str], group: str) -> dict[str, dict[str, int]]:
