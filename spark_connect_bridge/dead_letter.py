@@ -6,7 +6,8 @@ failure of the record: stage, class, alias, exception class, message; see :mod:`
 timestamp, headers). :func:`split_batch` divides a micro-batch into good rows and failed rows;
 :func:`write_dead_letters` logs the failed ones (``errors.log.enable``) and writes them, in their original form,
 to the dead-letter topic of the topic store (``errors.deadletterqueue.topic.name`` under
-``errors.deadletterqueue.topics.dir``) or to a sink connector named by ``errors.deadletterqueue.sink.*``, with
+``errors.deadletterqueue.topics.dir``), to that Kafka topic when Kafka is the bus (:mod:`.bus`), or to a sink
+connector named by ``errors.deadletterqueue.sink.*``, with
 Kafka's ``__connect.errors.*`` headers when ``errors.deadletterqueue.context.headers.enable=true``. Writes are
 idempotent per (application, batch id), so a replayed micro-batch does not dead-letter a record twice.
 
@@ -19,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -53,17 +54,22 @@ class ErrorPolicy:
     dlq_dir: str | None = None
     dlq_sink: tuple[tuple[str, str], ...] = ()
     context_headers: bool = False
+    #: Spark Kafka sink options when the dead-letter topic is a Kafka topic (Kafka as the bus).
+    dlq_kafka: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_config(cls, config: Config) -> "ErrorPolicy":
+    def from_config(cls, config: Config, *, kafka: Mapping[str, str] | None = None) -> "ErrorPolicy":
+        """The policy of a parsed connector config; ``kafka`` (Spark Kafka sink options) makes the dead-letter
+        topic a Kafka topic."""
         sink = tuple(sorted((k, str(v)) for k, v in config.with_prefix("errors.deadletterqueue.sink.").items()))
+        dlq_topic = config["errors.deadletterqueue.topic.name"] or ""
         policy = cls(config["name"], str(config["errors.tolerance"]).lower() == "all",
-                     config["errors.log.enable"], config["errors.log.include.messages"],
-                     config["errors.deadletterqueue.topic.name"] or "",
+                     config["errors.log.enable"], config["errors.log.include.messages"], dlq_topic,
                      config["errors.deadletterqueue.topics.dir"], sink,
-                     config["errors.deadletterqueue.context.headers.enable"])
+                     config["errors.deadletterqueue.context.headers.enable"],
+                     tuple(sorted(kafka.items())) if kafka and dlq_topic and not sink else ())
         problems = []
-        if policy.dlq_topic and not policy.dlq_dir and not sink:
+        if policy.dlq_topic and not policy.dlq_dir and not sink and not policy.dlq_kafka:
             problems.append(ConfigProblem("errors.deadletterqueue.topics.dir",
                                           "errors.deadletterqueue.topic.name is set: also set "
                                           "errors.deadletterqueue.topics.dir (the topic store directory; the "
@@ -91,6 +97,7 @@ class ErrorPolicy:
     def from_json(cls, text: str) -> "ErrorPolicy":
         d = json.loads(text)
         d["dlq_sink"] = tuple(tuple(x) for x in d["dlq_sink"])
+        d["dlq_kafka"] = tuple(tuple(x) for x in d.get("dlq_kafka", ()))
         return cls(**d)
 
 
@@ -206,6 +213,12 @@ def write_dead_letters(bad: DataFrame, policy: ErrorPolicy, *, app_id: str, batc
     ids = {"kconnect.app.id": f"dlq-{app_id}", "kconnect.batch.id": str(batch_id)}
     if policy.dlq_sink:
         records.write.format("kconnect").options(**dict(policy.dlq_sink), **ids).mode("append").save()
+        return
+    if policy.dlq_kafka:
+        # Kafka Connect's dead-letter producer: the consumed key/value bytes and headers (at-least-once, like
+        # Kafka Connect's: a replayed batch may dead-letter a record twice).
+        records.select("key", "value", "topic", "headers").write.format("kafka").options(
+            **dict(policy.dlq_kafka)).save()
         return
     from .runtime.topic_store import TopicStore
 

@@ -108,10 +108,13 @@ class PreparedConfig:
                    for column, conv in build_converters(self.props).items())
 
 
-def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) -> PreparedConfig:
+def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
+            dead_letter_kafka: Mapping[str, str] | None = None) -> PreparedConfig:
     """Validate a whole config (connector, transforms, converters, errors.*) and split it into its stages.
 
-    Raises one :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part.
+    ``dead_letter_kafka``: Spark Kafka sink options (``kafka.bootstrap.servers``, ...) when the dead-letter topic
+    is a Kafka topic (:mod:`spark_connect_bridge.bus`). Raises one
+    :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part.
     """
     props = _as_mapping(config)
     errors: list[ConfigError] = []
@@ -119,7 +122,7 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str) ->
     try:
         cls, parsed = parse_connector_config(props, kind=kind, stages_applied=True)
         name = parsed["name"]
-        policy = ErrorPolicy.from_config(parsed)
+        policy = ErrorPolicy.from_config(parsed, kafka=dead_letter_kafka)
     except ConfigError as e:
         errors.append(e)
     chain = None
@@ -239,8 +242,9 @@ def _static_topics(spark: Any, src: PreparedConfig) -> set[str] | None:
     return out or None
 
 
-def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> DataFrame:
-    p = prepare(config, kind="source")
+def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool,
+               dead_letter_kafka: Mapping[str, str] | None = None) -> DataFrame:
+    p = prepare(config, kind="source", dead_letter_kafka=dead_letter_kafka)
     check_python_workers(spark)
     df = (spark.readStream if streaming else spark.read).format("kconnect").options(**p.connector_options).load()
     if p.policy.tolerate:
@@ -251,9 +255,11 @@ def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool) -> 
     return df
 
 
-def read_stream(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
-    """A streaming record DataFrame from a source connector config (connector → transforms → converters)."""
-    return _source_df(spark, config, streaming=True)
+def read_stream(spark: Any, config: Mapping[str, Any] | str, *,
+                dead_letter_kafka: Mapping[str, str] | None = None) -> DataFrame:
+    """A streaming record DataFrame from a source connector config (connector → transforms → converters).
+    ``dead_letter_kafka``: see :func:`prepare`."""
+    return _source_df(spark, config, streaming=True, dead_letter_kafka=dead_letter_kafka)
 
 
 def read_batch(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
@@ -343,12 +349,14 @@ def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy
 
 
 def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: str,
-                 trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
+                 trigger: Mapping[str, Any] | None = None, query_name: str | None = None,
+                 dead_letter_kafka: Mapping[str, str] | None = None) -> Any:
     """Start a streaming query that runs a sink connector config over ``df`` (converters → transforms → sink).
 
-    ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``.
+    ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``;
+    ``dead_letter_kafka``: see :func:`prepare`.
     """
-    p = prepare(config, kind="sink")
+    p = prepare(config, kind="sink", dead_letter_kafka=dead_letter_kafka)
     check_python_workers(df.sparkSession)
     name = query_name or p.name
     opts = p.connector_options

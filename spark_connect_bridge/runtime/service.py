@@ -30,6 +30,8 @@ import uuid
 from typing import Any, Mapping
 
 from .. import __version__
+from ..bus import admin as kafka_admin
+from ..bus import groups as kafka_groups
 from ..config.files import ConnectorRequest
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
 from ..errors import ConfigError, ConnectError, PluginNotFoundError
@@ -430,7 +432,7 @@ class ConnectService:
         if not raw:
             return {"offsets": []}
         if rt.kind == "sink":
-            return {"offsets": _sink_to_rest(raw)}
+            return {"offsets": kafka_groups.to_rest(raw) if self.worker.bus else _sink_to_rest(raw)}
         return {"offsets": to_rest(raw)}
 
     def _require_stopped(self, rt: ConnectorRuntime) -> None:
@@ -447,6 +449,8 @@ class ConnectService:
         with self._lock:
             rt = self._runtime(name)
             self._require_stopped(rt)
+            if rt.kind == "sink" and self.worker.bus is not None:
+                return self._alter_kafka_sink_offsets(rt, entries)
             try:
                 if rt.kind == "sink":
                     changes = self._sink_from_rest(entries)
@@ -499,9 +503,33 @@ class ConnectService:
             def reset() -> None:
                 self.worker._stop_query(rt)
                 self.worker.remove_checkpoints(name, keep=keep)
+                if rt.kind == "sink" and self.worker.bus is not None:  # Kafka Connect deletes the sink's group
+                    kafka_admin.delete_group(self.worker.bus.admin_config(), _kafka_group(rt))
 
             self.worker.submit(reset).result(timeout=120)
         return {"message": "The offsets for this connector have been reset successfully"}
+
+    def _alter_kafka_sink_offsets(self, rt: ConnectorRuntime, entries: Any) -> dict[str, str]:
+        """PATCH for a sink on the Kafka bus: the positions go to the checkpoint (the restarted query reads from
+        them) and to the consumer group, in Kafka Connect's sink shape."""
+        try:
+            kafka_groups.merge_rest({}, entries)
+        except ConfigError as e:
+            raise BadRequestError(str(e)) from e
+        checkpoint = self.worker.checkpoint(rt.state)
+        bus = self.worker.bus
+        assert bus is not None
+
+        def alter() -> None:
+            self.worker._stop_query(rt)
+            merged = kafka_groups.merge_rest(offsets_store.read_committed(checkpoint) or {}, entries)
+            if offsets_store.committed_batch(checkpoint) is None:
+                _seed_checkpoint(checkpoint)
+            offsets_store.write_committed(checkpoint, merged, raw=True)
+            kafka_admin.commit_group_offsets(bus.admin_config(), _kafka_group(rt), merged)
+
+        self.worker.submit(alter).result(timeout=120)
+        return {"message": "The offsets for this connector have been altered successfully"}
 
     def _sink_from_rest(self, entries: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -622,6 +650,11 @@ def _sink_to_rest(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
         else:  # a non-Delta topic store: the reader's own offsets, as they are
             out.append({"partition": part, "offset": dict(pos)})
     return out
+
+
+def _kafka_group(rt: ConnectorRuntime) -> str:
+    """The consumer group of a sink on the Kafka bus (Kafka Connect's ``connect-<name>``)."""
+    return str(rt.state.config.get("consumer.override.group.id") or f"connect-{rt.name}")
 
 
 def _seed_checkpoint(checkpoint: str) -> None:

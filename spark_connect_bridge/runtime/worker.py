@@ -26,6 +26,9 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..bus.admin import kafka_topics
+from ..bus.groups import release_group
+from ..bus.kafka import KafkaBus, sink_stream, source_stream
 from ..connectors.base import stable_app_id
 from .state import ConnectorState, storage_name
 from .topic_store import TopicStore
@@ -106,6 +109,9 @@ class Worker:
         self._owns_spark = spark is None
         self._registered = False
         self.store = TopicStore(config.topics_dir, format=config["topic.store.format"])
+        #: Kafka as the bus (worker bootstrap.servers): sources produce to it, sinks consume it.
+        self.bus = KafkaBus(config.bootstrap_servers, tuple(sorted(config.kafka_client.items()))) \
+            if config.bootstrap_servers else None
         self.runtimes: dict[str, ConnectorRuntime] = {}
         self._tasks: queue.Queue[tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -231,6 +237,7 @@ class Worker:
             self._quiet_cancellation()
             try:
                 q.stop()
+                release_group(q)  # a sink on the Kafka bus: its group matches the checkpoint, then is left alone
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
             log.info("Connector %s: query stopped (%s)", rt.name, rt.state.target_state)
@@ -283,7 +290,11 @@ class Worker:
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         try:
             prepared = prepare(config, kind=rt.kind)
-            if rt.kind == "source":
+            if self.bus is not None and rt.kind == "source":
+                rt.lag_source = self._driver_source(prepared.connector_options)
+                rt.query = source_stream(self.spark, config, bus=self.bus, checkpoint=checkpoint,
+                                         trigger=self.config.trigger, query_name=self._query_name(rt))
+            elif rt.kind == "source":
                 df = read_stream(self.spark, config)
                 rt.lag_source = self._driver_source(prepared.connector_options)
                 rt.query = write_topic_store(df, self.store, checkpoint=checkpoint, trigger=self.config.trigger,
@@ -298,11 +309,16 @@ class Worker:
                                     ",".join(topics) or regex, ", ".join(self.store.topics()) or "none")
                     rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
                     return
-                df = self.store.read_stream(self.spark, topics or None, regex or None)
-                if self.store.format == "delta":
-                    rt.lag_source = self._driver_source(self.store.source_options(topics or None, regex or None))
-                rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
-                                        query_name=self._query_name(rt))
+                if self.bus is not None:
+                    rt.query = sink_stream(self.spark, config, bus=self.bus, checkpoint=checkpoint,
+                                           trigger=self.config.trigger, query_name=self._query_name(rt))
+                else:
+                    df = self.store.read_stream(self.spark, topics or None, regex or None)
+                    if self.store.format == "delta":
+                        rt.lag_source = self._driver_source(self.store.source_options(topics or None,
+                                                                                      regex or None))
+                    rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
+                                            query_name=self._query_name(rt))
         except Exception as e:
             rt.query = None
             rt.phase, rt.restarting = "FAILED", False
@@ -337,7 +353,7 @@ class Worker:
     def _has_topics(self, topics: list[str], regex: str) -> bool:
         import re
 
-        existing = self.store.topics()
+        existing = kafka_topics(self.bus.admin_config()) if self.bus is not None else self.store.topics()
         if topics:
             return any(t in existing for t in topics)
         if regex:
@@ -440,7 +456,7 @@ class Worker:
         topic = rt.state.config.get("errors.deadletterqueue.topic.name", "").strip()
         if not topic:
             return None
-        if self.store.format != "delta":
+        if self.store.format != "delta" or self.bus is not None:
             return None
         try:
             import deltalake

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 _CONVERTER_PREFIXES = ("key.converter.", "value.converter.", "header.converter.")
 # Kafka worker keys that configure Kafka clients or the Kafka-based stores: accepted (so a Kafka
 # worker.properties loads unchanged) and logged as having no effect.
-KAFKA_ONLY_KEYS = ("bootstrap.servers", "offset.flush.interval.ms", "offset.flush.timeout.ms",
+KAFKA_ONLY_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms",
                    "task.shutdown.graceful.timeout.ms", "plugin.discovery", "rest.advertised.host.name",
                    "rest.advertised.port", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
                    "connector.client.config.override.policy", "group.id",
@@ -99,6 +99,12 @@ WORKER_CONFIG = (
     .define("topics.dir", Type.STRING, "work/topics", importance=Importance.HIGH, group="Storage",
             doc="Topic store directory: source connectors write their records here, one table per topic; sink "
                 "connectors read their topics/topics.regex from here.")
+    .define("bootstrap.servers", Type.LIST, None, importance=Importance.HIGH, group="Storage",
+            doc="Kafka brokers: when set, Kafka is the bus (the topic store): source connectors produce to Kafka "
+                "topics, sink connectors consume them and commit their positions to the consumer group "
+                "connect-<name>, dead-letter queues are Kafka topics (Spark's Kafka source and sink). The worker's "
+                "security.protocol, ssl.* and sasl.* keys configure these clients. Unset: the Delta topic store "
+                "under topics.dir.")
     .define("topic.store.format", Type.STRING, "auto", ValidString("auto", "delta", "parquet"), Importance.LOW,
             group="Storage", doc="Topic store table format (auto: Delta when deltalake is installed).")
     .define("trigger.interval.ms", Type.LONG, 1000, Range.at_least(0), Importance.MEDIUM, group="Spark",
@@ -165,6 +171,14 @@ class WorkerConfig:
     def allowed_methods(self) -> tuple[str, ...]:
         raw = self.config["access.control.allow.methods"] or "GET,POST,HEAD"
         return tuple(m.strip().upper() for m in raw.split(",") if m.strip())
+    #: Kafka client settings shared by the bus's clients (security.protocol, ssl.*, sasl.*).
+    kafka_client: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def bootstrap_servers(self) -> str | None:
+        """The Kafka bus's bootstrap address (None: the Delta topic store)."""
+        servers = self.config["bootstrap.servers"]
+        return ",".join(servers) if servers else None
 
     @property
     def checkpoint_root(self) -> str:
@@ -258,9 +272,13 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     cfg = WORKER_CONFIG.parse({k: v for k, v in own.items() if k not in ignored}, context="worker config",
                               allowed_prefixes=_CONVERTER_PREFIXES + ("config.providers", "listeners.https.ssl.",
                                                                       "listeners.http.ssl.", "ssl."))
+    kafka_client = {k: str(v) for k, v in props.items()
+                    if (k == "security.protocol" or k.startswith(("ssl.", "sasl."))) and v is not None}
     for k in ignored:
-        log.warning("worker config: %s has no effect here (it configures Kafka, and there is no Kafka between "
-                    "Spark and the connectors)", k)
+        if cfg["bootstrap.servers"] and k in kafka_client:
+            continue  # configures the Kafka bus's clients
+        log.warning("worker config: %s has no effect here (it configures Kafka clients or Kafka's own stores; "
+                    "offsets live in each query's Spark checkpoint)", k)
     if cfg["plugin.path"]:
         log.warning("worker config: plugin.path is not applicable: plugins are Python classes (built-ins, dotted "
                     "paths, entry points)")
@@ -295,7 +313,8 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     key_file = os.path.abspath(os.path.join(base, cfg["state.encryption.key.file"])) \
         if cfg["state.encryption.key.file"] else os.path.join(state_dir, "_keys", "state.key")
     return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg["topics.dir"])),
-                        spark_conf, converters, scheme, ssl, policy, key_file, spark_env)
+                        spark_conf, converters, scheme, ssl, policy, key_file, spark_env,
+                        kafka_client=kafka_client if cfg["bootstrap.servers"] else {})
 
 
 _OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")

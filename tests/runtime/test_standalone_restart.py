@@ -47,7 +47,6 @@ offset.storage.dir={tmp_path}/state
 topics.dir={tmp_path}/topics
 key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.storage.StringConverter
-bootstrap.servers=localhost:9092
 trigger.interval.ms=500
 spark.master=local[2]
 spark.ui.enabled=false

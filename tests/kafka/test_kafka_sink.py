@@ -1,0 +1,104 @@
+"""Sink connectors on Kafka topics: Spark's Kafka source, then converters, transforms, errors.* and the
+connector; dead letters to a Kafka topic; positions in the consumer group connect-<name>; restarts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from spark_connect_bridge.bus.kafka import sink_stream
+from spark_connect_bridge.errors import ConfigError
+from tests.kafka.conftest import consume, describe_group, produce
+from tests.runtime.worker_helpers import lines, wait_for
+
+
+def file_sink(name: str, topic: str, out, **extra: str) -> dict[str, str]:
+    """A FileStreamSink reading JSON values (schemaless, as Kafka Connect users write them) and keeping their
+    ``name`` field."""
+    return {"name": name, "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "topics": topic, "file": str(out),
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false", "value.converter.spark.schema": "id BIGINT, name STRING",
+            "transforms": "name", "transforms.name.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+            "transforms.name.field": "name", **extra}
+
+
+def run_once(spark, config, bootstrap, checkpoint) -> None:
+    query = sink_stream(spark, config, bus=bootstrap, checkpoint=str(checkpoint), trigger={"availableNow": True})
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+
+
+def orders(ids) -> list[tuple[bytes, bytes]]:
+    return [(f"k{i}".encode(), json.dumps({"id": i, "name": f"order-{i}"}).encode()) for i in ids]
+
+
+def test_a_sink_reads_its_kafka_topic_and_restarts_from_its_checkpoint_with_nothing_lost(spark, bootstrap,
+                                                                                           topic_name, tmp_path):
+    topic, out = topic_name("orders"), tmp_path / "orders.txt"
+    produce(bootstrap, topic, orders(range(6)))
+    run_once(spark, file_sink("orders-file", topic, out), bootstrap, tmp_path / "ckpt")
+    assert lines(out) == [f"order-{i}" for i in range(6)]
+    produce(bootstrap, topic, orders(range(6, 10)))
+    run_once(spark, file_sink("orders-file", topic, out), bootstrap, tmp_path / "ckpt")
+    assert lines(out) == [f"order-{i}" for i in range(10)]
+
+
+def test_consumed_positions_are_committed_to_consumer_group_connect_name(spark, bootstrap, topic_name, tmp_path):
+    topic = topic_name("lagged")
+    produce(bootstrap, topic, orders(range(8)))
+    run_once(spark, file_sink("lag-file", topic, tmp_path / "out.txt"), bootstrap, tmp_path / "ckpt")
+    # The listener commits once Spark's progress event (after the commit log) arrives.
+    assert wait_for(lambda: describe_group(bootstrap, "connect-lag-file").get((topic, 0)) == (8, 8, 0),
+                    what="group connect-lag-file at offset 8")
+    produce(bootstrap, topic, orders(range(8, 13)))
+    assert describe_group(bootstrap, "connect-lag-file")[(topic, 0)] == (8, 13, 5)
+
+
+def test_dead_letters_reach_the_kafka_dlq_topic_with_the_consumed_bytes_and_context_headers(
+        spark, bootstrap, topic_name, tmp_path):
+    topic, dlq, out = topic_name("payments"), topic_name("dlq-payments"), tmp_path / "payments.txt"
+    sent = [(b"k0", b'{"id": 0, "name": "p0"}', [("trace", b"t0")]),
+            (b"k1", b"not json {", [("trace", b"t1")]),
+            (b"k2", b'{"id": 2, "name": "p2"}', [("trace", b"t2")]),
+            (None, b"\x00\x01binary", [("trace", b"t3")])]
+    produce(bootstrap, topic, sent)
+    config = file_sink("payments-file", topic, out, **{
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true"})
+    run_once(spark, config, bootstrap, tmp_path / "ckpt")
+    assert lines(out) == ["p0", "p2"]
+    dead = sorted(consume(bootstrap, dlq, 2), key=lambda m: int(dict(m.headers())["__connect.errors.offset"]))
+    for msg, (offset, (key, value, headers)) in zip(dead, [(1, sent[1]), (3, sent[3])]):
+        assert msg.key() == key and msg.value() == value
+        got = msg.headers()
+        assert got[0] == ("trace", headers[0][1])  # the consumed headers first, as Kafka Connect keeps them
+        ctx = dict(got[1:])
+        assert ctx["__connect.errors.topic"] == topic.encode()
+        assert ctx["__connect.errors.partition"] == b"0"
+        assert ctx["__connect.errors.offset"] == str(offset).encode()
+        assert ctx["__connect.errors.connector.name"] == b"payments-file"
+        assert ctx["__connect.errors.stage"] == b"VALUE_CONVERTER"
+        assert ctx["__connect.errors.class.name"] == b"org.apache.kafka.connect.json.JsonConverter"
+        assert ctx["__connect.errors.exception.class.name"] == b"org.apache.kafka.connect.errors.DataException"
+        assert ctx["__connect.errors.exception.message"] and ctx["__connect.errors.exception.stacktrace"]
+        assert ctx["__connect.errors.task.id"].isdigit()
+    assert len(dead) == 2
+
+
+def test_consumer_overrides_spark_cannot_apply_fail_before_any_data_moves(spark, bootstrap, tmp_path):
+    config = file_sink("bad", "orders", tmp_path / "x.txt", **{"consumer.override.enable.auto.commit": "true",
+                                                               "consumer.override.max.poll.records": "10"})
+    with pytest.raises(ConfigError) as e:
+        sink_stream(spark, config, bus=bootstrap, checkpoint=str(tmp_path / "ckpt"))
+    assert [p.key for p in e.value.problems] == ["consumer.override.enable.auto.commit"]
+    assert not (tmp_path / "ckpt").exists()
+
+
+def test_a_sink_without_topics_is_a_config_error(spark, bootstrap, tmp_path):
+    config = file_sink("no-topics", "", tmp_path / "x.txt")
+    with pytest.raises(ConfigError, match="Must configure one of topics or topics.regex"):
+        sink_stream(spark, config, bus=bootstrap, checkpoint=str(tmp_path / "ckpt"))
