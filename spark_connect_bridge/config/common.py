@@ -70,15 +70,16 @@ COMMON = (
             doc="Also log the failed record's coordinates and content (never secrets).",
             group="Error Handling")
     .define("errors.deadletterqueue.topic.name", Type.STRING, "", importance=Importance.MEDIUM,
-            doc="Dead-letter topic: a table of the topic store that receives the records that fail (as they "
-                "entered the pipeline) when errors.tolerance=all; disabled when blank. Unlike Kafka Connect, "
-                "source connectors have one too.", group="Error Handling")
+            doc="Dead-letter topic that receives the records that fail (as they entered the pipeline) when "
+                "errors.tolerance=all; disabled when blank. A Kafka topic where Kafka is the bus (the worker's "
+                "bootstrap.servers), else a table of the topic store. Unlike Kafka Connect, source connectors "
+                "have one too.", group="Error Handling")
     .define("errors.deadletterqueue.topics.dir", Type.STRING, None, importance=Importance.MEDIUM,
             doc="Directory of the topic store that holds the dead-letter topic (the worker sets it to its "
                 "topics.dir).", group="Error Handling")
     .define("errors.deadletterqueue.topic.replication.factor", Type.SHORT, 3, importance=Importance.LOW,
-            doc="Kafka only; accepted for compatibility (a table in the topic store has no replication "
-                "factor).", group="Error Handling")
+            doc="Replication factor of the dead-letter topic when it is created on Kafka; a table of the topic "
+                "store has none.", group="Error Handling")
     .define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, importance=Importance.MEDIUM,
             doc="Add __connect.errors.* context headers to dead-lettered records.", group="Error Handling")
     .define("max.records.per.trigger", Type.LONG, None, Range.at_least(1), Importance.MEDIUM,
