@@ -9,6 +9,7 @@ blocks run ``kconnect`` in a temporary directory that holds the checkout's ``con
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -198,3 +199,58 @@ def test_readme_file_copy_command_runs_until_stopped(user_dir):
         proc.send_signal(signal.SIGINT)  # Ctrl-C: the queries stop, the command prints its summary
         out, _ = proc.communicate(timeout=120)
     assert "stopping ..." in out and "done: 3 records" in out, out
+
+
+def test_readme_worker_block_runs_as_written(user_dir):
+    """The worker section's commands, in order, as a user types them: `kconnect standalone` with conf/'s three
+    files (REST on 127.0.0.1:8083, as conf/worker.properties says), then curl and the kconnect client."""
+    block = next(b for b in _blocks("bash") if b.lstrip().startswith("kconnect standalone conf/worker.properties"))
+    commands = [re.split(r"\s#(?:\s|$)", line, maxsplit=1)[0].strip() for line in
+                block.replace("\\\n", " ").splitlines()]
+    commands = [c for c in commands if c]
+    start, *rest = commands
+    worker = subprocess.Popen([KCONNECT, *start.split()[1:]], cwd=user_dir, env=_kconnect_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sink = user_dir / "test.sink.txt"
+    outputs: dict[str, str] = {}
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and not (sink.exists() and sink.read_text() == "hello\nkafka connect\n"):
+            assert worker.poll() is None, worker.stdout.read()
+            time.sleep(0.5)
+        assert sink.read_text() == "hello\nkafka connect\n"
+        for command in rest:
+            if command.startswith("kconnect worker"):
+                break  # the restart line: run after this worker stops, below
+            run = subprocess.run(command, shell=True, cwd=user_dir, env=_kconnect_env(), capture_output=True,
+                                 text=True, timeout=120)
+            assert run.returncode == 0, f"{command}\n{run.stdout}\n{run.stderr}"
+            outputs[command] = run.stdout
+        # The offsets were rewound to 0 while the source was stopped: after resume the file is copied again.
+        while time.monotonic() < deadline and sink.read_text().count("hello") < 2:
+            time.sleep(0.5)
+        assert sink.read_text() == "hello\nkafka connect\n" * 2
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.communicate(timeout=120)
+    status = json.loads(outputs["curl -s 'localhost:8083/connectors?expand=status'"])
+    assert set(status) == {"local-file-source", "local-file-sink"}
+    assert {s["status"]["connector"]["state"] for s in status.values()} == {"RUNNING"}
+    assert "local-file-source" in outputs["kconnect connectors list"]
+    assert '"position"' in outputs["kconnect offsets get local-file-source"]
+    # Restarted later with only the worker config, the connectors come back.
+    restart = next(c for c in commands if c.startswith("kconnect worker"))
+    again = subprocess.Popen([KCONNECT, *restart.split()[1:]], cwd=user_dir, env=_kconnect_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        names: list = []
+        while time.monotonic() < deadline and sorted(names) != ["local-file-sink", "local-file-source"]:
+            assert again.poll() is None, again.stdout.read()
+            probe = subprocess.run("curl -s localhost:8083/connectors", shell=True, capture_output=True, text=True)
+            names = json.loads(probe.stdout) if probe.stdout.startswith("[") else []
+            time.sleep(0.5)
+        assert sorted(names) == ["local-file-sink", "local-file-source"]
+    finally:
+        again.send_signal(signal.SIGINT)
+        again.communicate(timeout=120)
