@@ -191,7 +191,7 @@ class DeltaSinkConnector(SinkConnector):
         rows_arrow(pa.Table.from_batches([], schema=target), self.config)  # raises on a bad layout
         # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
         # own columns (see spark_connect_bridge.topic_schemas).
-        layouts = topic_layouts(schema, "value") if self._per_topic and "topic" in schema.names else None
+        layouts = topic_layouts(schema, "value") if self.per_topic and "topic" in schema.names else None
         self._layouts = layouts if layouts and len(layouts) > 1 else None
 
     # -- executor ---------------------------------------------------------------------------------
