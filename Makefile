@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: demo test install clean
+.PHONY: demo test test-compat install clean
 
 $(VENV)/.installed: setup.cfg constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,11 @@ demo: $(VENV)/.installed
 # The whole test suite.
 test: $(VENV)/.installed
 	$(PY) -m pytest
+
+# The contract tests and README examples on the other supported pyspark versions (.venv-pyspark-X.Y, built on
+# first use) and through a Spark Connect session to a local server.
+test-compat: $(VENV)/.installed
+	$(PY) tests/compat/run_compat.py
 
 clean:
 	rm -rf work spark-warehouse
