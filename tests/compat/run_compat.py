@@ -12,9 +12,9 @@ the ``spark`` fixture is then a Spark Connect session to a throwaway local serve
 
 Usage (from anywhere; ``make test-compat`` runs it with the project's venv)::
 
-    .venv/bin/python tests/compat/run_compat.py                 # 4.1, 4.3 and connect
-    .venv/bin/python tests/compat/run_compat.py 4.3 connect     # some jobs only
-    .venv/bin/python tests/compat/run_compat.py 4.1 -- -x       # extra pytest arguments after --
+    .venv/bin/python tests/compat/run_compat.py                 # 4.3 and connect
+    .venv/bin/python tests/compat/run_compat.py connect         # some jobs only
+    .venv/bin/python tests/compat/run_compat.py 4.3 -- -x       # extra pytest arguments after --
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-# The newest release of every supported pyspark minor version other than the constraints.txt pin.
-PYSPARK_VERSIONS = {"4.1": "4.1.4", "4.3": "4.3.0"}
+# The newest release of every supported pyspark minor version other than the constraints.txt pin. pyspark 4.1 is
+# not supported: its Python streaming sources have no admission control (ReadLimit) nor Trigger.AvailableNow, so
+# trigger(availableNow=True) with max.records.per.trigger runs one bounded batch and stops; the contract's
+# multi-batch tests fail there (run `run_compat.py 4.1` after adding it here to see).
+PYSPARK_VERSIONS = {"4.3": "4.3.0"}
 
 # What runs on every version and through Spark Connect: the data source, the README examples and the contract
 # every connector passes (the Test*Contract classes applied in tests/connectors), plus tests/compat itself.
