@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: demo test install clean
+.PHONY: demo test test-compat install clean
 
 $(VENV)/.installed: setup.cfg constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	bash tests/support/setup_machine.sh $(PY)
 	$(PY) -m pytest
+	$(PY) tests/compat/run_compat.py
+
+# The contract tests and README examples on the other supported pyspark versions (.venv-pyspark-X.Y, built on
+# first use) and through a Spark Connect session to a local server.
+test-compat: $(VENV)/.installed
+	$(PY) tests/compat/run_compat.py
 
 clean:
 	rm -rf work spark-warehouse

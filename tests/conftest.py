@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from spark_connect_bridge.jvm import configure_spark
+from tests.compat.connect_server import connect_session, session_mode
 from tests.support import servers
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -16,23 +17,36 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
+SPARK_CONF = {
+    "spark.master": "local[2]",
+    "spark.app.name": "spark_connect_bridge-tests",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.streaming.stopTimeout": "30s",
+    "spark.python.worker.reuse": "true",
+    # Delta reads a table's log in 50 tasks by default: the tests' tables are small
+    "spark.databricks.delta.snapshotPartitions": "2",
+}
+
+
 @pytest.fixture(scope="session")
 def spark():
-    """The one SparkSession of the test run (local[2], UTC, small shuffles)."""
+    """The one SparkSession of the test run: classic local[2] with the project's JVM packages, UTC, small
+    shuffles; with KCONNECT_TEST_SPARK=connect, a Spark Connect session to a local server with the same confs."""
+    if session_mode() == "connect":
+        with connect_session(SPARK_CONF) as session:
+            yield session
+        return
     from pyspark.sql import SparkSession
 
-    session = (configure_spark(SparkSession.builder).master("local[2]").appName("spark_connect_bridge-tests")
-               .config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.ui.enabled", "false")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.sql.streaming.stopTimeout", "30s")
-               .config("spark.python.worker.reuse", "true")
-               # Delta reads a table's log in 50 tasks by default: the tests' tables are small
-               .config("spark.databricks.delta.snapshotPartitions", "2")
-               .getOrCreate())
+    builder = configure_spark(SparkSession.builder)
+    for key, value in SPARK_CONF.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

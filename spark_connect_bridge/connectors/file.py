@@ -31,6 +31,7 @@ from typing import Any, Iterator, Sequence
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ..errors import ConnectError
+from ..paths import local_path
 from ..records import no_headers
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
@@ -64,7 +65,7 @@ class FileStreamSourceConnector(SourceConnector):
 
     @property
     def _file(self) -> str:
-        return os.path.abspath(self.config["file"])
+        return local_path(self.config["file"])
 
     @property
     def _key(self) -> str:
@@ -200,7 +201,7 @@ class FileStreamSinkConnector(SinkConnector):
 
     @property
     def _file(self) -> Path:
-        return Path(os.path.abspath(self.config["file"]))
+        return Path(local_path(self.config["file"]))
 
     @property
     def _state_dir(self) -> Path:

@@ -174,9 +174,15 @@ def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark")
     """
     version = spark_version()
     try:
+        artifacts(profile, version)
+    except ConnectError as e:  # a Spark release without declared packages: the Python engines apply
+        log.warning("configure_spark: %s; the session runs without them (the deltalake and fastavro engines apply)",
+                    e)
+        return builder
+    try:
         builder = builder.config("spark.jars", ",".join(_without_spark_own(classpath(profile, version))))
     except ConnectError as e:
-        if shutil.which("mvn") or "No JVM packages are declared" in str(e):
+        if shutil.which("mvn"):
             raise
         log.info("%s; falling back to spark.jars.packages", e)
         builder = builder.config("spark.jars.packages", ",".join(str(a) for a in artifacts(profile, version)))

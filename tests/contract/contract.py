@@ -89,19 +89,24 @@ class SourceContract:
     def test_failed_batch_is_replayed_with_the_same_records(self, spark: Any, tmp_path: Path) -> None:
         config = self.source_config(tmp_path)
         config = {**config, "max.records.per.trigger": str(self.batch_bound)}
-        ckpt, out = str(tmp_path / "ckpt"), tmp_path / "out"
-        seen: dict[int, list] = {}
-        fail_once = {"batch": 1, "armed": True}
+        ckpt, out, seen = str(tmp_path / "ckpt"), tmp_path / "out", tmp_path / "seen"
+        seen.mkdir()
+        armed = tmp_path / "fail-batch-1"  # present until batch 1 has failed once
+        armed.touch()
 
+        # Through Spark Connect this function runs in a Python process of the server, not in the test: what it
+        # must remember across batches and runs lives in files.
         def sink(batch_df: Any, batch_id: int) -> None:
             rows = _rows(batch_df)
-            if batch_id in seen:
-                assert rows == seen[batch_id], f"batch {batch_id} replayed different records"
-            seen[batch_id] = rows
+            record = seen / f"{batch_id}.json"
+            if record.exists():
+                assert rows == [tuple(r) for r in json.loads(record.read_text())], \
+                    f"batch {batch_id} replayed different records"
+            record.write_text(json.dumps(rows))
             # Idempotent per batch id, like a real exactly-once sink.
             batch_df.write.mode("overwrite").parquet(str(out / f"batch={batch_id}"))
-            if batch_id == fail_once["batch"] and fail_once["armed"]:
-                fail_once["armed"] = False
+            if batch_id == 1 and armed.exists():
+                armed.unlink()
                 raise RuntimeError("injected failure after the write, before the commit")
 
         def run() -> None:
@@ -111,10 +116,11 @@ class SourceContract:
 
         with pytest.raises(Exception, match="injected failure"):
             run()
+        assert not armed.exists()
         run()
         got = _rows(spark.read.parquet(str(out)).drop("batch"))
         expected = _rows(spark.read.format("kconnect").options(**config).load())
-        assert len(seen) >= 2
+        assert len(list(seen.glob("*.json"))) >= 2
         assert len(set(got)) == len(got)
         assert got == expected
 
@@ -124,7 +130,8 @@ class SourceContract:
         for bad, key in self.bad_configs:
             config = {k: v for k, v in {**base, **bad}.items() if v is not None}
             with pytest.raises(Exception) as info:
-                spark.read.format("kconnect").options(**config).load()
+                # .schema: a Spark Connect client sends the plan to the server lazily, at the first question.
+                spark.read.format("kconnect").options(**config).load().schema  # noqa: B018
             assert key in str(info.value), (bad, str(info.value)[:500])
 
     batch_bound = 5

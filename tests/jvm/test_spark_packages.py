@@ -62,3 +62,13 @@ def test_spark_jdbc_reader_uses_the_fetched_postgresql_driver(spark):
           .option("driver", "org.postgresql.Driver")
           .option("query", "select 42 as answer").load())
     assert df.collect()[0].answer == 42
+
+
+def test_readme_configure_spark_example_gives_a_session_with_the_packages(spark):
+    """The README's configure_spark block, as written (getOrCreate returns this run's session, made the same way)."""
+    from tests.test_readme import _blocks
+
+    [block] = _blocks("python", "jvm")
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert delta_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])
