@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -25,6 +24,7 @@ from typing import Any
 
 from spark_connect_bridge.jvm import classpath
 from tests.support.postgres import free_port
+from tests.support.process_server import ProcessServer
 
 __all__ = ["KafkaBroker", "TOPICS_TOOL", "GROUPS_TOOL"]
 
@@ -40,8 +40,10 @@ appender.f.layout.pattern=%d %p %c - %m%n
 """
 
 
-class KafkaBroker:
+class KafkaBroker(ProcessServer):
     """A single-node KRaft Kafka broker in a temporary directory; :meth:`destroy` removes everything."""
+
+    name = "Kafka"
 
     def __init__(self, port: int | None = None, settings: dict[str, Any] | None = None):
         self.port = port or free_port()
@@ -89,17 +91,7 @@ class KafkaBroker:
         self.process = subprocess.Popen(self._java("kafka.Kafka", os.path.join(self.root, "server.properties"),
                                                    heap="768m"),
                                         stdout=subprocess.DEVNULL, stderr=open(self.log + ".stderr", "ab"))
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"Kafka exited with {self.process.returncode}:\n{self.server_log()}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    break
-            time.sleep(0.3)
-        else:
-            self.stop()
-            raise RuntimeError(f"Kafka did not listen on {self.bootstrap} within {timeout}s:\n{self.server_log()}")
+        deadline = self._wait_for_port(timeout)
         self._wait_ready(deadline)
         return self
 
@@ -111,30 +103,6 @@ class KafkaBroker:
             if done.returncode == 0 or time.monotonic() > deadline:
                 return
             time.sleep(0.5)
-
-    def stop(self, kill: bool = False) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.kill() if kill else self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        self.process = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def destroy(self) -> None:
-        self.stop(kill=True)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> "KafkaBroker":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.destroy()
 
     def server_log(self) -> str:
         parts = []

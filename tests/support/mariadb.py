@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
 from typing import Any
 
 from tests.support.postgres import free_port
+from tests.support.process_server import ProcessServer
 
 __all__ = ["MariaDBServer", "mariadbd"]
 
@@ -31,8 +30,10 @@ def mariadbd() -> str:
     return path
 
 
-class MariaDBServer:
+class MariaDBServer(ProcessServer):
     """A private MariaDB server in a temporary directory; :meth:`destroy` removes everything."""
+
+    name = "mariadbd"
 
     def __init__(self, port: int | None = None, settings: dict[str, Any] | None = None):
         self.port = port or free_port()
@@ -78,17 +79,9 @@ class MariaDBServer:
         if self._user:
             cmd.append(f"--user={self._user}")
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"mariadbd exited with {self.process.returncode}:\n{self.server_log()}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    self._grant_loopback_root()
-                    return self
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"mariadbd did not listen on 127.0.0.1:{self.port} within {timeout}s:\n{self.server_log()}")
+        self._wait_for_port(timeout)
+        self._grant_loopback_root()
+        return self
 
     def _grant_loopback_root(self) -> None:
         """root over TCP from 127.0.0.1 (skip-name-resolve: 'localhost' would not match), no password."""
@@ -97,30 +90,6 @@ class MariaDBServer:
         with pymysql.connect(unix_socket=self.socket, user="root") as conn, conn.cursor() as cur:
             cur.execute("CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''")
             cur.execute("GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION")
-
-    def stop(self, kill: bool = False) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.kill() if kill else self.process.terminate()
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        self.process = None
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def destroy(self) -> None:
-        self.stop(kill=True)
-        shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> "MariaDBServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.destroy()
 
     def server_log(self) -> str:
         if not os.path.exists(self.log):
