@@ -32,11 +32,13 @@ def _until(predicate: Callable[[], Any], *, timeout: float = 600.0, what: str) -
     last: Any = None
     while time.monotonic() < deadline:
         try:
-            last = predicate()
+            value = predicate()
         except (requests.RequestException, OSError, ValueError) as e:
-            last = e
-        if last:
-            return last
+            last = e  # not ready yet (an exception object is truthy: never returned)
+        else:
+            if value:
+                return value
+            last = value
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
