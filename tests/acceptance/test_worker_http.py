@@ -218,8 +218,9 @@ def _check_orders(http_worker: HttpWorker, pg: PostgresCluster, src_db: str, dst
                         "offset": {"kafka_offset": 4}}]
 
 
-def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(http_worker, tmp_path):
-    source_file, sink_file = tmp_path / "test.txt", tmp_path / "test.sink.txt"
+def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(http_worker):
+    # In the worker's directory: by default connectors touch files only there (connector.allowed.paths).
+    source_file, sink_file = http_worker.root / "test.txt", http_worker.root / "test.sink.txt"
     source_file.write_text("foo\nbar\n")
     # Kafka's connect-file-source.properties + the SMT example of Kafka's documentation, JSON with schemas
     http_worker.create("local-file-source", {
