@@ -2,8 +2,9 @@
 (host and port of a throwaway PostgreSQL, a table path under the test's temp dir).
 
 Covered elsewhere: file-source/file-sink and demo/datagen-orders (tests/test_readme.py, the README's commands),
-postgres-cdc.properties (the README's CDC example in tests/test_readme.py), worker.properties (the README's worker
-block in tests/test_readme.py, on its own port 8083).
+postgres-cdc.properties (the README's CDC example in tests/test_readme.py), jdbc-source/jdbc-sink
+(tests/connectors/test_jdbc_spark.py), worker.properties (the README's worker block in tests/test_readme.py, on its
+own port 8083).
 """
 
 from __future__ import annotations
@@ -14,11 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pyspark.sql.types import BinaryType, IntegerType, StringType, StructField, StructType
-
 import spark_connect_bridge as scb
-from spark_connect_bridge.records import record_schema
-from tests.support import servers
 from tests.support.postgres import PostgresCluster
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
@@ -95,48 +92,3 @@ def test_postgres_cdc_json_is_a_rest_body_that_streams_the_snapshot(spark, pg, t
     assert got == [("inventory.public.customers", 1, "r", None, (1, "Ada", "ada@example.com")),
                    ("inventory.public.customers", 2, "r", None, (2, "Grace", None))]
 
-
-def _on_test_server(config: dict, host: str, port: int) -> dict:
-    """The config with its connection URL pointed at the run's PostgreSQL (host and port are the only change)."""
-    return {**config, "connection.url": config["connection.url"].replace("127.0.0.1:5432", f"{host}:{port}")}
-
-
-def test_jdbc_source_properties_reads_each_table_incrementally(spark, tmp_path):
-    host, port = servers.postgres()
-    config = _on_test_server(scb.load_config_file(str(CONF / "jdbc-source.properties")), host, port)
-    with psycopg.connect(host=host, port=port, user="postgres", dbname="test", autocommit=True) as conn:
-        conn.execute("CREATE TABLE conf_items (id serial PRIMARY KEY, name text NOT NULL)")
-        conn.execute("INSERT INTO conf_items (name) VALUES ('ada'), ('grace')")
-    try:
-        def run() -> list:  # the stream, written to Parquet files (a sink that resumes from its checkpoint)
-            query = (scb.read_stream(spark, config).select("topic", "value.id", "value.name").writeStream
-                     .format("parquet").option("path", str(tmp_path / "out"))
-                     .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(availableNow=True).start())
-            query.awaitTermination()
-            rows = spark.read.parquet(str(tmp_path / "out")).collect()
-            return sorted((r.topic, r.id, r.name) for r in rows if r.topic.endswith("conf_items"))
-
-        first = [("test-postgres-jdbc-conf_items", 1, "ada"), ("test-postgres-jdbc-conf_items", 2, "grace")]
-        assert run() == first
-        with psycopg.connect(host=host, port=port, user="postgres", dbname="test", autocommit=True) as conn:
-            conn.execute("INSERT INTO conf_items (name) VALUES ('edsger')")
-        # Restarted from its checkpoint: the new row once, nothing read twice.
-        assert run() == first + [("test-postgres-jdbc-conf_items", 3, "edsger")]
-    finally:
-        with psycopg.connect(host=host, port=port, user="postgres", dbname="test", autocommit=True) as conn:
-            conn.execute("DROP TABLE conf_items")
-
-
-def test_jdbc_sink_properties_creates_and_fills_its_table(spark):
-    host, port = servers.postgres()
-    config = _on_test_server(scb.load_config_file(str(CONF / "jdbc-sink.properties")), host, port)
-    value = StructType([StructField("id", IntegerType(), False), StructField("name", StringType())])
-    records = spark.createDataFrame([(None, (i, n), "orders", 0, i, None, []) for i, n in enumerate(["a", "b"])],
-                                    record_schema(BinaryType(), value))
-    try:
-        scb.write_batch(records, config)
-        with psycopg.connect(host=host, port=port, user="postgres", dbname="test") as conn:
-            assert conn.execute("SELECT id, name FROM orders ORDER BY id").fetchall() == [(0, "a"), (1, "b")]
-    finally:
-        with psycopg.connect(host=host, port=port, user="postgres", dbname="test", autocommit=True) as conn:
-            conn.execute("DROP TABLE IF EXISTS orders")

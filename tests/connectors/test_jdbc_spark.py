@@ -7,6 +7,7 @@ import decimal
 import os
 
 import pytest
+import jdbc_support
 from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query  # noqa: F401
 from pyspark.sql import functions as F
 
@@ -18,7 +19,8 @@ CONF = os.path.join(os.path.dirname(__file__), "..", "..", "conf")
 def with_db(props: dict, db: str) -> dict:
     """The example config pointed at this test's database (the host/database is the only change)."""
     out = dict(props)
-    out["connection.url"] = out["connection.url"].replace("/test?", f"/{db}?")
+    host, port = jdbc_support.PG  # the run's PostgreSQL (set by the pg_db fixture)
+    out["connection.url"] = out["connection.url"].replace("127.0.0.1:5432/test?", f"{host}:{port}/{db}?")
     return out
 
 
