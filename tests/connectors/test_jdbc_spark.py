@@ -6,8 +6,8 @@ from __future__ import annotations
 import decimal
 import os
 
-import pytest
 import jdbc_support
+import pytest
 from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query  # noqa: F401
 from pyspark.sql import functions as F
 
