@@ -222,8 +222,9 @@ def test_readme_worker_block_runs_as_written(user_dir):
         for command in rest:
             if command.startswith("kconnect worker"):
                 break  # the restart line: run after this worker stops, below
-            run = subprocess.run(command, shell=True, cwd=user_dir, env=_kconnect_env(), capture_output=True,
-                                 text=True, timeout=120)
+            shell_env = {**_kconnect_env(), "PATH": f"{Path(KCONNECT).parent}{os.pathsep}{os.environ['PATH']}"}
+            run = subprocess.run(command, shell=True, cwd=user_dir, env=shell_env, capture_output=True,
+                                 text=True, timeout=120)  # as in a shell with the venv activated
             assert run.returncode == 0, f"{command}\n{run.stdout}\n{run.stderr}"
             outputs[command] = run.stdout
         # The offsets were rewound to 0 while the source was stopped: after resume the file is copied again.
