@@ -144,6 +144,8 @@ def user_dir(tmp_path) -> Path:
 def _kconnect_env() -> dict:
     env = dict(os.environ)
     env.pop("PYSPARK_PYTHON", None)  # kconnect sets it to its own Python
+    for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
+        env.pop(name, None)  # a test session over Spark Connect: the user's kconnect is a classic Spark app
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env
 
@@ -255,3 +257,11 @@ def test_readme_worker_block_runs_as_written(user_dir):
     finally:
         again.send_signal(signal.SIGINT)
         again.communicate(timeout=120)
+
+
+def test_readme_classic_session_block_runs(spark):
+    """The block that makes a classic SparkSession in a script (getOrCreate returns this run's session)."""
+    [block] = _blocks("python", "classic")
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["spark"].range(3).count() == 3

@@ -38,9 +38,11 @@ PYSPARK_VERSIONS = {"4.3": "4.3.0"}
 
 # What runs on every version and through Spark Connect: the data source, the README examples and the contract
 # every connector passes (the Test*Contract classes applied in tests/connectors), plus tests/compat itself.
-SELECTION = ["tests/test_datasource.py", "tests/test_readme.py", "tests/connectors", "tests/compat"]
+# tests/compat first: its test of registration needs a server where nothing registered "kconnect" yet.
+SELECTION = ["tests/compat", "tests/test_datasource.py", "tests/test_readme.py", "tests/connectors"]
 # The worker block and the demo run kconnect subprocesses on the main venv's Spark: the main run covers them.
-KEYWORDS = "(contract or test_datasource or test_readme or compat) and not worker_block and not demo_command"
+KEYWORDS = "(contract or test_datasource or test_readme or compat) and not worker_block and not demo_command \
+and not classic_session_block"
 
 # Packages whose pins in constraints.txt belong to the development pyspark (delta-spark's wheel caps pyspark).
 REPINNED = {"pyspark", "delta-spark", "delta_spark"}
