@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from .errors import RetriableError
 
-__all__ = ["retry_call", "is_transient_os_error", "INITIAL_DELAY_MS", "retries_so_far"]
+__all__ = ["retry_call", "is_transient_os_error", "INITIAL_DELAY_MS", "retries_so_far", "count_retry"]
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +30,12 @@ _retries = 0  # in this process; the kconnect writers report the difference per 
 def retries_so_far() -> int:
     """How many retries :func:`retry_call` made in this process (for per-batch counts)."""
     return _retries
+
+
+def count_retry() -> None:
+    """Count one retry made by a retry loop of its own (a connector's connection attempts)."""
+    global _retries
+    _retries += 1
 
 
 def is_transient_os_error(e: BaseException) -> bool:
@@ -60,8 +66,7 @@ def retry_call(fn: Callable[[], Any], *, is_retriable: Callable[[BaseException],
             if deadline is not None and time.monotonic() + delay > deadline:
                 raise RetriableError(f"{what} failed after {attempt} attempt(s): {type(e).__name__}: "
                                      f"{describe(e)}") from e
-            global _retries
-            _retries += 1
+            count_retry()
             if on_retry is not None:
                 on_retry(attempt, e)
             log.warning("%s failed (%s: %s); retry %d in %.2f s", what, type(e).__name__, describe(e), attempt, delay)

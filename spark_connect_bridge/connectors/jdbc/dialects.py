@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, unquote
 
 from ...config import Password
 from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
-from ...retry import is_transient_os_error, retry_call
+from ...retry import count_retry, is_transient_os_error, retry_call
 
 __all__ = [
     "ConnInfo",
@@ -221,6 +221,7 @@ def connect_with_attempts(connect: Callable[[], Any], dialect: Dialect, *, attem
                                      f"{type(e).__name__}: {text}") from e
             log.warning("%s failed (%s: %s); attempt %d of %d, next in %.1f s", where, type(e).__name__, text,
                         attempt, attempts, backoff_ms / 1000)
+            count_retry()  # a re-attempt is a retry in the batch's report
             time.sleep(backoff_ms / 1000)
 
 
