@@ -13,18 +13,12 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-import time
+
+from _timing import best
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
-def best(fn, reps: int = 3) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> None:

@@ -32,6 +32,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__fi
 from spark_connect_bridge.config import ConfigDef  # noqa: E402
 from spark_connect_bridge.connectors.base import SinkConnector  # noqa: E402
 
+from _timing import best
+
 
 class NoopSink(SinkConnector):
     """Discards what it is given (after Spark handed the rows to Python as Arrow), like Spark's noop sink."""
@@ -45,13 +47,6 @@ class NoopSink(SinkConnector):
         pass
 
 
-def timed(fn, reps: int = 2) -> float:
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> None:
@@ -154,9 +149,9 @@ def main() -> None:
             q.awaitTermination()
 
         bare_read()
-        read_results = {"Spark Kafka source -> noop": timed(bare_read),
-                        "read_topics + converters + transforms -> noop": timed(ours_stages),
-                        "sink_stream -> NoopSink connector": timed(ours_sink)}
+        read_results = {"Spark Kafka source -> noop": best(bare_read, reps=2),
+                        "read_topics + converters + transforms -> noop": best(ours_stages, reps=2),
+                        "sink_stream -> NoopSink connector": best(ours_sink, reps=2)}
         print(f"records: {n:,}  partitions: {partitions}  pyspark {spark.version}")
         for name, secs in {**write_results, **read_results}.items():
             print(f"  {name:<48} {n / secs:>14,.0f} records/s  ({secs:.2f} s)")
