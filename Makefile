@@ -19,11 +19,11 @@ demo: $(VENV)/.installed
 	    --checkpoint-dir work/checkpoints --once
 
 # The whole test suite: first what it needs on the machine (Debian's server packages where missing, the JVM
-# packages from Maven Central), then pytest, which starts throwaway servers on 127.0.0.1 and stops them.
+# packages from Maven Central), then pytest, which starts throwaway servers on 127.0.0.1 and stops them, with the
+# compatibility jobs (tests/compat/run_compat.py: pyspark 4.3 and Spark Connect) running beside it.
 test: $(VENV)/.installed
 	bash tests/support/setup_machine.sh $(PY)
-	$(PY) -m pytest
-	$(PY) tests/compat/run_compat.py
+	$(PY) tests/support/run_suite.py
 
 # The contract tests and README examples on the other supported pyspark versions (.venv-pyspark-X.Y, built on
 # first use) and through a Spark Connect session to a local server.

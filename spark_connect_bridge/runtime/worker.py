@@ -81,6 +81,8 @@ class ConnectorRuntime:
     lag_source: Any = None
     end_offset: Any = None  # the end offset of the query's last batch (JSON text, as Spark reports it)
     last_lag_check: float = 0.0
+    #: The end offset the lag was last measured at: a new batch end is measured at once, not up to 2 s later.
+    lag_checked_end: Any = None
     last_progress_at: float = 0.0
 
     @property
@@ -430,8 +432,8 @@ class Worker:
         idle = _now() - rt.last_progress_at
         if idle > max(5.0, 3 * int(self.config["trigger.interval.ms"]) / 1000):
             m.records_in_per_sec = m.records_out_per_sec = 0.0
-        if _now() - rt.last_lag_check >= 2.0:
-            rt.last_lag_check = _now()
+        if _now() - rt.last_lag_check >= 2.0 or rt.end_offset != rt.lag_checked_end:
+            rt.last_lag_check, rt.lag_checked_end = _now(), rt.end_offset
             m.lag = self._lag(rt)
             m.dead_lettered = self._dead_lettered(rt)
 

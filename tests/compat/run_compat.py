@@ -15,6 +15,7 @@ Usage (from anywhere; ``make test-compat`` runs it with the project's venv)::
     .venv/bin/python tests/compat/run_compat.py                 # 4.3 and connect
     .venv/bin/python tests/compat/run_compat.py connect         # some jobs only
     .venv/bin/python tests/compat/run_compat.py 4.3 -- -x       # extra pytest arguments after --
+    .venv/bin/python tests/compat/run_compat.py --in-copy       # in a temp copy of the checkout (beside pytest)
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ import argparse
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -96,13 +99,29 @@ def ensure_venv(minor: str, version: str) -> tuple[Path, float]:
     return python, time.monotonic() - started
 
 
-def run_tests(python: Path, extra_env: dict[str, str], pytest_args: list[str]) -> tuple[int, float]:
+# What a copy of the checkout leaves out: VCS data, venvs, build outputs, caches, local state.
+NOT_COPIED = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", "work",
+                                    "checkpoints", "spark-warehouse", "metastore_db", ".pytest_cache", "ckpt")
+
+
+def run_tests(python: Path, extra_env: dict[str, str], pytest_args: list[str], root: Path) -> tuple[int, float]:
+    """Run the selection in ``root`` (the checkout or a copy of it) with a temp dir of its own."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     env.update(extra_env)
     started = time.monotonic()
-    cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *SELECTION, "-k", KEYWORDS, *pytest_args]
-    code = subprocess.run(cmd, cwd=REPO, env=env).returncode
+    with tempfile.TemporaryDirectory(prefix="kconnect-compat-") as basetemp:
+        cmd = [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={basetemp}", *SELECTION,
+               "-k", KEYWORDS, *pytest_args]
+        code = subprocess.run(cmd, cwd=root, env=env).returncode
     return code, time.monotonic() - started
+
+
+def checkout_copy() -> Path:
+    """A copy of the checkout's files, so the README examples (which write relative paths from the repo root) can
+    run here while the main suite runs the same examples in the checkout itself."""
+    root = Path(tempfile.mkdtemp(prefix="kconnect-compat-checkout-"))
+    shutil.copytree(REPO, root / REPO.name, ignore=NOT_COPIED)
+    return root / REPO.name
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("jobs", nargs="*", metavar="JOB",
                         help=f"pyspark minor versions ({', '.join(PYSPARK_VERSIONS)}) and/or 'connect'; default: all")
     parser.add_argument("--install-only", action="store_true", help="create or update the venvs, run nothing")
+    parser.add_argument("--in-copy", action="store_true",
+                        help="run the tests in a temporary copy of the checkout (to run beside the main suite)")
     args, pytest_args = parser.parse_known_args(argv)
     pytest_args = [a for a in pytest_args if a != "--"]
     jobs = args.jobs or [*PYSPARK_VERSIONS, "connect"]
@@ -117,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown job(s) {unknown}: use {', '.join(PYSPARK_VERSIONS)} or connect")
 
+    root = checkout_copy() if args.in_copy and not args.install_only else REPO
     results: list[tuple[str, float, float, int]] = []
     for job in jobs:
         if job == "connect":
@@ -129,9 +151,11 @@ def main(argv: list[str] | None = None) -> int:
             results.append((label, install_s, 0.0, 0))
             continue
         _say(f"{label}: contract tests and README examples")
-        code, test_s = run_tests(python, env, pytest_args)
+        code, test_s = run_tests(python, env, pytest_args, root)
         results.append((label, install_s, test_s, code))
 
+    if root != REPO:
+        shutil.rmtree(root.parent, ignore_errors=True)
     for label, install_s, test_s, code in results:
         status = "ok" if code == 0 else f"FAILED (pytest exit {code})"
         _say(f"{label:<40} install {install_s:6.1f} s   tests {test_s:6.1f} s   {status}")

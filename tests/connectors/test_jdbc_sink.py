@@ -265,7 +265,7 @@ def test_config_errors_name_the_key(cfg, key, tmp_path):
 def test_password_never_shown():
     props = {"connector.class": "JdbcSinkConnector", "connection.password": "s3cret",
              "connection.url": "jdbc:postgresql://127.0.0.1:1/nodb?user=x&password=s3cret2",
-             "errors.retry.timeout": "100"}
+             "errors.retry.timeout": "100", "connection.backoff.ms": "10"}
     s = build_connector(props, kind="sink")
     assert "s3cret" not in repr(s) and "s3cret" not in repr(s._info)
     from spark_connect_bridge.errors import RetriableError

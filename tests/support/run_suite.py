@@ -1,0 +1,43 @@
+"""The whole test suite after set-up: pytest over ``tests/`` and, beside it, the compatibility jobs.
+
+``make test`` runs this after ``tests/support/setup_machine.sh``. The main run (pytest, one Spark session) streams
+its output here. The compatibility jobs (``tests/compat/run_compat.py``: the contract tests and README examples on
+the other supported pyspark and through Spark Connect) run at the same time, in a temporary copy of the checkout
+so that the README examples of both runs do not write the same files; their output is kept in a log and printed
+when both are done. On 2 cores this saves most of the compatibility jobs' time: much of the main run waits on
+subprocesses, servers and micro-batch triggers rather than on the CPU.
+
+Usage: ``.venv/bin/python tests/support/run_suite.py [pytest arguments for the main run]``
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(pytest_args: list[str]) -> int:
+    started = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+") as compat_log:
+        compat = subprocess.Popen([sys.executable, str(REPO / "tests" / "compat" / "run_compat.py"), "--in-copy"],
+                                  cwd=REPO, stdout=compat_log, stderr=subprocess.STDOUT)
+        main_code = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=REPO).returncode
+        main_s = time.monotonic() - started
+        compat_code = compat.wait()
+        compat_log.seek(0)
+        print("\n========== compatibility jobs (ran beside the main run) ==========", flush=True)
+        sys.stdout.write(compat_log.read())
+    total_s = time.monotonic() - started
+    print(f"[suite] main run {main_s:.0f} s ({'ok' if main_code == 0 else f'pytest exit {main_code}'}); "
+          f"compatibility jobs {'ok' if compat_code == 0 else f'exit {compat_code}'}; "
+          f"both done after {total_s:.0f} s", flush=True)
+    return main_code or compat_code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
