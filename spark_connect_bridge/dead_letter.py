@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -40,6 +42,12 @@ SOURCE_FAILED_COL = "_kc_source_failed"
 SOURCE_ORIGINAL_COL = "_kc_source_original"
 INTERNAL_COLS = (ERROR_COL, ORIGINAL_COL, SOURCE_FAILED_COL, SOURCE_ORIGINAL_COL)
 _POLICY_META = "kconnect.errors"
+# The dead-letter sink's and Kafka producer's settings carry credentials (``connection.password``,
+# ``kafka.sasl.jaas.config``): a DataFrame's column metadata is readable by anyone holding the DataFrame (and is
+# printed by ``df.schema``), so the policy attached there names them by a random reference into this process's
+# registry instead. Attaching and reading happen on the driver that builds the query.
+_ATTACHED_SETTINGS: dict[str, tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
+_ATTACHED_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -91,13 +99,28 @@ class ErrorPolicy:
         return bool(self.dlq_topic or self.dlq_sink)
 
     def to_json(self) -> str:
-        return json.dumps(self.__dict__)
+        """The policy as JSON for column metadata: the dead-letter sink's and Kafka's settings (credentials)
+        stay in this process, named by a reference."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("dlq_sink", "dlq_kafka")}
+        if self.dlq_sink or self.dlq_kafka:
+            ref = uuid.uuid4().hex
+            with _ATTACHED_LOCK:
+                _ATTACHED_SETTINGS[ref] = (self.dlq_sink, self.dlq_kafka)
+            d["settings_ref"] = ref
+        return json.dumps(d)
 
     @classmethod
     def from_json(cls, text: str) -> "ErrorPolicy":
         d = json.loads(text)
-        d["dlq_sink"] = tuple(tuple(x) for x in d["dlq_sink"])
-        d["dlq_kafka"] = tuple(tuple(x) for x in d.get("dlq_kafka", ()))
+        ref = d.pop("settings_ref", None)
+        if ref is not None:
+            with _ATTACHED_LOCK:
+                settings = _ATTACHED_SETTINGS.get(ref)
+            if settings is None:
+                raise ConfigError([ConfigProblem("errors.deadletterqueue.topic.name", (
+                    "the DataFrame's dead-letter settings were attached by another process: build the query "
+                    "where its source DataFrame was made"))])
+            d["dlq_sink"], d["dlq_kafka"] = settings
         return cls(**d)
 
 

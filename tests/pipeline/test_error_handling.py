@@ -139,3 +139,25 @@ def test_bad_errors_config_fails_before_data_moves(spark, source, tmp_path):
                          _sink(tmp_path, **{"errors.tolerance": "some", "errors.deadletterqueue.topic.name": "d"}),
                          checkpoint=str(tmp_path / "ck"))
     assert set(info.value.keys) >= {"errors.tolerance"}
+
+
+def test_dead_letter_credentials_stay_out_of_the_dataframe_schema(spark, tmp_path):
+    """The error policy rides on the error column's metadata, which anyone holding the DataFrame can print: the
+    dead-letter producer's SASL settings and a dead-letter sink's password are referenced, not embedded."""
+    path = tmp_path / "in.txt"
+    path.write_text("1\nx\n")
+    src = {"name": "numbers", "connector.class": "FileStreamSource", "file": str(path), "topic": "numbers",
+           "transforms": "cast", "transforms.cast.type": "Cast$Value", "transforms.cast.spec": "int32",
+           "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "numbers-dlq"}
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="s3cret-kafka";'
+    df = scb.read_stream(spark, src, dead_letter_kafka={"kafka.bootstrap.servers": "127.0.0.1:9",
+                                                         "kafka.sasl.jaas.config": jaas})
+    assert "s3cret" not in df.schema.json()
+    policy = scb.dead_letter.attached_policy(df)
+    assert dict(policy.dlq_kafka)["kafka.sasl.jaas.config"] == jaas
+    sink_dlq = {**src, "errors.deadletterqueue.sink.connector.class": "JdbcSinkConnector",
+                "errors.deadletterqueue.sink.connection.url": "jdbc:postgresql://127.0.0.1:9/db",
+                "errors.deadletterqueue.sink.connection.password": "s3cret-db"}
+    df = scb.read_stream(spark, sink_dlq)
+    assert "s3cret" not in df.schema.json()
+    assert dict(scb.dead_letter.attached_policy(df).dlq_sink)["connection.password"] == "s3cret-db"
