@@ -5,7 +5,7 @@ slot without Spark, all in the same run (the machine is shared: load averages ar
 Raw rates (one Python process, no Spark):
 
 * ``raw per-message``: one peek through a psycopg cursor, every message decoded by the pure-Python
-  :class:`~spark_connect_bridge.connectors.pgoutput.Decoder` (the path before the bulk decoder).
+  :class:`~spark_connect_bridge.connectors.postgres.pgoutput.Decoder` (the path before the bulk decoder).
 * ``raw bulk``: one peek fetched as Arrow by ADBC, decoded by :func:`~.pgoutput_bulk.decode_chunk`.
 * ``connector in-process``: the connector's own ``latest_offsets``/``read_range``/``commit`` loop, events built
   (what a Spark task runs, without Spark), on a second slot.
@@ -76,7 +76,7 @@ def _rate(what: str, n: int, wall: float, cpu: dict[str, float] | None = None) -
 def _raw_per_message(dsn: str, slot: str) -> float:
     import psycopg
 
-    from spark_connect_bridge.connectors.pgoutput import Decoder
+    from spark_connect_bridge.connectors.postgres.pgoutput import Decoder
 
     t0, c0 = time.monotonic(), _cpu()
     with psycopg.connect(dsn) as conn:
@@ -90,8 +90,8 @@ def _raw_per_message(dsn: str, slot: str) -> float:
 def _raw_bulk(dsn_uri: str, slot: str) -> float:
     import adbc_driver_postgresql.dbapi as adbc
 
-    from spark_connect_bridge.connectors.pgoutput import Decoder
-    from spark_connect_bridge.connectors.pgoutput_bulk import (
+    from spark_connect_bridge.connectors.postgres.pgoutput import Decoder
+    from spark_connect_bridge.connectors.postgres.pgoutput_bulk import (
         ChunkBuffer,
         decode_chunk,
         gather_binary,

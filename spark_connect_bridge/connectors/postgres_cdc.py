@@ -111,8 +111,10 @@ from ..records import no_headers
 from ..topic_schemas import TABLES_META
 from .base import ReadRange, ReadTask, SourceConnector
 from .offsets import Offsets, partition_key
-from .pgoutput import (SESSION_OPTIONS, UNCHANGED, Change, Decoder, Relation, TypeSpec, text_array, to_arrow,
-                       type_spec)
+from .cdc.types import TypeSpec
+from .postgres import pgoutput_bulk
+from .postgres.pgoutput import PG_EPOCH_US, UNCHANGED, Change, Decoder, Relation, decode_tuple
+from .postgres.types import SESSION_OPTIONS, text_array, to_arrow, type_spec
 
 __all__ = ["PostgresConnector", "table_events", "lsn_text", "parse_lsn"]
 
@@ -268,11 +270,6 @@ class Layout:
         return None
 
 
-def _compat(spec: TypeSpec) -> tuple:
-    return (spec.kind, spec.connect_name, spec.parameters, spec.precision, spec.scale,
-            _compat(spec.element) if spec.element else None)
-
-
 def build_layout(prefix: str, tables: Sequence[tuple[str, str, list[tuple[str, TypeSpec, int]]]]) -> Layout:
     """Union the captured tables' columns: same name and type share a field, a clash is qualified."""
     fields: dict[str, TypeSpec] = {}
@@ -282,7 +279,7 @@ def build_layout(prefix: str, tables: Sequence[tuple[str, str, list[tuple[str, T
         columns = []
         for col, spec, keypos in cols:
             f = col
-            if f in fields and _compat(fields[f]) != _compat(spec):
+            if f in fields and fields[f].union_key() != spec.union_key():
                 f = f"{col}__{schema}_{name}"
             fields.setdefault(f, spec)
             if keypos:
@@ -920,8 +917,6 @@ class PostgresConnector(SourceConnector):
             union all select null, null, null, null, (select count(*) from p)""",
                            (self.config["slot.name"], lsn_text(upto), limit, self.config["publication.name"]))
         total = int(rows[-1][4])
-        from .pgoutput import PG_EPOCH_US
-
         commits = [(int(l), int(n), int(x), int.from_bytes(ts, "big", signed=True) + PG_EPOCH_US)
                    for l, n, x, ts, _ in rows[:-1]]
         return commits, total
@@ -1017,8 +1012,6 @@ class PostgresConnector(SourceConnector):
     def _signals(self, lo: int, hi: int) -> list[dict[str, Any]]:
         """Rows inserted into the signal table by transactions with commit LSN in ``(lo, hi]``, in commit
         order, each with its transaction's commit LSN (``lsn``, as in offsets), ``txId`` and ``ts_usec``."""
-        from .pgoutput import PG_EPOCH_US, decode_tuple
-
         relid, cols = self._signal_table()
         rows = self._query("""
             with p as materialized (
@@ -1511,7 +1504,7 @@ def _key_predicate(t: Table, after: str, upto: str | None) -> tuple[list[Any], A
     key = t.key
     if key:
         cols = [sql.Identifier(c.name) for c in key]
-        types = [sql.SQL(c.spec.pg_type.replace("[]", "") or "text") for c in key]
+        types = [sql.SQL(c.spec.db_type.replace("[]", "") or "text") for c in key]
     else:
         cols, types = [sql.SQL("ctid")], [sql.SQL("tid")]
     conds, params = [], []
@@ -1656,8 +1649,6 @@ class _Builder:
         take goes to the per-message decoder with the same state, so the events are the same either way."""
         from psycopg import sql
 
-        from .pgoutput_bulk import Unsupported, decode_chunk
-
         c = self.c
         with c._connect() as conn:
             self._check_readable(conn, lo, hi)
@@ -1675,8 +1666,8 @@ class _Builder:
                 data = data.cast(self.pa.binary())
             state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
             try:
-                out = list(self._bulk_batches(decode_chunk(dec, lsn, data), data))
-            except Unsupported as e:
+                out = list(self._bulk_batches(pgoutput_bulk.decode_chunk(dec, lsn, data), data))
+            except pgoutput_bulk.Unsupported as e:
                 log.debug("%s: per-message decoding for a chunk (%s)", c.name, e)
                 dec.keep, dec.xid, dec.ts, dec.done = state[:4]
                 dec.relations.clear()
@@ -1745,10 +1736,8 @@ class _Builder:
         """Events of a decoded chunk in message order: built per relation, then put back in order."""
         import numpy as np
 
-        from .pgoutput_bulk import ChunkBuffer
-
         pa = self.pa
-        cb = ChunkBuffer(data)
+        cb = pgoutput_bulk.ChunkBuffer(data)
         parts, order = [], []
         for g in chunk.groups:
             rel = g.relation
@@ -1771,8 +1760,6 @@ class _Builder:
         keys (message position * 2 + 1 for a tombstone)."""
         import numpy as np
 
-        from .pgoutput_bulk import Unsupported, gather_binary
-
         pa = self.pa
         rel = g.relation
         self._check_columns(rel, t)
@@ -1787,11 +1774,11 @@ class _Builder:
                 assert g.old is not None and g.new is not None
                 ov, nv = g.old.valid[i][sub], g.new.valid[i][sub]
                 if (ov != nv).any():
-                    raise Unsupported("update of the primary key")
-                old_k = gather_binary(cb, g.old.starts[i][sub], g.old.lens[i][sub], ov)
-                new_k = gather_binary(cb, g.new.starts[i][sub], g.new.lens[i][sub], nv)
+                    raise pgoutput_bulk.Unsupported("update of the primary key")
+                old_k = pgoutput_bulk.gather_binary(cb, g.old.starts[i][sub], g.old.lens[i][sub], ov)
+                new_k = pgoutput_bulk.gather_binary(cb, g.new.starts[i][sub], g.new.lens[i][sub], nv)
                 if not old_k.equals(new_k):
-                    raise Unsupported("update of the primary key")
+                    raise pgoutput_bulk.Unsupported("update of the primary key")
         skipped = self.skipped
         emit = ~((is_i & ("c" in skipped)) | (is_u & ("u" in skipped)) | (is_d & ("d" in skipped)))
         reps = emit.astype(np.int64) * np.where(is_d & bool(self.tombstones), 2, 1)
@@ -1810,7 +1797,7 @@ class _Builder:
                 return out
             for j, name in enumerate(names):
                 if name in out:
-                    out[name] = gather_binary(cb, spans.starts[j][src], spans.lens[j][src],
+                    out[name] = pgoutput_bulk.gather_binary(cb, spans.starts[j][src], spans.lens[j][src],
                                               spans.valid[j][src] & valid).cast(pa.string())
             return out
 
@@ -2004,7 +1991,7 @@ class _Builder:
             return [ph if v is UNCHANGED else v for v in vals]
         log.warning("%s: column %s.%s kept its unchanged TOAST value, which PostgreSQL does not send and type "
                     "%s cannot hold a placeholder for: emitted as null. Set REPLICA IDENTITY FULL on %s to "
-                    "receive it", self.c.name, t.id, col.name, col.spec.pg_type, t.id)
+                    "receive it", self.c.name, t.id, col.name, col.spec.db_type, t.id)
         return [None if v is UNCHANGED else v for v in vals]
 
     def _row_struct(self, t: Table, texts: dict[str, Any], valid: Any, n: int) -> tuple[Any, dict[str, Any]]:

@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from spark_connect_bridge.connectors import pgoutput_bulk
 from spark_connect_bridge.connectors.factory import build_connector
-from spark_connect_bridge.connectors.pgoutput import Decoder
+from spark_connect_bridge.connectors.postgres import pgoutput_bulk
+from spark_connect_bridge.connectors.postgres.pgoutput import Decoder
 from spark_connect_bridge.connectors.postgres_cdc import _Builder
 from tests.support.postgres import PostgresCluster
 

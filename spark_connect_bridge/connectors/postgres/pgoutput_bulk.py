@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .pgoutput import PG_EPOCH_US, Decoder, Relation, _relation
+from .pgoutput import PG_EPOCH_US, Decoder, Relation, relation_message
 
 __all__ = ["BulkChunk", "ChunkBuffer", "Group", "Spans", "Unsupported", "be_uint", "decode_chunk", "gather_binary"]
 
@@ -209,7 +209,7 @@ def decode_chunk(dec: Decoder, lsn: np.ndarray, data: Any) -> BulkChunk:
         change_pos = np.flatnonzero(change)
         change_rel = be_uint(buf, offs[change_pos] + 1, 4)
         for i in ri:
-            rel = _relation(data[int(i)].as_py())
+            rel = relation_message(data[int(i)].as_py())
             if (change_pos[change_rel == rel.relid] < i).any():
                 raise Unsupported("relation re-described after its first change in the chunk")
             rels[rel.relid] = rel

@@ -1,0 +1,1 @@
+"""Debezium's PostgreSQL connector over logical decoding (pgoutput), in small parts."""
