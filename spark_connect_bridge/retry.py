@@ -46,14 +46,16 @@ def is_transient_os_error(e: BaseException) -> bool:
 
 def retry_call(fn: Callable[[], Any], *, is_retriable: Callable[[BaseException], bool], timeout_ms: int,
                max_delay_ms: int, what: str, describe: Callable[[BaseException], str] = lambda e: str(e),
-               on_retry: Callable[[int, BaseException], None] | None = None) -> Any:
+               on_retry: Callable[[int, BaseException], None] | None = None,
+               least_timeout_ms: Callable[[BaseException], int] | None = None) -> Any:
     """Call ``fn``; retry retriable failures with exponential backoff (300 ms doubling, capped at
     ``max_delay_ms``) until ``timeout_ms`` has passed (-1: forever; 0: no retry).
 
     ``describe`` renders an error for messages (strip secrets there); ``on_retry(attempt, error)`` is told of
-    each retry (for counters).
+    each retry (for counters); ``least_timeout_ms(error)`` is the least time to keep retrying that error
+    whatever ``timeout_ms`` says (a resource a crashed client's session still holds for a while).
     """
-    deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+    start = time.monotonic()
     delay = INITIAL_DELAY_MS / 1000.0
     attempt = 0
     while True:
@@ -63,7 +65,9 @@ def retry_call(fn: Callable[[], Any], *, is_retriable: Callable[[BaseException],
             if not is_retriable(e):
                 raise
             attempt += 1
-            if deadline is not None and time.monotonic() + delay > deadline:
+            limit_ms = timeout_ms if timeout_ms < 0 or least_timeout_ms is None else \
+                max(timeout_ms, least_timeout_ms(e))
+            if limit_ms >= 0 and time.monotonic() - start + delay > limit_ms / 1000.0:
                 raise RetriableError(f"{what} failed after {attempt} attempt(s): {type(e).__name__}: "
                                      f"{describe(e)}") from e
             count_retry()

@@ -1,0 +1,197 @@
+"""Debezium's change event envelope: the record schema of a layout, and its Arrow columns built in bulk.
+
+A record's ``key`` is the table's primary-key struct (the union of every captured table's key columns);
+``value`` the envelope ``before``/``after``/``source``/``op``/``ts_ms``/``ts_us``/``ts_ns`` (null for a
+tombstone); ``topic`` ``<topic.prefix>.<schema>.<table>``; ``offset`` the event's position in the database's
+log. Envelope ``ts_ms`` is the commit time, not the processing time (that would make replays differ).
+``source`` is each connector's own struct (``io.debezium.connector.<db>.Source``); the fields every connector
+has are filled here, the others are given by the connector or null.
+
+Nothing here works per record: every column of a batch is one Arrow array.
+
+>>> builder = EnvelopeBuilder(layout, source_type=pg_source_type(), source_name="io.debezium.connector."
+...                           "postgresql.Source", connector="postgresql", db="shop", version="0.1.0",
+...                           batch_size=2048, convert=to_arrow)                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterator, Sequence
+
+from ...records import HEADERS_TYPE, arrow_schema, no_headers
+from ...topic_schemas import TABLES_META
+from .layout import Layout, Table, layout_meta, struct_names
+from .types import TypeSpec
+
+__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "record_type", "skip_rows"]
+
+ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
+
+
+def _struct_of(fields: Sequence[tuple[str, TypeSpec]]) -> Any:
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f, s.spark_type(), True, s.metadata()) for f, s in fields])
+
+
+def record_type(layout: Layout, source_type: Any, source_name: str) -> Any:
+    """The Spark record schema for ``layout``: Debezium envelope values, union row structs, ``source_type``
+    (named ``source_name``) as the envelope's ``source``."""
+    from pyspark.sql import types as T
+
+    env_name, row_name, key_name = struct_names(layout)
+    row = _struct_of(layout.row_fields)
+    tables = json.dumps(layout_meta(layout))
+    row_meta = {"connect.name": row_name, TABLES_META: tables}
+    value = T.StructType([
+        T.StructField("before", row, True, row_meta), T.StructField("after", row, True, row_meta),
+        T.StructField("source", source_type, True, {"connect.name": source_name}),
+        T.StructField("op", T.StringType()), T.StructField("ts_ms", T.LongType()), T.StructField("ts_us", T.LongType()),
+        T.StructField("ts_ns", T.LongType()),
+    ])
+    key = _struct_of(layout.key_fields) if layout.key_fields else T.BinaryType()
+    return T.StructType([
+        T.StructField("key", key, True, {"connect.name": key_name, TABLES_META: tables}),
+        T.StructField("value", value, True, {"connect.name": env_name, TABLES_META: tables}),
+        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()), T.StructField("timestamp", T.TimestampType()),
+        T.StructField("headers", HEADERS_TYPE),
+    ])
+
+
+def skip_rows(batch: Any, emitted: int, skip: int) -> tuple[int, Any]:
+    """``batch`` without the rows among the first ``skip`` of a re-read (``emitted`` rows came before it),
+    or None when all of it was delivered already; and the rows emitted with it."""
+    n = batch.num_rows
+    if emitted + n <= skip:
+        return emitted + n, None
+    if emitted < skip:
+        batch = batch.slice(skip - emitted)
+    return emitted + n, batch
+
+
+class EnvelopeBuilder:
+    """Arrow columns of change events of one layout's tables, in the layout's record schema.
+
+    ``convert(spec, text)`` turns a string array of the database's value text into the column's Arrow array.
+    """
+
+    def __init__(self, layout: Layout, *, source_type: Any, source_name: str, connector: str, db: str,
+                 version: str, batch_size: int, convert: Callable[[TypeSpec, Any], Any]):
+        import pyarrow as pa
+
+        self.pa = pa
+        self.layout = layout
+        self.schema = arrow_schema(record_type(layout, source_type, source_name))
+        self.value_t = self.schema.field("value").type
+        self.row_t = self.value_t.field("before").type
+        self.source_t = self.value_t.field("source").type
+        self.key_t = self.schema.field("key").type
+        self.connector, self.db, self.version = connector, db, version
+        self.batch_size = max(batch_size, 1)
+        self.convert = convert
+
+    def row_struct(self, t: Table, texts: dict[str, Any], valid: Any, n: int) -> tuple[Any, dict[str, Any]]:
+        """The union row struct of ``t``'s rows from text arrays per column name (missing: null), null where
+        not ``valid``; and the typed arrays per column name (for the key)."""
+        pa = self.pa
+        typed = {}
+        by_field = {c.field: c for c in t.columns}
+        arrays = []
+        for f in self.row_t:
+            col = by_field.get(f.name)
+            if col is None or texts.get(col.name) is None:
+                arrays.append(pa.nulls(n, f.type))
+                continue
+            arr = self.convert(col.spec, texts[col.name])
+            if arr.type != f.type:
+                arr = arr.cast(f.type)
+            typed[col.name] = arr
+            arrays.append(arr)
+        mask = pa.array(~valid) if n else None
+        return pa.StructArray.from_arrays(arrays, fields=list(self.row_t), mask=mask), typed
+
+    def source(self, n: int, t: Table, ts_us: Any, snapshot: Any, **fields: Any) -> Any:
+        """The ``source`` struct: the fields every connector has, ``fields`` (arrays by name), nulls else."""
+        import pyarrow.compute as pc
+
+        pa = self.pa
+
+        def const(v: Any, ty: Any) -> Any:
+            return pa.repeat(pa.scalar(v, ty), n)
+
+        arrays = {"version": const(self.version, pa.string()), "connector": const(self.connector, pa.string()),
+                  "name": const(self.layout.prefix, pa.string()), "ts_ms": pc.divide(ts_us, 1000),
+                  "snapshot": snapshot, "db": const(self.db, pa.string()), "ts_us": ts_us,
+                  "ts_ns": pc.multiply(ts_us, 1000), "schema": const(t.schema, pa.string()),
+                  "table": const(t.table, pa.string()), **fields}
+        return pa.StructArray.from_arrays([arrays[f.name] if f.name in arrays else pa.nulls(n, f.type)
+                                           for f in self.source_t], fields=list(self.source_t))
+
+    def key(self, t: Table, a_typed: dict, b_typed: dict, a_valid: Any, present: Any, n: int) -> Any:
+        """The key struct: from the row after where there is one, else from the row before; null where not
+        ``present`` (a truncate) and for a table without a key."""
+        import pyarrow.compute as pc
+
+        pa = self.pa
+        if not isinstance(self.key_t, pa.StructType):
+            return pa.nulls(n, self.key_t)
+        keycols = {c.field: c for c in t.key}
+        arrays = []
+        for f in self.key_t:
+            col = keycols.get(f.name)
+            if col is None:
+                arrays.append(pa.nulls(n, f.type))
+                continue
+            a = a_typed.get(col.name)
+            b = b_typed.get(col.name)
+            a = a if a is not None else pa.nulls(n, f.type)
+            b = b if b is not None else pa.nulls(n, f.type)
+            arrays.append(pc.if_else(pa.array(a_valid), a, b))
+        mask = pa.array(~(present & bool(t.key)))
+        return pa.StructArray.from_arrays(arrays, fields=list(self.key_t), mask=mask)
+
+    def record(self, t: Table, n: int, key: Any, before: Any, after: Any, source: Any, op: Any, ts_us: Any,
+               tomb: Any, offset: Any) -> Any:
+        """A record batch of ``t``'s events (``tomb``: a tombstone, null value, in that row)."""
+        import pyarrow.compute as pc
+
+        pa = self.pa
+        value = pa.StructArray.from_arrays(
+            [before, after, source, op, pc.divide(ts_us, 1000), ts_us, pc.multiply(ts_us, 1000)],
+            fields=list(self.value_t), mask=pa.array(tomb))
+        ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
+        return pa.RecordBatch.from_arrays(
+            [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
+             offset, ts, no_headers(n)], schema=self.schema)
+
+    def read_events(self, t: Table, texts: dict[str, Any], n: int, *, ts_us: int, offset: int, snapshot: Any,
+                    **source: Any) -> Any:
+        """``n`` read events (op ``r``, no row before) of ``t``'s rows given as text arrays per column, at
+        one time and log position (snapshot rows, incremental snapshot chunks)."""
+        import numpy as np
+
+        pa = self.pa
+        valid = np.ones(n, dtype=bool)
+        after, a_typed = self.row_struct(t, texts, valid, n)
+        ts = pa.array([ts_us] * n, pa.int64())
+        pos = pa.array([offset] * n, pa.int64())
+        src = self.source(n, t, ts, snapshot, **{k: (v if isinstance(v, pa.Array) else pa.array([v] * n, pa.int64()))
+                                                 for k, v in source.items()})
+        key = self.key(t, a_typed, {}, valid, np.ones(n, dtype=bool), n)
+        return self.record(t, n, key, pa.nulls(n, self.row_t), after, src, pa.array(["r"] * n, pa.string()), ts,
+                           np.zeros(n, dtype=bool), pos)
+
+    def in_order(self, parts: list[Any], order: list[Any]) -> Iterator[Any]:
+        """Record batches built per table put back in event order (``order``: each part's sort keys), cut
+        to the batch size."""
+        import numpy as np
+
+        pa = self.pa
+        if not parts:
+            return
+        table = pa.Table.from_batches(parts, schema=self.schema)
+        if len(parts) > 1:
+            table = table.take(pa.array(np.argsort(np.concatenate(order), kind="stable")))
+        yield from table.combine_chunks().to_batches(max_chunksize=self.batch_size)
