@@ -20,7 +20,7 @@ CATALOG += [
     PluginSpec("sink", "spark_connect_bridge.connectors.jdbc:JdbcSinkConnector",
                connector_names("io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink"),
                "Writes records to PostgreSQL, MariaDB/MySQL or SQLite tables, exactly once (Confluent's JDBC sink)."),
-    PluginSpec("source", "spark_connect_bridge.connectors.postgres_cdc:PostgresConnector",
+    PluginSpec("source", "spark_connect_bridge.connectors.postgres:PostgresConnector",
                connector_names("io.debezium.connector.postgresql.PostgresConnector", "postgres-cdc"),
                "Change data capture from PostgreSQL logical decoding, with Debezium's configs and events."),
     PluginSpec("sink", "spark_connect_bridge.connectors.delta:DeltaSinkConnector",

@@ -15,7 +15,7 @@ import pytest
 from spark_connect_bridge.connectors.factory import build_connector
 from spark_connect_bridge.connectors.postgres import pgoutput_bulk
 from spark_connect_bridge.connectors.postgres.pgoutput import Decoder
-from spark_connect_bridge.connectors.postgres_cdc import _Builder
+from spark_connect_bridge.connectors.postgres.stream import SlotReader
 from tests.support.postgres import PostgresCluster
 
 
@@ -122,7 +122,7 @@ def _workload(pg: PostgresCluster, db: str, seed: int, txns: int, rare: bool) ->
         pg.execute(s, database=db)
 
 
-def _events(builder: _Builder, lo: int, hi: int, bulk: bool) -> Any:
+def _events(builder: SlotReader, lo: int, hi: int, bulk: bool) -> Any:
     batches = list((builder._stream_bulk if bulk else builder._stream_once)(lo, hi, 0))
     if not batches:
         return []
@@ -145,7 +145,7 @@ def test_bulk_decoder_yields_the_per_message_events(pg, monkeypatch, seed, rare,
     conn = build_connector(config, kind="source")
     start = int(conn.initial_offsets()[conn._key]["lsn"])
     _workload(pg, db, seed, txns=120, rare=rare)
-    builder = _Builder(conn, conn.layout())
+    builder = SlotReader(conn.session, conn.settings, conn.layout())
     ends = _commit_ends(pg, db, config["slot.name"])
     rnd = random.Random(seed)
     # the whole range, and ranges cut at commit ends and at LSNs inside transactions
@@ -171,7 +171,7 @@ def test_small_chunks_hand_over_state_between_bulk_and_per_message_decoding(pg, 
     conn = build_connector(config, kind="source")
     start = int(conn.initial_offsets()[conn._key]["lsn"])
     _workload(pg, db, 7, txns=60, rare=True)
-    builder = _Builder(conn, conn.layout())
+    builder = SlotReader(conn.session, conn.settings, conn.layout())
     ends = _commit_ends(pg, db, config["slot.name"])
     legacy = _events(builder, start, ends[-1], bulk=False)
     calls = _count_chunks(monkeypatch)
@@ -198,7 +198,7 @@ def _count_chunks(monkeypatch: Any) -> dict[str, int]:
     return calls
 
 
-def _rechunked(builder: _Builder, lo: int, hi: int, size: int) -> Any:
+def _rechunked(builder: SlotReader, lo: int, hi: int, size: int) -> Any:
     """_stream_bulk over record batches of ``size`` messages (ADBC's are megabytes)."""
     orig = builder._peek_chunks
 
@@ -254,7 +254,8 @@ def test_bulk_read_waits_for_a_slot_busy_with_another_session(pg):
             time.sleep(0.1)
         threading.Timer(2.0, holder.terminate).start()
         t0 = time.monotonic()
-        batches = list(_Builder(conn, conn.layout()).stream(start, end))  # stream() retries; bulk path
+        reader = SlotReader(conn.session, conn.settings, conn.layout())
+        batches = list(reader.stream(start, end))  # stream() retries; bulk path
         rows = pa.Table.from_batches(batches).to_pylist()
         assert time.monotonic() - t0 >= 1.0  # it waited for the slot
     finally:

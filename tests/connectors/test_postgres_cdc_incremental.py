@@ -163,7 +163,7 @@ def test_bad_signals_are_logged_and_skipped_without_stopping_the_stream(pg, capl
                     '[{"data-collection": "public.orders", "filter": "id > 1 or true"}]}')
     _signal(pg, db, '{"message": "hello"}', kind="reboot")
     pg.execute("insert into orders values (7, 'after bad signals', 7)", database=db)
-    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
+    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.cdc.signals"):
         ranges, events = _run(src, pos, pg, db, [])
     assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 7)]
     text = caplog.text
@@ -322,7 +322,7 @@ def test_pause_and_resume_without_a_running_snapshot_are_ignored(pg, caplog):
     pos = canonical(src.initial_offsets())
     _signal(pg, db, "", kind="pause-snapshot")
     _signal(pg, db)  # starts, not paused: the pause above found nothing to pause
-    with caplog.at_level(logging.INFO, logger="spark_connect_bridge.connectors.postgres_cdc"):
+    with caplog.at_level(logging.INFO, logger="spark_connect_bridge.connectors.cdc.signals"):
         _, events = _run(src, pos, pg, db, [])
     assert _snapped(events) == [1, 2, 3]
     assert "pause-snapshot) ignored: no incremental snapshot is running" in caplog.text
@@ -335,7 +335,7 @@ def test_log_signal_logs_its_message_at_info_and_nothing_else(pg, caplog):
     _signal(pg, db, '{"message": "Signal message at offset {}"}', kind="log")
     _signal(pg, db, '{"text": "no message"}', kind="log")
     pg.execute("insert into orders values (4, 'x', 4)", database=db)
-    with caplog.at_level(logging.INFO, logger="spark_connect_bridge.connectors.postgres_cdc"):
+    with caplog.at_level(logging.INFO, logger="spark_connect_bridge.connectors.cdc.signals"):
         ranges, events = _run(src, pos, pg, db, [])
     assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 4)]
     logged = [r for r in caplog.records if r.getMessage().startswith("Signal message at offset ")]
@@ -376,7 +376,7 @@ def test_additional_conditions_other_than_plain_conditions_are_rejected(pg, capl
     src = build_connector(_config(pg, db), kind="source")
     pos = canonical(src.initial_offsets())
     _signal(pg, db, _conditions(filter_))
-    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
+    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.cdc.signals"):
         _, events = _run(src, pos, pg, db, [])
     assert events == [] and reason in caplog.text
     assert pg.execute("select count(*) from orders", database=db)[0][0] == 3
@@ -388,7 +388,7 @@ def test_additional_conditions_for_a_table_not_snapshotted_are_rejected(pg, capl
     src = build_connector(_config(pg, db, **{"table.include.list": "public.orders,public.items"}), kind="source")
     pos = canonical(src.initial_offsets())
     _signal(pg, db, _conditions("id > 1", table="public.items"))
-    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.postgres_cdc"):
+    with caplog.at_level(logging.WARNING, logger="spark_connect_bridge.connectors.cdc.signals"):
         _, events = _run(src, pos, pg, db, [])
     assert events == [] and "public.items is not in data-collections" in caplog.text
 
@@ -398,7 +398,7 @@ def test_a_filter_postgres_cannot_apply_stops_that_tables_snapshot_and_the_strea
     src = build_connector(_config(pg, db), kind="source")
     pos = canonical(src.initial_offsets())
     _signal(pg, db, _conditions("qty > 'many'"))
-    with caplog.at_level(logging.ERROR, logger="spark_connect_bridge.connectors.postgres_cdc"):
+    with caplog.at_level(logging.ERROR, logger="spark_connect_bridge.connectors.postgres.incremental"):
         ranges, events = _run(src, pos, pg, db, ["insert into orders values (4, 'x', 4)"])
     assert [(e["value"]["op"], e["value"]["after"]["id"]) for e in events] == [("c", 4)]
     assert "invalid input syntax for type integer" in caplog.text

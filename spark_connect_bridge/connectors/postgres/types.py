@@ -191,7 +191,7 @@ def _hex_to_binary(text: Any) -> Any:
     import pyarrow as pa
 
     vals = text.to_pylist()
-    out = []
+    out: list[bytes | None] = []
     for v in vals:
         if v is None:
             out.append(None)
