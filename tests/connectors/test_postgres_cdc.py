@@ -255,6 +255,23 @@ def test_batches_hold_about_max_records_of_wide_rows(pg):
     assert all(300 <= n <= 700 for n in sizes[:-1]), sizes
 
 
+def test_a_batch_of_skipped_changes_only_yields_no_event(pg):
+    """A truncate alone under Debezium's default skipped.operations (t): a batch without events, and the
+    stream goes on after it."""
+    db = _db(pg)
+    pg.execute("create table t (id int primary key, v text)", database=db)
+    src = build_connector(_config(pg, db, **{"snapshot.mode": "never", "skipped.operations": "t"}), kind="source")
+    start = canonical(src.initial_offsets())
+    pg.execute("truncate t", database=db)
+    end = canonical(src.latest_offsets(start, None, None))
+    assert end != start
+    assert _read(src, start, end) == []
+    pg.execute("insert into t values (1, 'one')", database=db)
+    later = canonical(src.latest_offsets(end, None, None))
+    assert [(r["value"]["op"], r["value"]["after"]["id"]) for r in _read(src, end, later)] == [("c", 1)]
+    src.stop()
+
+
 def test_events_carry_empty_header_lists(pg):
     """Headers are empty lists, not nulls: null lists cost O(rows²) per Arrow batch when Spark hands the rows
     to a Python sink."""
