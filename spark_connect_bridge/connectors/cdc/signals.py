@@ -81,13 +81,13 @@ def fold(state: State | None, signals: Sequence[dict[str, Any]], layout: Layout,
         if kind == OPEN:
             continue
         if kind == CLOSE:
-            d = json.loads(raw)
-            if accepts(state, d):
+            close = json.loads(raw)
+            if accepts(state, close):
                 assert state is not None
-                if d["done"]:
+                if close["done"]:
                     state = with_tables(state, state["tables"][1:], "")
                 else:
-                    state = {**state, "key": d["last"]}
+                    state = {**state, "key": close["last"]}
                 if not state["tables"]:
                     tell("%s: incremental snapshot %s finished", name, state["signal"])
                     state = None
@@ -301,23 +301,23 @@ class ChunkWindows:
         self.state = fold(before, [row], self.layout, name=self.name, quiet=True)
         if kind not in (OPEN, CLOSE):
             return None  # no signal row becomes an event
-        d = json.loads(row.get("data") or "")
+        watermark = json.loads(row.get("data") or "")
         if kind == OPEN:
-            self.open[d["window"]] = (d["table"], set())
+            self.open[watermark["window"]] = (watermark["table"], set())
             return None
-        opened = self.open.pop(d["window"], None)
-        if not accepts(before, d):
+        opened = self.open.pop(watermark["window"], None)
+        if not accepts(before, watermark):
             log.debug("%s: incremental snapshot chunk %s of %s dropped: not part of the running snapshot (stopped "
-                      "meanwhile)", self.name, d["window"], d["table"])
+                      "meanwhile)", self.name, watermark["window"], watermark["table"])
             return None
         if opened is None:
-            raise ConnectError(f"Incremental snapshot chunk {d['window']} of {d['table']} ends at {where} but its "
-                               f"window did not open in this batch: the batch cannot de-duplicate it (its "
-                               f"offsets were not chosen by this connector)")
-        t = self.layout.table_by_id(d["table"])
+            raise ConnectError(f"Incremental snapshot chunk {watermark['window']} of {watermark['table']} ends at "
+                               f"{where} but its window did not open in this batch: the batch cannot de-duplicate "
+                               f"it (its offsets were not chosen by this connector)")
+        t = self.layout.table_by_id(watermark["table"])
         seen = opened[1]
-        if t is None or seen is None or not d["rows"]:
+        if t is None or seen is None or not watermark["rows"]:
             return None
-        names = d["columns"]
+        names = watermark["columns"]
         idx = [names.index(c.name) for c in t.key]
-        return t, names, [r for r in d["rows"] if tuple(r[i] for i in idx) not in seen]
+        return t, names, [r for r in watermark["rows"] if tuple(r[i] for i in idx) not in seen]

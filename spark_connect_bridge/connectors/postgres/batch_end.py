@@ -63,22 +63,22 @@ class BatchEnds:
         """The end of the batch after ``pos``: at most ``max_records`` changes (about, see the module
         docstring), never past ``until`` (Trigger.AvailableNow's target); ``pos`` itself when nothing is
         there; a new snapshot's start when ``snapshot.mode=when_needed`` finds the slot gone."""
-        s = self.settings
+        settings = self.settings
         start = int(pos["lsn"])
-        if s.snapshot_mode is SnapshotMode.WHEN_NEEDED and self.session.slot() is None:
-            log.warning("%s: slot %s is missing: snapshot.mode=when_needed takes a new snapshot", s.name,
-                        s.slot_name)
+        if settings.snapshot_mode is SnapshotMode.WHEN_NEEDED and self.session.slot() is None:
+            log.warning("%s: slot %s is missing: snapshot.mode=when_needed takes a new snapshot", settings.name,
+                        settings.slot_name)
             return self.snapshots.start(layout)
         self.check_slot(start)
         cap = None
-        key = s.partition_key
+        key = settings.partition_key
         if until is not None and key in until and "snapshot" not in until[key]:
             cap = int(until[key]["lsn"])
             if cap <= start:
                 return pos
         flush = self.session.flush_lsn()
         upto = min(flush, cap) if cap is not None else flush
-        if s.signal_table is None:
+        if settings.signal_table is None:
             return self._by_wal(pos, start, upto, max_records)
         limit = None if max_records is None else max_records * 2 + 10_000
         while True:
@@ -96,16 +96,16 @@ class BatchEnds:
 
     def check_slot(self, lsn: int) -> None:
         """Fail when the slot is gone (unless when_needed) or was moved past ``lsn`` by another consumer."""
-        s = self.settings
+        settings = self.settings
         slot = self.session.slot()
         if slot is None:
-            if s.snapshot_mode is SnapshotMode.WHEN_NEEDED:
+            if settings.snapshot_mode is SnapshotMode.WHEN_NEEDED:
                 return
-            raise ConnectError(f"Replication slot {s.slot_name!r} does not exist any more: the "
+            raise ConnectError(f"Replication slot {settings.slot_name!r} does not exist any more: the "
                                f"changes after {lsn_text(lsn)} are gone. Start a new query (new checkpoint) to "
                                f"take a new snapshot, or use snapshot.mode=when_needed")
         if slot[0] > lsn:
-            raise ConnectError(f"Replication slot {s.slot_name!r} was advanced to "
+            raise ConnectError(f"Replication slot {settings.slot_name!r} was advanced to "
                                f"{lsn_text(slot[0])}, past this query's offset {lsn_text(lsn)}: another consumer "
                                f"used the slot and those changes cannot be read again")
 

@@ -90,25 +90,25 @@ class PostgresConnector(SourceConnector):
     def initial_offsets(self) -> Offsets:
         if self._initial is not None:
             return self._initial
-        s, session = self.settings, self.session
+        settings, session = self.settings, self.session
         layout = self.layout()
         tables = [(t.schema, t.table) for t in layout.tables]
-        if s.signal_table is not None:
+        if settings.signal_table is not None:
             session.signal_table()  # fails early when it is missing or malformed
-            tables.append(s.signal_table)
+            tables.append(settings.signal_table)
         session.ensure_publication(tables)
-        if s.signal_table is not None:
+        if settings.signal_table is not None:
             self._incremental.check_publication()
         slot = session.slot()
         if slot is not None:
             # Never drop an existing slot here: Spark may ask for initial offsets of a query that resumes
             # from its checkpoint (Trigger.AvailableNow), and the slot may hold another query's position.
-            if s.snapshot_mode.snapshots:
+            if settings.snapshot_mode.snapshots:
                 log.warning("%s: replication slot %s exists: streaming from its position %s without a new "
                             "snapshot. Drop the slot or choose another slot.name for a consistent snapshot",
-                            self.name, s.slot_name, lsn_text(slot[0]))
+                            self.name, settings.slot_name, lsn_text(slot[0]))
             pos = {"lsn": slot[0]}
-        elif s.snapshot_mode.snapshots:
+        elif settings.snapshot_mode.snapshots:
             pos = self._snapshots.start(layout)
         else:
             pos = {"lsn": session.create_slot(export=False)[0]}
@@ -117,10 +117,10 @@ class PostgresConnector(SourceConnector):
         return self._initial
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
-        s = self.settings
+        settings = self.settings
         pos = dict(start.get(self._key) or self.initial_offsets()[self._key])
         layout = self.layout()
-        if s.snapshot_mode is SnapshotMode.ALWAYS and not self._started:
+        if settings.snapshot_mode is SnapshotMode.ALWAYS and not self._started:
             self._started = True
             if "snapshot" not in pos:
                 log.info("%s: snapshot.mode=always: taking a new snapshot at query start", self.name)
@@ -130,15 +130,15 @@ class PostgresConnector(SourceConnector):
             end = self._snapshots.end(pos, layout, max_records)
             if end is None:  # no bound: the rest of the snapshot plus the stream available now, in one range
                 stream_pos = {"lsn": int(pos["lsn"])}
-                end = stream_pos if s.snapshot_mode is SnapshotMode.INITIAL_ONLY else \
+                end = stream_pos if settings.snapshot_mode is SnapshotMode.INITIAL_ONLY else \
                     self._ends.stream_end(stream_pos, None, until, layout)
-        elif s.snapshot_mode is SnapshotMode.INITIAL_ONLY:
+        elif settings.snapshot_mode is SnapshotMode.INITIAL_ONLY:
             end = pos
         else:
-            if s.signal_table is not None:
+            if settings.signal_table is not None:
                 self._incremental.write_chunk(pos, layout)
             end = self._ends.stream_end(pos, max_records, until, layout)
-            if s.signal_table is not None and "snapshot" not in end:
+            if settings.signal_table is not None and "snapshot" not in end:
                 end = self._incremental.end(pos, end, layout)
         self._ends.log_lag(end)
         return {self._key: end}
@@ -159,11 +159,11 @@ class PostgresConnector(SourceConnector):
         self.session.advance_slot(int(pos["lsn"]))
 
     def stop(self) -> None:
-        s = self.settings
+        settings = self.settings
         self.session.release_snapshot()
-        if s.slot_drop_on_stop and self.session.slot() is not None:
+        if settings.slot_drop_on_stop and self.session.slot() is not None:
             self.session.drop_slot()
-            log.info("%s: dropped replication slot %s (slot.drop.on.stop)", self.name, s.slot_name)
+            log.info("%s: dropped replication slot %s (slot.drop.on.stop)", self.name, settings.slot_name)
         self.session.close()
 
     def plan(self, start: Offsets, end: Offsets) -> list[ReadTask]:

@@ -67,12 +67,12 @@ class IncrementalSnapshots:
 
     def check_publication(self) -> None:
         """Fail before data moves when the signal table is not in the publication."""
-        s = self.settings
-        assert s.signal_table is not None
+        settings = self.settings
+        assert settings.signal_table is not None
         pub = self.session.publication_tables()
-        if pub is not None and s.signal_table not in pub:
-            raise ConnectError(f"The signal table {'.'.join(s.signal_table)} is not in publication "
-                               f"{s.publication_name!r}: add it (ALTER PUBLICATION ... ADD TABLE) "
+        if pub is not None and settings.signal_table not in pub:
+            raise ConnectError(f"The signal table {'.'.join(settings.signal_table)} is not in publication "
+                               f"{settings.publication_name!r}: add it (ALTER PUBLICATION ... ADD TABLE) "
                                f"so that its inserts reach the replication slot")
 
     def signals(self, lo: int, hi: int) -> list[dict[str, Any]]:
@@ -115,19 +115,19 @@ class IncrementalSnapshots:
         from psycopg import sql
 
         psycopg = psycopg_module()
-        s = self.settings
-        assert s.signal_table is not None
+        settings = self.settings
+        assert settings.signal_table is not None
         signals = self.signals(int(pos["lsn"]), self.session.flush_lsn())
         if any((sig.get("type") or "").strip() == CLOSE for sig in signals):
             return
-        state = fold(state_of(pos), signals, layout, name=s.name, quiet=True)  # self.end logs them
+        state = fold(state_of(pos), signals, layout, name=settings.name, quiet=True)  # self.end logs them
         if state is None or state.get("paused"):
             return
         t = layout.table_by_id(state["tables"][0])
         assert t is not None
-        size = s.incremental_chunk_size
+        size = settings.incremental_chunk_size
         wid = uuid.uuid4().hex
-        ident = sql.Identifier(*s.signal_table)
+        ident = sql.Identifier(*settings.signal_table)
         insert = sql.SQL("insert into {} (id, type, data) values (%s, %s, %s)").format(ident)
         self.session.query(insert, (f"{wid}-open", OPEN, json.dumps({"window": wid, "table": t.id})))
         # Read after the low watermark committed: every change the chunk may miss is in the window.
@@ -152,7 +152,7 @@ class IncrementalSnapshots:
             # A filter whose values do not fit its columns ('abc' for an int): the table leaves the snapshot
             # by a stop-snapshot row in the WAL, so the offsets and the executor see it alike.
             log.error("%s: filter %r of the incremental snapshot of %s fails (%s): stopping the snapshot of %s",
-                      s.name, text, t.id, str(e).strip().splitlines()[0], t.id)
+                      settings.name, text, t.id, str(e).strip().splitlines()[0], t.id)
             stop = json.dumps({"data-collections": [re.escape(t.id)], "type": "incremental"})
             self.session.transaction([(insert, (f"{wid}-stop", "stop-snapshot", stop)),
                                       (sql.SQL("delete from {} where id = %s").format(ident), (f"{wid}-open",))])
@@ -166,7 +166,7 @@ class IncrementalSnapshots:
         self.session.transaction([(insert, (f"{wid}-close", CLOSE, data)),
                                   (sql.SQL("delete from {} where id in (%s, %s)").format(ident),
                                    (f"{wid}-open", f"{wid}-close"))])
-        log.debug("%s: incremental snapshot chunk %s of %s: %d rows after key %s", s.name, wid, t.id,
+        log.debug("%s: incremental snapshot chunk %s of %s: %d rows after key %s", settings.name, wid, t.id,
                   len(rows), state["key"] or "(start)")
 
     def end(self, pos: dict[str, Any], end: dict[str, Any], layout: Layout) -> dict[str, Any]:
@@ -176,15 +176,15 @@ class IncrementalSnapshots:
         signals = self.signals(lo, max(self.session.flush_lsn(), int(end["lsn"])))
         opened: dict[str, int] = {}
         e = int(end["lsn"])
-        for s in signals:
-            kind = (s.get("type") or "").strip()
+        for sig in signals:
+            kind = (sig.get("type") or "").strip()
             if kind == OPEN:
-                opened[json.loads(s["data"])["window"]] = s["lsn"]
+                opened[json.loads(sig["data"])["window"]] = sig["lsn"]
             elif kind == CLOSE:
-                o = opened.get(json.loads(s["data"])["window"])
-                if o is not None and o <= e < s["lsn"]:
-                    end, e = {"lsn": s["lsn"], "txId": s["txId"], "ts_usec": s["ts_usec"]}, s["lsn"]
-        state = fold(state_of(pos), [s for s in signals if s["lsn"] <= e], layout, name=self.settings.name)
+                o = opened.get(json.loads(sig["data"])["window"])
+                if o is not None and o <= e < sig["lsn"]:
+                    end, e = {"lsn": sig["lsn"], "txId": sig["txId"], "ts_usec": sig["ts_usec"]}, sig["lsn"]
+        state = fold(state_of(pos), [sig for sig in signals if sig["lsn"] <= e], layout, name=self.settings.name)
         end = {k: v for k, v in end.items() if k != "incremental"}
         if state is not None:
             end["incremental"] = state_text(state)

@@ -122,18 +122,19 @@ class PgSession:
         return state
 
     def __repr__(self) -> str:
-        s = self.settings
-        return f"PgSession({s.user}@{s.hostname}:{s.port}/{s.dbname}, slot={s.slot_name!r})"
+        settings = self.settings
+        return (f"PgSession({settings.user}@{settings.hostname}:{settings.port}/{settings.dbname}, "
+                f"slot={settings.slot_name!r})")
 
     # ---------------------------------------------------------------------------------- connections
     def conninfo(self, **extra: Any) -> dict[str, Any]:
         """psycopg connection keywords (the password among them: never log this)."""
-        s = self.settings
-        info: dict[str, Any] = {"host": s.hostname, "port": s.port, "user": s.user, "dbname": s.dbname,
-                                "sslmode": s.sslmode, "connect_timeout": 10,
-                                "application_name": f"kconnect-{s.name}"[:63], "options": SESSION_OPTIONS}
-        if s.password is not None:
-            info["password"] = s.password.value()
+        settings = self.settings
+        info: dict[str, Any] = {"host": settings.hostname, "port": settings.port, "user": settings.user,
+                                "dbname": settings.dbname, "sslmode": settings.sslmode, "connect_timeout": 10,
+                                "application_name": f"kconnect-{settings.name}"[:63], "options": SESSION_OPTIONS}
+        if settings.password is not None:
+            info["password"] = settings.password.value()
         info.update(extra)
         return info
 
@@ -141,10 +142,10 @@ class PgSession:
               is_retriable: Callable[[BaseException], bool] = _is_operational, max_delay_ms: int | None = None) -> Any:
         """``fn()``, retried within errors.retry.timeout while ``is_retriable`` (a slot busy with another
         session: for at least :data:`BUSY_SLOT_WAIT_MS`)."""
-        s = self.settings
-        return retry_call(fn, is_retriable=is_retriable, timeout_ms=s.retry_timeout_ms,
-                          max_delay_ms=s.retry_delay_max_ms if max_delay_ms is None else max_delay_ms,
-                          what=f"{s.name}: {what}", describe=lambda e: str(e).strip(),
+        settings = self.settings
+        return retry_call(fn, is_retriable=is_retriable, timeout_ms=settings.retry_timeout_ms,
+                          max_delay_ms=settings.retry_delay_max_ms if max_delay_ms is None else max_delay_ms,
+                          what=f"{settings.name}: {what}", describe=lambda e: str(e).strip(),
                           least_timeout_ms=lambda e: BUSY_SLOT_WAIT_MS if is_busy(e) else 0)
 
     def connect(self, autocommit: bool = True, **extra: Any) -> Any:
@@ -211,14 +212,14 @@ class PgSession:
 
     def slot(self) -> tuple[int, int] | None:
         """(confirmed_flush_lsn, restart_lsn) of the slot, or None when it does not exist."""
-        s = self.settings
+        settings = self.settings
         rows = self.query("select (confirmed_flush_lsn - '0/0'::pg_lsn)::int8, (restart_lsn - '0/0'::pg_lsn)::int8,"
-                          " database, plugin from pg_replication_slots where slot_name = %s", (s.slot_name,))
+                          " database, plugin from pg_replication_slots where slot_name = %s", (settings.slot_name,))
         if not rows:
             return None
         cf, rl, db, plugin = rows[0]
-        if db != s.dbname or plugin != "pgoutput":
-            raise ConnectError(f"Replication slot {s.slot_name!r} belongs to database {db!r} with "
+        if db != settings.dbname or plugin != "pgoutput":
+            raise ConnectError(f"Replication slot {settings.slot_name!r} belongs to database {db!r} with "
                                f"plugin {plugin!r}; choose another slot.name")
         return int(cf), int(rl)
 

@@ -96,7 +96,7 @@ class SlotReader:
                 reading.close()
 
     def _stream_once(self, lo: int, hi: int, skip: int) -> Iterator[Any]:
-        s = self.settings
+        settings = self.settings
         conn = self.session.connect(autocommit=False)
         try:
             self._check_readable(conn, lo, hi)
@@ -104,12 +104,12 @@ class SlotReader:
             cur.itersize = 20_000
             cur.execute("select (lsn - '0/0'::pg_lsn)::int8, data from pg_logical_slot_peek_binary_changes("
                         "%s::name, %s::pg_lsn, NULL::int4, 'proto_version', '1', 'publication_names', %s::text)",
-                        (s.slot_name, lsn_text(hi), s.publication_name))
+                        (settings.slot_name, lsn_text(hi), settings.publication_name))
             dec = Decoder(lo, hi)
             window: list[Change] = []
             emitted = 0
-            signal = s.signal_table
-            chunks = ChunkWindows(self.incremental, self.layout, name=s.name)
+            signal = settings.signal_table
+            chunks = ChunkWindows(self.incremental, self.layout, name=settings.name)
             events = self.events
 
             def emit(batches: Iterator[Any]) -> Iterator[Any]:
@@ -153,14 +153,14 @@ class SlotReader:
         take goes to the per-message decoder with the same state, so the events are the same either way."""
         from psycopg import sql
 
-        s = self.settings
+        settings = self.settings
         with self.session.connect() as conn:
             self._check_readable(conn, lo, hi)
             query = sql.SQL("select (lsn - '0/0'::pg_lsn)::int8 as lsn, data from "
                             "pg_logical_slot_peek_binary_changes({}::name, {}::pg_lsn, NULL::int4, "
                             "'proto_version', '1', 'publication_names', {}::text)").format(
-                sql.Literal(s.slot_name), sql.Literal(lsn_text(hi)),
-                sql.Literal(s.publication_name)).as_string(conn)
+                sql.Literal(settings.slot_name), sql.Literal(lsn_text(hi)),
+                sql.Literal(settings.publication_name)).as_string(conn)
         dec = Decoder(lo, hi)
         emitted = 0
         events = self.events
@@ -174,7 +174,7 @@ class SlotReader:
             try:
                 out = list(events.bulk(pgoutput_bulk.decode_chunk(dec, lsn, data), data))
             except pgoutput_bulk.Unsupported as e:
-                log.debug("%s: per-message decoding for a chunk (%s)", s.name, e)
+                log.debug("%s: per-message decoding for a chunk (%s)", settings.name, e)
                 dec.keep, dec.xid, dec.ts, dec.done = state[:4]
                 dec.relations.clear()
                 dec.relations.update(state[4])
