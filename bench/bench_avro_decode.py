@@ -25,7 +25,6 @@ import time
 
 from _proctree import descendants, proc_table
 
-
 SCHEMA = {"type": "record", "name": "Order", "namespace": "bench", "fields": [
     {"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
     {"name": "amount", "type": "double"}, {"name": "qty", "type": "int"},

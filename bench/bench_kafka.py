@@ -29,10 +29,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__fi
                                             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                             os.environ.get("PYTHONPATH", "")])
 
+from _timing import best
+
 from spark_connect_bridge.config import ConfigDef  # noqa: E402
 from spark_connect_bridge.connectors.base import SinkConnector  # noqa: E402
-
-from _timing import best
 
 
 class NoopSink(SinkConnector):
@@ -57,8 +57,8 @@ def main() -> None:
 
     from spark_connect_bridge.bus.admin import ensure_topics
     from spark_connect_bridge.bus.kafka import read_topics, sink_stream, source_stream
+    from spark_connect_bridge.engine.pipeline import prepare
     from spark_connect_bridge.jvm import configure_spark
-    from spark_connect_bridge.pipeline import prepare
 
     broker = None
     bootstrap = os.environ.get("KCONNECT_BENCH_KAFKA")

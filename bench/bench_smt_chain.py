@@ -153,7 +153,7 @@ def datagen_stream(spark, n: int, variant: str) -> tuple[float, float, float]:  
 def records(spark, n: int):  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
-    from spark_connect_bridge.records import HEADERS_TYPE
+    from spark_connect_bridge.core.records import HEADERS_TYPE
 
     r = spark.range(n)
     value = F.struct(

@@ -72,7 +72,7 @@ def test_startup_heap_is_frozen_once_and_only_in_daemon_forked_workers(main_modu
     import sys
     import types
 
-    from spark_connect_bridge import datasource
+    from spark_connect_bridge.engine import datasource
 
     calls = []
     fake_main = types.ModuleType("__main__")

@@ -3,7 +3,7 @@ Kafka source and sink (``spark-sql-kafka-0-10``, which the Spark session must ha
 
 * :func:`sink_stream`: a sink connector config's ``topics`` / ``topics.regex`` read with Spark's Kafka source
   (``startingOffsets=earliest``, Kafka Connect's ``auto.offset.reset``), then converters, transforms, errors.* and
-  the connector, as :func:`~spark_connect_bridge.pipeline.write_stream` runs them. ``consumer.override.*`` keys
+  the connector, as :func:`~spark_connect_bridge.engine.pipeline.write_stream` runs them. ``consumer.override.*`` keys
   that Spark's Kafka source applies are passed to its consumers; the others are rejected by name. Dead letters go
   to the Kafka topic ``errors.deadletterqueue.topic.name`` (created like Kafka Connect does: one partition,
   ``errors.deadletterqueue.topic.replication.factor``) with the consumed key and value bytes, the consumed headers
@@ -36,10 +36,10 @@ from pyspark.sql.types import BinaryType, NullType, StringType
 
 from ..config import load_config_file
 from ..connectors.base import stable_app_id
-from ..dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
+from ..core.records import HEADERS_TYPE, RECORD_COLUMNS
+from ..engine.dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
+from ..engine.pipeline import _observe, _Router, _start, prepare, read_stream, write_stream
 from ..errors import ConfigError, ConfigProblem
-from ..pipeline import _observe, _Router, _start, prepare, read_stream, write_stream
-from ..records import HEADERS_TYPE, RECORD_COLUMNS
 from .admin import TopicCreation, ensure_topics
 from .groups import track_group
 

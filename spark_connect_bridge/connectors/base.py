@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import os
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Sequence
 
 from ..config import Config, ConfigDef
 from ..config.common import COMMON, SINK, SOURCE
+from ..version import __version__
 from .offsets import Offsets, parse_partition_key
 
 __all__ = ["SourceConnector", "SinkConnector", "ReadRange", "ReadTask", "WriteContext", "CommitContext",
@@ -92,7 +94,6 @@ class _Plugin:
 
     @classmethod
     def version(cls) -> str:
-        from .. import __version__
 
         return __version__
 
@@ -137,7 +138,7 @@ class SourceConnector(_Plugin, abc.ABC):
     # -- driver ------------------------------------------------------------------------------------
     @abc.abstractmethod
     def schema(self) -> Any:
-        """The Spark record schema (:func:`spark_connect_bridge.records.record_schema`) this source emits."""
+        """The Spark record schema (:func:`spark_connect_bridge.core.records.record_schema`) this source emits."""
 
     @abc.abstractmethod
     def initial_offsets(self) -> Offsets:
@@ -213,5 +214,16 @@ def connector_config_def(cls: type) -> ConfigDef:
 def stable_app_id(*parts: str) -> str:
     """A short stable id (e.g. of a checkpoint location) for sink transaction ids."""
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def checkpoint_app_id(checkpoint: str) -> str:
+    """The application id of a streaming query's sink commits, derived from its checkpoint location: the same
+    whichever path starts the query (the kconnect data source, ``write_stream``, either Delta engine), so a table or
+    database keeps one transaction id per checkpoint. A local path is made absolute first; a URI loses a trailing
+    ``/``."""
+    location = str(checkpoint)
+    if "://" not in location and not location.startswith("file:"):
+        location = os.path.abspath(location)
+    return "ckpt-" + stable_app_id(location.rstrip("/"))
 
 

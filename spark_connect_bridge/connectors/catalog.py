@@ -1,6 +1,6 @@
 """Built-in connectors: every name each one answers to. Kept import-free so resolution stays cheap."""
 
-from ..plugins import PluginSpec, connector_names
+from ..core.plugins import PluginSpec, connector_names
 
 CATALOG = [
     PluginSpec("source", "spark_connect_bridge.connectors.file:FileStreamSourceConnector",

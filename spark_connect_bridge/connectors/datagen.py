@@ -27,8 +27,8 @@ import time
 from typing import Any, Callable, Iterator
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidString
+from ..core.records import no_headers, record_schema
 from ..errors import ConfigProblem
-from ..records import no_headers
 from .base import ReadRange, SourceConnector
 from .offsets import Offsets, partition_key
 
@@ -210,7 +210,6 @@ class DatagenConnector(SourceConnector):
         return self.config["schema.keyfield"] or QUICKSTARTS[self.config["quickstart"]][1]
 
     def schema(self) -> Any:
-        from ..records import record_schema
 
         value = QUICKSTARTS[self.config["quickstart"]][0]()
         key = next(f.dataType for f in value.fields if f.name == self._keyfield())

@@ -8,8 +8,8 @@ from typing import Any, Mapping
 
 from ..config import Config, load_config_file, resolve_providers
 from ..config.common import KAFKA_ONLY_PREFIXES, PLUGIN_PREFIXES, SPARK_OPTION_KEYS, warn_kafka_only
+from ..core.plugins import resolve_class
 from ..errors import ConfigError, ConfigProblem
-from ..plugins import resolve_class
 from .base import SinkConnector, SourceConnector, connector_config_def
 
 __all__ = ["build_connector", "connector_class", "parse_connector_config", "stage_keys"]

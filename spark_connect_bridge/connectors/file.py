@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
-from ..errors import ConnectError
-from ..paths import local_path
-from ..records import no_headers
+from ..core.paths import local_path
+from ..core.records import no_headers, record_schema
+from ..errors import ConfigError, ConnectError
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
@@ -75,7 +75,6 @@ class FileStreamSourceConnector(SourceConnector):
     def schema(self) -> Any:
         from pyspark.sql.types import StringType
 
-        from ..records import record_schema
 
         return record_schema(StringType(), StringType())
 
@@ -209,7 +208,6 @@ class FileStreamSinkConnector(SinkConnector):
 
     def validate_input(self, schema: Any) -> None:
         if "value" not in schema.fieldNames():
-            from ..errors import ConfigError
 
             raise ConfigError(f"FileStreamSink needs a 'value' column; the input has {schema.fieldNames()}")
 

@@ -106,13 +106,26 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
+from ..core.records import HEADERS_TYPE, arrow_schema, no_headers
+from ..core.topic_schemas import TABLES_META
 from ..errors import ConfigProblem, ConnectError, DataError
-from ..records import no_headers
-from ..topic_schemas import TABLES_META
+from ..version import __version__
 from .base import ReadRange, ReadTask, SourceConnector
 from .offsets import Offsets, partition_key
-from .pgoutput import (SESSION_OPTIONS, UNCHANGED, Change, Decoder, Relation, TypeSpec, text_array, to_arrow,
-                       type_spec)
+from .pgoutput import (
+    PG_EPOCH_US,
+    SESSION_OPTIONS,
+    UNCHANGED,
+    Change,
+    Decoder,
+    Relation,
+    TypeSpec,
+    decode_tuple,
+    text_array,
+    to_arrow,
+    type_spec,
+)
+from .pgoutput_bulk import ChunkBuffer, Unsupported, decode_chunk, gather_binary
 
 __all__ = ["PostgresConnector", "table_events", "lsn_text", "parse_lsn"]
 
@@ -331,10 +344,8 @@ def _names(layout: Layout) -> tuple[str, str, str]:
 
 def record_type(layout: Layout) -> Any:
     """The Spark record schema for ``layout``: Debezium envelope values, union row structs."""
-    from pyspark.sql.types import (BinaryType, IntegerType, LongType, StringType, StructField, StructType,
-                                   TimestampType)
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-    from ..records import HEADERS_TYPE
 
     env_name, row_name, key_name = _names(layout)
     row = _struct_of(layout.row_fields)
@@ -920,7 +931,6 @@ class PostgresConnector(SourceConnector):
             union all select null, null, null, null, (select count(*) from p)""",
                            (self.config["slot.name"], lsn_text(upto), limit, self.config["publication.name"]))
         total = int(rows[-1][4])
-        from .pgoutput import PG_EPOCH_US
 
         commits = [(int(l), int(n), int(x), int.from_bytes(ts, "big", signed=True) + PG_EPOCH_US)
                    for l, n, x, ts, _ in rows[:-1]]
@@ -1017,7 +1027,6 @@ class PostgresConnector(SourceConnector):
     def _signals(self, lo: int, hi: int) -> list[dict[str, Any]]:
         """Rows inserted into the signal table by transactions with commit LSN in ``(lo, hi]``, in commit
         order, each with its transaction's commit LSN (``lsn``, as in offsets), ``txId`` and ``ts_usec``."""
-        from .pgoutput import PG_EPOCH_US, decode_tuple
 
         relid, cols = self._signal_table()
         rows = self._query("""
@@ -1542,7 +1551,6 @@ class _Builder:
     def __init__(self, conn: PostgresConnector, layout: Layout):
         import pyarrow as pa
 
-        from ..records import arrow_schema
 
         self.c, self.layout = conn, layout
         self.schema = arrow_schema(record_type(layout))
@@ -1558,7 +1566,6 @@ class _Builder:
         self.skipped = skipped
         self.tombstones = conn.config["tombstones.on.delete"]
         self.placeholder = conn.config["unavailable.value.placeholder"].encode()
-        from .. import __version__
 
         self.version = __version__
         self.pa = pa
@@ -1656,7 +1663,6 @@ class _Builder:
         take goes to the per-message decoder with the same state, so the events are the same either way."""
         from psycopg import sql
 
-        from .pgoutput_bulk import Unsupported, decode_chunk
 
         c = self.c
         with c._connect() as conn:
@@ -1745,7 +1751,6 @@ class _Builder:
         """Events of a decoded chunk in message order: built per relation, then put back in order."""
         import numpy as np
 
-        from .pgoutput_bulk import ChunkBuffer
 
         pa = self.pa
         cb = ChunkBuffer(data)
@@ -1771,7 +1776,6 @@ class _Builder:
         keys (message position * 2 + 1 for a tombstone)."""
         import numpy as np
 
-        from .pgoutput_bulk import Unsupported, gather_binary
 
         pa = self.pa
         rel = g.relation

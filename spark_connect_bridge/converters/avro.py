@@ -41,12 +41,21 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructField, StructType
 
-from ..config import (NO_DEFAULT, CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type,
-                      ValidList)
+from ..config import (
+    NO_DEFAULT,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    Importance,
+    NonEmptyString,
+    Range,
+    Type,
+    ValidList,
+)
+from ..core.records import arrow_schema
 from ..errors import ConfigError, ConfigProblem, DataError
 from .avro_data import avro_to_spark, record_fullname, spark_to_avro
 from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
-from .base import Conversion, Converter, SPARK_SCHEMA_DOC
+from .base import SPARK_SCHEMA_DOC, Conversion, Converter
 from .schema_registry import SchemaRegistryError, client_for
 
 __all__ = ["AvroConverter", "native_avro_available", "STRATEGIES", "decode_batch", "encode_batch"]
@@ -102,7 +111,6 @@ def _parsed(schema_text: str) -> Any:
 
 
 def _arrow_type(dt: DataType) -> Any:
-    from ..records import arrow_schema
 
     return arrow_schema(StructType([StructField("v", dt)])).field("v").type
 

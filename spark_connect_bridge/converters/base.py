@@ -7,7 +7,7 @@ driver, and Spark runs them over whole batches. Every converter offers two direc
 * :meth:`Converter.serialize` (``fromConnectData``): a typed Column -> a binary Column (source side).
 
 Both have a ``*_checked`` form returning a :class:`Conversion` (value, failed, message) that the pipeline
-wiring (:mod:`.wiring`) hands to :func:`spark_connect_bridge.record_errors.checked`, so that a bad record
+wiring (:mod:`.wiring`) hands to :func:`spark_connect_bridge.core.record_errors.checked`, so that a bad record
 fails the query with its coordinates (strict) or lands in ``_kc_error`` (tolerant). The plain forms fold the
 failure into the Column with ``raise_error`` (strict, without record coordinates).
 

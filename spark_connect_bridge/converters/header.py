@@ -23,8 +23,18 @@ from typing import Any, Mapping
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, MapType, StringType, StructType,
-                               TimestampNTZType, TimestampType, VariantType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    DateType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VariantType,
+)
 
 from ..config import ConfigDef
 from .base import Conversion, HeaderConverter, with_spark_schema_key

@@ -20,8 +20,20 @@ from typing import Any, ClassVar, Mapping
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType, FloatType,
-                               IntegerType, LongType, MapType, ShortType, StringType, StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructType,
+)
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Type
 from ..errors import ConfigError, ConfigProblem

@@ -6,8 +6,8 @@ from typing import Any, Mapping
 from urllib.parse import quote
 
 from ..errors import ConfigError
+from ..runtime.errors import NotFoundError
 from ..runtime.secrets import restore_masked, scrub_text
-from ..runtime.service import NotFoundError
 from .errors import HttpError
 from .routing import Request, Response, Router
 

@@ -6,8 +6,7 @@ import logging
 from typing import Any
 
 from ..errors import ConfigError
-from ..runtime.service import (AlreadyExistsError, BadRequestError, ConflictError, ForbiddenError,
-                               NotFoundError)
+from ..runtime.errors import AlreadyExistsError, BadRequestError, ConflictError, ForbiddenError, NotFoundError
 
 __all__ = ["HttpError", "status_of", "error_body"]
 

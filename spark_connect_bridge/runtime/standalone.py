@@ -18,6 +18,8 @@ import time
 from typing import Any, Mapping, Sequence
 
 from ..config import load_config_file
+from ..errors import ConfigError, ConfigProblem, ConnectError
+from ..rest import RestServer
 from .service import ConnectService
 from .worker_config import WorkerConfig, basic_auth_users, load_worker_config, parse_worker_config
 
@@ -35,7 +37,6 @@ class RunningWorker:
     @classmethod
     def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> "RunningWorker":
         """Start the REST API first (so clients can poll ``/health`` while Spark starts), then the worker."""
-        from ..rest import RestServer
 
         if isinstance(config, str):
             config = load_worker_config(config)
@@ -63,7 +64,6 @@ def apply_connector_file(service: ConnectService, path: str) -> str:
     req = load_config_file(path)
     name = req.get("name")
     if not name:
-        from ..errors import ConfigError, ConfigProblem
 
         raise ConfigError([ConfigProblem("name", f"{path}: a connector config needs a 'name'")])
     if name in service.list_connectors():
@@ -143,7 +143,6 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
 
 def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bool = True) -> int:
     """``kconnect standalone``: exit codes as connect-standalone (2 startup failure, 3 connector creation)."""
-    from ..errors import ConnectError
 
     try:
         config = load_worker_config(worker_properties)

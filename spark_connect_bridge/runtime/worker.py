@@ -30,8 +30,11 @@ from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, sink_stream, source_stream
 from ..connectors.base import stable_app_id
+from ..connectors.factory import build_connector
+from ..engine.datasource import register
+from ..engine.pipeline import prepare, read_stream, write_stream, write_topic_store
+from ..engine.topic_store import TopicStore
 from .state import ConnectorState, storage_name
-from .topic_store import TopicStore
 from .worker_config import WorkerConfig
 
 __all__ = ["Worker", "ConnectorRuntime", "Metrics"]
@@ -278,7 +281,6 @@ class Worker:
             return None
 
     def _start_query(self, rt: ConnectorRuntime) -> None:
-        from ..pipeline import prepare, read_stream, write_stream, write_topic_store
 
         rt.trace = None
         # Totals count the connector's records since it was created here (a paused and resumed connector's
@@ -365,7 +367,6 @@ class Worker:
 
     @staticmethod
     def _driver_source(options: dict[str, str]) -> Any:
-        from ..connectors.factory import build_connector
 
         try:
             return build_connector(options, kind="source")
@@ -513,7 +514,6 @@ class _Log4jLevels:
 def _register(spark: Any) -> None:
     # Spark discovers format("kconnect") by itself, unless its one lookup per JVM ran before the package was
     # importable or failed; registering explicitly makes the worker independent of that.
-    from ..datasource import register
 
     try:
         register(spark)

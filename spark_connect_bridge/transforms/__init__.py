@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .base import Predicate, Step, Transformation
 from .cast import Cast
+from .catalog import CATALOG
 from .chain import Chain, Stage, apply_transforms, build_chain
 from .drop_headers import DropHeaders
 from .explode import Explode
@@ -86,7 +87,6 @@ How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
 
 def reference_markdown() -> str:
     """A generated reference of every built-in transform and predicate: names, description, config table."""
-    from .catalog import CATALOG
 
     seen: dict[str, list[str]] = {}
     order: list[str] = []

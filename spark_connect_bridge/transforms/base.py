@@ -5,8 +5,8 @@ DataFrame's schema (never its data) and returns a :class:`Step`: the new column 
 failure condition with its message, a per-row drop condition and column-metadata changes. :func:`run_step`
 applies a Step, honouring a predicate: non-matching records keep their columns (both branches are unified to
 one Spark type, or the stage is rejected with a ConfigError naming ``transforms.<alias>.predicate``).
-Record failures go through :func:`~spark_connect_bridge.record_errors.checked` and drops through
-:func:`~spark_connect_bridge.record_errors.drop_where`.
+Record failures go through :func:`~spark_connect_bridge.core.record_errors.checked` and drops through
+:func:`~spark_connect_bridge.core.record_errors.drop_where`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StructField, StructType
 
 from ..config import Config, ConfigDef
+from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
 from ..errors import ConfigError, ConfigProblem
-from ..record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
 
 __all__ = ["Transformation", "KeyOrValue", "Predicate", "Step", "run_step", "key_value_variants",
            "kind", "type_name", "tombstone", "null_flag", "TRANSFORMATION"]

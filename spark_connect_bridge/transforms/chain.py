@@ -15,10 +15,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .. import __version__
 from ..config.definition import ConfigKey, Type, _parse_value
+from ..core.plugins import resolve_class
 from ..errors import ConfigError, ConfigProblem
-from ..plugins import resolve_class
+from ..version import __version__
 from .base import Predicate, Transformation, null_flag, prefix_problems
 from .plugin_version import KEY as PLUGIN_VERSION
 from .plugin_version import available_versions, version_problem

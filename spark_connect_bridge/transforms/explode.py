@@ -7,8 +7,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from ..config import CaseInsensitiveValidString, Config, ConfigDef, Importance, Type
+from ..core.record_errors import drop_where, ok
 from ..errors import ConfigError, ConfigProblem
-from ..record_errors import drop_where, ok
 from .base import KeyOrValue, key_value_variants, type_name
 from .columns import q
 from .extract_field import FIELD_SYNTAX_DOC

@@ -9,8 +9,8 @@ from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
+from ..core.topic_schemas import renamed_topics
 from ..errors import ConfigProblem
-from ..topic_schemas import renamed_topics
 from .base import Step, Transformation
 from .regex import (
     LINE_TERMINATORS,

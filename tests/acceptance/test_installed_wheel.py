@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_connect_bridge import plugins
+from spark_connect_bridge.core import plugins
 
 pytestmark = pytest.mark.slow
 

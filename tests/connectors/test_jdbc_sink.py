@@ -281,7 +281,7 @@ def test_password_never_shown():
 def test_validate_input_rejects_non_struct_values(spark):
     from pyspark.sql.types import StringType
 
-    from spark_connect_bridge.records import record_schema
+    from spark_connect_bridge.core.records import record_schema
 
     s = sink("jdbc:sqlite:/tmp/none.db")
     with pytest.raises(DataError, match="struct values"):

@@ -11,14 +11,29 @@ from decimal import Decimal
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
-                               StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from spark_connect_bridge.converters import JsonConverter, apply_sink_converters, apply_source_converters
 from spark_connect_bridge.converters.connect_schema import TIME, connect_to_spark, spark_to_connect
+from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_column
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 UTC = dt.timezone.utc

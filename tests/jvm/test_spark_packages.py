@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyspark.sql.functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
-from spark_connect_bridge import delta_engine
 from spark_connect_bridge.converters.avro import native_avro_available
+from spark_connect_bridge.engine import delta_spark as delta_spark_engine
 from spark_connect_bridge.jvm import POM, artifacts, classpath
 from tests.support import servers
 
@@ -25,7 +25,7 @@ def test_the_declaration_names_spark_s_own_packages_for_the_installed_spark():
 
 
 def test_delta_is_loaded_and_writes_a_table_spark_reads_back(spark, tmp_path):
-    assert delta_engine.spark_has_delta(spark)
+    assert delta_spark_engine.spark_has_delta(spark)
     spark.range(5).write.format("delta").save(str(tmp_path / "t"))
     assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "t")).collect()) == [0, 1, 2, 3, 4]
 
@@ -71,4 +71,4 @@ def test_readme_configure_spark_example_gives_a_session_with_the_packages(spark)
     [block] = _blocks("python", "jvm")
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
-    assert delta_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])
+    assert delta_spark_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])

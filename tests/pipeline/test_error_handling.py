@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import spark_connect_bridge as scb
-from spark_connect_bridge.pipeline import BATCH_METRICS
-from spark_connect_bridge.runtime.topic_store import TopicStore
+from spark_connect_bridge.engine.pipeline import BATCH_METRICS
+from spark_connect_bridge.engine.topic_store import TopicStore
 
 N = 10_000
 

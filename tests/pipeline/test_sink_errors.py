@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 import spark_connect_bridge as scb
-from spark_connect_bridge.datasource import read_batch_reports
-from spark_connect_bridge.pipeline import BATCH_METRICS
-from spark_connect_bridge.runtime.topic_store import TopicStore
+from spark_connect_bridge.engine.datasource import read_batch_reports
+from spark_connect_bridge.engine.pipeline import BATCH_METRICS
+from spark_connect_bridge.engine.topic_store import TopicStore
 from tests.support.postgres import PostgresCluster
 
 

@@ -7,7 +7,6 @@ connector restarted, delete and re-create with the same name (which starts fresh
 from __future__ import annotations
 
 import pytest
-
 from runtime.worker_helpers import lines, wait_for
 
 pytestmark = pytest.mark.timeout(600)

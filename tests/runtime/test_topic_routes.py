@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from spark_connect_bridge.engine.pipeline import check_routes, read_stream, unmatched_records, write_stream
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.pipeline import check_routes, read_stream, unmatched_records, write_stream
 from tests.runtime.worker_helpers import wait_for
 
 ROUTER = {"transforms": "route", "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from spark_connect_bridge.plugins import resolve_class
+from spark_connect_bridge.core.plugins import resolve_class
 from spark_connect_bridge.transforms import apply_transforms, reference_markdown
 from spark_connect_bridge.transforms.catalog import CATALOG
 

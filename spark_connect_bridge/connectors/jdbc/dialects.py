@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from ...config import Password
+from ...config import ConfigDef, Importance, NonEmptyString, Password, Range, Type
+from ...core.retry import count_retry, is_transient_os_error, retry_call
 from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
-from ...retry import count_retry, is_transient_os_error, retry_call
 
 __all__ = [
     "ConnInfo",
@@ -136,7 +136,6 @@ def masked_repr(connector: Any) -> str:
 def connection_config_def(group: str) -> Any:
     """The connection keys Confluent's JDBC source and sink share (a ConfigDef declared once; ``group`` as each
     names it)."""
-    from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
 
     return (ConfigDef()
             .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
@@ -177,7 +176,7 @@ class JdbcConnection:
 # ------------------------------------------------------------------------------------------------ retries
 def with_retries(fn: Callable[[], Any], dialect: Dialect, *, timeout_ms: int, max_delay_ms: int,
                  what: str) -> Any:
-    """Run ``fn`` through the shared :func:`spark_connect_bridge.retry.retry_call`, classifying errors with the
+    """Run ``fn`` through the shared :func:`spark_connect_bridge.core.retry.retry_call`, classifying errors with the
     dialect and hiding the password in messages. A refused login is never retried."""
     return retry_call(fn, is_retriable=lambda e: _transient(dialect, e),
                       timeout_ms=timeout_ms, max_delay_ms=max_delay_ms,

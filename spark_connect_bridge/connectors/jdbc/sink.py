@@ -46,23 +46,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import (
-    CaseInsensitiveValidString,
-    Importance,
-    NonEmptyString,
-    Range,
-    Type,
-)
+from ...config import CaseInsensitiveValidString, Importance, NonEmptyString, Range, Type
+from ...core.topic_schemas import narrow_arrow, topic_layouts
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
-from ...topic_schemas import narrow_arrow, topic_layouts
 from ..base import CommitContext, SinkConnector, WriteContext
-from .dialects import (
-    Dialect,
-    JdbcConnection,
-    connection_config_def,
-    parse_jdbc_url,
-    with_retries,
-)
+from .dialects import Dialect, JdbcConnection, connection_config_def, mysql_tsv, parse_jdbc_url, with_retries
+from .source import _parse_type
 
 __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
@@ -266,7 +255,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         if "value" not in names:
             raise DataError(f"The JDBC sink needs a 'value' column; the input has {names}")
         # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
-        # own columns (see spark_connect_bridge.topic_schemas).
+        # own columns (see spark_connect_bridge.core.topic_schemas).
         layouts = topic_layouts(schema, "value") if "topic" in names else None
         self._layouts = layouts if layouts and len(layouts) > 1 else None
         vt = schema["value"].dataType
@@ -683,7 +672,6 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
         import pyarrow as pa
 
-        from .dialects import mysql_tsv
 
         data = mysql_tsv(pa.Table.from_batches([chunk]), self.config["db.timezone"])
         if data is None:
@@ -841,7 +829,6 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return {r[0]: r[1] for r in rows} if rows else None
 
     def _ensure_table(self, conn: Any, d: Dialect, table: str, ss: list[_Stage]) -> None:
-        from .source import _parse_type
 
         cols: dict[str, Any] = {}
         for s in ss:

@@ -35,14 +35,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...config import CaseInsensitiveValidString, Importance, Range, Type
+from ...core.records import no_headers, record_schema
 from ...errors import ConfigError, ConfigProblem
-from ...records import no_headers
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
 from .dialects import (
     Dialect,
     JdbcConnection,
     connection_config_def,
+    mysql_arrow_schema,
     parse_jdbc_url,
     rows_to_batch,
     with_retries,
@@ -273,7 +274,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             return pa.schema([pa.field(f.name, self._pg_type(f)) for f in raw])
         cur = conn.cursor()
         if d.info.kind == "mysql":
-            from .dialects import mysql_arrow_schema
 
             cur.execute(sql)
             s = mysql_arrow_schema(cur.description)
@@ -441,7 +441,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         from pyspark.sql.pandas.types import from_arrow_type
         from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-        from ...records import record_schema
 
         self._discover()
         time_cols = self._time_columns()

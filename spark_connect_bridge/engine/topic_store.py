@@ -23,6 +23,8 @@ import os
 import re
 from typing import Any, Mapping, Sequence
 
+from ..connectors.delta_files import latest_version, require_deltalake
+from ..core.records import RECORD_COLUMNS, record_schema
 from ..errors import ConfigError, ConfigProblem, ConnectError
 
 __all__ = ["TopicStore"]
@@ -79,7 +81,6 @@ class TopicStore:
                 return sorted(n[len("topic="):] for n in os.listdir(root) if n.startswith("topic="))
             except FileNotFoundError:
                 return []
-        from ..delta_engine import latest_version
 
         try:
             names = sorted(os.listdir(self.directory))
@@ -103,7 +104,6 @@ class TopicStore:
             writer = (df.writeStream.format("parquet").partitionBy("topic")
                       .option("path", os.path.join(self.directory, _PARQUET_DIR)))
         else:
-            from ..delta_engine import require_deltalake
 
             require_deltalake()
             writer = df.writeStream.format("kconnect").options(**self.sink_options())
@@ -172,7 +172,6 @@ class TopicStore:
     def _parquet_schema(self, spark: Any) -> Any:
         from pyspark.sql.types import StructType
 
-        from ..records import RECORD_COLUMNS, record_schema
 
         root = os.path.join(self.directory, _PARQUET_DIR)
         if not self.topics():
@@ -184,7 +183,6 @@ class TopicStore:
     def _select(df: Any, topics: Sequence[str] | None, topics_regex: str | None) -> Any:
         from pyspark.sql import functions as F
 
-        from ..records import RECORD_COLUMNS
 
         if topics:
             df = df.filter(F.col("topic").isin(list(topics)))

@@ -28,9 +28,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, StructType
 
-from .config import Config
-from .errors import ConfigError, ConfigProblem
-from .record_errors import ERROR_COL, enable_error_column
+from ..config import Config
+from ..core.record_errors import ERROR_COL, enable_error_column
+from ..errors import ConfigError, ConfigProblem
+from .topic_store import TopicStore
 
 __all__ = ["ErrorPolicy", "ORIGINAL_COL", "SOURCE_FAILED_COL", "snapshot", "start_tolerant", "split_batch",
            "write_dead_letters", "INTERNAL_COLS"]
@@ -243,7 +244,6 @@ def write_dead_letters(bad: DataFrame, policy: ErrorPolicy, *, app_id: str, batc
         records.select("key", "value", "topic", "headers").write.format("kafka").options(
             **dict(policy.dlq_kafka)).save()
         return
-    from .runtime.topic_store import TopicStore
 
     store = TopicStore(policy.dlq_dir or "")
     if store.format != "delta":

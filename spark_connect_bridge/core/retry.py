@@ -17,7 +17,7 @@ import socket
 import time
 from typing import Any, Callable
 
-from .errors import RetriableError
+from ..errors import RetriableError
 
 __all__ = ["retry_call", "is_transient_os_error", "INITIAL_DELAY_MS", "retries_so_far", "count_retry"]
 

@@ -19,8 +19,17 @@ import functools
 import inspect
 from typing import TYPE_CHECKING
 
-from pyspark.sql.types import (ArrayType, BinaryType, DataType, IntegerType, LongType, StringType, StructField,
-                               StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa

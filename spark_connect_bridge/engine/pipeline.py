@@ -15,7 +15,7 @@ converter or transform alias, and the record's topic/partition/offset. With ``er
 records are kept apart per micro-batch with Column expressions: the good rows reach the sink, the failed ones go
 to the dead-letter sink (and to the log with ``errors.log.enable``). A tolerant source pipeline returns its
 DataFrame with two extra columns (``_kc_error``, ``_kc_original``); :func:`write_stream` and
-:func:`write_topic_store` route them, and anything else can call :func:`spark_connect_bridge.dead_letter.split_batch`
+:func:`write_topic_store` route them, and anything else can call :func:`spark_connect_bridge.engine.dead_letter.split_batch`
 in a ``foreachBatch``.
 
 Each query reports its counts in its progress (``query.lastProgress["observedMetrics"]["kconnect"]``:
@@ -42,16 +42,28 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from .config import load_config_file
-from .config.common import PLUGIN_PREFIXES
-from .connectors.base import stable_app_id
-from .connectors.factory import parse_connector_config, stage_keys
-from .dead_letter import (INTERNAL_COLS, SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
-                          start_tolerant, write_dead_letters)
-from .errors import ConfigError, ConfigProblem, RecordError
+from ..config import load_config_file
+from ..config.common import PLUGIN_PREFIXES
+from ..connectors.base import stable_app_id
+from ..connectors.factory import parse_connector_config, stage_keys
+from ..converters import apply_sink_converters, apply_source_converters, build_converters
+from ..core.record_errors import ERROR_COL
+from ..core.records import record_schema
+from ..errors import ConfigError, ConfigProblem, RecordError
+from ..transforms import build_chain
+from .datasource import rejects_path, reports_dir
+from .dead_letter import (
+    INTERNAL_COLS,
+    SOURCE_FAILED_COL,
+    ErrorPolicy,
+    attach_policy,
+    attached_policy,
+    split_batch,
+    start_tolerant,
+    write_dead_letters,
+)
 from .python_workers import check_python_workers
-from .record_errors import ERROR_COL
-from .records import record_schema
+from .topic_store import TopicStore
 
 __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
            "prepare", "check_routes", "unmatched_records", "BATCH_METRICS"]
@@ -88,7 +100,6 @@ class PreparedConfig:
     def converters(self, df: DataFrame, *, every_message: bool = False) -> DataFrame:
         if not self.has_converters:
             return df
-        from .converters import apply_sink_converters, apply_source_converters
 
         return apply_source_converters(df, self.props) if self.kind == "source" else \
             apply_sink_converters(df, self.props, every_message=every_message)
@@ -101,7 +112,6 @@ class PreparedConfig:
             return False
         from pyspark.sql.types import BinaryType
 
-        from .converters import build_converters
 
         return any(conv.types_from_messages(column) and column in df.columns
                    and isinstance(df.schema[column].dataType, BinaryType)
@@ -128,7 +138,6 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
     chain = None
     if str(props.get("transforms", "")).strip():
         try:
-            from .transforms import build_chain
 
             chain = build_chain(props)
         except ConfigError as e:
@@ -137,7 +146,6 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
                          for k, v in props.items())
     if has_converters:
         try:
-            from .converters import build_converters
 
             converters = build_converters(props)
             if kind == "sink":
@@ -376,7 +384,6 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                       direct=lambda w: w.format("kconnect").options(**opts))
 
-    from .datasource import reports_dir
 
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
 
@@ -396,7 +403,6 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
     return the sink's report for the batch metrics (``retried``, ``rejected_by_sink``)."""
     import json
 
-    from .datasource import rejects_path
 
     path = rejects_path(rejects_dir, app_id, batch_id)
     if not os.path.exists(path):
@@ -444,9 +450,8 @@ def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "
 def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
                       query_name: str | None = None) -> Any:
     """Start a query writing a source pipeline's records into the topic store (a
-    :class:`~spark_connect_bridge.runtime.topic_store.TopicStore` or its directory; one table per topic), exactly
+    :class:`~spark_connect_bridge.engine.topic_store.TopicStore` or its directory; one table per topic), exactly
     once; failed records of a tolerant source go to its dead-letter sink."""
-    from .runtime.topic_store import TopicStore
 
     if not isinstance(store, TopicStore):
         store = TopicStore(str(store))
