@@ -20,7 +20,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -31,8 +32,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__fi
 
 from _timing import best
 
-from spark_connect_bridge.config import ConfigDef  # noqa: E402
-from spark_connect_bridge.connectors.base import SinkConnector  # noqa: E402
+from spark_connect_bridge.config import ConfigDef
+from spark_connect_bridge.connectors.base import SinkConnector
 
 
 class NoopSink(SinkConnector):

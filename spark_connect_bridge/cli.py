@@ -16,7 +16,8 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .config import load_config_file
 from .converters.registry_server import main as registry_main

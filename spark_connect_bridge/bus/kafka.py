@@ -27,8 +27,9 @@ is the query's checkpoint, and the consumer group only mirrors it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -86,7 +87,7 @@ class KafkaBus:
     client: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @classmethod
-    def of(cls, bus: "KafkaBus | str") -> "KafkaBus":
+    def of(cls, bus: KafkaBus | str) -> KafkaBus:
         return bus if isinstance(bus, KafkaBus) else cls(str(bus))
 
     def spark_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -114,7 +115,7 @@ class ConsumerSettings:
     group: str | None = None
 
     @classmethod
-    def from_config(cls, props: Mapping[str, Any]) -> "ConsumerSettings":
+    def from_config(cls, props: Mapping[str, Any]) -> ConsumerSettings:
         prefix = "consumer.override."
         problems: list[ConfigProblem] = []
         kafka: dict[str, str] = {}

@@ -8,7 +8,8 @@ invalid (``None`` when it is fine) plus ``describe()`` for the generated docs. M
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 __all__ = ["Validator", "Range", "ValidString", "ValidList", "NonEmptyString", "Regex", "CaseInsensitiveValidString",
            "Lambda", "all_of"]
@@ -27,11 +28,11 @@ class Range:
         self.lo, self.hi = lo, hi
 
     @classmethod
-    def at_least(cls, lo: float) -> "Range":
+    def at_least(cls, lo: float) -> Range:
         return cls(lo, None)
 
     @classmethod
-    def between(cls, lo: float, hi: float) -> "Range":
+    def between(cls, lo: float, hi: float) -> Range:
         return cls(lo, hi)
 
     def __call__(self, value: Any) -> str | None:
@@ -55,7 +56,7 @@ class ValidString:
         self.case_sensitive = case_sensitive
 
     @classmethod
-    def in_(cls, *allowed: str) -> "ValidString":
+    def in_(cls, *allowed: str) -> ValidString:
         return cls(*allowed)
 
     def __call__(self, value: Any) -> str | None:
@@ -67,7 +68,7 @@ class ValidString:
         return "[" + ", ".join(self.allowed) + "]"
 
 
-def CaseInsensitiveValidString(*allowed: str) -> ValidString:  # noqa: N802 - Kafka's name
+def CaseInsensitiveValidString(*allowed: str) -> ValidString:
     return ValidString(*allowed, case_sensitive=False)
 
 
@@ -78,11 +79,11 @@ class ValidList:
         self.item, self.non_empty = item, non_empty
 
     @classmethod
-    def non_empty_list(cls) -> "ValidList":
+    def non_empty_list(cls) -> ValidList:
         return cls(non_empty=True)
 
     @classmethod
-    def in_(cls, *allowed: str) -> "ValidList":
+    def in_(cls, *allowed: str) -> ValidList:
         return cls(ValidString(*allowed))
 
     def __call__(self, value: Sequence[Any]) -> str | None:

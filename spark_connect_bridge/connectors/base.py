@@ -32,8 +32,9 @@ from __future__ import annotations
 import abc
 import hashlib
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar
 
 from ..config import Config, ConfigDef
 from ..config.common import COMMON, SINK, SOURCE

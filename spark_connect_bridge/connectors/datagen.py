@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidString
 from ..core.records import no_headers, record_schema

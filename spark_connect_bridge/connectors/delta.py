@@ -46,8 +46,9 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..config import ConfigDef, Importance, Lambda, Range, Type
 from ..config.validators import CaseInsensitiveValidString

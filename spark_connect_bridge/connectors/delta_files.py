@@ -18,8 +18,9 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from ..errors import ConnectError, DataError
@@ -79,8 +80,8 @@ def widens(src: Any, dst: Any) -> bool:
         return dst.precision - dst.scale >= digits
     if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
         return src.tz == dst.tz
-    if pa.types.is_string(src) and pa.types.is_large_string(dst) or \
-            pa.types.is_binary(src) and pa.types.is_large_binary(dst):
+    if (pa.types.is_string(src) and pa.types.is_large_string(dst)) or \
+            (pa.types.is_binary(src) and pa.types.is_large_binary(dst)):
         return True
     if pa.types.is_struct(src) and pa.types.is_struct(dst):
         dst_fields = {f.name: f for f in dst}

@@ -4,7 +4,8 @@ driver, and refuse keys the caller does not apply."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import Config, load_config_file, resolve_providers
 from ..config.common import KAFKA_ONLY_PREFIXES, PLUGIN_PREFIXES, SPARK_OPTION_KEYS, warn_kafka_only
@@ -29,11 +30,7 @@ def stage_keys(props: Mapping[str, Any]) -> list[str]:
             if low in ("transforms", "predicates") and not str(v).strip():
                 continue
             out.append(k)
-        elif low == "errors.tolerance" and str(v).strip().lower() != "none":
-            out.append(k)
-        elif low.startswith("errors.deadletterqueue.") and low.endswith("topic.name") and str(v).strip():
-            out.append(k)
-        elif low == "errors.deadletterqueue.context.headers.enable" and str(v).strip().lower() == "true":
+        elif (low == "errors.tolerance" and str(v).strip().lower() != "none") or (low.startswith("errors.deadletterqueue.") and low.endswith("topic.name") and str(v).strip()) or (low == "errors.deadletterqueue.context.headers.enable" and str(v).strip().lower() == "true"):
             out.append(k)
     return out
 

@@ -25,9 +25,10 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ..core.paths import local_path

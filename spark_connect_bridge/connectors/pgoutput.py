@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from ..errors import DataError
 
@@ -127,7 +128,7 @@ class Change:
     """One decoded change. ``op`` is ``c``/``u``/``d``/``t``; tuples hold raw text bytes per column of
     ``relation`` (``old`` is the ``K``/``O`` tuple when PostgreSQL sent one)."""
 
-    __slots__ = ("relation", "op", "lsn", "xid", "ts_us", "old", "new", "old_kind")
+    __slots__ = ("lsn", "new", "old", "old_kind", "op", "relation", "ts_us", "xid")
     relation: Relation
     op: str
     lsn: int
@@ -226,7 +227,7 @@ class TypeSpec:
     parameters: tuple[tuple[str, str], ...] = ()
     precision: int = 0
     scale: int = 0
-    element: "TypeSpec | None" = None
+    element: TypeSpec | None = None
     pg_type: str = ""
 
     def spark_type(self) -> Any:

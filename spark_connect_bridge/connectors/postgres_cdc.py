@@ -102,8 +102,9 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ..core.records import HEADERS_TYPE, arrow_schema, no_headers

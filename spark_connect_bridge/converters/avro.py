@@ -34,7 +34,8 @@ import io
 import json
 import logging
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa  # a core dependency; module-level so arrow_udf can resolve the 'pa.Array' hints
 from pyspark.sql import Column

@@ -20,7 +20,8 @@ union of more than one non-null type has no Spark equivalent and is an error.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,

@@ -15,7 +15,8 @@ TimestampType()
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql.types import (
     ArrayType,

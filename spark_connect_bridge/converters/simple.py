@@ -16,7 +16,8 @@ cannot be cast to the converter's type is a record error.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F

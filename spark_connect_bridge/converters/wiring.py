@@ -26,7 +26,8 @@ topic/partition/offset, tolerant ones (``_kc_error``) record it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F

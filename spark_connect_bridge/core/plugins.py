@@ -27,9 +27,10 @@ import contextvars
 import difflib
 import functools
 import importlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Iterable, Iterator, Literal, Sequence
+from typing import Literal
 
 from ..errors import ConfigError, ConfigProblem, PluginNotFoundError
 from ..version import __version__

@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..errors import RetriableError
 
@@ -59,7 +60,7 @@ def retry_call(fn: Callable[[], Any], *, is_retriable: Callable[[BaseException],
     while True:
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - classified here; non-retriable errors propagate unchanged
+        except Exception as e:
             if not is_retriable(e):
                 raise
             attempt += 1

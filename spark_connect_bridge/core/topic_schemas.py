@@ -23,7 +23,8 @@ Column. A topic the metadata does not list (renamed by a transform after the sou
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F

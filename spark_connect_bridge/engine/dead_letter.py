@@ -21,8 +21,9 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -67,7 +68,7 @@ class ErrorPolicy:
     dlq_kafka: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_config(cls, config: Config, *, kafka: Mapping[str, str] | None = None) -> "ErrorPolicy":
+    def from_config(cls, config: Config, *, kafka: Mapping[str, str] | None = None) -> ErrorPolicy:
         """The policy of a parsed connector config; ``kafka`` (Spark Kafka sink options) makes the dead-letter
         topic a Kafka topic."""
         sink = tuple(sorted((k, str(v)) for k, v in config.with_prefix("errors.deadletterqueue.sink.").items()))
@@ -111,7 +112,7 @@ class ErrorPolicy:
         return json.dumps(d)
 
     @classmethod
-    def from_json(cls, text: str) -> "ErrorPolicy":
+    def from_json(cls, text: str) -> ErrorPolicy:
         d = json.loads(text)
         ref = d.pop("settings_ref", None)
         if ref is not None:

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..connectors.base import checkpoint_app_id
 from ..connectors.delta import OP_COLUMN, RECORD_COLUMNS, VERSION_STRIDE, rows_frame

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..connectors.delta_files import latest_version, require_deltalake
 from ..core.records import RECORD_COLUMNS, record_schema
@@ -49,7 +50,7 @@ class TopicStore:
     or ``auto`` (delta when deltalake is installed).
     """
 
-    def __init__(self, directory: str, *, format: str = "auto"):  # noqa: A002 - like DataFrameWriter.format
+    def __init__(self, directory: str, *, format: str = "auto"):
         if format not in FORMATS:
             raise ConfigError([ConfigProblem("topic.store.format", f"Invalid value {format} for configuration "
                                                                    f"topic.store.format: one of "

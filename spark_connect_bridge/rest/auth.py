@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import logging
 import warnings
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["Realm", "deobfuscate"]
 
@@ -54,7 +54,7 @@ def _unix_crypt(password: str, salt: str) -> str:
 def _credential_bytes(credential: str, password: str) -> tuple[bytes, bytes]:
     """``(stored, offered)`` in the same form, to be compared in constant time."""
     if credential.startswith("MD5:"):
-        digest = hashlib.md5(password.encode("utf-8")).hexdigest()  # noqa: S324 - Jetty's MD5: format
+        digest = hashlib.md5(password.encode("utf-8")).hexdigest()
         return credential[4:].lower().encode(), digest.encode()
     if credential.startswith("CRYPT:"):
         stored = credential[6:]

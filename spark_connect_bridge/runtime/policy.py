@@ -25,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
 from ..config.providers import ProviderPolicy, provider_policy, resolve_providers
 from ..core import plugins

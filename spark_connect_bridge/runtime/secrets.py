@@ -20,7 +20,8 @@ import json
 import logging
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import HIDDEN, ConfigDef, Type
 from ..connectors.base import connector_config_def

@@ -27,7 +27,8 @@ import re
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..bus import admin as kafka_admin
 from ..bus import groups as kafka_groups

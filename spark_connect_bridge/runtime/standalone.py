@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..config import load_config_file
 from ..errors import ConfigError, ConfigProblem, ConnectError
@@ -35,7 +36,7 @@ class RunningWorker:
         self.service, self.server = service, server
 
     @classmethod
-    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> "RunningWorker":
+    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> RunningWorker:
         """Start the REST API first (so clients can poll ``/health`` while Spark starts), then the worker."""
 
         if isinstance(config, str):

@@ -79,7 +79,7 @@ class ConnectorState:
                 "created": self.created, "topics_reset": dict(self.topics_reset), "generation": self.generation}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any], cipher: ConfigCipher | None = None) -> "ConnectorState":
+    def from_json(cls, doc: dict[str, Any], cipher: ConfigCipher | None = None) -> ConnectorState:
         if "config_encrypted" in doc:
             if cipher is None:
                 raise ValueError("the stored config is encrypted and no key is configured")

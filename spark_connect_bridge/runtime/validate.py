@@ -13,7 +13,8 @@ config this endpoint accepts is one the worker accepts.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import HIDDEN, Type
 from ..connectors.base import connector_config_def

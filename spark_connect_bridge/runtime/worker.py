@@ -23,8 +23,9 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
@@ -271,7 +272,7 @@ class Worker:
             for name, level in self._saved_levels.items():
                 levels.set(name, level)
 
-    def _jvm_levels(self) -> "_Log4jLevels | None":
+    def _jvm_levels(self) -> _Log4jLevels | None:
         if self._spark is None:
             return None
         try:

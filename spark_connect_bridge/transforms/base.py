@@ -12,8 +12,9 @@ Record failures go through :func:`~spark_connect_bridge.core.record_errors.check
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -70,7 +71,7 @@ class _Configurable:
     kafka_class: ClassVar[str] = ""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, *, alias: str | None = None,
-                 predicate: "Predicate | None" = None, negate: bool = False, **kwargs: Any):
+                 predicate: Predicate | None = None, negate: bool = False, **kwargs: Any):
         props: dict[str, Any] = dict(config or {})
         for k, v in kwargs.items():
             props[_kw_to_key(k)] = v
@@ -132,7 +133,7 @@ class Step:
     drop: Column | None = None
     metadata: dict[str, dict] = field(default_factory=dict)
 
-    def fail(self, condition: Column, message: str | Column) -> "Step":
+    def fail(self, condition: Column, message: str | Column) -> Step:
         msg = F.lit(message) if isinstance(message, str) else message
         if self.failed is None:
             self.failed, self.message = condition, msg

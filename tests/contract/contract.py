@@ -197,7 +197,7 @@ class SinkContract:
         flag.touch()
 
         @F.udf("string")
-        def poison(v):  # noqa: ANN001 - a plain Python UDF (type hints would make Spark guess an eval type)
+        def poison(v):
             # Fails the write task of the batch holding row-6 while the flag file exists.
             if v == "row-6" and os.path.exists(str(flag)):
                 raise RuntimeError("injected write failure")

@@ -8,7 +8,8 @@ import shutil
 import subprocess
 import time
 import uuid
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer

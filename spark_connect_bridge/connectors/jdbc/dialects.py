@@ -205,7 +205,7 @@ def connect_with_attempts(connect: Callable[[], Any], dialect: Dialect, *, attem
         attempt += 1
         try:
             return connect()
-        except Exception as e:  # noqa: BLE001 - classified below; anything else propagates unchanged
+        except Exception as e:
             text = _scrub(str(e), dialect.info)
             if dialect.is_login_error(e):
                 raise ConnectError(f"{where} failed: the server refused the login ({type(e).__name__}: {text}). "

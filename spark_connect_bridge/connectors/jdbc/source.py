@@ -507,7 +507,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 self._pending = self._pending[-32:]
                 got = self._retry(lambda: on_conn(lambda c: self._promote(c, d)), "visibility check")
                 safe = got if got is not None else safe
-                if safe is not None and safe is cand or time.monotonic() >= deadline:
+                if (safe is not None and safe is cand) or time.monotonic() >= deadline:
                     break
                 time.sleep(0.05 if d.info.kind == "postgresql" else
                            min(0.25, max(0.01, deadline - time.monotonic())))
