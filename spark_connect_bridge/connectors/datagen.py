@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidString
 from ..core.records import no_headers, record_schema
@@ -172,8 +172,8 @@ class DatagenConnector(SourceConnector):
     """Generates mock records (``io.confluent.kafka.connect.datagen.DatagenConnector``)."""
 
     kafka_class = "io.confluent.kafka.connect.datagen.DatagenConnector"
-    partition_fields = {"task.id": int}
-    offset_fields = {"current.iteration": int}
+    partition_fields: ClassVar[dict[str, type] | None] = {"task.id": int}
+    offset_fields: ClassVar[dict[str, type] | None] = {"current.iteration": int}
     config_def = (
         ConfigDef()
         .define("kafka.topic", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,

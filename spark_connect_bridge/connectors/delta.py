@@ -31,7 +31,8 @@ columns (a topic-store table) gives back the same records; any other table gives
 row as the value struct, key null (or ``delta.source.key.fields``), topic ``topic`` (default: the table's
 directory name), partition 0, offset ``version * 10^9 + row index in the version`` and timestamp the commit
 time. Rows of one version come in log order (files as the commit lists them, rows in file order); change-data
-rows of a version are sorted by their columns, since deltalake reads change files in parallel. Admission control (``max.records.per.trigger``) takes whole versions (at least one).
+rows of a version are sorted by their columns, since deltalake reads change files in parallel. Admission control
+(``max.records.per.trigger``) takes whole versions (at least one).
 
 >>> (df.writeStream.format("kconnect").option("connector.class", "delta-sink")          # doctest: +SKIP
 ...    .option("delta.table.path", "/data/orders").option("checkpointLocation", "/ckpt/orders").start())
@@ -41,6 +42,7 @@ rows of a version are sorted by their columns, since deltalake reads change file
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -155,7 +157,8 @@ class DeltaSinkConnector(SinkConnector):
                 "Maximum rows per Parquet file written by one task.", group="Delta")
         .define("delta.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "deltalake", "delta-spark"),
                 Importance.LOW, "auto: delta-spark when the Spark session has Delta loaded, deltalake otherwise, "
-                                "where spark_connect_bridge.engine.delta_spark.write_stream / write_batch run the config. "
+                                "where spark_connect_bridge.engine.delta_spark.write_stream / write_batch run the "
+                                "config. "
                                 "The kconnect data source (format(\"kconnect\")) runs the deltalake engine: auto "
                                 "and deltalake, while delta-spark there is a config error naming write_stream.",
                 group="Delta")
@@ -318,10 +321,8 @@ class _Message:
 def _discard_staged(paths: Sequence[str]) -> None:
     dirs = {os.path.dirname(p) for p in paths}
     for p in paths:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(p)
-        except FileNotFoundError:
-            pass
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -400,10 +401,10 @@ def _merge_keys_of(rows: Any, cfg: Any, key: Any = None) -> list[str]:
                                                              "struct to take them from)")])
     missing = [k for k in keys if k not in rows.column_names]
     if missing:
+        columns = ", ".join(c for c in rows.column_names if not c.startswith("_kc_"))
         raise ConfigError([ConfigProblem("delta.merge.keys", f"Invalid value {','.join(keys)} for configuration "
                                                              f"delta.merge.keys: the rows have no column "
-                                                             f"{', '.join(missing)} (columns: "
-                                                             f"{', '.join(c for c in rows.column_names if not c.startswith('_kc_'))})")])
+                                                             f"{', '.join(missing)} (columns: {columns})")])
     return keys
 
 
@@ -684,7 +685,8 @@ class DeltaSourceConnector(SourceConnector):
             raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
                                                              "delta.engine: the kconnect data source reads with "
                                                              "the deltalake engine; read with "
-                                                             "spark_connect_bridge.engine.delta_spark.read_stream(spark, "
+                                                             "spark_connect_bridge.engine.delta_spark."
+                                                             "read_stream(spark, "
                                                              "config) for Delta's own source")])
         tables = self.tables()
         if not tables:

@@ -14,6 +14,7 @@ standard Delta tables that the other reads.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -302,10 +303,8 @@ def delete_files(table_uri: str, files: Iterable[FileAdd]) -> None:
 
     root = local_path(table_uri)
     for f in files:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(root, *unquote(f.path).split("/")))
-        except FileNotFoundError:
-            pass
 
 
 # ------------------------------------------------------------------------------------------ driver: commits

@@ -30,9 +30,18 @@ def stage_keys(props: Mapping[str, Any]) -> list[str]:
             if low in ("transforms", "predicates") and not str(v).strip():
                 continue
             out.append(k)
-        elif (low == "errors.tolerance" and str(v).strip().lower() != "none") or (low.startswith("errors.deadletterqueue.") and low.endswith("topic.name") and str(v).strip()) or (low == "errors.deadletterqueue.context.headers.enable" and str(v).strip().lower() == "true"):
+        elif _sets_error_handling(low, str(v).strip()):
             out.append(k)
     return out
+
+
+def _sets_error_handling(key: str, value: str) -> bool:
+    """Whether an ``errors.*`` key asks for more than the default (fail on the first bad record)."""
+    if key == "errors.tolerance":
+        return value.lower() != "none"
+    if key.startswith("errors.deadletterqueue.") and key.endswith("topic.name"):
+        return bool(value)
+    return key == "errors.deadletterqueue.context.headers.enable" and value.lower() == "true"
 
 
 def connector_class(props: Mapping[str, Any]) -> type:

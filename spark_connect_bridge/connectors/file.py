@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ..core.paths import local_path
@@ -48,8 +48,8 @@ class FileStreamSourceConnector(SourceConnector):
     """Reads lines of a text file (``org.apache.kafka.connect.file.FileStreamSourceConnector``)."""
 
     kafka_class = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-    partition_fields = {"filename": str}
-    offset_fields = {"position": int}
+    partition_fields: ClassVar[dict[str, type] | None] = {"filename": str}
+    offset_fields: ClassVar[dict[str, type] | None] = {"position": int}
     config_def = (
         ConfigDef()
         .define("file", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,

@@ -334,7 +334,8 @@ class AvroConverter(Converter):
     header_capable = False
     config_def = (
         ConfigDef()
-        .define("schema.registry.url", Type.LIST, NO_DEFAULT, ValidList(NonEmptyString(), non_empty=True), Importance.HIGH,
+        .define("schema.registry.url", Type.LIST, NO_DEFAULT, ValidList(NonEmptyString(), non_empty=True),
+                Importance.HIGH,
                 "Comma-separated list of Schema Registry URLs.")
         .define("auto.register.schemas", Type.BOOLEAN, True, None, Importance.MEDIUM,
                 "Register the value's schema under its subject when serializing.")

@@ -169,11 +169,10 @@ def _check(rs: Schema, rn: dict[str, Any], ws: Schema, wn: dict[str, Any], path:
     if rt != wt:
         out.append(f"{where}: writer type {_describe(wn)} cannot be read as {_describe(rn)}")
         return
-    if rt in ("record", "enum", "fixed"):
-        if _short(rn["name"]) != _short(wn["name"]) and wn["name"] not in rn["aliases"] \
-                and _short(wn["name"]) not in map(_short, rn["aliases"]):
-            out.append(f"{where}: writer {rt} {wn['name']} does not match reader {rt} {rn['name']}")
-            return
+    if rt in ("record", "enum", "fixed") and _short(rn["name"]) != _short(wn["name"]) \
+            and wn["name"] not in rn["aliases"] and _short(wn["name"]) not in map(_short, rn["aliases"]):
+        out.append(f"{where}: writer {rt} {wn['name']} does not match reader {rt} {rn['name']}")
+        return
     if rt == "record":
         key = (rn["name"], wn["name"])
         if key in seen:

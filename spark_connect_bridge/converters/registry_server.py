@@ -192,7 +192,7 @@ class RegistryStore:
 
     def lookup(self, subject: str, schema: Any, schema_type: str | None = None,
                deleted: bool = False) -> dict[str, Any]:
-        text, stype, fp = self._parse(schema, schema_type)
+        text, _stype, fp = self._parse(schema, schema_type)
         with self._lock:
             vs = self._versions(subject, deleted)
             if not vs:
@@ -315,7 +315,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def log_message(self, format: str, *args: Any) -> None:
-        log.debug("registry %s - " + format, self.address_string(), *args)
+        log.debug("registry %s - %s", self.address_string(), format % args)
 
     def _send(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()

@@ -94,7 +94,7 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
         new = F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t)
         return new, out_t, {"connect.name": names.get("value", f"{topic}.Envelope")}
     new, new_t = _row(col, data_type, info["columns"], info["fields"])
-    name = names["value"] if "value" in names else f"{topic}.Value"
+    name = names.get("value", f"{topic}.Value")
     return new, new_t, {"connect.name": name} if name else {}
 
 

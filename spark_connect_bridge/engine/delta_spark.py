@@ -200,7 +200,8 @@ def _cast_up_to_table(rows: Any, table: Any) -> Any:
             wider = widens(to_arrow_type(f.dataType), to_arrow_type(t.dataType))
         except (TypeError, ValueError):  # a type Arrow has no equivalent of (PySparkTypeError): Delta decides
             wider = False
-        cols.append(F.col(quote_identifier(f.name)).cast(t.dataType).alias(f.name) if wider else F.col(quote_identifier(f.name)))
+        column = F.col(quote_identifier(f.name))
+        cols.append(column.cast(t.dataType).alias(f.name) if wider else column)
         changed = changed or wider
     return rows.select(*cols) if changed else rows
 

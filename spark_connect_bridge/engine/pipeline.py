@@ -15,7 +15,8 @@ converter or transform alias, and the record's topic/partition/offset. With ``er
 records are kept apart per micro-batch with Column expressions: the good rows reach the sink, the failed ones go
 to the dead-letter sink (and to the log with ``errors.log.enable``). A tolerant source pipeline returns its
 DataFrame with two extra columns (``_kc_error``, ``_kc_original``); :func:`write_stream` and
-:func:`write_topic_store` route them, and anything else can call :func:`spark_connect_bridge.engine.dead_letter.split_batch`
+:func:`write_topic_store` route them, and anything else can call
+:func:`spark_connect_bridge.engine.dead_letter.split_batch`
 in a ``foreachBatch``.
 
 Each query reports its counts in its progress (``query.lastProgress["observedMetrics"]["kconnect"]``:
@@ -207,7 +208,8 @@ def check_routes(spark: Any, source: Mapping[str, Any] | str, sinks: list[Mappin
     source writes (after the source's transforms, a RegexRouter say): every record would be dropped.
 
     Checked where the source's topics are known from its config (a connector with a ``topic`` or
-    ``kafka.topic`` key: FileStreamSource, DatagenConnector); other sources (JDBC, CDC: topics named after tables) are checked per batch instead,
+    ``kafka.topic`` key: FileStreamSource, DatagenConnector); other sources (JDBC, CDC: topics named after tables)
+    are checked per batch instead,
     where unmatched records are counted and warned about.
     """
     src = prepare(source, kind="source")
@@ -285,7 +287,8 @@ class _Router:
     given, turns each micro-batch into the rows to route (a sink's converters and transforms whose types come
     from that batch's messages)."""
 
-    def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str, policy: ErrorPolicy | None,
+    def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str,
+                 policy: ErrorPolicy | None,
                  source_policy: ErrorPolicy | None, name: str,
                  stages: Callable[[DataFrame], DataFrame] | None = None):
         self.write_good, self.app_id, self.name = write_good, app_id, name

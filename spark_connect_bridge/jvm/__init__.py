@@ -136,7 +136,8 @@ def classpath(profile: str = "spark", version: str | None = None, *, mvn: str | 
                            f"{profile!r}: apt-get install maven, or use spark.jars.packages (configure_spark does)")
     os.makedirs(_cache_dir(), exist_ok=True)
     with tempfile.NamedTemporaryFile("r", suffix=".classpath", dir=_cache_dir()) as out:
-        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.minor={_minor(version)}", "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
+        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.minor={_minor(version)}",
+               "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
         log.info("Resolving the %s JVM packages with Maven (first use; cached afterwards)", profile)
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=_cache_dir())
         if done.returncode != 0:

@@ -80,7 +80,7 @@ class Realm:
 
     def authenticate_header(self, header: str | None) -> bool:
         """Check an ``Authorization: Basic ...`` header."""
-        if not header or not header[:6].lower() == "basic ":
+        if not header or header[:6].lower() != "basic ":
             return False
         try:
             user, sep, password = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8").partition(":")

@@ -235,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 resp = _dispatch(self.service, method, self.path, body)
                 status, payload, headers = resp.status, resp.body, dict(resp.headers)
-            except Exception as e:  # every failure becomes Kafka's error body
+            except Exception as e:  # noqa: BLE001 - every failure becomes Kafka's error body
                 status, payload = error_body(e)
                 headers = {"Allow": ", ".join(_allowed_methods(path.rstrip("/") or "/"))} if status == 405 else {}
         if resolved and (status >= 400 or path.endswith("/validate")):
@@ -317,7 +317,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up, times out or fails the TLS handshake is not the worker's error.
-        log.debug("REST connection from %s failed", client_address, exc_info=True)
+        log.debug("REST connection from %s failed", client_address, exc_info=True)  # noqa: LOG014 - socketserver calls this inside its except block
 
 
 class RestServer:

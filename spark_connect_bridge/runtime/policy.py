@@ -5,7 +5,8 @@ it may resolve. A REST user manages connectors, nothing else.
   ``plugin.allowed.modules`` (:func:`~spark_connect_bridge.core.plugins.dotted_paths_restricted`). Nothing is imported
   for any other name.
 * Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
-  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following links, under ``connector.allowed.paths``
+  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following
+  links, under ``connector.allowed.paths``
   (default: the worker's working directory) and never under the worker's state directory (its stored configs,
   keys and checkpoints). Remote URIs (``s3://``...) are not local files and are left to the storage's own access
   control.

@@ -12,6 +12,7 @@ worker.properties`` are thin wrappers around :class:`RunningWorker`; notebooks a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -21,6 +22,7 @@ from typing import Any
 from ..config import load_config_file
 from ..errors import ConfigError, ConfigProblem, ConnectError
 from ..rest import RestServer
+from .errors import NotFoundError
 from .service import ConnectService
 from .worker_config import WorkerConfig, basic_auth_users, load_worker_config, parse_worker_config
 
@@ -82,7 +84,7 @@ def status_rows(service: ConnectService) -> list[dict[str, Any]]:
     for name in service.list_connectors():
         try:
             st = service.status(name)
-        except Exception:  # deleted meanwhile
+        except NotFoundError:  # deleted meanwhile
             continue
         m = st["metrics"]
         rows.append({"connector": name, "type": st["type"], "state": st["connector"]["state"],
@@ -124,10 +126,8 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
     def _term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    try:
+    with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGTERM, _term)
-    except ValueError:  # not the main thread
-        pass
     if live:
         from rich.console import Console
         from rich.live import Live

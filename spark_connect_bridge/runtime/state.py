@@ -14,6 +14,7 @@ one. With a :class:`~spark_connect_bridge.runtime.secrets.ConfigCipher` the conf
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -158,7 +159,5 @@ class StateStore:
         atomic_write_json(self._path(state.name), state.to_json(self._cipher))
 
     def delete(self, name: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(name))
-        except FileNotFoundError:
-            pass

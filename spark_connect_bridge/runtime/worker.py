@@ -192,7 +192,7 @@ class Worker:
                 if fut.set_running_or_notify_cancel():
                     try:
                         fut.set_result(fn())
-                    except BaseException as e:  # handed to the caller through the future
+                    except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
                         fut.set_exception(e)
             try:
                 self.poll()
@@ -324,7 +324,7 @@ class Worker:
                                                                                       regex or None))
                     rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
                                             query_name=self._query_name(rt))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a failed start is the connector's FAILED status, with its trace
             rt.query = None
             rt.phase, rt.restarting = "FAILED", False
             rt.trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
@@ -405,7 +405,7 @@ class Worker:
         m = rt.metrics
         try:
             progresses = q.recentProgress
-        except Exception:  # the query may be stopping under us
+        except Exception:  # noqa: BLE001 - the query may be stopping under us (py4j errors of any kind)
             return
         for p in progresses:
             # Each progress event once (by its timestamp). A trigger without new data reports the *next* batch

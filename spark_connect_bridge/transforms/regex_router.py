@@ -62,10 +62,7 @@ class RegexRouter(Transformation):
         assert self.fast is not None
         (pre, suf, group), parts = self.fast
         assert parts is not None
-        if not group:
-            match = topic == F.lit(pre)
-        else:
-            match = _matches_around_group(topic, pre, suf)
+        match = topic == F.lit(pre) if not group else _matches_around_group(topic, pre, suf)
         if any(p == 1 for p in parts):
             new = _with_group(topic, pre, suf, parts)
         else:

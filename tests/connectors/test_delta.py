@@ -282,7 +282,8 @@ def test_schema_evolution_adds_columns_and_casts_narrower_types_up(tmp_path):
     with pytest.raises(DataError, match="column name is string in the table and binary in the data, which is not"):
         put(sink, pa.table({"id": pa.array([4], pa.int64()), "name": pa.array([b"x"])}), 3)
     narrow = tmp_path / "narrow"
-    delta_files.commit_files(str(narrow), delta_files.write_files(str(narrow), pa.table({"n": pa.array([1], pa.int32())})),
+    narrow_files = delta_files.write_files(str(narrow), pa.table({"n": pa.array([1], pa.int32())}))
+    delta_files.commit_files(str(narrow), narrow_files,
                               app_id="app", batch_id=0)
     with pytest.raises(DataError, match="column n is int32 in the table and int64 in the data: widening the table"):
         delta_files.reconcile_schema(delta_files.table_schema(str(narrow)), pa.schema([("n", pa.int64())]),
@@ -332,7 +333,7 @@ def test_sink_config_errors_name_the_key(config, key):
 def test_merge_without_keys_fails_before_data_moves(delta_spark, engine, tmp_path):
     df = delta_spark.createDataFrame([(1, "a")], "id long, name string") \
         .select(F.lit(1).alias("key"), F.struct("id", "name").alias("value"), F.lit("t").alias("topic"))
-    with pytest.raises(ConfigError, match="delta.merge.keys"):
+    with pytest.raises(ConfigError, match=r"delta.merge.keys"):
         delta_spark_engine.write_batch(df, _sink(tmp_path / "t", **{"delta.write.mode": "merge"}), engine=engine)
     assert not (tmp_path / "t" / "_delta_log").exists()
 
@@ -519,7 +520,8 @@ def test_source_streams_versions_and_change_data(delta_spark, engine, tmp_path):
     with pytest.raises(Exception, match=_CHANGES_REFUSED[engine]):
         _collect(delta_spark_engine.read_stream(spark, src, engine=engine), tmp_path / "ck0")
     skip = {**src, "delta.source.skip.change.commits": "true"}
-    records = [r for b in _collect(delta_spark_engine.read_stream(spark, skip, engine=engine), tmp_path / "ck1") for r in b]
+    skipping = delta_spark_engine.read_stream(spark, skip, engine=engine)
+    records = [r for b in _collect(skipping, tmp_path / "ck1") for r in b]
     assert sorted((r.value.id, r.value.name) for r in records) == \
         [(i, f"{'ab'[i % 2]}{i // 2}") for i in range(6)]
     assert {(r.topic, r.partition, r.key) for r in records} == {("items", 0, None)}
@@ -531,10 +533,11 @@ def test_source_streams_versions_and_change_data(delta_spark, engine, tmp_path):
         assert [sorted(r.value.id for r in b) for b in batches] == [[0, 1], [2, 3], [4, 5]]  # whole versions
     else:
         assert {(r.offset, r.timestamp) for r in records} == {(None, None)}
-        with pytest.raises(ConfigError, match="max.records.per.trigger"):
+        with pytest.raises(ConfigError, match=r"max.records.per.trigger"):
             delta_spark_engine.read_stream(spark, {**skip, "max.records.per.trigger": "1"}, engine=engine)
     cdf = {**src, "delta.source.read.change.feed": "true"}
-    changes = [r for b in _collect(delta_spark_engine.read_stream(spark, cdf, engine=engine), tmp_path / "ck3") for r in b]
+    feed = delta_spark_engine.read_stream(spark, cdf, engine=engine)
+    changes = [r for b in _collect(feed, tmp_path / "ck3") for r in b]
     assert sorted((r.value.id, r.value._change_type, r.value._commit_version) for r in changes) == \
         [(0, "insert", 0), (1, "delete", 3), (1, "insert", 0), (2, "insert", 1), (3, "insert", 1),
          (4, "insert", 2), (5, "insert", 2)]
@@ -631,7 +634,8 @@ def test_type_widening_is_written_only_by_delta_spark(delta_spark, engine, tmp_p
     evolving = {"delta.schema.evolution": "true"}
 
     def put(path, ddl, row, on=engine, **extra):
-        delta_spark_engine.write_batch(delta_spark.createDataFrame([row], ddl), _sink(path, **evolving, **extra), engine=on)
+        batch = delta_spark.createDataFrame([row], ddl)
+        delta_spark_engine.write_batch(batch, _sink(path, **evolving, **extra), engine=on)
 
     put(plain, "n int", (1,))
     with pytest.raises(Exception, match=r"\bn\b"):

@@ -131,7 +131,7 @@ class SourceContract:
             config = {k: v for k, v in {**base, **bad}.items() if v is not None}
             with pytest.raises(Exception) as info:
                 # .schema: a Spark Connect client sends the plan to the server lazily, at the first question.
-                spark.read.format("kconnect").options(**config).load().schema  # noqa: B018
+                spark.read.format("kconnect").options(**config).load().schema
             assert key in str(info.value), (bad, str(info.value)[:500])
 
     batch_bound = 5

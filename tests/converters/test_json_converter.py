@@ -45,7 +45,8 @@ ALL_TYPES = StructType([
     StructField("arr", ArrayType(IntegerType())), StructField("m", MapType(StringType(), StringType())),
     StructField("inner", StructType([StructField("x", StringType())]), True, {"connect.name": "my.Inner"}),
     StructField("dec", DecimalType(10, 2)), StructField("day", DateType()),
-    StructField("tod", IntegerType(), True, {"connect.name": TIME, "connect.version": 1}), StructField("ts", TimestampType()),
+    StructField("tod", IntegerType(), True, {"connect.name": TIME, "connect.version": 1}),
+    StructField("ts", TimestampType()),
     StructField("decs", ArrayType(DecimalType(38, 0))),
 ])
 ROW = (-8, -16, 32, 2**40, 1.5, -2.25, True, "hé", b"\x00\xff", [1, None, 3], {"k": "v"}, ("x",),

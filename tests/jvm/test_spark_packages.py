@@ -37,7 +37,8 @@ def test_native_avro_round_trips_logical_types(spark):
     df = spark.range(3).select(F.struct(F.col("id").cast("int").alias("a"),
                                         (F.col("id") / 4).cast("decimal(9,2)").alias("d")).alias("v"))
     back = df.select(from_avro(to_avro("v", schema), schema).alias("v")).select("v.*")
-    assert [tuple(r) for r in back.orderBy("a").collect()] == [tuple(r) for r in df.select("v.*").orderBy("a").collect()]
+    expected = [tuple(r) for r in df.select("v.*").orderBy("a").collect()]
+    assert [tuple(r) for r in back.orderBy("a").collect()] == expected
 
 
 def test_spark_kafka_sink_and_source_round_trip_through_a_real_broker(spark):

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from spark_connect_bridge.jvm import classpath
+from tests.runtime.worker_helpers import start_worker  # noqa: F401 - a fixture of the worker tests
 from tests.support import servers
 from tests.support.kafka import GROUPS_TOOL
 

@@ -19,7 +19,7 @@ N = 10_000
 
 def _line(i: int) -> str:
     if i % 100 == 7:
-        return '{"id": %d, "amount": ' % i  # malformed JSON
+        return f'{{"id": {i}, "amount": '  # malformed JSON
     if i % 100 == 42:
         return json.dumps({"id": i, "amount": "abc"})  # fails Cast amount:float64
     return json.dumps({"id": i, "amount": f"{i}.5"})

@@ -70,7 +70,8 @@ def test_tolerant_failure_fills_error_column_for_failing_rows_only(make_records)
     rows = apply_transforms(df, cfg).collect()
     assert errors(rows)[0] is None
     err = rows[1]["_kc_error"]
-    assert (err.stage, err.class_name, err.alias) == ("TRANSFORMATION", "org.apache.kafka.connect.transforms.ValueToKey",
+    assert (err.stage, err.class_name, err.alias) == ("TRANSFORMATION",
+                                                      "org.apache.kafka.connect.transforms.ValueToKey",
                                                       "toKey")
 
 
@@ -91,7 +92,8 @@ def test_incompatible_predicated_type_change_is_a_config_error(make_records):
 
 
 def test_building_does_not_mutate_the_callers_config():
-    cfg = {"transforms": "a", "transforms.a.type": "Filter", "predicates": "p", "predicates.p.type": "RecordIsTombstone",
+    cfg = {"transforms": "a", "transforms.a.type": "Filter", "predicates": "p",
+           "predicates.p.type": "RecordIsTombstone",
            "transforms.a.predicate": "p", "transforms.a.negate": "false"}
     before = copy.deepcopy(cfg)
     build_chain(cfg)
