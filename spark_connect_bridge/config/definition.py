@@ -89,7 +89,7 @@ _INT_RANGE = {Type.SHORT: (-(2**15), 2**15 - 1), Type.INT: (-(2**31), 2**31 - 1)
               Type.LONG: (-(2**63), 2**63 - 1)}
 
 
-def _parse_value(key: ConfigKey, raw: Any) -> Any:
+def parse_value(key: ConfigKey, raw: Any) -> Any:
     """Parse one raw value (string from a file, or a Python value) into the key's type; raise ValueError."""
     t = key.type
     if raw is None:
@@ -189,7 +189,7 @@ class ConfigKey:
     def parse(self, raw: Any) -> Any:
         """Parse and validate ``raw``; raise :class:`ConfigError` naming this key."""
         try:
-            value = _parse_value(self, raw)
+            value = parse_value(self, raw)
         except ValueError as e:
             raise ConfigError([ConfigProblem(self.name, f"Invalid value {_render(self, raw)} for "
                                                         f"configuration {self.name}: {e}")]) from None
@@ -222,7 +222,7 @@ class ConfigDef:
         """Declare a key; returns ``self`` so definitions chain."""
         if default is not NO_DEFAULT and default is not None and type is not Type.PASSWORD:
             # Defaults are written as Python values; normalise them through the parser once.
-            default = _parse_value(ConfigKey(name, type), default)
+            default = parse_value(ConfigKey(name, type), default)
         self._add(ConfigKey(name, type, default, validator, importance, doc, group, display_name,
                             tuple(dependents), internal))
         return self

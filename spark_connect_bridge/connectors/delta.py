@@ -54,7 +54,7 @@ from typing import Any
 
 from ..config import ConfigDef, Importance, Lambda, Range, Type
 from ..config.validators import CaseInsensitiveValidString
-from ..core.records import arrow_schema, no_headers, record_schema
+from ..core.records import RECORD_COLUMNS, arrow_schema, no_headers, record_schema
 from ..core.topic_schemas import narrow_arrow, topic_layouts
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
@@ -77,16 +77,14 @@ from .delta_files import (
 from .offsets import Offsets, partition_key
 
 __all__ = ["DeltaSinkConnector", "DeltaSourceConnector", "rows_arrow", "rows_frame", "last_per_key",
-           "OP_COLUMN", "RECORD_COLUMNS", "VERSION_STRIDE"]
+           "OP_COLUMN", "VERSION_STRIDE"]
 
 log = logging.getLogger(__name__)
 
 OP_COLUMN = "_kc_op"
 _SORT = ("_kc_order", "_kc_part", "_kc_off", "_kc_task", "_kc_idx")
-RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 VERSION_STRIDE = 1_000_000_000
-_VERSION_STRIDE = VERSION_STRIDE  # the name runtime.service reads
 STAGING_DIR = "_kconnect_staging"
 
 

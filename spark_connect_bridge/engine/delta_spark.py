@@ -31,11 +31,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..connectors.base import checkpoint_app_id
-from ..connectors.delta import OP_COLUMN, RECORD_COLUMNS, VERSION_STRIDE, rows_frame
+from ..connectors.delta import OP_COLUMN, VERSION_STRIDE, rows_frame
 from ..connectors.delta_files import quote_identifier, widens
 from ..connectors.factory import build_connector
-from ..core.records import HEADERS_TYPE
+from ..core.records import HEADERS_TYPE, RECORD_COLUMNS
 from ..errors import ConfigError, ConfigProblem, ConnectError
+from .queries import start_query
 
 __all__ = ["ENGINES", "choose_engine", "spark_has_delta", "write_stream", "write_batch", "read_stream",
            "delta_spark_write"]
@@ -110,12 +111,7 @@ def write_stream(df: Any, config: Mapping[str, Any], *, checkpoint: str, trigger
     else:
         sink.validate_input(df.schema)
         writer = df.writeStream.format("kconnect").options(**{k: str(v) for k, v in props.items()})
-    writer = writer.option("checkpointLocation", checkpoint)
-    if query_name:
-        writer = writer.queryName(query_name)
-    if trigger:
-        writer = writer.trigger(**trigger)
-    return writer.start()
+    return start_query(writer, checkpoint, trigger, query_name)
 
 
 def write_batch(df: Any, config: Mapping[str, Any], *, engine: str | None = None, app_id: str | None = None,

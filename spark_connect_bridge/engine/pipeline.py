@@ -46,7 +46,7 @@ from pyspark.sql.types import StringType
 
 from ..config import load_config_file
 from ..config.common import PLUGIN_PREFIXES
-from ..connectors.base import stable_app_id
+from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
 from ..core.record_errors import ERROR_COL
@@ -65,6 +65,7 @@ from .dead_letter import (
     write_dead_letters,
 )
 from .python_workers import check_python_workers
+from .queries import start_query
 from .topic_store import TopicStore
 
 __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
@@ -166,7 +167,7 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
     return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name)
 
 
-def _observe(df: DataFrame, sink: PreparedConfig | None = None) -> DataFrame:
+def observe_batches(df: DataFrame, sink: PreparedConfig | None = None) -> DataFrame:
     """Per-batch counts in the streaming query's progress (``observedMetrics["kconnect"]``); for a sink also
     ``unmatched``: records whose topic its ``topics`` / ``topics.regex`` do not take (they are not written)."""
     failed = F.count_if(F.col(ERROR_COL).isNotNull()) if ERROR_COL in df.columns else F.lit(0).cast("bigint")
@@ -282,7 +283,7 @@ def _without_internal(df: DataFrame) -> DataFrame:
     return df.drop(*[c for c in INTERNAL_COLS if c in df.columns])
 
 
-class _Router:
+class BatchRouter:
     """foreachBatch: dead-letter the failed rows, write the good ones once per batch id. ``stages``, when
     given, turns each micro-batch into the rows to route (a sink's converters and transforms whose types come
     from that batch's messages)."""
@@ -338,17 +339,16 @@ class _Router:
                 raw.unpersist()
 
 
-def _start(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
-           direct: Callable[[Any], Any] | None, router: _Router | None) -> Any:
+def start_routed(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
+                 direct: Callable[[Any], Any] | None, router: BatchRouter | None) -> Any:
+    """Start ``df``'s query through ``router`` (foreachBatch) or, without one, through ``direct`` (a function that
+    configures the ``DataStreamWriter``)."""
     if router is not None:
         writer = df.writeStream.foreachBatch(router)
     else:
         assert direct is not None
         writer = direct(df.writeStream)
-    writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
-    if trigger:
-        writer = writer.trigger(**trigger)
-    return writer.start()
+    return start_query(writer, checkpoint, trigger, query_name)
 
 
 def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy | None, bool]:
@@ -377,16 +377,16 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = _observe(start_tolerant(df))  # topics are known only after the per-batch transforms
+        out = observe_batches(start_tolerant(df))  # topics are known only after the per-batch transforms
 
         def stages(batch: DataFrame) -> DataFrame:
             return p.transforms(p.converters(batch, every_message=True))
     else:
         out, source_policy, tolerant = _sink_side(df, p)
-        out = _observe(out, p)
+        out = observe_batches(out, p)
     if not tolerant:
-        return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
-                      direct=lambda w: w.format("kconnect").options(**opts))
+        return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
+                            direct=lambda w: w.format("kconnect").options(**opts))
 
 
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
@@ -397,9 +397,9 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
             "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
         return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
-    router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=p.policy,
+    router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=p.policy,
                      source_policy=source_policy, name=name, stages=stages)
-    return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+    return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
 
 
 def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, app_id: str, batch_id: int) -> dict:
@@ -448,7 +448,7 @@ def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "
         _without_internal(good).write.format("kconnect").options(**p.connector_options).mode(mode).save()
         return None
 
-    _Router(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
+    BatchRouter(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
 
 
 def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
@@ -462,8 +462,8 @@ def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Ma
     source_policy = attached_policy(df)
     name = query_name or (source_policy.connector if source_policy else "topic-store-writer")
     if source_policy is None:
-        return store.write_stream(_observe(df), checkpoint=checkpoint, trigger=trigger, query_name=name)
-    out = _observe(start_tolerant(df))
+        return store.write_stream(observe_batches(df), checkpoint=checkpoint, trigger=trigger, query_name=name)
+    out = observe_batches(start_tolerant(df))
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
         good = _without_internal(good)
@@ -473,6 +473,6 @@ def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Ma
         else:
             store.write_batch(good)
 
-    router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=None,
+    router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=None,
                      source_policy=source_policy, name=name)
-    return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+    return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)

@@ -27,6 +27,7 @@ from typing import Any
 from ..connectors.delta_files import latest_version, require_deltalake
 from ..core.records import RECORD_COLUMNS, record_schema
 from ..errors import ConfigError, ConfigProblem, ConnectError
+from .queries import start_query
 
 __all__ = ["TopicStore"]
 
@@ -108,12 +109,7 @@ class TopicStore:
 
             require_deltalake()
             writer = df.writeStream.format("kconnect").options(**self.sink_options())
-        writer = writer.option("checkpointLocation", checkpoint)
-        if query_name:
-            writer = writer.queryName(query_name)
-        if trigger:
-            writer = writer.trigger(**trigger)
-        return writer.start()
+        return start_query(writer, checkpoint, trigger, query_name)
 
     def write_batch(self, df: Any) -> None:
         """Append the records of a batch DataFrame (e.g. dead-letter records) to their topics' tables."""

@@ -243,7 +243,7 @@ class ConnectService:
             rt.state.target_state = "STOPPED"
 
             def remove() -> None:
-                self.worker._stop_query(rt)
+                self.worker.stop_query(rt)
                 keep = None
                 new = self.worker.runtimes.get(name)
                 if new is not None:  # re-created already: keep the new incarnation's checkpoint
@@ -449,7 +449,7 @@ class ConnectService:
             checkpoint = self.worker.checkpoint(rt.state)
 
             def alter() -> None:
-                self.worker._stop_query(rt)
+                self.worker.stop_query(rt)
                 current = offsets_store.read_committed(checkpoint) or {}
                 merged = dict(current)
                 for k, v in changes.items():
@@ -484,7 +484,7 @@ class ConnectService:
             keep = self.worker.checkpoint(rt.state)
 
             def reset() -> None:
-                self.worker._stop_query(rt)
+                self.worker.stop_query(rt)
                 self.worker.remove_checkpoints(name, keep=keep)
                 if rt.kind == "sink" and self.worker.bus is not None:  # Kafka Connect deletes the sink's group
                     kafka_admin.delete_group(self.worker.bus.admin_config(), _kafka_group(rt))
@@ -504,7 +504,7 @@ class ConnectService:
         assert bus is not None
 
         def alter() -> None:
-            self.worker._stop_query(rt)
+            self.worker.stop_query(rt)
             merged = kafka_groups.merge_rest(offsets_store.read_committed(checkpoint) or {}, entries)
             if offsets_store.committed_batch(checkpoint) is None:
                 _seed_checkpoint(checkpoint)

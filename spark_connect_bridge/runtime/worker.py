@@ -217,18 +217,18 @@ class Worker:
 
     def _stop_all(self) -> None:
         for rt in list(self.runtimes.values()):
-            self._stop_query(rt)
+            self.stop_query(rt)
 
     # -- queries (herder thread only) ---------------------------------------------------------------
     def reconcile(self, rt: ConnectorRuntime, *, restart: bool = False) -> None:
         """Bring ``rt``'s query in line with its target state (restart it when asked)."""
         target = rt.state.target_state
         if target != "STARTED":
-            self._stop_query(rt)
+            self.stop_query(rt)
             rt.phase, rt.trace, rt.restarting = ("PAUSED" if target == "PAUSED" else "STOPPED"), None, False
             return
         if restart:
-            self._stop_query(rt)
+            self.stop_query(rt)
         active = rt.query is not None and rt.query.isActive
         if active and not restart:
             return
@@ -236,7 +236,7 @@ class Worker:
             return  # Kafka does not restart a failed connector by itself
         self._start_query(rt)
 
-    def _stop_query(self, rt: ConnectorRuntime) -> None:
+    def stop_query(self, rt: ConnectorRuntime) -> None:
         rt.lag_source = None  # its connections go with it; a started query builds a new one
         if rt.query is not None:
             q, rt.query = rt.query, None

@@ -46,6 +46,12 @@ def type_name(dtype: DataType | None) -> str:
     return "missing" if dtype is None else dtype.simpleString()
 
 
+def struct_or_map_required(purpose: str, found: str) -> str:
+    """Kafka's message (``Requirements``) for a key or value that is neither a Struct nor a Map: ``found`` is the
+    type it has (:func:`type_name`) or ``"null"``."""
+    return f"Only Struct or Map objects supported for [{purpose}], found: {found}"
+
+
 def null_flag(column: str) -> str:
     """The hidden boolean column that says ``column`` is null while a chain runs with it lifted (chain.py)."""
     return f"{LIFT_FLAG_PREFIX}{column}"
@@ -214,7 +220,7 @@ def _strip(dt: DataType) -> DataType:
     return dt
 
 
-def _unify(old: DataType, new: DataType) -> DataType | None:
+def unify_types(old: DataType, new: DataType) -> DataType | None:
     """A type both branches of a predicated stage can take, or None."""
     if _strip(old) == _strip(new):
         return new
@@ -225,7 +231,7 @@ def _unify(old: DataType, new: DataType) -> DataType | None:
             a = old[n] if n in old.fieldNames() else None
             b = new[n] if n in new.fieldNames() else None
             if a is not None and b is not None:
-                t = _unify(a.dataType, b.dataType)
+                t = unify_types(a.dataType, b.dataType)
                 if t is None:
                     return None
                 fields.append(StructField(n, t, True, b.metadata))
@@ -237,7 +243,7 @@ def _unify(old: DataType, new: DataType) -> DataType | None:
     return None
 
 
-def _coerce(col: Column, have: DataType, want: DataType) -> Column:
+def coerce_to_type(col: Column, have: DataType, want: DataType) -> Column:
     """Reshape ``col`` of type ``have`` to the unified type ``want`` (missing struct fields become null)."""
     if _strip(have) == _strip(want):
         return col
@@ -245,7 +251,7 @@ def _coerce(col: Column, have: DataType, want: DataType) -> Column:
     parts = []
     for f in want.fields:
         if f.name in have.fieldNames():
-            parts.append(_coerce(col.getField(f.name), have[f.name].dataType, f.dataType)
+            parts.append(coerce_to_type(col.getField(f.name), have[f.name].dataType, f.dataType)
                          .alias(f.name, metadata=f.metadata))
         else:
             parts.append(F.lit(None).cast(f.dataType).alias(f.name, metadata=f.metadata))
@@ -270,7 +276,7 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
             problems = []
             for n, e in list(updates.items()):
                 old_t, new_t = schema[n].dataType, new_types[n].dataType
-                t = _unify(old_t, new_t)
+                t = unify_types(old_t, new_t)
                 if t is None:
                     problems.append(ConfigProblem(predicate_key, (
                         f"Invalid value for configuration {predicate_key}: {class_name} changes column '{n}' from "
@@ -278,7 +284,7 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
                         f"non-matching records unchanged and one DataFrame column holds one type; these types "
                         f"cannot be unified (only equal types, or structs merged by field name, can)")))
                     continue
-                updates[n] = F.when(cond, _coerce(e, new_t, t)).otherwise(_coerce(F.col(n), old_t, t))
+                updates[n] = F.when(cond, coerce_to_type(e, new_t, t)).otherwise(coerce_to_type(F.col(n), old_t, t))
             if problems:
                 raise ConfigError(problems)
         failed = None if failed is None else (F.coalesce(failed, F.lit(False)) & cond)

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from ..config.definition import ConfigKey, Type, _parse_value
+from ..config.definition import ConfigKey, Type, parse_value
 from ..core.plugins import resolve_class
 from ..errors import ConfigError, ConfigProblem
 from ..version import __version__
@@ -143,7 +143,7 @@ def _aliases(config: Mapping[str, Any], key: str, problems: list[ConfigProblem])
     if raw is None:
         return []
     try:
-        names = _parse_value(ConfigKey(key, Type.LIST), raw)
+        names = parse_value(ConfigKey(key, Type.LIST), raw)
     except ValueError as e:
         problems.append(ConfigProblem(key, f"Invalid value {raw} for configuration {key}: {e}"))
         return []
@@ -216,7 +216,7 @@ def build_chain(config: Mapping[str, Any]) -> Chain:
         negate = False
         if "negate" in sub:
             try:
-                negate = bool(_parse_value(ConfigKey("negate", Type.BOOLEAN), sub["negate"]))
+                negate = bool(parse_value(ConfigKey("negate", Type.BOOLEAN), sub["negate"]))
             except ValueError as e:
                 problems.append(ConfigProblem(f"{prefix}negate", f"Invalid value {sub['negate']} for "
                                                                  f"configuration {prefix}negate: {e}"))

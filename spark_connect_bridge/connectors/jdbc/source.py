@@ -762,7 +762,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         t = next(t for t in self._discover() if t.key == partition_key(rng.partition))
         d = self._dialect()
         target = self._arrow_schema
-        read_schema = pa.schema([pa.field(c, _parse_type(ty)) for c, ty in t.columns])
+        read_schema = pa.schema([pa.field(c, parse_sql_type(ty)) for c, ty in t.columns])
         # PostgreSQL NUMERIC(p <= 18, s) columns travel as their unscaled bigint (value * 10^s, exact): ADBC hands
         # NUMERIC over as decimal text, which costs it and Arrow's cast back far more (~0.4 s of Python CPU per
         # million rows, measured) than the server's multiplication (~0.1 s).
@@ -933,7 +933,7 @@ def _sqlite_wire(t: Any) -> Any:
     return t
 
 
-def _parse_type(s: str) -> Any:
+def parse_sql_type(s: str) -> Any:
     import pyarrow as pa
 
     simple = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
