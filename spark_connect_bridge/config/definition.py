@@ -4,6 +4,7 @@ Modelled on Kafka's ``org.apache.kafka.common.config.ConfigDef``: every plugin d
 (type, default, validator, importance, doc); parsing checks every key and reports every problem at once;
 docs, ``kconnect plugins describe`` and the REST validate endpoint are generated from the declaration.
 
+>>> from spark_connect_bridge.config import ConfigDef, Range, Type
 >>> cd = (ConfigDef()
 ...       .define("file", Type.STRING, doc="Source file.")
 ...       .define("batch.size", Type.INT, 2000, Range.at_least(1), doc="Lines per poll."))

@@ -17,7 +17,7 @@ columns), the JDBC and Delta sinks write each topic's table with only its column
 Column. A topic the metadata does not list (renamed by a transform after the source) keeps the union.
 
 >>> layouts = topic_layouts(df.schema, "value")            # doctest: +SKIP
->>> orders = narrow(F.col("value"), df.schema["value"].dataType, layouts["shop.public.orders"], "value")
+>>> orders = narrow(F.col("value"), df.schema["value"].dataType, layouts["shop.public.orders"], "value")  # doctest: +SKIP
 """
 
 from __future__ import annotations

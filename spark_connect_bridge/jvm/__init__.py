@@ -90,7 +90,7 @@ def artifacts(profile: str = "spark", version: str | None = None) -> list[Artifa
     Spark's own modules are those of the release the pom names for that minor version.
 
     >>> [a.artifact for a in artifacts("spark", "4.2.0")][:2]
-    ['delta-spark_2.13', 'spark-sql-kafka-0-10_2.13']
+    ['delta-spark_2.13', 'spark-avro_2.13']
     """
     version = version or spark_version()
     root = ET.parse(POM).getroot()
