@@ -16,8 +16,9 @@ serialize each topic's records with its own schema (Debezium's ``<prefix>.<schem
 columns), the JDBC and Delta sinks write each topic's table with only its columns, :func:`narrow` gives a
 Column. A topic the metadata does not list (renamed by a transform after the source) keeps the union.
 
->>> layouts = topic_layouts(df.schema, "value")            # doctest: +SKIP
->>> orders = narrow(F.col("value"), df.schema["value"].dataType, layouts["shop.public.orders"], "value")  # doctest: +SKIP
+>>> layouts = topic_layouts(df.schema, "value")                                                     # doctest: +SKIP
+>>> value_type = df.schema["value"].dataType                                                       # doctest: +SKIP
+>>> orders = narrow(F.col("value"), value_type, layouts["shop.public.orders"], "value")             # doctest: +SKIP
 """
 
 from __future__ import annotations
