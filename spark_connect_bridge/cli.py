@@ -80,7 +80,6 @@ def _await(queries: list[Any], once: bool) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
     prepare(args.source, kind="source")  # every config problem before Spark starts
     for s in args.sink:
         prepare(s, kind="sink")
@@ -95,7 +94,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                    for s in args.sink]
         where = ", ".join(args.sink)
     else:
-
         out = os.path.abspath(args.topics_dir)
         queries = [write_topic_store(df, out, checkpoint=os.path.join(ckpt_root, "topics"), trigger=trigger)]
         where = f"the topic store {out}"
@@ -110,7 +108,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {unmatched:,} of them not written by {s}: their topics match neither its topics nor "
                   f"topics.regex", flush=True)
     if not args.sink:
-
         store = TopicStore(os.path.abspath(args.topics_dir))
         for topic in store.topics():
             print(f"  topic {topic}: {store.read_batch(spark, [topic]).count():,} records in {store.table_path(topic)}")
@@ -124,7 +121,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-
     if args.action == "list":
         rows = plugins.describe_all()
         if args.type:
@@ -134,12 +130,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             print(f"{r['class']:<{width}}  {r['type']}")
         return 0
     if args.action == "describe":
-
         print(plugin_markdown(args.name))
         return 0
     if args.action == "validate":
-
-
         props = load_config_file(args.config)
         cls = plugins.resolve_class("connector", props.get("connector.class", ""))
         prepare(props, kind=cls.plugin_type)
@@ -149,28 +142,23 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_schema_registry(args: argparse.Namespace, rest: list[str]) -> int:
-
     return registry_main(rest)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
-
     return run(args.worker_config, args.connector_configs, live=not args.no_live)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-
     return run(args.worker_config, (), live=not args.no_live)
 
 
 def _client(args: argparse.Namespace) -> Any:
-
     return Client(args.url, user=os.environ.get("KCONNECT_REST_USER"),
                   password=os.environ.get("KCONNECT_REST_PASSWORD"))
 
 
 def cmd_connectors(args: argparse.Namespace) -> int:
-
     c = _client(args)
     if args.action == "list":
         out: Any = c.call("GET", "/connectors", expand=["status"])

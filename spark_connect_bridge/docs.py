@@ -51,7 +51,6 @@ def _loadable(spec: plugins.PluginSpec) -> bool:
 
 
 def common_reference() -> str:
-
     return (f"#### Every connector\n\n{COMMON.to_markdown()}\n\n#### Source connectors\n\n{SOURCE.to_markdown()}\n\n"
             f"#### Sink connectors\n\n{SINK.to_markdown()}\n")
 

@@ -95,7 +95,6 @@ class _Plugin:
 
     @classmethod
     def version(cls) -> str:
-
         return __version__
 
     def __repr__(self) -> str:

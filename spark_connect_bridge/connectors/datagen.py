@@ -211,7 +211,6 @@ class DatagenConnector(SourceConnector):
         return self.config["schema.keyfield"] or QUICKSTARTS[self.config["quickstart"]][1]
 
     def schema(self) -> Any:
-
         value = QUICKSTARTS[self.config["quickstart"]][0]()
         key = next(f.dataType for f in value.fields if f.name == self._keyfield())
         return record_schema(key, value)

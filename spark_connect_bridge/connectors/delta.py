@@ -188,7 +188,6 @@ class DeltaSinkConnector(SinkConnector):
     def validate_input(self, schema: Any) -> None:
         import pyarrow as pa
 
-
         require_deltalake()
         if self.config["delta.engine"] == "delta-spark":
             # A Python data source gets Arrow batches in Python workers, where no SparkSession (so no Delta JVM
@@ -238,7 +237,6 @@ class DeltaSinkConnector(SinkConnector):
         return out
 
     def _append(self, path: str, data: Any, ctx: WriteContext) -> list:
-
         rows, _ = rows_arrow(data, self.config)
         if rows.num_rows == 0:
             return []
@@ -265,7 +263,6 @@ class DeltaSinkConnector(SinkConnector):
 
     # -- driver -----------------------------------------------------------------------------------
     def commit(self, messages: Sequence[Any], ctx: CommitContext) -> None:
-
         tables: dict[str, list] = {}
         merge = False
         for m in messages:
@@ -286,7 +283,6 @@ class DeltaSinkConnector(SinkConnector):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-
         paths = [p for p, _ in staged]
         try:
             if not staged or is_replay(path, ctx.app_id, ctx.batch_id):
@@ -301,7 +297,6 @@ class DeltaSinkConnector(SinkConnector):
             _discard_staged(paths)
 
     def abort(self, messages: Sequence[Any], ctx: CommitContext) -> None:
-
         for m in messages:
             for path, items in m.tables.items():
                 if m.merge:
@@ -670,14 +665,12 @@ class DeltaSourceConnector(SourceConnector):
         return out
 
     def _arrow_table_schema(self, path: str) -> Any:
-
         s = table_schema(path)
         if s is None:
             raise ConnectError(f"Delta source: there is no Delta table at {path}")
         return s
 
     def schema(self) -> Any:
-
         require_deltalake()
         if self.config["delta.engine"] == "delta-spark":
             raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
@@ -698,7 +691,6 @@ class DeltaSourceConnector(SourceConnector):
         from pyspark.sql.pandas.types import from_arrow_schema
         from pyspark.sql.types import BinaryType, StructType
 
-
         s = self._arrow_table_schema(path)
         spark_schema = from_arrow_schema(s)
         if all(c in s.names for c in RECORD_COLUMNS) and not self.config["delta.source.read.change.feed"]:
@@ -716,7 +708,6 @@ class DeltaSourceConnector(SourceConnector):
         return {partition_key({"table": t}): {"version": start} for t in self.tables()}
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
-
         first = int(self.config["delta.source.starting.version"]) - 1
         out: dict[str, Any] = {}
         budget = max_records
@@ -756,7 +747,6 @@ class DeltaSourceConnector(SourceConnector):
         return max(n, 1)
 
     def lag(self, current: Offsets) -> int | None:
-
         behind = 0
         for t in self.tables():
             k = partition_key({"table": t})
@@ -785,7 +775,6 @@ class DeltaSourceConnector(SourceConnector):
 
         import pyarrow as pa
         import pyarrow.parquet as pq
-
 
         actions = read_commit(path, version)
         ts = next((a["commitInfo"].get("timestamp") for a in actions if "commitInfo" in a), None)
@@ -830,7 +819,6 @@ class DeltaSourceConnector(SourceConnector):
     def _records(self, data: Any, schema: Any, path: str, first_offset: int, ts_ms: int) -> Any:
         import numpy as np
         import pyarrow as pa
-
 
         target = arrow_schema(schema)
         if "topic" in data.column_names and [f.name for f in target] == list(RECORD_COLUMNS) and \

@@ -76,7 +76,6 @@ class FileStreamSourceConnector(SourceConnector):
     def schema(self) -> Any:
         from pyspark.sql.types import StringType
 
-
         return record_schema(StringType(), StringType())
 
     def initial_offsets(self) -> Offsets:
@@ -209,7 +208,6 @@ class FileStreamSinkConnector(SinkConnector):
 
     def validate_input(self, schema: Any) -> None:
         if "value" not in schema.fieldNames():
-
             raise ConfigError(f"FileStreamSink needs a 'value' column; the input has {schema.fieldNames()}")
 
     # -- executor ---------------------------------------------------------------------------------

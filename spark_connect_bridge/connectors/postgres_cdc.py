@@ -347,7 +347,6 @@ def record_type(layout: Layout) -> Any:
     """The Spark record schema for ``layout``: Debezium envelope values, union row structs."""
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
-
     env_name, row_name, key_name = _names(layout)
     row = _struct_of(layout.row_fields)
     tables = _layout_meta(layout)
@@ -1552,7 +1551,6 @@ class _Builder:
     def __init__(self, conn: PostgresConnector, layout: Layout):
         import pyarrow as pa
 
-
         self.c, self.layout = conn, layout
         self.schema = arrow_schema(record_type(layout))
         value_t = self.schema.field("value").type
@@ -1664,7 +1662,6 @@ class _Builder:
         take goes to the per-message decoder with the same state, so the events are the same either way."""
         from psycopg import sql
 
-
         c = self.c
         with c._connect() as conn:
             self._check_readable(conn, lo, hi)
@@ -1752,7 +1749,6 @@ class _Builder:
         """Events of a decoded chunk in message order: built per relation, then put back in order."""
         import numpy as np
 
-
         pa = self.pa
         cb = ChunkBuffer(data)
         parts, order = [], []
@@ -1776,7 +1772,6 @@ class _Builder:
         """One relation's events (Debezium's: a delete and its tombstone, creates, updates) and their order
         keys (message position * 2 + 1 for a tombstone)."""
         import numpy as np
-
 
         pa = self.pa
         rel = g.relation

@@ -112,7 +112,6 @@ def _parsed(schema_text: str) -> Any:
 
 
 def _arrow_type(dt: DataType) -> Any:
-
     return arrow_schema(StructType([StructField("v", dt)])).field("v").type
 
 

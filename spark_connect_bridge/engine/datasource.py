@@ -84,7 +84,6 @@ class KConnectDataSource(DataSource):
 
     def _connector(self, kind: str) -> Any:
         if kind not in self._connectors:
-
             caller = 'spark.readStream/read.format("kconnect")' if kind == "source" else \
                 'df.writeStream/write.format("kconnect")'
             self._connectors[kind] = build_connector(dict(self.options), kind=kind, stages_applied=False,
@@ -159,7 +158,6 @@ def _read_task(connector: Any, task: Any, schema: Any) -> Iterator[Any]:
     """Executor: yield the task's record batches, cast to exactly the schema Spark expects."""
     import pyarrow as pa
 
-
     target = arrow_schema(schema)
     for rng in task.ranges:
         for batch in connector.read_range(rng):
@@ -220,11 +218,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until_pending = True
 
     def initialOffset(self) -> dict:
-
         return canonical(self.connector.initial_offsets())
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-
         if start is None:  # pyspark 4.0/4.1
             start = self._position if self._position is not None else self.initialOffset()
         if getattr(self, "_until_pending", False):
@@ -306,7 +302,6 @@ class _WriteMixin:
     def _write_batches(self, batches: Iterator[Any]) -> _Message:
         from pyspark import TaskContext
 
-
         tc = TaskContext.get()
         bid = getattr(self, "batch_id", None)
         if bid is None and tc is not None:
@@ -323,7 +318,6 @@ class _WriteMixin:
         return _Message(payload, retries_so_far() - before, keep.unmatched if keep is not None else None)
 
     def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
-
         before = retries_so_far()
         _report_unmatched(self.sink, messages, batch_id)
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batch_id, self.overwrite))
@@ -354,7 +348,6 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
         self._commit_and_report(messages, self.batch_id)
 
     def abort(self, messages: list) -> None:
-
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
 
 
@@ -372,7 +365,6 @@ class _StreamWriter(_WriteMixin, _StreamWriterBase):
         self._commit_and_report(messages, batchId)
 
     def abort(self, messages: list, batchId: int) -> None:
-
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
 
 
@@ -420,7 +412,6 @@ def write_batch_report(directory: str, app_id: str, batch_id: int | None, reject
 
 def _rows_to_batches(rows: Iterator[Any], schema: Any, size: int = 10_000) -> Iterator[Any]:  # pragma: no cover
     import pyarrow as pa
-
 
     target = arrow_schema(schema)
     buf: list[dict] = []

@@ -147,7 +147,6 @@ def delta_spark_write(df: Any, sink: Any, *, app_id: str | None = None, batch_id
     """
     from pyspark.sql import functions as F
 
-
     cfg = sink.config
     if sink.per_topic:
         df = df.persist()  # read once for the topic list, once per topic
@@ -247,7 +246,6 @@ def _delta_spark_merge(rows: Any, keys: list[str], path: str, sink: Any, app_id:
                        batch_id: int | None) -> None:
     from delta.tables import DeltaTable as SparkDeltaTable
 
-
     cfg = sink.config
     spark = rows.sparkSession
     data_cols = [c for c in rows.columns if c != OP_COLUMN]
@@ -310,7 +308,6 @@ def _delta_spark_records(spark: Any, source: Any) -> Any:
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType
-
 
     cfg = source.config
     problems = []

@@ -115,7 +115,6 @@ class PreparedConfig:
             return False
         from pyspark.sql.types import BinaryType
 
-
         return any(conv.types_from_messages(column) and column in df.columns
                    and isinstance(df.schema[column].dataType, BinaryType)
                    for column, conv in build_converters(self.props).items())
@@ -141,7 +140,6 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
     chain = None
     if str(props.get("transforms", "")).strip():
         try:
-
             chain = build_chain(props)
         except ConfigError as e:
             errors.append(e)
@@ -149,7 +147,6 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
                          for k, v in props.items())
     if has_converters:
         try:
-
             converters = build_converters(props)
             if kind == "sink":
                 problems = [pr for column, conv in converters.items() for pr in conv.sink_problems(column)]
@@ -388,7 +385,6 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                             direct=lambda w: w.format("kconnect").options(**opts))
 
-
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> dict:
@@ -406,7 +402,6 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
     """Dead-letter the records the sink rejected one by one (Kafka's ErrantRecordReporter, stage TASK_PUT);
     return the sink's report for the batch metrics (``retried``, ``rejected_by_sink``)."""
     import json
-
 
     path = rejects_path(rejects_dir, app_id, batch_id)
     if not os.path.exists(path):

@@ -106,7 +106,6 @@ class TopicStore:
             writer = (df.writeStream.format("parquet").partitionBy("topic")
                       .option("path", os.path.join(self.directory, _PARQUET_DIR)))
         else:
-
             require_deltalake()
             writer = df.writeStream.format("kconnect").options(**self.sink_options())
         return start_query(writer, checkpoint, trigger, query_name)
@@ -169,7 +168,6 @@ class TopicStore:
     def _parquet_schema(self, spark: Any) -> Any:
         from pyspark.sql.types import StructType
 
-
         root = os.path.join(self.directory, _PARQUET_DIR)
         if not self.topics():
             return record_schema()
@@ -179,7 +177,6 @@ class TopicStore:
     @staticmethod
     def _select(df: Any, topics: Sequence[str] | None, topics_regex: str | None) -> Any:
         from pyspark.sql import functions as F
-
 
         if topics:
             df = df.filter(F.col("topic").isin(list(topics)))

@@ -47,7 +47,6 @@ def mask_url_secrets(text: str) -> str:
 
 
 def _definition_of(cls: Any) -> Any:
-
     if getattr(cls, "plugin_type", None) in ("source", "sink"):
         return connector_config_def(cls)
     return getattr(cls, "config_def", None) or ConfigDef()

@@ -116,7 +116,6 @@ class ConnectService:
 
     @staticmethod
     def _kind_of(config: Mapping[str, str]) -> str:
-
         try:
             return connector_class(config).plugin_type
         except ConfigError:
@@ -366,7 +365,6 @@ class ConnectService:
         if store.format != "delta":
             return []
         if rt.kind == "source":
-
             app = self.worker.app_id(rt.state)
             out = []
             for t in store.topics():
@@ -391,7 +389,6 @@ class ConnectService:
             marks: dict[str, int] = {}
             store = self.worker.store
             if store.format == "delta":
-
                 if rt.kind == "source":
                     app = self.worker.app_id(rt.state)
                     for t in store.topics():
@@ -545,7 +542,6 @@ class ConnectService:
     # -- plugins ------------------------------------------------------------------------------------
     @staticmethod
     def plugins(connectors_only: bool = True) -> list[dict[str, str]]:
-
         rows = plugins.describe_all(["connector"] if connectors_only else None)
         seen, out = set(), []
         for r in rows:
@@ -579,7 +575,6 @@ class ConnectService:
 def _version_records(table: str, upto: int) -> list[int]:
     """Records each version 0..``upto`` of a topic-store table added (Delta ``numRecords`` statistics)."""
     import json
-
 
     counts = []
     for version in range(upto + 1):
@@ -653,7 +648,6 @@ def _seed_checkpoint(checkpoint: str) -> None:
 
 
 def _resolve_any(plugin: str) -> type:
-
     for family in plugins.FAMILIES:
         try:
             return plugins.resolve_class(family, plugin, key="plugin")
@@ -663,7 +657,6 @@ def _resolve_any(plugin: str) -> type:
 
 
 def _definition_of(cls: Any) -> Any:
-
     if getattr(cls, "plugin_type", None) in ("source", "sink"):
         return connector_config_def(cls)
     return getattr(cls, "config_def", None) or ConfigDef()

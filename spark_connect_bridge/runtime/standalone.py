@@ -67,7 +67,6 @@ def apply_connector_file(service: ConnectService, path: str) -> str:
     req = load_config_file(path)
     name = req.get("name")
     if not name:
-
         raise ConfigError([ConfigProblem("name", f"{path}: a connector config needs a 'name'")])
     if name in service.list_connectors():
         if service.raw_config(name) != dict(req):

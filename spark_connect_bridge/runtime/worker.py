@@ -282,7 +282,6 @@ class Worker:
             return None
 
     def _start_query(self, rt: ConnectorRuntime) -> None:
-
         rt.trace = None
         # Totals count the connector's records since it was created here (a paused and resumed connector's
         # go on from where they were); rates and batch ids belong to the new query.
@@ -368,7 +367,6 @@ class Worker:
 
     @staticmethod
     def _driver_source(options: dict[str, str]) -> Any:
-
         try:
             return build_connector(options, kind="source")
         except Exception:  # lag is a nicety: never fail a connector over it

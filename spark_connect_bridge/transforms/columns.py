@@ -42,7 +42,6 @@ def map_put(m: Column, entries: Sequence[tuple[str, Column]]) -> Column:
 
 
 def same_type(a: DataType, b: DataType) -> bool:
-
     return _strip(a) == _strip(b)
 
 

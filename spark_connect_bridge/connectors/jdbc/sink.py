@@ -675,7 +675,6 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
         import pyarrow as pa
 
-
         data = mysql_tsv(pa.Table.from_batches([chunk]), self.config["db.timezone"])
         if data is None:
             return False
@@ -832,7 +831,6 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return {r[0]: r[1] for r in rows} if rows else None
 
     def _ensure_table(self, conn: Any, d: Dialect, table: str, ss: list[_Stage]) -> None:
-
         cols: dict[str, Any] = {}
         for s in ss:
             for n, t in s.columns:

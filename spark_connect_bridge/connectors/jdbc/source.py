@@ -274,7 +274,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             return pa.schema([pa.field(f.name, self._pg_type(f)) for f in raw])
         cur = conn.cursor()
         if d.info.kind == "mysql":
-
             cur.execute(sql)
             s = mysql_arrow_schema(cur.description)
             cur.fetchall()
@@ -440,7 +439,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
     def schema(self) -> Any:
         from pyspark.sql.pandas.types import from_arrow_type
         from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
-
 
         self._discover()
         time_cols = self._time_columns()
