@@ -200,6 +200,9 @@ class ConfigKey:
             if reason:
                 raise ConfigError([ConfigProblem(
                     self.name, f"Invalid value {_render(self, value)} for configuration {self.name}: {reason}")])
+            normalize = getattr(self.validator, "normalize", None)
+            if normalize is not None:
+                value = normalize(value)
         return value
 
 

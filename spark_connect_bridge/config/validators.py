@@ -67,6 +67,12 @@ class ValidString:
     def describe(self) -> str:
         return "[" + ", ".join(self.allowed) + "]"
 
+    def normalize(self, value: Any) -> Any:
+        """The allowed spelling of a valid value (``ALL`` -> ``all``), so code compares without ``.lower()``."""
+        if self.case_sensitive:
+            return value
+        return {a.lower(): a for a in self.allowed}.get(str(value).lower(), value)
+
 
 def CaseInsensitiveValidString(*allowed: str) -> ValidString:
     return ValidString(*allowed, case_sensitive=False)

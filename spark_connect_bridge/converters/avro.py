@@ -433,7 +433,7 @@ class AvroConverter(Converter):
 
     def _engine(self) -> str:
         """``native`` or ``fastavro`` as configured; ``auto``: native where spark-avro is loaded."""
-        choice = self.config["avro.engine"].lower()
+        choice = self.config["avro.engine"]
         if choice != "auto":
             return choice
         return "native" if self._native_loaded() else "fastavro"
@@ -476,7 +476,7 @@ class AvroConverter(Converter):
         writers = self._native_writers()
         if writers:
             return engine, writers
-        if self.config["avro.engine"].lower() == "native":
+        if self.config["avro.engine"] == "native":
             raise self._native_unavailable("the native engine needs the writer schemas when the query is planned "
                                            "(set use.schema.id, or a single topic in 'topics' whose subject has "
                                            "versions)")
@@ -567,7 +567,7 @@ class AvroConverter(Converter):
             elif mode["use_latest"]:
                 single = self._single_topic()
                 if single is None and mode["strategy"] != "record":
-                    if self.config["avro.engine"].lower() == "native":
+                    if self.config["avro.engine"] == "native":
                         raise self._native_unavailable("use.latest.version needs the topic when the query is "
                                                        "planned (a single topic in 'topics')")
                     return None

@@ -73,7 +73,7 @@ class ErrorPolicy:
         topic a Kafka topic."""
         sink = tuple(sorted((k, str(v)) for k, v in config.with_prefix("errors.deadletterqueue.sink.").items()))
         dlq_topic = config["errors.deadletterqueue.topic.name"] or ""
-        policy = cls(config["name"], str(config["errors.tolerance"]).lower() == "all",
+        policy = cls(config["name"], config["errors.tolerance"] == "all",
                      config["errors.log.enable"], config["errors.log.include.messages"], dlq_topic,
                      config["errors.deadletterqueue.topics.dir"], sink,
                      config["errors.deadletterqueue.context.headers.enable"],

@@ -163,7 +163,7 @@ class JdbcConnection:
         return masked_repr(self)
 
     def _dialect(self) -> Dialect:
-        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
+        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"] == "always",
                            timezone=self.config["db.timezone"])
 
     def _open(self, connect: Callable[[], Any], what: str = "connect") -> Any:

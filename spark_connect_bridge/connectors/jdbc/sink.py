@@ -86,7 +86,7 @@ def _arrow_kind(t: Any) -> str:
 
 
 def _check(cfg: Any) -> Any:
-    mode, pk = cfg["insert.mode"].lower(), cfg["pk.mode"].lower()
+    mode, pk = cfg["insert.mode"], cfg["pk.mode"]
     if cfg["delete.enabled"] and pk != "record_key":
         yield ConfigProblem("delete.enabled", "Invalid value true for configuration delete.enabled: deletes need "
                                               "pk.mode=record_key (the tombstone's key names the row)")
@@ -250,7 +250,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
     @property
     def _pk_mode(self) -> str:
-        return self.config["pk.mode"].lower()
+        return self.config["pk.mode"]
 
     # -- driver: input checks -----------------------------------------------------------------------
     def validate_input(self, schema: Any) -> None:
@@ -439,8 +439,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
     def _direct(self, d: Dialect, batch_id: int | None) -> bool:
         """Whether tasks write straight into the tables: only plain inserts, where the order of records across
         tasks does not matter and nothing has to be merged with the existing rows."""
-        return (self.config["commit.scope"].lower() == "task" and d.info.kind == "postgresql"
-                and batch_id is not None and self.config["insert.mode"].lower() == "insert"
+        return (self.config["commit.scope"] == "task" and d.info.kind == "postgresql"
+                and batch_id is not None and self.config["insert.mode"] == "insert"
                 and not self.config["delete.enabled"])
 
     @staticmethod
@@ -898,7 +898,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                     unique: bool = False) -> str:
         sel = ", ".join(d.quote(c) for c in cols + list(_META))
         union = " UNION ALL ".join(f"SELECT {sel}, {i} AS kc_si FROM {d.quote(s.stage)}" for i, s in enumerate(ss))
-        if not pk or unique or (self.config["insert.mode"].lower() == "insert"
+        if not pk or unique or (self.config["insert.mode"] == "insert"
                                 and not self.config["delete.enabled"]):
             # insert mode: every record is inserted (a duplicate key fails, as Confluent's); no dedup sort
             return f"SELECT * FROM ({union}) kc_u"
@@ -925,7 +925,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         tgt = d.table(table)
         qcols = ", ".join(d.quote(c) for c in cols)
         ups = f"SELECT {qcols} FROM ({src}) kc_s WHERE {d.quote('__kc_op')} = 'u'{where}"
-        mode = self.config["insert.mode"].lower()
+        mode = self.config["insert.mode"]
         stmts = []
         # A batch known to hold no tombstone (every task counted them) needs no DELETE.
         if pk and self.config["delete.enabled"] and any(s.deletes != 0 for s in ss):
@@ -977,7 +977,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         rows = [(o, ss[si].topics[tix] if tix is not None and tix < len(ss[si].topics) else None, kp, ko)
                 for o, si, tix, kp, ko in cur.fetchall()]
         rejected: list[RejectedRecord] = []
-        tolerate = self.config["errors.tolerance"].lower() == "all"
+        tolerate = self.config["errors.tolerance"] == "all"
 
         def attempt(lo: int, hi: int) -> None:
             def apply_range() -> None:

@@ -179,7 +179,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                                                              "into statements); leave it empty")])
         self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
                                     config.get("connection.password"))
-        self._mode = config["mode"].lower()
+        self._mode = config["mode"]
         self._tables: list[_Table] | None = None
         self._arrow_schema: Any = None
         # Driver-only visibility state (see _observe_pg): candidates not yet safe, the best safe one.
