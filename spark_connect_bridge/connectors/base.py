@@ -154,7 +154,7 @@ class SourceConnector(_Plugin, abc.ABC):
         """Split ``(start, end]`` into at most ``tasks.max`` read tasks (round-robin over changed partitions)."""
         ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
                   if start.get(k) != v]
-        n = max(1, min(int(self.config.get("tasks.max", 1)), len(ranges)))
+        n = max(1, min(self.config.get("tasks.max", 1), len(ranges)))
         groups: list[list[ReadRange]] = [[] for _ in range(n)]
         for i, r in enumerate(ranges):
             groups[i % n].append(r)

@@ -202,7 +202,7 @@ class DatagenConnector(SourceConnector):
 
     @property
     def _tasks(self) -> int:
-        return int(self.config["tasks.max"])
+        return self.config["tasks.max"]
 
     def _keys(self) -> list[str]:
         return [partition_key({"task.id": i}) for i in range(self._tasks)]

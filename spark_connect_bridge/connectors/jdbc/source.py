@@ -223,7 +223,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 naive = d.info.kind != "postgresql" or any(c in self._naive_cols for c in ts_cols)
                 key = partition_key({"query": "query"} if n is None else {"table": n})
                 split = self._split_col(conn, d, n, schema) if self._mode == "bulk" and n is not None and \
-                    int(self.config["tasks.max"]) > 1 else None
+                    self.config["tasks.max"] > 1 else None
                 tables.append(_Table(key, n, prefix if n is None else prefix + n, i, ts_cols, id_col, naive,
                                      tuple((f.name, str(f.type)) for f in schema), split))
                 self._merge_schema(schema)
@@ -693,7 +693,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         tables = {t.key: t for t in self._discover()}
         ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
                   if start.get(k) != v and k in tables]
-        n = max(1, int(self.config["tasks.max"]))
+        n = self.config["tasks.max"]
         if ranges and len(ranges) < n:
             per = max(1, n // len(ranges))
             split: list[ReadRange] = []
