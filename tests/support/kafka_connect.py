@@ -10,13 +10,15 @@ their output is complete. :func:`topic_records` reads what a topic holds, as byt
 
 >>> with KafkaConnectWorker(bootstrap) as connect:                                  # doctest: +SKIP
 ...     connect.run({"name": "src", "connector.class": "FileStreamSource", "file": "/tmp/in.txt",
-...                  "topic": "lines"}, done=connect.file_source_done("src", "/tmp/in.txt"))
+...                  "topic": "lines"}, done=connect.file_source_done("src", "/tmp/in.txt", ["lines"]))
+{'src': None}
 ...     topic_records(bootstrap, "lines")
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -42,6 +44,10 @@ appender.f.name=F
 appender.f.fileName={log}
 appender.f.layout.type=PatternLayout
 appender.f.layout.pattern=%d %p %c - %m%n
+"""
+# What file_source_done reads: each poll's record count, each record handed to the producer, each empty poll.
+_TASK_TRACE = """logger.sourcetask.name=org.apache.kafka.connect.runtime.AbstractWorkerSourceTask
+logger.sourcetask.level=TRACE
 """
 # Plugin directories of plugin.path: pom.xml profile -> what they hold.
 PLUGINS = {"debezium": "Debezium's PostgreSQL connector", "debezium-jdbc": "Debezium's JDBC sink connector"}
@@ -73,7 +79,8 @@ class KafkaConnectWorker(ProcessServer):
 
     name = "Kafka Connect"
 
-    def __init__(self, bootstrap: str, *, worker: Mapping[str, Any] | None = None, plugins: Sequence[str] = ()):
+    def __init__(self, bootstrap: str, *, worker: Mapping[str, Any] | None = None, plugins: Sequence[str] = (),
+                 trace_tasks: bool = True):
         unknown = sorted(set(plugins) - set(PLUGINS))
         if unknown:
             raise ValueError(f"Unknown plugin directories {unknown}: one of {sorted(PLUGINS)}")
@@ -82,6 +89,7 @@ class KafkaConnectWorker(ProcessServer):
         self.root = tempfile.mkdtemp(prefix="kconnect-reference-")
         self.log = os.path.join(self.root, "connect.log")
         self.plugins = tuple(plugins)
+        self.trace_tasks = trace_tasks
         self.settings: dict[str, Any] = {
             "bootstrap.servers": bootstrap,
             "listeners": f"http://127.0.0.1:{self.port}",
@@ -126,7 +134,7 @@ class KafkaConnectWorker(ProcessServer):
         with open(os.path.join(self.root, "worker.properties"), "w") as f:
             f.writelines(f"{k}={v}\n" for k, v in self.settings.items())
         with open(os.path.join(self.root, "log4j2.properties"), "w") as f:
-            f.write(_LOG4J.format(log=self.log))
+            f.write(_LOG4J.format(log=self.log) + (_TASK_TRACE if self.trace_tasks else ""))
         with open(self.log + ".stderr", "ab") as stderr:
             self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=stderr)
         deadline = self._wait_for_port(timeout)
@@ -176,46 +184,67 @@ class KafkaConnectWorker(ProcessServer):
         """The connector's committed offsets (KIP-875 ``GET /connectors/{name}/offsets``)."""
         return self._call("GET", f"/connectors/{name}/offsets")["offsets"]
 
-    def check_running(self, name: str) -> None:
-        """Raise :class:`ConnectorFailed` with Connect's own trace when the connector or a task failed."""
+    def failure(self, name: str) -> str | None:
+        """Connect's own trace when the connector or one of its tasks is FAILED, else None."""
         status = self.status(name)
-        failed = [("connector", status["connector"])] + [(f"task {t['id']}", t) for t in status.get("tasks", [])]
-        for what, state in failed:
+        states = [("connector", status["connector"])] + [(f"task {t['id']}", t) for t in status.get("tasks", [])]
+        for what, state in states:
             if state.get("state") == "FAILED":
-                raise ConnectorFailed(f"{name}: {what} FAILED:\n{state.get('trace', '')[:4000]}")
+                return f"{name}: {what} FAILED:\n{state.get('trace', '')}"
+        return None
 
-    def file_source_done(self, name: str, path: str) -> Callable[[], bool]:
-        """For a FileStreamSource: true once its committed position is the file's size (every line produced and
-        acknowledged by the broker, the lines its transforms dropped included). The file must end with a newline."""
-        size = os.path.getsize(path)
+    def _task_log(self, name: str) -> list[str]:
+        marker = f"WorkerSourceTask{{id={name}-0}} "
+        with open(self.log, errors="replace") as f:
+            return [line.split(marker, 1)[1] for line in f if marker in line]
+
+    def file_source_done(self, name: str, path: str, topics: Sequence[str]) -> Callable[[], bool]:
+        """For a FileStreamSource writing to ``topics``: true once its task has polled every line of ``path``
+        (Kafka's line ends: ``\\n``, ``\\r\\n`` or a lone ``\\r``), run them all through its transforms (a poll
+        followed by an empty one), and the topics hold every record it handed to its producer. Reads the task's
+        TRACE log (``trace_tasks``): committed offsets alone cannot tell, as a record a transform drops never
+        gets its offset committed."""
+        if not self.trace_tasks:
+            raise ValueError("file_source_done reads the source tasks' TRACE log: start the worker with trace_tasks")
+        with open(path, "rb") as f:
+            lines = len(re.findall(rb"\r\n|\r|\n", f.read()))
 
         def done() -> bool:
-            positions = [o["offset"].get("position") for o in self.offsets(name)]
-            return bool(positions) and all(p == size for p in positions)
+            log = self._task_log(name)
+            polls = [i for i, line in enumerate(log) if line.startswith("About to send ")]
+            polled = sum(int(log[i].split()[3]) for i in polls)
+            if polled < lines or not any(line.startswith("Nothing to send") for line in log[polls[-1] + 1:]):
+                return False
+            produced = sum(line.startswith("Appending record to the topic") for line in log)
+            return produced == 0 or _records_in(self.bootstrap, topics) >= produced
         return done
 
     def run(self, configs: Mapping[str, Any] | Iterable[Mapping[str, Any]], *,
-            done: Callable[[], bool] | Iterable[Callable[[], bool]], timeout: float = 120,
-            keep: bool = False) -> list[str]:
-        """Submit connector configs together (their tasks run side by side in this worker), wait until every
-        ``done()`` is true, checking that no connector or task failed, then delete them (unless ``keep``).
-        Returns the connector names."""
+            done: Callable[[], bool] | Mapping[str, Callable[[], bool]], timeout: float = 120,
+            allow_failures: bool = False, keep: bool = False) -> dict[str, str | None]:
+        """Submit connector configs together (their tasks run side by side in this worker) and wait until each
+        one's ``done()`` (a callable, or one per connector name) is true; then delete them (unless ``keep``).
+        A connector or task that fails raises :class:`ConnectorFailed` with Connect's trace, or with
+        ``allow_failures`` counts as finished. Returns {name: its failure trace, or None}."""
         configs = [configs] if isinstance(configs, Mapping) else list(configs)
-        checks = [done] if callable(done) else list(done)
         names = [self.create(c) for c in configs]
+        checks = {n: done for n in names} if callable(done) else dict(done)
+        failures: dict[str, str | None] = {n: None for n in names}
         deadline = time.monotonic() + timeout
         try:
-            pending = list(checks)
+            pending = list(names)
             while pending:
-                for name in names:
-                    self.check_running(name)
-                pending = [check for check in pending if not _ready(check)]
-                if not pending:
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"Kafka Connect connectors {names} did not complete within {timeout}s: "
-                                       + "; ".join(f"{n}: {self.status(n)}" for n in names))
-                time.sleep(0.2)
+                for name in list(pending):
+                    failures[name] = self.failure(name)
+                    if failures[name] is not None and not allow_failures:
+                        raise ConnectorFailed(failures[name][:6000])
+                    if failures[name] is not None or _ready(checks[name]):
+                        pending.remove(name)
+                if pending and time.monotonic() > deadline:
+                    raise TimeoutError(f"Kafka Connect connectors {pending} did not complete within {timeout}s: "
+                                       + "; ".join(f"{n}: {self.status(n)}" for n in pending))
+                if pending:
+                    time.sleep(0.2)
         finally:
             if not keep:
                 for name in names:
@@ -223,7 +252,7 @@ class KafkaConnectWorker(ProcessServer):
                         self.delete(name)
                     except RuntimeError:
                         pass  # a connector that could not be deleted leaves nothing a later run sees by name
-        return names
+        return failures
 
 
 def _ready(check: Callable[[], bool]) -> bool:
@@ -231,6 +260,23 @@ def _ready(check: Callable[[], bool]) -> bool:
         return bool(check())
     except RuntimeError:  # the offsets endpoint answers 404 until the connector is registered
         return False
+
+
+def _records_in(bootstrap: str, topics: Sequence[str]) -> int:
+    """How many records the topics hold (sum of their partitions' high watermarks minus low)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reference-{uuid.uuid4().hex[:8]}"})
+    try:
+        total = 0
+        for topic in topics:
+            metadata = consumer.list_topics(topic, timeout=30).topics.get(topic)
+            if metadata is None or metadata.error is not None:
+                continue
+            for p in metadata.partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+                total += high - low
+        return total
+    finally:
+        consumer.close()
 
 
 def topic_records(bootstrap: str, topic: str, *, timeout: float = 60) -> list[TopicRecord]:
