@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 
 import pytest
@@ -204,8 +205,8 @@ OPTIONAL_FLAGS = set(CASES)
 #: test below that checks the difference exactly.
 DIFFERENCES = {
     "line-ends": "a lone carriage return ends a line in Kafka's FileStreamSource; ours ends lines at \\n only",
-    "insert-field-partition": "Kafka's FileStreamSource records have no Kafka partition (null), so InsertField's "
-                              "partition.field is skipped; ours carry partition 0 (the source partition)",
+    "insert-field-partition": "Kafka's FileStreamSource records have no Kafka partition, so InsertField's "
+                              "partition.field holds null; ours carry partition 0 (the source partition)",
     "set-schema-metadata-whole": "Kafka 4.3's SetSchemaMetadata fails on a schema that is not a struct ('Cannot list "
                                  "fields on non-struct type'); ours renames it",
     "predicate-has-header": "a predicated stage that changes a struct's fields: one DataFrame column holds one "
@@ -251,7 +252,10 @@ def outputs(spark, connect, reference_kafka, bootstrap, tmp_path_factory):
     paths = _write_inputs(root)
     configs = {case: _config(case, paths) for case in CASES}
     failed = connect.run(configs.values(), done={
-        case: connect.file_source_done(case, paths[CASES[case][0]], _output_topics(case)) for case in CASES}, timeout=180, allow_failures=True)
+        case: connect.file_source_done(case, paths[CASES[case][0]], _output_topics(case)) for case in CASES}, timeout=180, allow_failures=True, keep=True)
+    positions = {case: _settled_offsets(connect, case) for case in ("plain-string", "line-ends")}
+    for case in CASES:
+        connect.delete(case)
     theirs = {case: failed[case] or [r for t in _output_topics(case) for r in topic_records(reference_kafka.bootstrap, t)]
               for case in CASES}
 
@@ -270,7 +274,8 @@ def outputs(spark, connect, reference_kafka, bootstrap, tmp_path_factory):
     assert query.exception() is None
     ours = {case: rejected.get(case) or [r for t in _output_topics(case) for r in topic_records(bootstrap, t)]
             for case in CASES}
-    return {case: (theirs[case], ours[case]) for case in CASES}
+    return {**{case: (theirs[case], ours[case]) for case in CASES},
+            "positions": {case: (positions[case], paths[CASES[case][0]]) for case in positions}}
 
 
 def _without_optional(data: bytes | None) -> bytes | None:
@@ -284,6 +289,18 @@ def _without_optional(data: bytes | None) -> bytes | None:
         return [strip(v) for v in schema] if isinstance(schema, list) else schema
     envelope = json.loads(data)
     return json.dumps({"schema": strip(envelope["schema"]), "payload": envelope["payload"]}).encode()
+
+
+def _settled_offsets(connect, case: str) -> list:
+    """The connector's committed offsets once its committed position stops moving (commits every 200 ms)."""
+    last, deadline = None, time.monotonic() + 30
+    while time.monotonic() < deadline:
+        offsets = connect.offsets(case)
+        if offsets and offsets == last:
+            return offsets
+        last = offsets
+        time.sleep(0.5)
+    return last or []
 
 
 def _comparable(records, *, optional_flags: bool = True) -> list[tuple]:
@@ -318,9 +335,9 @@ def test_lone_carriage_return_ends_a_line_only_in_kafka(outputs):
     assert [r.value for r in ours] == [b"crlf", b"lone\rcr", b"end"]
 
 
-def test_insert_field_partition_is_skipped_only_in_kafka(outputs):
+def test_insert_field_partition_is_null_only_in_kafka(outputs):
     theirs, ours = outputs["insert-field-partition"]
-    assert [p for p in _payloads(theirs)] == [{"line": w, "origin": "file"} for w in INPUTS["words"]]
+    assert [p for p in _payloads(theirs)] == [{"line": w, "part": None, "origin": "file"} for w in INPUTS["words"]]
     assert [p for p in _payloads(ours)] == [{"line": w, "part": 0, "origin": "file"} for w in INPUTS["words"]]
 
 
@@ -349,3 +366,15 @@ def test_kafka_documented_predicate_example_is_a_config_error_here(outputs):
         assert isinstance(ours, ConfigError)
         assert [p.key for p in ours.problems] == ["transforms.Extract.predicate"]
         assert "changes column 'key' from struct<other_field:string> to string" in str(ours)
+
+
+def test_kafka_file_positions_count_java_chars_ours_bytes(outputs):
+    for case, (offsets, path) in outputs["positions"].items():
+        with open(path, "rb") as f:
+            data = f.read()
+        [offset] = offsets
+        assert offset["partition"] == {"filename": path}
+        assert offset["offset"]["position"] == len(data.decode("utf-8").encode("utf-16-le")) // 2, case
+    # ours: the byte position of the next line (FileStreamSource's docstring); equal on an ASCII file only
+    words = outputs["positions"]["plain-string"]
+    assert words[0][0]["offset"]["position"] < os.path.getsize(words[1])
