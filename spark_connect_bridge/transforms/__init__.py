@@ -67,8 +67,9 @@ How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
 * **Predicates.** A stage runs for a record iff it has no predicate, or `negate` XOR the predicate holds;
   other records keep their columns. One column has one type, so when a predicated stage changes the type of
   `key`/`value`, both branches are unified: equal types, or structs merged by field name (fields missing on
-  one side are null for it). Anything else (e.g. `ExtractField` under a predicate) fails with a `ConfigError`
-  naming `transforms.<alias>.predicate` when the chain is applied to a DataFrame (the types are known only
+  one side are null for it). A `$Value` stage that skips tombstones (`RecordIsTombstone` with `negate=true`)
+  keeps its own type, as in Kafka: the records it leaves unchanged are null. Anything else (e.g. `ExtractField`
+  under a predicate) fails with a `ConfigError` naming `transforms.<alias>.predicate` when the chain is applied to a DataFrame (the types are known only
   then, still before any data moves). `SetSchemaMetadata` and `Explode` never take a predicate (column
   metadata is per column; an exploded array changes type): that is reported when the chain is built.
 * **Dropped records** (`Filter`, `ExtractNewRecordState`, `Sql` filter, `Explode` of an empty array) skip

@@ -159,15 +159,19 @@ class Transformation(_Configurable):
     def plan(self, df: DataFrame) -> Step:
         raise NotImplementedError
 
-    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None) -> DataFrame:
-        """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records."""
+    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None,
+              unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
+        """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records;
+        ``unchanged_nulls`` names columns that are null in every record the condition leaves unchanged."""
         alias = alias or self.alias
         if condition is None and self.predicate is not None:
             condition = self.predicate.test(df)
             if self.negate:
                 condition = ~condition
+            unchanged_nulls = self.predicate.null_columns(self.negate)
         return run_step(df, self.plan(df), condition=condition, class_name=self.class_name, alias=alias,
-                        predicate_key=f"transforms.{alias}.predicate" if alias else "predicate")
+                        predicate_key=f"transforms.{alias}.predicate" if alias else "predicate",
+                        unchanged_nulls=unchanged_nulls)
 
     def __call__(self, df: DataFrame) -> DataFrame:
         return self.apply(df)
@@ -205,6 +209,11 @@ class Predicate(_Configurable):
 
     def test(self, df: DataFrame) -> Column:
         raise NotImplementedError
+
+    def null_columns(self, outcome: bool) -> frozenset[str]:
+        """The record columns that are null in every record for which :meth:`test` is ``outcome``: a stage
+        leaves such records unchanged, so its new type need not be unified with the old one there."""
+        return frozenset()
 
 
 # -- running a step ---------------------------------------------------------------------------------
@@ -259,8 +268,10 @@ def coerce_to_type(col: Column, have: DataType, want: DataType) -> Column:
 
 
 def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name: str, alias: str | None,
-             predicate_key: str = "predicate") -> DataFrame:
-    """Apply ``step`` to ``df``: drops first (stopping the chain for those records), then updates."""
+             predicate_key: str = "predicate", unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
+    """Apply ``step`` to ``df``: drops first (stopping the chain for those records), then updates. A column of
+    ``unchanged_nulls`` is null in every record the condition leaves unchanged: it takes the step's new type
+    as it is (Kafka's ``RecordIsTombstone`` predicate, negated, on a ``$Value`` SMT)."""
     updates, failed, drop = dict(step.updates), step.failed, step.drop
     if condition is not None:
         cond = F.coalesce(condition, F.lit(False))
@@ -276,6 +287,9 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
             problems = []
             for n, e in list(updates.items()):
                 old_t, new_t = schema[n].dataType, new_types[n].dataType
+                if n in unchanged_nulls:
+                    updates[n] = F.when(cond, e)
+                    continue
                 t = unify_types(old_t, new_t)
                 if t is None:
                     problems.append(ConfigProblem(predicate_key, (

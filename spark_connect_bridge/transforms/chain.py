@@ -42,12 +42,13 @@ class Stage:
         return self.transform.lift_safe(column) and (self.predicate is None or self.predicate.lift_safe(column))
 
     def apply(self, df: DataFrame) -> DataFrame:
-        condition = None
-        if self.predicate is not None:
-            condition = self.predicate.test(df)
-            if self.negate:
-                condition = ~condition
-        return self.transform.apply(df, alias=self.alias, condition=condition)
+        if self.predicate is None:
+            return self.transform.apply(df, alias=self.alias)
+        condition = self.predicate.test(df)
+        if self.negate:
+            condition = ~condition
+        return self.transform.apply(df, alias=self.alias, condition=condition,
+                                    unchanged_nulls=self.predicate.null_columns(self.negate))
 
 
 class Chain:

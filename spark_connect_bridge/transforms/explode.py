@@ -64,7 +64,8 @@ class Explode(KeyOrValue):
     def _key(self, name: str) -> str:
         return f"transforms.{self.alias}.{name}" if self.alias else name
 
-    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None) -> DataFrame:
+    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None,
+              unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
         if condition is not None or self.predicate is not None:
             key = f"transforms.{alias or self.alias}.predicate" if (alias or self.alias) else "predicate"
             raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: {self.predicate_problem}")])

@@ -113,5 +113,5 @@ def test_case_insensitive_choices_are_parsed_to_their_declared_spelling():
     cd = ConfigDef().define("errors.tolerance", Type.STRING, "none", CaseInsensitiveValidString("none", "all"))
     assert cd.parse({"errors.tolerance": "ALL"})["errors.tolerance"] == "all"
     assert cd.parse({})["errors.tolerance"] == "none"
-    with pytest.raises(ConfigError, match="Invalid value some for configuration errors.tolerance"):
+    with pytest.raises(ConfigError, match=r"Invalid value some for configuration errors.tolerance"):
         cd.parse({"errors.tolerance": "some"})
