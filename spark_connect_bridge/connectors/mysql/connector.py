@@ -128,8 +128,11 @@ class MySqlConnector(SourceConnector):
                 return {self._key: self._snapshot_start()}
         self._started = True
         if pos.get("snapshot"):
-            return {self._key: snapshot_end(self.session, self.layout(), pos, max_records)}
-        if mode == "initial_only":
+            end = snapshot_end(self.session, self.layout(), pos, max_records)
+            if max_records is not None or mode == "initial_only":
+                return {self._key: end}
+            pos = end  # everything: the rest of the snapshot and the stream available now, in one range
+        elif mode == "initial_only":
             return {self._key: pos}
         now = time.monotonic()
         due = self._settings.heartbeat_ms > 0 and (now - self._last_heartbeat) * 1000 >= self._settings.heartbeat_ms

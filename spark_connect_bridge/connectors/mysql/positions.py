@@ -69,9 +69,13 @@ def stream_end(session: Session, settings: Settings, pos: dict[str, Any], max_re
     here = (file_number(pos["file"]), int(pos["pos"]))
     if here >= target:
         return pos
+    if max_records is None:  # everything up to the target, over as many files as it takes
+        end = until if until is not None and (file_number(until["file"]), int(until["pos"])) == target else None
+        return dict(end) if end is not None else stream_position(head)
     names = [f for f, _ in files]
     index = names.index(pos["file"])
-    if here[0] < target[0]:  # an older file: the batch ends at its end at the latest
+    older = here[0] < target[0]
+    if older:  # an older file: the batch ends at its end at the latest
         file_end = dict(files)[pos["file"]]
         nxt = names[index + 1] if index + 1 < len(names) else head.file
         last: dict[str, Any] = {"file": nxt, "pos": 4}
@@ -85,10 +89,9 @@ def stream_end(session: Session, settings: Settings, pos: dict[str, Any], max_re
     whole = len(sample) < SAMPLE_EVENTS or (sample and sample[-1][2] >= file_end)
     captured = {t.id.lower() for t in layout.tables}
     if whole and not any(_captures(e, captured) for e in sample):
-        # nothing of the captured tables up to the target: move only when a heartbeat is due
-        return _position(session, last["file"], last["pos"]) if heartbeat_due else pos
-    if max_records is None:
-        return _position(session, last["file"], last["pos"])
+        # nothing of the captured tables up to the file's end or the target: move on to the next file, or over
+        # this range when a heartbeat is due
+        return _position(session, last["file"], last["pos"]) if older or heartbeat_due else pos
     row_events = sum(1 for e in sample if e[1] in _ROW_EVENTS)
     per_row_event = len(sample) / row_events if row_events else float(len(sample))
     skip = max(1, int(max_records * per_row_event))

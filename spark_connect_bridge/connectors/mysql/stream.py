@@ -64,6 +64,7 @@ class StreamReader:
         self.settings = session.settings
         self.checksum = checksum
         self._maps: dict[bytes, TableMap] = {}
+        self._current: dict[str, set[str]] = {}  # the tables' columns now, asked once per read
 
     # ---------------------------------------------------------------------------------- retries
     def read(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
@@ -255,8 +256,22 @@ class StreamReader:
         return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order)
 
     def _check_columns(self, tmap: TableMap, t: Table) -> None:
+        """A column of the table map that the query's schema lacks: added after the query started (it is in the
+        table now: the batch fails until a restart takes the new schema), or dropped since (an old row of a
+        replayed range: its values are not emitted, the column is no longer part of the table)."""
         known = {c.name for c in t.columns}
         extra = [n for n in tmap.names if n not in known and self.settings.column_wanted(t.database, t.table, n)]
+        if not extra:
+            return
+        if t.id not in self._current:
+            rows = self.session.query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                                      "AND TABLE_NAME = %s", (t.database, t.table))
+            self._current[t.id] = {r[0].decode() if isinstance(r[0], bytes) else str(r[0]) for r in rows}
+        dropped = [n for n in extra if n not in self._current[t.id]]
+        if dropped:
+            log.info("%s: rows of %s written before column(s) %s were dropped: those values are not emitted",
+                     self.settings.name, t.id, ", ".join(dropped))
+        extra = [n for n in extra if n in self._current[t.id]]
         if extra:
             raise DataError(f"Table {t.id} has columns {', '.join(extra)} that this query's schema does not have "
                             f"(the table changed after the query started): restart the query to pick up the new "

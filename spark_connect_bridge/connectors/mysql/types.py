@@ -298,8 +298,9 @@ def to_debezium(spec: TypeSpec, arr: Any) -> Any:
             ms = pc.multiply(pc.divide(us, 1000), 1000)
             return ms.cast(pa.timestamp("us", tz="UTC"))
         if spec.connect_name == "io.debezium.time.Timestamp":
-            return pa.array(np.floor_divide(us.to_numpy(zero_copy_only=False).astype(np.int64), 1000),
-                            pa.int64(), mask=pc.is_null(us).to_numpy(zero_copy_only=False))
+            filled = pc.fill_null(us, 0).to_numpy(zero_copy_only=False)
+            return pa.array(np.floor_divide(filled, 1000), pa.int64(),
+                            mask=pc.is_null(us).to_numpy(zero_copy_only=False))
         return us
     if f == "timestamp":
         return _zoned(arr.cast(pa.int64()))
