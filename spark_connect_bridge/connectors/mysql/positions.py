@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 
 #: events listed after a batch's start to measure events per row event (and to see whether it holds any)
 SAMPLE_EVENTS = 1_000
+#: events of other tables passed over before a batch is cut anyway (so that finding an end stays cheap)
+MAX_SKIPPED_EVENTS = 200_000
+_WINDOW = 2_000
 _ROW_EVENTS = ("Write_rows", "Update_rows", "Delete_rows", "Write_rows_v1", "Update_rows_v1", "Delete_rows_v1")
 _GROUP_STARTS = ("Gtid", "Anonymous_Gtid")
 
@@ -84,33 +87,50 @@ def stream_end(session: Session, settings: Settings, pos: dict[str, Any], max_re
         last = {"file": pos["file"], "pos": target[1]}
     if int(pos["pos"]) >= file_end:
         return _position(session, last["file"], last["pos"])
-    sample = session.binlog_events(pos["file"], int(pos["pos"]), 0, SAMPLE_EVENTS)
-    sample = [e for e in sample if e[0] < file_end]
-    whole = len(sample) < SAMPLE_EVENTS or (sample and sample[-1][2] >= file_end)
     captured = {t.id.lower() for t in layout.tables}
-    if whole and not any(_captures(e, captured) for e in sample):
+    start, skipped = int(pos["pos"]), 0
+    while True:  # the first events holding captured rows (traffic of other tables is passed over here)
+        sample = [e for e in session.binlog_events(pos["file"], start, skipped, SAMPLE_EVENTS) if e[0] < file_end]
+        rows = _captured_row_events(sample, captured)
+        whole = len(sample) < SAMPLE_EVENTS or sample[-1][2] >= file_end
+        if rows or whole or skipped >= MAX_SKIPPED_EVENTS:
+            break
+        skipped += len(sample)
+    if not rows:
+        if not whole:  # a long run of other tables' changes: a batch over it, ending at a transaction start
+            starts = [e[0] for e in sample if e[1] in _GROUP_STARTS and e[0] > start]
+            return _position(session, pos["file"], starts[-1]) if starts else pos
         # nothing of the captured tables up to the file's end or the target: move on to the next file, or over
         # this range when a heartbeat is due
         return _position(session, last["file"], last["pos"]) if older or heartbeat_due else pos
-    row_events = sum(1 for e in sample if e[1] in _ROW_EVENTS)
-    per_row_event = len(sample) / row_events if row_events else float(len(sample))
-    skip = max(1, int(max_records * per_row_event))
-    if skip < len(sample):
-        window, base = sample[skip:], skip
+    skip = skipped + max(1, int(max_records * len(sample) / rows))
+    listed = skipped + len(sample)  # events [0, listed) after the start are in hand
+    if skip < listed:
+        window, exhausted = sample[skip - skipped:], whole
     else:
-        window, base = session.binlog_events(pos["file"], int(pos["pos"]), skip, 200), skip
-    while True:
+        window = session.binlog_events(pos["file"], start, skip, _WINDOW)
+        listed, exhausted = skip + len(window), len(window) < _WINDOW
+    while True:  # the batch ends where the first transaction after the skipped events starts
         for event_pos, kind, _, _ in window:
             if event_pos >= file_end:
                 return _position(session, last["file"], last["pos"])
-            if kind in _GROUP_STARTS and event_pos > int(pos["pos"]):
+            if kind in _GROUP_STARTS and event_pos > start:
                 return _position(session, pos["file"], event_pos)
-        if len(window) < 200 and base >= len(sample):
+        if exhausted:
             return _position(session, last["file"], last["pos"])
-        if not window:
-            return _position(session, last["file"], last["pos"])
-        base += len(window)
-        window = session.binlog_events(pos["file"], int(pos["pos"]), base, 2_000)
+        window = session.binlog_events(pos["file"], start, listed, _WINDOW)
+        listed, exhausted = listed + len(window), len(window) < _WINDOW
+
+
+def _captured_row_events(events: list[tuple[int, str, int, str]], captured: set[str]) -> int:
+    """Row events of captured tables in a listing (each follows its table's table map)."""
+    count, current = 0, False
+    for event in events:
+        if event[1] == "Table_map":
+            current = _captures(event, captured)
+        elif current and event[1] in _ROW_EVENTS:
+            count += 1
+    return count
 
 
 def _captures(event: tuple[int, str, int, str], captured: set[str]) -> bool:
