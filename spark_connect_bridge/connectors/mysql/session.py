@@ -91,7 +91,9 @@ class Session:
         password = s.password.value() if s.password is not None else None
         if password:
             kwargs["password"] = password
-        if s.ssl_mode != "disabled":
+        if s.ssl_mode == "disabled":
+            kwargs["ssl_disabled"] = True  # and no TLS context built for nothing (~0.1 s a connection)
+        else:
             kwargs["ssl"] = {} if s.ssl_mode in ("preferred", "required") else {"check_hostname":
                                                                                    s.ssl_mode == "verify_identity"}
         kwargs.update(extra)

@@ -104,7 +104,9 @@ class StreamReader:
         if (file_number(start["file"]), int(start["pos"])) >= (end_no, end_pos):
             return
         file = start["file"]
+        file_no = file_number(file)
         tables: dict[int, TableMap] = {}
+        captured: dict[int, Table | None] = {}  # id of a table map -> its captured table
         txn = _Txn()
         crc = self.checksum
         annotate = self.settings.include_query and self.session.flavor() == "mariadb"
@@ -117,7 +119,8 @@ class StreamReader:
                 body, body_end = off + 19, off + size - crc
                 if kind == EventKind.ROTATE:
                     file = data[body + 8:body_end].decode()
-                    if file_number(file) > end_no:
+                    file_no = file_number(file)
+                    if file_no > end_no:
                         finished = True
                         break
                     continue
@@ -127,7 +130,9 @@ class StreamReader:
                     if tmap is None:
                         raise DataError(f"A rows event at {file}:{log_pos - size} has no table map: the range does "
                                         f"not start at a transaction boundary")
-                    t = self.layout.table(tmap.database, tmap.table)
+                    t = captured.get(id(tmap), False)
+                    if t is False:
+                        t = captured[id(tmap)] = self.layout.table(tmap.database, tmap.table)
                     if t is not None:
                         p = body + 8
                         if kind >= EventKind.WRITE_V2:
@@ -165,7 +170,7 @@ class StreamReader:
                 elif kind in EventKind.MARIADB_COMPRESSED:
                     raise DataError(f"Compressed row events at {file}:{log_pos - size}: turn log_bin_compress off on "
                                     f"the server (this connector does not decompress binlog events)")
-                if log_pos and file_number(file) == end_no and log_pos >= end_pos:
+                if log_pos >= end_pos and file_no == end_no:
                     finished = True
                     break
             if rows:
