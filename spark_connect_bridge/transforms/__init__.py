@@ -70,8 +70,9 @@ How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
   one side are null for it). A `$Value` stage that skips tombstones (`RecordIsTombstone` with `negate=true`)
   keeps its own type, as in Kafka: the records it leaves unchanged are null. Anything else (e.g. `ExtractField`
   under a predicate) fails with a `ConfigError` naming `transforms.<alias>.predicate` when the chain is applied
-  to a DataFrame (the types are known only then, still before any data moves). `SetSchemaMetadata` and `Explode` never take a predicate (column
-  metadata is per column; an exploded array changes type): that is reported when the chain is built.
+  to a DataFrame (the types are known only then, still before any data moves). `SetSchemaMetadata` and
+  `Explode` never take a predicate (column metadata is per column; an exploded array changes type): that is
+  reported when the chain is built.
 * **Dropped records** (`Filter`, `ExtractNewRecordState`, `Sql` filter, `Explode` of an empty array) skip
   the rest of the chain; a record that already failed is never dropped (it goes to the dead-letter sink).
 * **Headers** are `array<struct<key:string,value:binary>>`, an append-only multimap. `HeaderFrom`,
