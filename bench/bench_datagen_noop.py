@@ -48,9 +48,11 @@ def main() -> None:
         (spark.range(0, per_task * tasks, 1, tasks).selectExpr(
             "cast(id as int) as key",
             "named_struct('ordertime', 1487715775521 + id * 1000, 'orderid', cast(id as int), "
-            "'itemid', concat('Item_', cast(hash(id, 5) % 999 as string)), 'orderunits', (hash(id, 6) % 10000) / 1000.0,"
+            "'itemid', concat('Item_', cast(hash(id, 5) % 999 as string)), "
+            "'orderunits', (hash(id, 6) % 10000) / 1000.0,"
             " 'address', named_struct('city', concat('City_', cast(hash(id, 2) % 99 as string)), "
-            "'state', concat('State_', cast(hash(id, 3) % 99 as string)), 'zipcode', cast(hash(id, 4) % 90000 as bigint)))"
+            "'state', concat('State_', cast(hash(id, 3) % 99 as string)), "
+            "'zipcode', cast(hash(id, 4) % 90000 as bigint)))"
             " as value", "'orders' as topic", "cast(spark_partition_id() as int) as partition", "id as offset",
             "timestamp_millis(1487715775521 + id * 1000) as timestamp")
          .write.format("noop").mode("overwrite").save())

@@ -140,7 +140,8 @@ def ceiling_source(url: str, rows: int, parts: int, shaped: bool = False):
             return "kc_adbc_ceiling_shaped" if shaped else "kc_adbc_ceiling"
 
         def schema(self):
-            return RECORD_SCHEMA if shaped else "id long, name string, amount decimal(12,2), ts timestamp, payload string"
+            plain = "id long, name string, amount decimal(12,2), ts timestamp, payload string"
+            return RECORD_SCHEMA if shaped else plain
 
         def reader(self, schema):
             return CeilingReader()

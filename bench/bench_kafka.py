@@ -20,7 +20,8 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,10 +30,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__fi
                                             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                             os.environ.get("PYTHONPATH", "")])
 
-from spark_connect_bridge.config import ConfigDef  # noqa: E402
-from spark_connect_bridge.connectors.base import SinkConnector  # noqa: E402
-
 from _timing import best
+
+from spark_connect_bridge.config import ConfigDef
+from spark_connect_bridge.connectors.base import SinkConnector
 
 
 class NoopSink(SinkConnector):
@@ -57,8 +58,8 @@ def main() -> None:
 
     from spark_connect_bridge.bus.admin import ensure_topics
     from spark_connect_bridge.bus.kafka import read_topics, sink_stream, source_stream
+    from spark_connect_bridge.engine.pipeline import prepare
     from spark_connect_bridge.jvm import configure_spark
-    from spark_connect_bridge.pipeline import prepare
 
     broker = None
     bootstrap = os.environ.get("KCONNECT_BENCH_KAFKA")

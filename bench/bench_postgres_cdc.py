@@ -204,7 +204,8 @@ def main(n: int) -> None:
         in_process = _in_process(configs["inproc"])
 
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC").config("spark.driver.host", "127.0.0.1")
+                 .config("spark.ui.showConsoleProgress", "false").config("spark.sql.session.timeZone", "UTC")
+                 .config("spark.driver.host", "127.0.0.1")
                  .config("spark.sql.shuffle.partitions", "2").getOrCreate())
         noop, noop_steady = _spark(spark, configs["noop"], "noop", n)
         print("again in the same Spark session (JVM and Python workers warm):")

@@ -108,7 +108,8 @@ def hand_written_datagen(df):  # type: ignore[no-untyped-def]
         v["address"]["state"].alias("address_state"), v["address"]["zipcode"].alias("address_zipcode"),
         topic.alias("src_topic"), F.col("offset").alias("src_offset")))
     return df.filter(tombstone_fails).select(
-        F.struct(sid.alias("orderid")).alias("key"), value.alias("value"), routed(topic, "ord", "clean-").alias("topic"),
+        F.struct(sid.alias("orderid")).alias("key"), value.alias("value"),
+        routed(topic, "ord", "clean-").alias("topic"),
         "partition", "offset", "timestamp", with_header(F.col("headers")).alias("headers"))
 
 
@@ -153,7 +154,7 @@ def datagen_stream(spark, n: int, variant: str) -> tuple[float, float, float]:  
 def records(spark, n: int):  # type: ignore[no-untyped-def]
     from pyspark.sql import functions as F
 
-    from spark_connect_bridge.records import HEADERS_TYPE
+    from spark_connect_bridge.core.records import HEADERS_TYPE
 
     r = spark.range(n)
     value = F.struct(
@@ -243,7 +244,8 @@ def main() -> None:
 
     spark = (SparkSession.builder.master(args.master).appName("bench_smt_chain")
              .config("spark.sql.session.timeZone", "UTC").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.driver.host", "127.0.0.1")
              .getOrCreate())
     for kv in args.conf:
         spark.conf.set(*kv.split("=", 1))

@@ -4,6 +4,6 @@ so ``spark.readStream.format("kconnect")`` works right after ``pip install`` wit
 Kept tiny: Spark imports it in several processes.
 """
 
-from spark_connect_bridge.datasource import KConnectDataSource as DefaultSource
+from spark_connect_bridge.engine.datasource import KConnectDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 __all__ = [
     "__version__", "register", "read_stream", "read_batch", "write_stream", "write_batch",
     "ConnectError", "ConfigError", "RecordError", "RetriableError", "WorkerPythonError", "load_config_file",
@@ -22,15 +20,16 @@ __all__ = [
 import importlib
 
 from .config import load_config_file
+from .engine.python_workers import WorkerPythonError, check_python_workers
 from .errors import ConfigError, ConnectError, RecordError, RetriableError
-from .python_workers import WorkerPythonError, check_python_workers
+from .version import __version__
 
 # Subpackages reached as attributes (`scb.transforms.apply_transforms`) are imported on first use.
-_SUBMODULES = frozenset({"connectors", "converters", "transforms", "runtime", "records", "datasource", "pipeline",
-                         "plugins", "docs", "dead_letter", "record_errors", "retry", "rest", "errors", "config"})
+_SUBMODULES = frozenset({"core", "config", "converters", "transforms", "connectors", "engine", "bus", "runtime", "rest",
+                         "jvm", "docs", "errors"})
 
 if TYPE_CHECKING:
-    from .pipeline import read_batch, read_stream, write_batch, write_stream
+    from .engine.pipeline import read_batch, read_stream, write_batch, write_stream
 
 
 def register(spark: Any) -> None:
@@ -41,7 +40,7 @@ def register(spark: Any) -> None:
 
     >>> import spark_connect_bridge; spark_connect_bridge.register(spark)   # doctest: +SKIP
     """
-    from .datasource import register as _register
+    from .engine.datasource import register as _register
 
     check_python_workers(spark)
     _register(spark)
@@ -50,7 +49,7 @@ def register(spark: Any) -> None:
 def __getattr__(name: str) -> Any:
     # The pipeline functions import pyspark: keep `import spark_connect_bridge` itself cheap.
     if name in ("read_stream", "read_batch", "write_stream", "write_batch"):
-        from . import pipeline
+        from .engine import pipeline
 
         return getattr(pipeline, name)
     if name in _SUBMODULES:

@@ -16,10 +16,19 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from . import __version__
+from .config import load_config_file
+from .converters.registry_server import main as registry_main
+from .core import plugins
+from .docs import plugin_markdown
+from .engine.pipeline import check_routes, prepare, read_stream, unmatched_records, write_stream, write_topic_store
+from .engine.topic_store import TopicStore
 from .errors import ConfigError, ConnectError
+from .rest.client import Client
+from .runtime.standalone import run
+from .version import __version__
 
 __all__ = ["main"]
 
@@ -71,8 +80,6 @@ def _await(queries: list[Any], once: bool) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from .pipeline import check_routes, prepare, read_stream, unmatched_records, write_stream
-
     prepare(args.source, kind="source")  # every config problem before Spark starts
     for s in args.sink:
         prepare(s, kind="sink")
@@ -87,8 +94,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                    for s in args.sink]
         where = ", ".join(args.sink)
     else:
-        from .pipeline import write_topic_store
-
         out = os.path.abspath(args.topics_dir)
         queries = [write_topic_store(df, out, checkpoint=os.path.join(ckpt_root, "topics"), trigger=trigger)]
         where = f"the topic store {out}"
@@ -103,8 +108,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"warning: {unmatched:,} of them not written by {s}: their topics match neither its topics nor "
                   f"topics.regex", flush=True)
     if not args.sink:
-        from .runtime.topic_store import TopicStore
-
         store = TopicStore(os.path.abspath(args.topics_dir))
         for topic in store.topics():
             print(f"  topic {topic}: {store.read_batch(spark, [topic]).count():,} records in {store.table_path(topic)}")
@@ -118,8 +121,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    from . import plugins
-
     if args.action == "list":
         rows = plugins.describe_all()
         if args.type:
@@ -129,15 +130,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             print(f"{r['class']:<{width}}  {r['type']}")
         return 0
     if args.action == "describe":
-        from .docs import plugin_markdown
-
         print(plugin_markdown(args.name))
         return 0
     if args.action == "validate":
-        from .pipeline import prepare
-
-        from .config import load_config_file
-
         props = load_config_file(args.config)
         cls = plugins.resolve_class("connector", props.get("connector.class", ""))
         prepare(props, kind=cls.plugin_type)
@@ -147,33 +142,23 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_schema_registry(args: argparse.Namespace, rest: list[str]) -> int:
-    from .converters.registry_server import main as registry_main
-
     return registry_main(rest)
 
 
 def cmd_standalone(args: argparse.Namespace) -> int:
-    from .runtime.standalone import run
-
     return run(args.worker_config, args.connector_configs, live=not args.no_live)
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from .runtime.standalone import run
-
     return run(args.worker_config, (), live=not args.no_live)
 
 
 def _client(args: argparse.Namespace) -> Any:
-    from .rest.client import Client
-
     return Client(args.url, user=os.environ.get("KCONNECT_REST_USER"),
                   password=os.environ.get("KCONNECT_REST_PASSWORD"))
 
 
 def cmd_connectors(args: argparse.Namespace) -> int:
-    from .config import load_config_file
-
     c = _client(args)
     if args.action == "list":
         out: Any = c.call("GET", "/connectors", expand=["status"])

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import plugins
+from .config.common import COMMON, SINK, SOURCE
+from .core import plugins
 from .errors import PluginNotFoundError
 
 __all__ = ["plugin_markdown", "common_reference", "reference", "update_readme"]
@@ -50,8 +51,6 @@ def _loadable(spec: plugins.PluginSpec) -> bool:
 
 
 def common_reference() -> str:
-    from .config.common import COMMON, SINK, SOURCE
-
     return (f"#### Every connector\n\n{COMMON.to_markdown()}\n\n#### Source connectors\n\n{SOURCE.to_markdown()}\n\n"
             f"#### Sink connectors\n\n{SINK.to_markdown()}\n")
 

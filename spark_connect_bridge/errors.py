@@ -7,8 +7,8 @@ record-level problems are :class:`RecordError`; retriable system problems are :c
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 __all__ = [
     "ConnectError",
@@ -62,7 +62,7 @@ class ConfigError(ConnectError, ValueError):
         return [p.key for p in self.problems]
 
     @classmethod
-    def merge(cls, errors: Iterable["ConfigError"], *, context: str | None = None) -> "ConfigError":
+    def merge(cls, errors: Iterable[ConfigError], *, context: str | None = None) -> ConfigError:
         problems = [p for e in errors for p in e.problems]
         return cls(problems, context=context)
 

@@ -91,7 +91,7 @@ DRIVER = textwrap.dedent('''
 
 
 def test_datagen_to_file_sink_on_a_standalone_cluster(cluster, tmp_path):
-    url, env, work = cluster
+    url, env, _work = cluster
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     out = tmp_path / "out.txt"

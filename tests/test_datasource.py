@@ -26,7 +26,7 @@ def test_stage_keys_are_refused_naming_the_call_that_applies_them(spark, tmp_pat
     cfg = _file_src(tmp_path, **{"transforms": "drop", "transforms.drop.type": "Filter",
                                  "value.converter": "org.apache.kafka.connect.storage.StringConverter"})
     with pytest.raises(Exception) as info:
-        spark.read.format("kconnect").options(**cfg).load().schema  # noqa: B018 - analysed (Connect: lazily)
+        spark.read.format("kconnect").options(**cfg).load().schema
     msg = str(info.value)
     assert "transforms" in msg and "value.converter" in msg and "spark_connect_bridge.read_stream" in msg
 
@@ -72,7 +72,7 @@ def test_startup_heap_is_frozen_once_and_only_in_daemon_forked_workers(main_modu
     import sys
     import types
 
-    from spark_connect_bridge import datasource
+    from spark_connect_bridge.engine import datasource
 
     calls = []
     fake_main = types.ModuleType("__main__")

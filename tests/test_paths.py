@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from spark_connect_bridge.paths import local_path
+from spark_connect_bridge.core.paths import local_path
 
 
 def test_relative_path_is_relative_to_the_working_directory(monkeypatch, tmp_path):

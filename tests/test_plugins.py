@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from spark_connect_bridge import plugins
 from spark_connect_bridge.connectors.file import FileStreamSourceConnector
+from spark_connect_bridge.core import plugins
 from spark_connect_bridge.errors import ConfigError, PluginNotFoundError
 
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import spark_connect_bridge as scb
-from spark_connect_bridge.python_workers import check_python_workers
+from spark_connect_bridge.engine.python_workers import check_python_workers
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from spark_connect_bridge import plugins
 from spark_connect_bridge.config import load_config_file
+from spark_connect_bridge.core import plugins
 from spark_connect_bridge.docs import BEGIN, END, reference
 from tests.support.postgres import PostgresCluster
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem, ConnectError
 
@@ -71,7 +72,7 @@ class TopicCreation:
     groups: tuple[_Group, ...] = field(default_factory=tuple)
 
     @classmethod
-    def from_config(cls, props: Mapping[str, Any]) -> "TopicCreation | None":
+    def from_config(cls, props: Mapping[str, Any]) -> TopicCreation | None:
         """The rules of a connector config; None when it declares none (Kafka Connect creates no topics then).
         Raises one ConfigError with every problem."""
         keys = {k: str(v) for k, v in props.items() if k.lower().startswith("topic.creation.")}

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 from .admin import commit_group_offsets

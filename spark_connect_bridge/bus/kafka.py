@@ -3,7 +3,7 @@ Kafka source and sink (``spark-sql-kafka-0-10``, which the Spark session must ha
 
 * :func:`sink_stream`: a sink connector config's ``topics`` / ``topics.regex`` read with Spark's Kafka source
   (``startingOffsets=earliest``, Kafka Connect's ``auto.offset.reset``), then converters, transforms, errors.* and
-  the connector, as :func:`~spark_connect_bridge.pipeline.write_stream` runs them. ``consumer.override.*`` keys
+  the connector, as :func:`~spark_connect_bridge.engine.pipeline.write_stream` runs them. ``consumer.override.*`` keys
   that Spark's Kafka source applies are passed to its consumers; the others are rejected by name. Dead letters go
   to the Kafka topic ``errors.deadletterqueue.topic.name`` (created like Kafka Connect does: one partition,
   ``errors.deadletterqueue.topic.replication.factor``) with the consumed key and value bytes, the consumed headers
@@ -27,19 +27,21 @@ is the query's checkpoint, and the consumer group only mirrors it.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, NullType, StringType
 
 from ..config import load_config_file
-from ..connectors.base import stable_app_id
-from ..dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
+from ..connectors.base import checkpoint_app_id
+from ..core.records import HEADERS_TYPE, RECORD_COLUMNS
+from ..engine.dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
+from ..engine.pipeline import BatchRouter, observe_batches, prepare, read_stream, start_routed, write_stream
+from ..engine.queries import start_query
 from ..errors import ConfigError, ConfigProblem
-from ..pipeline import _observe, _Router, _start, prepare, read_stream, write_stream
-from ..records import HEADERS_TYPE, RECORD_COLUMNS
 from .admin import TopicCreation, ensure_topics
 from .groups import track_group
 
@@ -86,7 +88,7 @@ class KafkaBus:
     client: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     @classmethod
-    def of(cls, bus: "KafkaBus | str") -> "KafkaBus":
+    def of(cls, bus: KafkaBus | str) -> KafkaBus:
         return bus if isinstance(bus, KafkaBus) else cls(str(bus))
 
     def spark_options(self, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -114,7 +116,7 @@ class ConsumerSettings:
     group: str | None = None
 
     @classmethod
-    def from_config(cls, props: Mapping[str, Any]) -> "ConsumerSettings":
+    def from_config(cls, props: Mapping[str, Any]) -> ConsumerSettings:
         prefix = "consumer.override."
         problems: list[ConfigProblem] = []
         kafka: dict[str, str] = {}
@@ -282,8 +284,8 @@ def write_kafka(df: DataFrame, bus: KafkaBus | str, *, checkpoint: str, trigger:
     name = query_name or (source_policy.connector if source_policy else "kafka-writer")
     creator = _TopicCreator(bus, creation) if creation is not None else None
     if source_policy is None and creator is None:
-        return _start(_kafka_columns(_observe(df)), checkpoint=checkpoint, trigger=trigger, query_name=name,
-                      router=None, direct=lambda w: w.format("kafka").options(**options))
+        return start_routed(_kafka_columns(observe_batches(df)), checkpoint=checkpoint, trigger=trigger,
+                            query_name=name, router=None, direct=lambda w: w.format("kafka").options(**options))
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
         good = _kafka_columns(good.drop(*[c for c in INTERNAL_COLS if c in good.columns]))
@@ -291,7 +293,7 @@ def write_kafka(df: DataFrame, bus: KafkaBus | str, *, checkpoint: str, trigger:
             creator(good)
         good.write.format("kafka").options(**options).save()
 
-    app_id = "ckpt-" + stable_app_id(os.path.abspath(checkpoint))
+    app_id = checkpoint_app_id(checkpoint)
     if source_policy is None:
         def plain(batch: DataFrame, batch_id: int) -> None:
             batch = batch.persist()
@@ -300,12 +302,10 @@ def write_kafka(df: DataFrame, bus: KafkaBus | str, *, checkpoint: str, trigger:
             finally:
                 batch.unpersist()
 
-        writer = _observe(df).writeStream.foreachBatch(plain).option("checkpointLocation", checkpoint)
-        writer = writer.queryName(name)
-        return (writer.trigger(**trigger) if trigger else writer).start()
-    router = _Router(write_good, app_id=app_id, policy=None, source_policy=source_policy, name=name)
-    return _start(_observe(start_tolerant(df)), checkpoint=checkpoint, trigger=trigger, query_name=name,
-                  router=router, direct=None)
+        return start_query(observe_batches(df).writeStream.foreachBatch(plain), checkpoint, trigger, name)
+    router = BatchRouter(write_good, app_id=app_id, policy=None, source_policy=source_policy, name=name)
+    return start_routed(observe_batches(start_tolerant(df)), checkpoint=checkpoint, trigger=trigger,
+                        query_name=name, router=router, direct=None)
 
 
 def source_stream(spark: Any, config: Mapping[str, Any] | str, *, bus: KafkaBus | str, checkpoint: str,

@@ -3,8 +3,7 @@
 from .definition import HIDDEN, NO_DEFAULT, Config, ConfigDef, ConfigKey, Importance, Password, Type
 from .files import ConnectorRequest, load_config_file, load_config_text, parse_properties
 from .providers import ProviderPolicy, resolve_providers
-from .validators import (CaseInsensitiveValidString, Lambda, NonEmptyString, Range, Regex, ValidList, ValidString,
-                         all_of)
+from .validators import CaseInsensitiveValidString, Lambda, NonEmptyString, Range, Regex, ValidList, ValidString, all_of
 
 __all__ = [
     "Config", "ConfigDef", "ConfigKey", "Importance", "Password", "Type", "NO_DEFAULT", "HIDDEN",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from ..errors import ConfigProblem
 from .definition import Config, ConfigDef, Importance, Type

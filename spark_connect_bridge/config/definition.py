@@ -4,6 +4,7 @@ Modelled on Kafka's ``org.apache.kafka.common.config.ConfigDef``: every plugin d
 (type, default, validator, importance, doc); parsing checks every key and reports every problem at once;
 docs, ``kconnect plugins describe`` and the REST validate endpoint are generated from the declaration.
 
+>>> from spark_connect_bridge.config import ConfigDef, Range, Type
 >>> cd = (ConfigDef()
 ...       .define("file", Type.STRING, doc="Source file.")
 ...       .define("batch.size", Type.INT, 2000, Range.at_least(1), doc="Lines per poll."))
@@ -17,8 +18,9 @@ from __future__ import annotations
 import difflib
 import enum
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 from .validators import Validator
@@ -88,7 +90,7 @@ _INT_RANGE = {Type.SHORT: (-(2**15), 2**15 - 1), Type.INT: (-(2**31), 2**31 - 1)
               Type.LONG: (-(2**63), 2**63 - 1)}
 
 
-def _parse_value(key: "ConfigKey", raw: Any) -> Any:
+def parse_value(key: ConfigKey, raw: Any) -> Any:
     """Parse one raw value (string from a file, or a Python value) into the key's type; raise ValueError."""
     t = key.type
     if raw is None:
@@ -146,7 +148,7 @@ def mask_secrets(text: str) -> str:
     return _URL_SECRETS.sub(lambda m: (m.group(1) + HIDDEN) if m.group(1) else (m.group(2) + HIDDEN + "@"), text)
 
 
-def _render(key: "ConfigKey", value: Any) -> str:
+def _render(key: ConfigKey, value: Any) -> str:
     """The value as it may appear in a message or a listing: passwords are never shown, nor credentials
     embedded in a URL."""
     if key.type is Type.PASSWORD:
@@ -188,7 +190,7 @@ class ConfigKey:
     def parse(self, raw: Any) -> Any:
         """Parse and validate ``raw``; raise :class:`ConfigError` naming this key."""
         try:
-            value = _parse_value(self, raw)
+            value = parse_value(self, raw)
         except ValueError as e:
             raise ConfigError([ConfigProblem(self.name, f"Invalid value {_render(self, raw)} for "
                                                         f"configuration {self.name}: {e}")]) from None
@@ -198,6 +200,9 @@ class ConfigKey:
             if reason:
                 raise ConfigError([ConfigProblem(
                     self.name, f"Invalid value {_render(self, value)} for configuration {self.name}: {reason}")])
+            normalize = getattr(self.validator, "normalize", None)
+            if normalize is not None:
+                value = normalize(value)
         return value
 
 
@@ -217,16 +222,16 @@ class ConfigDef:
     def define(self, name: str, type: Type, default: Any = NO_DEFAULT, validator: Validator | None = None,
                importance: Importance = Importance.MEDIUM, doc: str = "", *, group: str | None = None,
                display_name: str | None = None, dependents: Sequence[str] = (),
-               internal: bool = False) -> "ConfigDef":
+               internal: bool = False) -> ConfigDef:
         """Declare a key; returns ``self`` so definitions chain."""
         if default is not NO_DEFAULT and default is not None and type is not Type.PASSWORD:
             # Defaults are written as Python values; normalise them through the parser once.
-            default = _parse_value(ConfigKey(name, type), default)
+            default = parse_value(ConfigKey(name, type), default)
         self._add(ConfigKey(name, type, default, validator, importance, doc, group, display_name,
                             tuple(dependents), internal))
         return self
 
-    def check(self, fn: Check) -> "ConfigDef":
+    def check(self, fn: Check) -> ConfigDef:
         """Add a cross-key check run after every key parsed: ``fn(config) -> iterable of ConfigProblem``."""
         self._checks.append(fn)
         return self
@@ -236,7 +241,7 @@ class ConfigDef:
             raise ValueError(f"Configuration {key.name!r} is defined twice")
         self._keys[key.name] = key
 
-    def merge(self, *others: "ConfigDef") -> "ConfigDef":
+    def merge(self, *others: ConfigDef) -> ConfigDef:
         """A new ConfigDef with this one's keys followed by the others' (later definitions must be new)."""
         out = ConfigDef(self._keys.values(), self._checks)
         for o in others:
@@ -246,7 +251,7 @@ class ConfigDef:
             out._checks.extend(c for c in o._checks if c not in out._checks)
         return out
 
-    def without(self, *names: str) -> "ConfigDef":
+    def without(self, *names: str) -> ConfigDef:
         return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks)
 
     # -- introspection ----------------------------------------------------------------------------
@@ -269,7 +274,7 @@ class ConfigDef:
     # -- parsing ----------------------------------------------------------------------------------
     def parse(self, props: Mapping[str, Any], *, context: str | None = None,
               allowed_prefixes: Sequence[str] = (), allowed_keys: Iterable[str] = (),
-              ignore_unknown: bool = False) -> "Config":
+              ignore_unknown: bool = False) -> Config:
         """Parse ``props`` into a :class:`Config`; raise one :class:`ConfigError` listing every problem.
 
         Keys are matched case-insensitively when no exact match exists (Spark lower-cases option keys).

@@ -35,7 +35,7 @@ def parse_properties(text: str) -> dict[str, str]:
     logical: list[str] = []
     buf = ""
     for raw in text.splitlines():
-        line = raw.lstrip() if not buf else raw.lstrip()
+        line = raw.lstrip()
         if not buf and (not line or line[0] in "#!"):
             continue
         # An odd number of trailing backslashes continues the line.

@@ -18,9 +18,10 @@ import contextlib
 import contextvars
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 from .files import parse_properties

@@ -8,7 +8,8 @@ invalid (``None`` when it is fine) plus ``describe()`` for the generated docs. M
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 __all__ = ["Validator", "Range", "ValidString", "ValidList", "NonEmptyString", "Regex", "CaseInsensitiveValidString",
            "Lambda", "all_of"]
@@ -27,11 +28,11 @@ class Range:
         self.lo, self.hi = lo, hi
 
     @classmethod
-    def at_least(cls, lo: float) -> "Range":
+    def at_least(cls, lo: float) -> Range:
         return cls(lo, None)
 
     @classmethod
-    def between(cls, lo: float, hi: float) -> "Range":
+    def between(cls, lo: float, hi: float) -> Range:
         return cls(lo, hi)
 
     def __call__(self, value: Any) -> str | None:
@@ -55,7 +56,7 @@ class ValidString:
         self.case_sensitive = case_sensitive
 
     @classmethod
-    def in_(cls, *allowed: str) -> "ValidString":
+    def in_(cls, *allowed: str) -> ValidString:
         return cls(*allowed)
 
     def __call__(self, value: Any) -> str | None:
@@ -66,8 +67,14 @@ class ValidString:
     def describe(self) -> str:
         return "[" + ", ".join(self.allowed) + "]"
 
+    def normalize(self, value: Any) -> Any:
+        """The allowed spelling of a valid value (``ALL`` -> ``all``), so code compares without ``.lower()``."""
+        if self.case_sensitive:
+            return value
+        return {a.lower(): a for a in self.allowed}.get(str(value).lower(), value)
 
-def CaseInsensitiveValidString(*allowed: str) -> ValidString:  # noqa: N802 - Kafka's name
+
+def CaseInsensitiveValidString(*allowed: str) -> ValidString:
     return ValidString(*allowed, case_sensitive=False)
 
 
@@ -78,11 +85,11 @@ class ValidList:
         self.item, self.non_empty = item, non_empty
 
     @classmethod
-    def non_empty_list(cls) -> "ValidList":
+    def non_empty_list(cls) -> ValidList:
         return cls(non_empty=True)
 
     @classmethod
-    def in_(cls, *allowed: str) -> "ValidList":
+    def in_(cls, *allowed: str) -> ValidList:
         return cls(ValidString(*allowed))
 
     def __call__(self, value: Sequence[Any]) -> str | None:

@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import abc
 import hashlib
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar
 
 from ..config import Config, ConfigDef
 from ..config.common import COMMON, SINK, SOURCE
+from ..version import __version__
 from .offsets import Offsets, parse_partition_key
 
 __all__ = ["SourceConnector", "SinkConnector", "ReadRange", "ReadTask", "WriteContext", "CommitContext",
@@ -92,8 +95,6 @@ class _Plugin:
 
     @classmethod
     def version(cls) -> str:
-        from .. import __version__
-
         return __version__
 
     def __repr__(self) -> str:
@@ -137,7 +138,7 @@ class SourceConnector(_Plugin, abc.ABC):
     # -- driver ------------------------------------------------------------------------------------
     @abc.abstractmethod
     def schema(self) -> Any:
-        """The Spark record schema (:func:`spark_connect_bridge.records.record_schema`) this source emits."""
+        """The Spark record schema (:func:`spark_connect_bridge.core.records.record_schema`) this source emits."""
 
     @abc.abstractmethod
     def initial_offsets(self) -> Offsets:
@@ -153,7 +154,7 @@ class SourceConnector(_Plugin, abc.ABC):
         """Split ``(start, end]`` into at most ``tasks.max`` read tasks (round-robin over changed partitions)."""
         ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
                   if start.get(k) != v]
-        n = max(1, min(int(self.config.get("tasks.max", 1)), len(ranges)))
+        n = max(1, min(self.config.get("tasks.max", 1), len(ranges)))
         groups: list[list[ReadRange]] = [[] for _ in range(n)]
         for i, r in enumerate(ranges):
             groups[i % n].append(r)
@@ -213,5 +214,16 @@ def connector_config_def(cls: type) -> ConfigDef:
 def stable_app_id(*parts: str) -> str:
     """A short stable id (e.g. of a checkpoint location) for sink transaction ids."""
     return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:16]
+
+
+def checkpoint_app_id(checkpoint: str) -> str:
+    """The application id of a streaming query's sink commits, derived from its checkpoint location: the same
+    whichever path starts the query (the kconnect data source, ``write_stream``, either Delta engine), so a table or
+    database keeps one transaction id per checkpoint. A local path is made absolute first; a URI loses a trailing
+    ``/``."""
+    location = str(checkpoint)
+    if "://" not in location and not location.startswith("file:"):
+        location = os.path.abspath(location)
+    return "ckpt-" + stable_app_id(location.rstrip("/"))
 
 

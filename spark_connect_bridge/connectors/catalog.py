@@ -1,6 +1,6 @@
 """Built-in connectors: every name each one answers to. Kept import-free so resolution stays cheap."""
 
-from ..plugins import PluginSpec, connector_names
+from ..core.plugins import PluginSpec, connector_names
 
 CATALOG = [
     PluginSpec("source", "spark_connect_bridge.connectors.file:FileStreamSourceConnector",
@@ -23,6 +23,12 @@ CATALOG += [
     PluginSpec("source", "spark_connect_bridge.connectors.postgres:PostgresConnector",
                connector_names("io.debezium.connector.postgresql.PostgresConnector", "postgres-cdc"),
                "Change data capture from PostgreSQL logical decoding, with Debezium's configs and events."),
+    PluginSpec("source", "spark_connect_bridge.connectors.mysql:MySqlConnector",
+               connector_names("io.debezium.connector.mysql.MySqlConnector", "mysql-cdc"),
+               "Change data capture from the MySQL binlog, with Debezium's configs and events."),
+    PluginSpec("source", "spark_connect_bridge.connectors.mysql:MariaDbConnector",
+               connector_names("io.debezium.connector.mariadb.MariaDbConnector", "mariadb-cdc"),
+               "Change data capture from the MariaDB binlog, with Debezium's configs and events."),
     PluginSpec("sink", "spark_connect_bridge.connectors.delta:DeltaSinkConnector",
                connector_names("spark_connect_bridge.connectors.delta.DeltaSinkConnector", "delta-sink"),
                "Appends or MERGEs records into a Delta table, exactly once."),

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, ClassVar
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidString
+from ..core.records import no_headers, record_schema
 from ..errors import ConfigProblem
-from ..records import no_headers
 from .base import ReadRange, SourceConnector
 from .offsets import Offsets, partition_key
 
@@ -171,8 +172,8 @@ class DatagenConnector(SourceConnector):
     """Generates mock records (``io.confluent.kafka.connect.datagen.DatagenConnector``)."""
 
     kafka_class = "io.confluent.kafka.connect.datagen.DatagenConnector"
-    partition_fields = {"task.id": int}
-    offset_fields = {"current.iteration": int}
+    partition_fields: ClassVar[dict[str, type] | None] = {"task.id": int}
+    offset_fields: ClassVar[dict[str, type] | None] = {"current.iteration": int}
     config_def = (
         ConfigDef()
         .define("kafka.topic", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
@@ -201,7 +202,7 @@ class DatagenConnector(SourceConnector):
 
     @property
     def _tasks(self) -> int:
-        return int(self.config["tasks.max"])
+        return self.config["tasks.max"]
 
     def _keys(self) -> list[str]:
         return [partition_key({"task.id": i}) for i in range(self._tasks)]
@@ -210,8 +211,6 @@ class DatagenConnector(SourceConnector):
         return self.config["schema.keyfield"] or QUICKSTARTS[self.config["quickstart"]][1]
 
     def schema(self) -> Any:
-        from ..records import record_schema
-
         value = QUICKSTARTS[self.config["quickstart"]][0]()
         key = next(f.dataType for f in value.fields if f.name == self._keyfield())
         return record_schema(key, value)

@@ -31,7 +31,8 @@ columns (a topic-store table) gives back the same records; any other table gives
 row as the value struct, key null (or ``delta.source.key.fields``), topic ``topic`` (default: the table's
 directory name), partition 0, offset ``version * 10^9 + row index in the version`` and timestamp the commit
 time. Rows of one version come in log order (files as the commit lists them, rows in file order); change-data
-rows of a version are sorted by their columns, since deltalake reads change files in parallel. Admission control (``max.records.per.trigger``) takes whole versions (at least one).
+rows of a version are sorted by their columns, since deltalake reads change files in parallel. Admission control
+(``max.records.per.trigger``) takes whole versions (at least one).
 
 >>> (df.writeStream.format("kconnect").option("connector.class", "delta-sink")          # doctest: +SKIP
 ...    .option("delta.table.path", "/data/orders").option("checkpointLocation", "/ckpt/orders").start())
@@ -41,33 +42,49 @@ rows of a version are sorted by their columns, since deltalake reads change file
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..config import ConfigDef, Importance, Lambda, Range, Type
 from ..config.validators import CaseInsensitiveValidString
+from ..core.records import RECORD_COLUMNS, arrow_schema, no_headers, record_schema
+from ..core.topic_schemas import narrow_arrow, topic_layouts
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
-from ..records import no_headers
-from ..topic_schemas import narrow_arrow, topic_layouts
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
+from .delta_files import (
+    HIVE_NULL,
+    cast_to,
+    commit_files,
+    delete_files,
+    is_replay,
+    latest_version,
+    local_path,
+    merge_changes,
+    normalize_schema,
+    read_commit,
+    reconcile_schema,
+    require_deltalake,
+    table_schema,
+    write_files,
+)
 from .offsets import Offsets, partition_key
 
 __all__ = ["DeltaSinkConnector", "DeltaSourceConnector", "rows_arrow", "rows_frame", "last_per_key",
-           "OP_COLUMN", "RECORD_COLUMNS", "VERSION_STRIDE"]
+           "OP_COLUMN", "VERSION_STRIDE"]
 
 log = logging.getLogger(__name__)
 
 OP_COLUMN = "_kc_op"
 _SORT = ("_kc_order", "_kc_part", "_kc_off", "_kc_task", "_kc_idx")
-RECORD_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 VERSION_STRIDE = 1_000_000_000
-_VERSION_STRIDE = VERSION_STRIDE  # the name runtime.service reads
 STAGING_DIR = "_kconnect_staging"
 
 
@@ -138,7 +155,8 @@ class DeltaSinkConnector(SinkConnector):
                 "Maximum rows per Parquet file written by one task.", group="Delta")
         .define("delta.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "deltalake", "delta-spark"),
                 Importance.LOW, "auto: delta-spark when the Spark session has Delta loaded, deltalake otherwise, "
-                                "where spark_connect_bridge.delta_engine.write_stream / write_batch run the config. "
+                                "where spark_connect_bridge.engine.delta_spark.write_stream / write_batch run the "
+                                "config. "
                                 "The kconnect data source (format(\"kconnect\")) runs the deltalake engine: auto "
                                 "and deltalake, while delta-spark there is a config error naming write_stream.",
                 group="Delta")
@@ -149,7 +167,6 @@ class DeltaSinkConnector(SinkConnector):
     def table_path(self, topic: str | None = None, *, local: bool = True) -> str:
         """The table of ``topic`` (the one table when the path does not depend on the topic); ``local=False``
         keeps an object-store URI as it is (the delta-spark engine writes those)."""
-        from ..delta_engine import local_path
 
         template = self.config["delta.table.path"] or os.path.join(self.config["topics.dir"], "${topic}")
         if "${topic}" in template:
@@ -171,9 +188,6 @@ class DeltaSinkConnector(SinkConnector):
     def validate_input(self, schema: Any) -> None:
         import pyarrow as pa
 
-        from ..delta_engine import require_deltalake
-        from ..records import arrow_schema
-
         require_deltalake()
         if self.config["delta.engine"] == "delta-spark":
             # A Python data source gets Arrow batches in Python workers, where no SparkSession (so no Delta JVM
@@ -181,7 +195,7 @@ class DeltaSinkConnector(SinkConnector):
             raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
                                                              "delta.engine: the kconnect data source (format("
                                                              "\"kconnect\")) writes with the deltalake engine; run "
-                                                             "the config with spark_connect_bridge.delta_engine."
+                                                             "the config with spark_connect_bridge.engine.delta_spark."
                                                              "write_stream(df, config, checkpoint=...) or "
                                                              "write_batch(df, config) for Delta's own writer")])
         target = arrow_schema(schema)
@@ -190,7 +204,7 @@ class DeltaSinkConnector(SinkConnector):
                                                                  f"column; the input has {target.names}")])
         rows_arrow(pa.Table.from_batches([], schema=target), self.config)  # raises on a bad layout
         # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
-        # own columns (see spark_connect_bridge.topic_schemas).
+        # own columns (see spark_connect_bridge.core.topic_schemas).
         layouts = topic_layouts(schema, "value") if self.per_topic and "topic" in schema.names else None
         self._layouts = layouts if layouts and len(layouts) > 1 else None
 
@@ -223,8 +237,6 @@ class DeltaSinkConnector(SinkConnector):
         return out
 
     def _append(self, path: str, data: Any, ctx: WriteContext) -> list:
-        from ..delta_engine import cast_to, reconcile_schema, table_schema, write_files
-
         rows, _ = rows_arrow(data, self.config)
         if rows.num_rows == 0:
             return []
@@ -251,8 +263,6 @@ class DeltaSinkConnector(SinkConnector):
 
     # -- driver -----------------------------------------------------------------------------------
     def commit(self, messages: Sequence[Any], ctx: CommitContext) -> None:
-        from ..delta_engine import commit_files
-
         tables: dict[str, list] = {}
         merge = False
         for m in messages:
@@ -273,8 +283,6 @@ class DeltaSinkConnector(SinkConnector):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from ..delta_engine import is_replay, merge_changes
-
         paths = [p for p, _ in staged]
         try:
             if not staged or is_replay(path, ctx.app_id, ctx.batch_id):
@@ -289,8 +297,6 @@ class DeltaSinkConnector(SinkConnector):
             _discard_staged(paths)
 
     def abort(self, messages: Sequence[Any], ctx: CommitContext) -> None:
-        from ..delta_engine import delete_files
-
         for m in messages:
             for path, items in m.tables.items():
                 if m.merge:
@@ -308,10 +314,8 @@ class _Message:
 def _discard_staged(paths: Sequence[str]) -> None:
     dirs = {os.path.dirname(p) for p in paths}
     for p in paths:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(p)
-        except FileNotFoundError:
-            pass
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -390,10 +394,10 @@ def _merge_keys_of(rows: Any, cfg: Any, key: Any = None) -> list[str]:
                                                              "struct to take them from)")])
     missing = [k for k in keys if k not in rows.column_names]
     if missing:
+        columns = ", ".join(c for c in rows.column_names if not c.startswith("_kc_"))
         raise ConfigError([ConfigProblem("delta.merge.keys", f"Invalid value {','.join(keys)} for configuration "
                                                              f"delta.merge.keys: the rows have no column "
-                                                             f"{', '.join(missing)} (columns: "
-                                                             f"{', '.join(c for c in rows.column_names if not c.startswith('_kc_'))})")])
+                                                             f"{', '.join(missing)} (columns: {columns})")])
     return keys
 
 
@@ -632,7 +636,7 @@ class DeltaSourceConnector(SourceConnector):
                 doc="Row columns that make up the record key struct of a plain table (default: null key).",
                 group="Delta")
         .define("delta.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "deltalake", "delta-spark"),
-                Importance.LOW, "delta-spark: spark_connect_bridge.delta_engine.read_stream reads with Delta's "
+                Importance.LOW, "delta-spark: spark_connect_bridge.engine.delta_spark.read_stream reads with Delta's "
                                 "own streaming source (records without per-row offsets; see the README). auto and "
                                 "deltalake, and the kconnect data source: the deltalake reader.", group="Delta")
         .check(_source_checks)
@@ -641,7 +645,6 @@ class DeltaSourceConnector(SourceConnector):
     # -- tables -------------------------------------------------------------------------------------
     def tables(self) -> list[str]:
         """The tables this source reads now (sorted absolute paths)."""
-        from ..delta_engine import latest_version, local_path
 
         if self.config["delta.table.path"]:
             return [local_path(self.config["delta.table.path"])]
@@ -662,23 +665,19 @@ class DeltaSourceConnector(SourceConnector):
         return out
 
     def _arrow_table_schema(self, path: str) -> Any:
-        from ..delta_engine import table_schema
-
         s = table_schema(path)
         if s is None:
             raise ConnectError(f"Delta source: there is no Delta table at {path}")
         return s
 
     def schema(self) -> Any:
-        from ..delta_engine import require_deltalake
-        from ..records import record_schema
-
         require_deltalake()
         if self.config["delta.engine"] == "delta-spark":
             raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
                                                              "delta.engine: the kconnect data source reads with "
                                                              "the deltalake engine; read with "
-                                                             "spark_connect_bridge.delta_engine.read_stream(spark, "
+                                                             "spark_connect_bridge.engine.delta_spark."
+                                                             "read_stream(spark, "
                                                              "config) for Delta's own source")])
         tables = self.tables()
         if not tables:
@@ -691,8 +690,6 @@ class DeltaSourceConnector(SourceConnector):
         import pyarrow as pa
         from pyspark.sql.pandas.types import from_arrow_schema
         from pyspark.sql.types import BinaryType, StructType
-
-        from ..records import record_schema
 
         s = self._arrow_table_schema(path)
         spark_schema = from_arrow_schema(s)
@@ -711,8 +708,6 @@ class DeltaSourceConnector(SourceConnector):
         return {partition_key({"table": t}): {"version": start} for t in self.tables()}
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
-        from ..delta_engine import latest_version
-
         first = int(self.config["delta.source.starting.version"]) - 1
         out: dict[str, Any] = {}
         budget = max_records
@@ -739,7 +734,6 @@ class DeltaSourceConnector(SourceConnector):
         return out
 
     def _version_rows(self, path: str, version: int) -> int:
-        from ..delta_engine import read_commit
         import json
 
         n = 0
@@ -753,8 +747,6 @@ class DeltaSourceConnector(SourceConnector):
         return max(n, 1)
 
     def lag(self, current: Offsets) -> int | None:
-        from ..delta_engine import latest_version
-
         behind = 0
         for t in self.tables():
             k = partition_key({"table": t})
@@ -779,11 +771,10 @@ class DeltaSourceConnector(SourceConnector):
 
     def _version_data(self, path: str, version: int) -> Iterator[tuple[Any, int]]:
         """The rows version ``version`` added (or its change data), with the commit time in ms."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
         from urllib.parse import unquote
 
-        from ..delta_engine import HIVE_NULL, cast_to, normalize_schema, read_commit
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         actions = read_commit(path, version)
         ts = next((a["commitInfo"].get("timestamp") for a in actions if "commitInfo" in a), None)
@@ -828,8 +819,6 @@ class DeltaSourceConnector(SourceConnector):
     def _records(self, data: Any, schema: Any, path: str, first_offset: int, ts_ms: int) -> Any:
         import numpy as np
         import pyarrow as pa
-
-        from ..records import arrow_schema
 
         target = arrow_schema(schema)
         if "topic" in data.column_names and [f.name for f in target] == list(RECORD_COLUMNS) and \

@@ -4,12 +4,13 @@ driver, and refuse keys the caller does not apply."""
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import Config, load_config_file, resolve_providers
 from ..config.common import KAFKA_ONLY_PREFIXES, PLUGIN_PREFIXES, SPARK_OPTION_KEYS, warn_kafka_only
+from ..core.plugins import resolve_class
 from ..errors import ConfigError, ConfigProblem
-from ..plugins import resolve_class
 from .base import SinkConnector, SourceConnector, connector_config_def
 
 __all__ = ["build_connector", "connector_class", "parse_connector_config", "stage_keys"]
@@ -29,13 +30,18 @@ def stage_keys(props: Mapping[str, Any]) -> list[str]:
             if low in ("transforms", "predicates") and not str(v).strip():
                 continue
             out.append(k)
-        elif low == "errors.tolerance" and str(v).strip().lower() != "none":
-            out.append(k)
-        elif low.startswith("errors.deadletterqueue.") and low.endswith("topic.name") and str(v).strip():
-            out.append(k)
-        elif low == "errors.deadletterqueue.context.headers.enable" and str(v).strip().lower() == "true":
+        elif _sets_error_handling(low, str(v).strip()):
             out.append(k)
     return out
+
+
+def _sets_error_handling(key: str, value: str) -> bool:
+    """Whether an ``errors.*`` key asks for more than the default (fail on the first bad record)."""
+    if key == "errors.tolerance":
+        return value.lower() != "none"
+    if key.startswith("errors.deadletterqueue.") and key.endswith("topic.name"):
+        return bool(value)
+    return key == "errors.deadletterqueue.context.headers.enable" and value.lower() == "true"
 
 
 def connector_class(props: Mapping[str, Any]) -> type:

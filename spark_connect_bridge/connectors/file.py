@@ -25,14 +25,15 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, ClassVar
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
-from ..errors import ConnectError
-from ..paths import local_path
-from ..records import no_headers
+from ..core.paths import local_path
+from ..core.records import no_headers, record_schema
+from ..errors import ConfigError, ConnectError
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
@@ -47,8 +48,8 @@ class FileStreamSourceConnector(SourceConnector):
     """Reads lines of a text file (``org.apache.kafka.connect.file.FileStreamSourceConnector``)."""
 
     kafka_class = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-    partition_fields = {"filename": str}
-    offset_fields = {"position": int}
+    partition_fields: ClassVar[dict[str, type] | None] = {"filename": str}
+    offset_fields: ClassVar[dict[str, type] | None] = {"position": int}
     config_def = (
         ConfigDef()
         .define("file", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
@@ -74,8 +75,6 @@ class FileStreamSourceConnector(SourceConnector):
 
     def schema(self) -> Any:
         from pyspark.sql.types import StringType
-
-        from ..records import record_schema
 
         return record_schema(StringType(), StringType())
 
@@ -209,8 +208,6 @@ class FileStreamSinkConnector(SinkConnector):
 
     def validate_input(self, schema: Any) -> None:
         if "value" not in schema.fieldNames():
-            from ..errors import ConfigError
-
             raise ConfigError(f"FileStreamSink needs a 'value' column; the input has {schema.fieldNames()}")
 
     # -- executor ---------------------------------------------------------------------------------

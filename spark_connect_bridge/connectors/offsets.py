@@ -15,7 +15,8 @@ the compact, key-sorted JSON text of each source partition to its position map, 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 

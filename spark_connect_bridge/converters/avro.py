@@ -34,19 +34,29 @@ import io
 import json
 import logging
 import threading
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pyarrow as pa  # a core dependency; module-level so arrow_udf can resolve the 'pa.Array' hints
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringType, StructField, StructType
 
-from ..config import (NO_DEFAULT, CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type,
-                      ValidList)
+from ..config import (
+    NO_DEFAULT,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    Importance,
+    NonEmptyString,
+    Range,
+    Type,
+    ValidList,
+)
+from ..core.records import arrow_schema
 from ..errors import ConfigError, ConfigProblem, DataError
 from .avro_data import avro_to_spark, record_fullname, spark_to_avro
 from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
-from .base import Conversion, Converter, SPARK_SCHEMA_DOC
+from .base import SPARK_SCHEMA_DOC, Conversion, Converter
 from .schema_registry import SchemaRegistryError, client_for
 
 __all__ = ["AvroConverter", "native_avro_available", "STRATEGIES", "decode_batch", "encode_batch"]
@@ -102,8 +112,6 @@ def _parsed(schema_text: str) -> Any:
 
 
 def _arrow_type(dt: DataType) -> Any:
-    from ..records import arrow_schema
-
     return arrow_schema(StructType([StructField("v", dt)])).field("v").type
 
 
@@ -325,7 +333,8 @@ class AvroConverter(Converter):
     header_capable = False
     config_def = (
         ConfigDef()
-        .define("schema.registry.url", Type.LIST, NO_DEFAULT, ValidList(NonEmptyString(), non_empty=True), Importance.HIGH,
+        .define("schema.registry.url", Type.LIST, NO_DEFAULT, ValidList(NonEmptyString(), non_empty=True),
+                Importance.HIGH,
                 "Comma-separated list of Schema Registry URLs.")
         .define("auto.register.schemas", Type.BOOLEAN, True, None, Importance.MEDIUM,
                 "Register the value's schema under its subject when serializing.")
@@ -424,7 +433,7 @@ class AvroConverter(Converter):
 
     def _engine(self) -> str:
         """``native`` or ``fastavro`` as configured; ``auto``: native where spark-avro is loaded."""
-        choice = self.config["avro.engine"].lower()
+        choice = self.config["avro.engine"]
         if choice != "auto":
             return choice
         return "native" if self._native_loaded() else "fastavro"
@@ -467,7 +476,7 @@ class AvroConverter(Converter):
         writers = self._native_writers()
         if writers:
             return engine, writers
-        if self.config["avro.engine"].lower() == "native":
+        if self.config["avro.engine"] == "native":
             raise self._native_unavailable("the native engine needs the writer schemas when the query is planned "
                                            "(set use.schema.id, or a single topic in 'topics' whose subject has "
                                            "versions)")
@@ -558,7 +567,7 @@ class AvroConverter(Converter):
             elif mode["use_latest"]:
                 single = self._single_topic()
                 if single is None and mode["strategy"] != "record":
-                    if self.config["avro.engine"].lower() == "native":
+                    if self.config["avro.engine"] == "native":
                         raise self._native_unavailable("use.latest.version needs the topic when the query is "
                                                        "planned (a single topic in 'topics')")
                     return None

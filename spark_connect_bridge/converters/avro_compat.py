@@ -24,7 +24,8 @@ first).
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["LEVELS", "parse_avro", "can_read", "check_compatibility", "canonical", "AvroSchemaError"]
 
@@ -72,7 +73,7 @@ def parse_avro(schema: str | Any) -> Schema:
         fastavro.parse_schema(obj, _write_hint=False)
     except ImportError:  # pragma: no cover - fastavro is in the avro extra
         pass
-    except Exception as e:  # noqa: BLE001 - fastavro raises several types for invalid schemas
+    except Exception as e:
         raise AvroSchemaError(f"Invalid schema: {e}") from e
     names: dict[str, dict[str, Any]] = {}
     root = _norm(obj, "", names)
@@ -168,11 +169,10 @@ def _check(rs: Schema, rn: dict[str, Any], ws: Schema, wn: dict[str, Any], path:
     if rt != wt:
         out.append(f"{where}: writer type {_describe(wn)} cannot be read as {_describe(rn)}")
         return
-    if rt in ("record", "enum", "fixed"):
-        if _short(rn["name"]) != _short(wn["name"]) and wn["name"] not in rn["aliases"] \
-                and _short(wn["name"]) not in map(_short, rn["aliases"]):
-            out.append(f"{where}: writer {rt} {wn['name']} does not match reader {rt} {rn['name']}")
-            return
+    if rt in ("record", "enum", "fixed") and _short(rn["name"]) != _short(wn["name"]) \
+            and wn["name"] not in rn["aliases"] and _short(wn["name"]) not in map(_short, rn["aliases"]):
+        out.append(f"{where}: writer {rt} {wn['name']} does not match reader {rt} {rn['name']}")
+        return
     if rt == "record":
         key = (rn["name"], wn["name"])
         if key in seen:

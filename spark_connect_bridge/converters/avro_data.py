@@ -20,15 +20,32 @@ union of more than one non-null type has no Spark equivalent and is an error.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType,
-                               DoubleType, FloatType, IntegerType, LongType, MapType, ShortType, StringType,
-                               StructField, StructType, TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from ..errors import DataError
-from .connect_schema import (DATE, DECIMAL, META_DOC, META_NAME, META_PARAMETERS, META_VERSION, TIME, TIMESTAMP,
-                             is_time)
+from .connect_schema import DATE, DECIMAL, META_DOC, META_NAME, META_PARAMETERS, META_VERSION, TIME, TIMESTAMP, is_time
 
 __all__ = ["spark_to_avro", "avro_to_spark", "record_fullname", "MAP_ENTRY", "DEFAULT_NAMESPACE"]
 

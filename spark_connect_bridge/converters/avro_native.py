@@ -22,7 +22,8 @@ rows and bytes as the fastavro engine:
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -210,7 +211,7 @@ def _null_problems(c: Column, dt: DataType, schema: Any, path: str, named: dict[
                 _null_problems(c[f.name], f.dataType, by_name[f.name], f"{path}.{f.name}".lstrip("."), named, inner)
                 out.extend((c.isNotNull() & cond, p) for cond, p in inner)
     elif isinstance(dt, ArrayType) and kind == "array":
-        items, items_null = _non_null(_resolve(branch["items"], named))
+        _items, items_null = _non_null(_resolve(branch["items"], named))
         if dt.containsNull and not items_null:
             out.append((F.coalesce(F.exists(c, lambda x: x.isNull()), F.lit(False)), f"{path}[]"))
     elif isinstance(dt, MapType) and kind == "map":

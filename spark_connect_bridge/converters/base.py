@@ -7,7 +7,7 @@ driver, and Spark runs them over whole batches. Every converter offers two direc
 * :meth:`Converter.serialize` (``fromConnectData``): a typed Column -> a binary Column (source side).
 
 Both have a ``*_checked`` form returning a :class:`Conversion` (value, failed, message) that the pipeline
-wiring (:mod:`.wiring`) hands to :func:`spark_connect_bridge.record_errors.checked`, so that a bad record
+wiring (:mod:`.wiring`) hands to :func:`spark_connect_bridge.core.record_errors.checked`, so that a bad record
 fails the query with its coordinates (strict) or lands in ``_kc_error`` (tolerant). The plain forms fold the
 failure into the Column with ``raise_error`` (strict, without record coordinates).
 
@@ -18,8 +18,9 @@ failure into the Column with ``raise_error`` (strict, without record coordinates
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -88,7 +89,7 @@ def parse_spark_type(text: str | DataType, *, key: str) -> DataType:
         from pyspark.sql.types import _parse_datatype_string
 
         return _parse_datatype_string(s)
-    except Exception as e:  # noqa: BLE001 - any parse failure is a config problem of this key
+    except Exception as e:
         raise ConfigError([ConfigProblem(key, f"Invalid value {s} for configuration {key}: not a Spark DDL or "
                                               f"JSON schema ({type(e).__name__}: {str(e).splitlines()[0][:200]})")]
                           ) from e

@@ -1,6 +1,6 @@
 """Built-in plugins of this family: every name each one answers to. Kept import-free."""
 
-from ..plugins import PluginSpec
+from ..core.plugins import PluginSpec
 
 _M = "spark_connect_bridge.converters"
 

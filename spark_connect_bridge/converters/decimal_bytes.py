@@ -1,7 +1,11 @@
 """Decimal <-> Connect's Decimal bytes (big-endian two's complement of the unscaled value), as Column
 expressions: no UDF. Used by the JsonConverter (``decimal.format=BASE64``) and by the Avro engines.
 
->>> decimal_to_bytes(F.lit(Decimal("10.25")), DecimalType(4, 2))   # doctest: +SKIP  -> X'0401'
+>>> from decimal import Decimal
+>>> from pyspark.sql import functions as F
+>>> from pyspark.sql.types import DecimalType
+>>> spark.range(1).select(decimal_to_bytes(F.lit(Decimal("10.25")), DecimalType(4, 2)).alias("b")).first().b
+b'\\x04\\x01'
 """
 
 from __future__ import annotations

@@ -13,18 +13,33 @@ it, held in a ``variant`` (one Spark column cannot hold a different type per row
 :func:`parse_header_text`. Any other ``spark.schema`` casts every value to that type (a value that does not
 cast is a record error).
 
->>> SimpleHeaderConverter().serialize(F.lit(42), IntegerType())    # doctest: +SKIP  -> X'3432' ("42")
->>> df.select(F.schema_of_variant(parse_header_text(F.lit("1000"))))  # doctest: +SKIP  -> BIGINT (int16 inside)
+>>> from pyspark.sql import functions as F
+>>> from pyspark.sql.types import IntegerType
+>>> spark.range(1).select(SimpleHeaderConverter().serialize(F.lit(42), IntegerType()).alias("b")).first().b
+b'42'
+>>> spark.range(1).select(F.schema_of_variant(parse_header_text(F.lit("1000"))).alias("t")).first().t
+'BIGINT'
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, DataType, DateType, MapType, StringType, StructType,
-                               TimestampNTZType, TimestampType, VariantType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    DateType,
+    MapType,
+    StringType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VariantType,
+)
 
 from ..config import ConfigDef
 from .base import Conversion, HeaderConverter, with_spark_schema_key

@@ -15,9 +15,9 @@ With ``schemas.enable=true`` (the default) a message is the envelope ``{"schema"
 argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then,
 with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the first
 ``schemas.sample.size`` messages (each topic's must map to one Spark type; several topics with their own
-struct types give their union, see :mod:`spark_connect_bridge.topic_schemas`, and each topic's messages are
+struct types give their union, see :mod:`spark_connect_bridge.core.topic_schemas`, and each topic's messages are
 read with its own type). A sink's stream does this per micro-batch, over every message of the batch
-(:func:`spark_connect_bridge.pipeline.write_stream`). Otherwise it is a ConfigError naming
+(:func:`spark_connect_bridge.engine.pipeline.write_stream`). Otherwise it is a ConfigError naming
 ``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
 payload of every message is read with that plan-time type; the ``schema`` part of each message is not re-read
 per message.
@@ -44,20 +44,33 @@ converter; for JSON it is a plan-time error.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, DataType, DateType, DecimalType, LongType, MapType, StringType,
-                               StructField, StructType, TimestampNTZType, TimestampType, VariantType,
-                               IntegerType)
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    DateType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+    VariantType,
+)
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
+from ..core.topic_schemas import TABLES_META, union_of
 from ..errors import ConfigError, ConfigProblem, DataError
-from .base import Conversion, Converter, SPARK_SCHEMA_DOC
+from .base import SPARK_SCHEMA_DOC, Conversion, Converter
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
-from ..topic_schemas import TABLES_META, union_of
 
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
@@ -198,7 +211,7 @@ def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int | N
     ``sample_size`` messages; every message when ``None``): ``(type, column metadata, per-topic types)``.
 
     One schema gives that type and no per-topic types. Several topics with one schema each give their union
-    (:func:`spark_connect_bridge.topic_schemas.union_of`) and each topic's own type, which :meth:`parse` reads
+    (:func:`spark_connect_bridge.core.topic_schemas.union_of`) and each topic's own type, which :meth:`parse` reads
     each topic's messages with. Several schemas in one topic are an error."""
     if df.isStreaming:
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "

@@ -192,7 +192,7 @@ class RegistryStore:
 
     def lookup(self, subject: str, schema: Any, schema_type: str | None = None,
                deleted: bool = False) -> dict[str, Any]:
-        text, stype, fp = self._parse(schema, schema_type)
+        text, _stype, fp = self._parse(schema, schema_type)
         with self._lock:
             vs = self._versions(subject, deleted)
             if not vs:
@@ -311,11 +311,11 @@ def _flag(q: dict[str, list[str]], name: str) -> bool:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "RegistryServer"
+    server: RegistryServer
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("registry %s - " + format, self.address_string(), *args)
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("registry %s - %s", self.address_string(), format % args)
 
     def _send(self, status: int, body: Any) -> None:
         data = json.dumps(body).encode()
@@ -353,20 +353,20 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
         except RegistryHTTPError as e:
             self._send(e.status, {"error_code": e.error_code, "message": e.message})
-        except Exception as e:  # noqa: BLE001 - one bad request must not kill the server
+        except Exception as e:
             log.exception("registry request failed: %s %s", method, path)
             self._send(500, {"error_code": 50001, "message": f"Error in the backend data store: {e}"})
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+    def do_GET(self) -> None:
         self._dispatch("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._dispatch("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._dispatch("PUT")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._dispatch("DELETE")
 
     # -- handlers -----------------------------------------------------------------------------------
@@ -406,17 +406,17 @@ class _Handler(BaseHTTPRequestHandler):
     def h_types(self, q):
         return 200, ["AVRO"]
 
-    def h_schema_by_id(self, q, id):  # noqa: A002 - the path parameter's name
+    def h_schema_by_id(self, q, id):
         schema, stype = self.store.schema_by_id(int(id))
         return 200, ({"schema": schema} if stype == "AVRO" else {"schema": schema, "schemaType": stype})
 
-    def h_schema_text_by_id(self, q, id):  # noqa: A002
+    def h_schema_text_by_id(self, q, id):
         return 200, json.loads(self.store.schema_by_id(int(id))[0])
 
-    def h_id_versions(self, q, id):  # noqa: A002
+    def h_id_versions(self, q, id):
         return 200, self.store.ids_versions(int(id))
 
-    def h_id_subjects(self, q, id):  # noqa: A002
+    def h_id_subjects(self, q, id):
         return 200, sorted({x["subject"] for x in self.store.ids_versions(int(id))})
 
     def h_get_config(self, q, s=None):
@@ -459,7 +459,7 @@ class RegistryServer(ThreadingHTTPServer):
         host, port = self.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "RegistryServer":
+    def start(self) -> RegistryServer:
         self._thread = threading.Thread(target=self.serve_forever, name="schema-registry", daemon=True)
         self._thread.start()
         return self

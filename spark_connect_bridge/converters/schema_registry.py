@@ -18,8 +18,9 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 from ..errors import ConnectError, RetriableError

@@ -11,17 +11,33 @@
 A payload of the wrong size (``Size of data received by IntegerDeserializer is not 4``) or a value that
 cannot be cast to the converter's type is a record error.
 
->>> IntegerConverter().serialize(F.lit(1), IntegerType())    # doctest: +SKIP  -> X'00000001'
+>>> from pyspark.sql import functions as F
+>>> from pyspark.sql.types import IntegerType
+>>> spark.range(1).select(IntegerConverter().serialize(F.lit(1), IntegerType()).alias("b")).first().b
+b'\\x00\\x00\\x00\\x01'
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, DataType, DoubleType, FloatType,
-                               IntegerType, LongType, MapType, ShortType, StringType, StructType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    DataType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructType,
+)
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Type
 from ..errors import ConfigError, ConfigProblem

@@ -14,7 +14,7 @@ binary on the sink side); there is no worker-level default here.
 
 A row that fails to convert is a record error (stage ``KEY_CONVERTER``/``VALUE_CONVERTER``/
 ``HEADER_CONVERTER``, class = the converter's Kafka class name) through
-:func:`spark_connect_bridge.record_errors.checked`: strict DataFrames fail with the record's
+:func:`spark_connect_bridge.core.record_errors.checked`: strict DataFrames fail with the record's
 topic/partition/offset, tolerant ones (``_kc_error``) record it.
 
 >>> cfg = {"value.converter": "org.apache.kafka.connect.json.JsonConverter",      # doctest: +SKIP
@@ -26,17 +26,18 @@ topic/partition/offset, tolerant ones (``_kc_error``) record it.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, StructType
 
+from ..core.plugins import resolve_class
+from ..core.record_errors import checked
+from ..core.topic_schemas import narrow, topic_layouts
 from ..errors import ConfigError, ConfigProblem
-from ..plugins import resolve_class
-from ..record_errors import checked
-from ..topic_schemas import narrow, topic_layouts
-from .base import Converter
+from .base import Converter, parse_spark_type
 
 __all__ = ["CONVERTER_KEYS", "build_converters", "apply_source_converters", "apply_sink_converters"]
 
@@ -192,7 +193,6 @@ def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schem
 
     >>> typed = apply_sink_converters(df, cfg, value_schema="id BIGINT, name STRING")   # doctest: +SKIP
     """
-    from .base import parse_spark_type
 
     convs = build_converters(config)
     explicit = {"key": key_schema, "value": value_schema, "headers": header_schema}

@@ -90,7 +90,7 @@ def artifacts(profile: str = "spark", version: str | None = None) -> list[Artifa
     Spark's own modules are those of the release the pom names for that minor version.
 
     >>> [a.artifact for a in artifacts("spark", "4.2.0")][:2]
-    ['delta-spark_2.13', 'spark-sql-kafka-0-10_2.13']
+    ['delta-spark_2.13', 'spark-avro_2.13']
     """
     version = version or spark_version()
     root = ET.parse(POM).getroot()
@@ -136,7 +136,8 @@ def classpath(profile: str = "spark", version: str | None = None, *, mvn: str | 
                            f"{profile!r}: apt-get install maven, or use spark.jars.packages (configure_spark does)")
     os.makedirs(_cache_dir(), exist_ok=True)
     with tempfile.NamedTemporaryFile("r", suffix=".classpath", dir=_cache_dir()) as out:
-        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.minor={_minor(version)}", "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
+        cmd = [mvn, "-q", "-B", "-f", POM, "-P", profile, f"-Dspark.minor={_minor(version)}",
+               "dependency:build-classpath", f"-Dmdep.outputFile={out.name}"]
         log.info("Resolving the %s JVM packages with Maven (first use; cached afterwards)", profile)
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=_cache_dir())
         if done.returncode != 0:

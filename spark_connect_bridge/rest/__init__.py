@@ -1,4 +1,5 @@
-"""Kafka Connect's REST API over the worker's service layer (:class:`~spark_connect_bridge.runtime.service.ConnectService`).
+"""Kafka Connect's REST API over the worker's service layer
+(:class:`~spark_connect_bridge.runtime.service.ConnectService`).
 
 One router per resource (``root``, ``connectors``, ``plugins``); domain errors are mapped to HTTP statuses in one
 place (:mod:`.errors`); error bodies are Kafka's ``{"error_code": ..., "message": ...}``.

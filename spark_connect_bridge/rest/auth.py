@@ -16,7 +16,7 @@ import hashlib
 import hmac
 import logging
 import warnings
-from typing import Mapping
+from collections.abc import Mapping
 
 __all__ = ["Realm", "deobfuscate"]
 
@@ -54,7 +54,7 @@ def _unix_crypt(password: str, salt: str) -> str:
 def _credential_bytes(credential: str, password: str) -> tuple[bytes, bytes]:
     """``(stored, offered)`` in the same form, to be compared in constant time."""
     if credential.startswith("MD5:"):
-        digest = hashlib.md5(password.encode("utf-8")).hexdigest()  # noqa: S324 - Jetty's MD5: format
+        digest = hashlib.md5(password.encode("utf-8")).hexdigest()
         return credential[4:].lower().encode(), digest.encode()
     if credential.startswith("CRYPT:"):
         stored = credential[6:]
@@ -80,7 +80,7 @@ class Realm:
 
     def authenticate_header(self, header: str | None) -> bool:
         """Check an ``Authorization: Basic ...`` header."""
-        if not header or not header[:6].lower() == "basic ":
+        if not header or header[:6].lower() != "basic ":
             return False
         try:
             user, sep, password = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8").partition(":")

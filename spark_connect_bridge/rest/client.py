@@ -45,7 +45,7 @@ class Client:
         if self._auth:
             req.add_header("Authorization", self._auth)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:  # noqa: S310 - user-given URL
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as e:
             raw = e.read()

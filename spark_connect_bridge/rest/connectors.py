@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import quote
 
 from ..errors import ConfigError
+from ..runtime.errors import NotFoundError
 from ..runtime.secrets import restore_masked, scrub_text
-from ..runtime.service import NotFoundError
 from .errors import HttpError
 from .routing import Request, Response, Router
 

@@ -6,8 +6,7 @@ import logging
 from typing import Any
 
 from ..errors import ConfigError
-from ..runtime.service import (AlreadyExistsError, BadRequestError, ConflictError, ForbiddenError,
-                               NotFoundError)
+from ..runtime.errors import AlreadyExistsError, BadRequestError, ConflictError, ForbiddenError, NotFoundError
 
 __all__ = ["HttpError", "status_of", "error_body"]
 
@@ -40,7 +39,7 @@ def error_body(e: BaseException) -> tuple[int, dict[str, Any]]:
     """``(status, {"error_code", "message"})`` for an exception raised while serving a request."""
     status = status_of(e)
     if status == 500 and not isinstance(e, HttpError):
-        log.exception("Unhandled error serving a REST request", exc_info=e)
+        log.error("Unhandled error serving a REST request", exc_info=e)
         message = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
     else:
         message = str(e)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import __version__
+from ..version import __version__
 from .routing import Request, Response, Router
 
 __all__ = ["router", "spec"]

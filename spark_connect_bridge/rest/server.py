@@ -15,8 +15,9 @@ import logging
 import socket
 import ssl
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..config import HIDDEN
@@ -234,7 +235,7 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 resp = _dispatch(self.service, method, self.path, body)
                 status, payload, headers = resp.status, resp.body, dict(resp.headers)
-            except Exception as e:  # every failure becomes Kafka's error body
+            except Exception as e:  # noqa: BLE001 - every failure becomes Kafka's error body
                 status, payload = error_body(e)
                 headers = {"Allow": ", ".join(_allowed_methods(path.rstrip("/") or "/"))} if status == 405 else {}
         if resolved and (status >= 400 or path.endswith("/validate")):
@@ -252,28 +253,28 @@ class _Handler(BaseHTTPRequestHandler):
         self._fail(405, f"HTTP {method} {path} is not supported; allowed: {', '.join(allowed)}",
                    {"Allow": ", ".join(allowed)}, close=True)
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's names
+    def do_GET(self) -> None:
         self._handle("GET")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self._handle("POST")
 
-    def do_PUT(self) -> None:  # noqa: N802
+    def do_PUT(self) -> None:
         self._handle("PUT")
 
-    def do_PATCH(self) -> None:  # noqa: N802
+    def do_PATCH(self) -> None:
         self._handle("PATCH")
 
-    def do_DELETE(self) -> None:  # noqa: N802
+    def do_DELETE(self) -> None:
         self._handle("DELETE")
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._not_allowed("HEAD")
 
-    def do_TRACE(self) -> None:  # noqa: N802
+    def do_TRACE(self) -> None:
         self._not_allowed("TRACE")
 
-    def do_OPTIONS(self) -> None:  # noqa: N802
+    def do_OPTIONS(self) -> None:
         origin = self._origin()
         wanted = self.headers.get("Access-Control-Request-Method")
         if origin and wanted and not self._same_origin(origin) and self._cross_origin_allowed(origin):
@@ -284,7 +285,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._not_allowed("OPTIONS")
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args: Any) -> None:
         # The request line only (never headers: they may carry credentials).
         log.debug("%s %s", self.address_string(), format % args)
 
@@ -316,7 +317,7 @@ class _Server(ThreadingHTTPServer):
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # A client that hangs up, times out or fails the TLS handshake is not the worker's error.
-        log.debug("REST connection from %s failed", client_address, exc_info=True)
+        log.debug("REST connection from %s failed", client_address, exc_info=True)  # noqa: LOG014 - socketserver calls this inside its except block
 
 
 class RestServer:
@@ -344,7 +345,7 @@ class RestServer:
         host = self._httpd.server_address[0]
         return f"{self.scheme}://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
-    def start(self) -> "RestServer":
+    def start(self) -> RestServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="kconnect-rest", daemon=True)
         self._thread.start()
         log.info("REST API listening on %s", self.url)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import ssl
 import tempfile
-from typing import Mapping
+from collections.abc import Mapping
 
 from ..errors import ConfigError, ConfigProblem
 

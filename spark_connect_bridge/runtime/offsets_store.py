@@ -17,6 +17,7 @@ offsets. Spark sees an ordinary committed batch that read nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -71,10 +72,8 @@ def _write(path: str, text: str) -> None:
 
 def _remove(directory: str, batch: int) -> None:
     for name in (str(batch), f".{batch}.crc"):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(directory, name))
-        except FileNotFoundError:
-            pass
 
 
 def write_committed(checkpoint: str, offsets: dict[str, Any], *, raw: bool = False) -> int:

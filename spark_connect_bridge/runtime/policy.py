@@ -2,10 +2,11 @@
 it may resolve. A REST user manages connectors, nothing else.
 
 * Plugins: built-ins and installed entry points always; dotted Python paths only for the modules of
-  ``plugin.allowed.modules`` (:func:`~spark_connect_bridge.plugins.dotted_paths_restricted`). Nothing is imported
+  ``plugin.allowed.modules`` (:func:`~spark_connect_bridge.core.plugins.dotted_paths_restricted`). Nothing is imported
   for any other name.
 * Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
-  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following links, under ``connector.allowed.paths``
+  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following
+  links, under ``connector.allowed.paths``
   (default: the worker's working directory) and never under the worker's state directory (its stored configs,
   keys and checkpoints). Remote URIs (``s3://``...) are not local files and are left to the storage's own access
   control.
@@ -25,11 +26,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
 
-from .. import plugins
 from ..config.providers import ProviderPolicy, provider_policy, resolve_providers
+from ..core import plugins
 from ..errors import ConfigError, ConfigProblem
 
 __all__ = ["ConnectorPolicy", "is_path_key"]

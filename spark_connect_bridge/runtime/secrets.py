@@ -20,10 +20,12 @@ import json
 import logging
 import os
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from .. import plugins
 from ..config import HIDDEN, ConfigDef, Type
+from ..connectors.base import connector_config_def
+from ..core import plugins
 from ..errors import ConfigError, ConfigProblem
 
 __all__ = ["mask_config", "mask_url_secrets", "restore_masked", "password_keys", "ConfigCipher", "is_secret_key",
@@ -45,8 +47,6 @@ def mask_url_secrets(text: str) -> str:
 
 
 def _definition_of(cls: Any) -> Any:
-    from ..connectors.base import connector_config_def
-
     if getattr(cls, "plugin_type", None) in ("source", "sink"):
         return connector_config_def(cls)
     return getattr(cls, "config_def", None) or ConfigDef()

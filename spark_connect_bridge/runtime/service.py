@@ -27,17 +27,26 @@ import re
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from .. import __version__
 from ..bus import admin as kafka_admin
 from ..bus import groups as kafka_groups
+from ..config import ConfigDef
 from ..config.files import ConnectorRequest
+from ..connectors.base import connector_config_def
+from ..connectors.delta_files import committed_version, latest_version, read_commit
+from ..connectors.factory import connector_class
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
-from ..errors import ConfigError, ConnectError, PluginNotFoundError
+from ..core import plugins
+from ..engine.pipeline import prepare
+from ..errors import ConfigError, PluginNotFoundError
+from ..version import __version__
 from . import offsets_store
+from .errors import AlreadyExistsError, BadRequestError, ConflictError, ForbiddenError, NotFoundError
 from .secrets import mask_config
 from .state import ConnectorState, StateStore
+from .validate import validate_connector_config
 from .worker import ConnectorRuntime, Worker
 from .worker_config import WorkerConfig
 
@@ -48,26 +57,6 @@ log = logging.getLogger(__name__)
 
 _INITIAL_STATES = {"RUNNING": "STARTED", "PAUSED": "PAUSED", "STOPPED": "STOPPED"}
 _SINK_PARTITION_KEYS = ("kafka_topic", "kafka_partition")
-
-
-class NotFoundError(ConnectError):
-    """Unknown connector, task or plugin (HTTP 404)."""
-
-
-class AlreadyExistsError(ConnectError):
-    """A connector with that name exists (HTTP 409)."""
-
-
-class ConflictError(ConnectError):
-    """The request cannot be completed now (HTTP 409)."""
-
-
-class BadRequestError(ConnectError):
-    """An invalid request (HTTP 400)."""
-
-
-class ForbiddenError(ConnectError):
-    """Disabled by the worker config (HTTP 403)."""
 
 
 def _generation() -> int:
@@ -127,8 +116,6 @@ class ConnectService:
 
     @staticmethod
     def _kind_of(config: Mapping[str, str]) -> str:
-        from ..connectors.factory import connector_class
-
         try:
             return connector_class(config).plugin_type
         except ConfigError:
@@ -136,8 +123,6 @@ class ConnectService:
 
     def _validate(self, config: dict[str, str]) -> str:
         """Validate a whole connector config as the worker will run it; return its kind."""
-        from ..connectors.factory import connector_class
-        from ..pipeline import prepare
 
         try:
             kind = connector_class(config).plugin_type
@@ -257,7 +242,7 @@ class ConnectService:
             rt.state.target_state = "STOPPED"
 
             def remove() -> None:
-                self.worker._stop_query(rt)
+                self.worker.stop_query(rt)
                 keep = None
                 new = self.worker.runtimes.get(name)
                 if new is not None:  # re-created already: keep the new incarnation's checkpoint
@@ -380,8 +365,6 @@ class ConnectService:
         if store.format != "delta":
             return []
         if rt.kind == "source":
-            from ..delta_engine import committed_version
-
             app = self.worker.app_id(rt.state)
             out = []
             for t in store.topics():
@@ -406,8 +389,6 @@ class ConnectService:
             marks: dict[str, int] = {}
             store = self.worker.store
             if store.format == "delta":
-                from ..delta_engine import committed_version
-
                 if rt.kind == "source":
                     app = self.worker.app_id(rt.state)
                     for t in store.topics():
@@ -465,7 +446,7 @@ class ConnectService:
             checkpoint = self.worker.checkpoint(rt.state)
 
             def alter() -> None:
-                self.worker._stop_query(rt)
+                self.worker.stop_query(rt)
                 current = offsets_store.read_committed(checkpoint) or {}
                 merged = dict(current)
                 for k, v in changes.items():
@@ -483,7 +464,6 @@ class ConnectService:
     @staticmethod
     def _check_source_offsets(rt: ConnectorRuntime, entries: Any) -> None:
         """Kafka's alterOffsets contract: the connector refuses partitions and positions it does not use."""
-        from ..connectors.factory import connector_class
 
         cls = connector_class(rt.state.config)
         problems = [p for e in entries for p in cls.offset_problems(dict(e["partition"]), e.get("offset"))]
@@ -501,7 +481,7 @@ class ConnectService:
             keep = self.worker.checkpoint(rt.state)
 
             def reset() -> None:
-                self.worker._stop_query(rt)
+                self.worker.stop_query(rt)
                 self.worker.remove_checkpoints(name, keep=keep)
                 if rt.kind == "sink" and self.worker.bus is not None:  # Kafka Connect deletes the sink's group
                     kafka_admin.delete_group(self.worker.bus.admin_config(), _kafka_group(rt))
@@ -521,7 +501,7 @@ class ConnectService:
         assert bus is not None
 
         def alter() -> None:
-            self.worker._stop_query(rt)
+            self.worker.stop_query(rt)
             merged = kafka_groups.merge_rest(offsets_store.read_committed(checkpoint) or {}, entries)
             if offsets_store.committed_batch(checkpoint) is None:
                 _seed_checkpoint(checkpoint)
@@ -562,8 +542,6 @@ class ConnectService:
     # -- plugins ------------------------------------------------------------------------------------
     @staticmethod
     def plugins(connectors_only: bool = True) -> list[dict[str, str]]:
-        from .. import plugins
-
         rows = plugins.describe_all(["connector"] if connectors_only else None)
         seen, out = set(), []
         for r in rows:
@@ -580,7 +558,6 @@ class ConnectService:
 
     def validate(self, plugin: str, props: Mapping[str, Any]) -> dict[str, Any]:
         """``PUT /connector-plugins/{plugin}/config/validate``: Kafka's ConfigInfos (200 even when invalid)."""
-        from .validate import validate_connector_config
 
         return validate_connector_config(plugin, {str(k): ("" if v is None else str(v)) for k, v in props.items()})
 
@@ -599,8 +576,6 @@ def _version_records(table: str, upto: int) -> list[int]:
     """Records each version 0..``upto`` of a topic-store table added (Delta ``numRecords`` statistics)."""
     import json
 
-    from ..delta_engine import read_commit
-
     counts = []
     for version in range(upto + 1):
         n = 0
@@ -615,7 +590,6 @@ def _version_records(table: str, upto: int) -> list[int]:
 def _version_at(table: str, offset: int, topic: str) -> int:
     """The topic-store version after which the record at Kafka offset ``offset`` (the number of records before
     it) comes: offsets are alterable at version boundaries, which a sink consumes whole."""
-    from ..delta_engine import latest_version
 
     if offset < 0:
         raise BadRequestError(f"Invalid kafka_offset {offset} for topic {topic}: offsets start at 0")
@@ -674,8 +648,6 @@ def _seed_checkpoint(checkpoint: str) -> None:
 
 
 def _resolve_any(plugin: str) -> type:
-    from .. import plugins
-
     for family in plugins.FAMILIES:
         try:
             return plugins.resolve_class(family, plugin, key="plugin")
@@ -685,9 +657,6 @@ def _resolve_any(plugin: str) -> type:
 
 
 def _definition_of(cls: Any) -> Any:
-    from ..config import ConfigDef
-    from ..connectors.base import connector_config_def
-
     if getattr(cls, "plugin_type", None) in ("source", "sink"):
         return connector_config_def(cls)
     return getattr(cls, "config_def", None) or ConfigDef()

@@ -12,12 +12,17 @@ worker.properties`` are thin wrappers around :class:`RunningWorker`; notebooks a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..config import load_config_file
+from ..errors import ConfigError, ConfigProblem, ConnectError
+from ..rest import RestServer
+from .errors import NotFoundError
 from .service import ConnectService
 from .worker_config import WorkerConfig, basic_auth_users, load_worker_config, parse_worker_config
 
@@ -33,9 +38,8 @@ class RunningWorker:
         self.service, self.server = service, server
 
     @classmethod
-    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> "RunningWorker":
+    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> RunningWorker:
         """Start the REST API first (so clients can poll ``/health`` while Spark starts), then the worker."""
-        from ..rest import RestServer
 
         if isinstance(config, str):
             config = load_worker_config(config)
@@ -63,8 +67,6 @@ def apply_connector_file(service: ConnectService, path: str) -> str:
     req = load_config_file(path)
     name = req.get("name")
     if not name:
-        from ..errors import ConfigError, ConfigProblem
-
         raise ConfigError([ConfigProblem("name", f"{path}: a connector config needs a 'name'")])
     if name in service.list_connectors():
         if service.raw_config(name) != dict(req):
@@ -81,7 +83,7 @@ def status_rows(service: ConnectService) -> list[dict[str, Any]]:
     for name in service.list_connectors():
         try:
             st = service.status(name)
-        except Exception:  # deleted meanwhile
+        except NotFoundError:  # deleted meanwhile
             continue
         m = st["metrics"]
         rows.append({"connector": name, "type": st["type"], "state": st["connector"]["state"],
@@ -123,10 +125,8 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
     def _term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    try:
+    with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGTERM, _term)
-    except ValueError:  # not the main thread
-        pass
     if live:
         from rich.console import Console
         from rich.live import Live
@@ -143,7 +143,6 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
 
 def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bool = True) -> int:
     """``kconnect standalone``: exit codes as connect-standalone (2 startup failure, 3 connector creation)."""
-    from ..errors import ConnectError
 
     try:
         config = load_worker_config(worker_properties)

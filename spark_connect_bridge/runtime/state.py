@@ -14,6 +14,7 @@ one. With a :class:`~spark_connect_bridge.runtime.secrets.ConfigCipher` the conf
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -79,7 +80,7 @@ class ConnectorState:
                 "created": self.created, "topics_reset": dict(self.topics_reset), "generation": self.generation}
 
     @classmethod
-    def from_json(cls, doc: dict[str, Any], cipher: ConfigCipher | None = None) -> "ConnectorState":
+    def from_json(cls, doc: dict[str, Any], cipher: ConfigCipher | None = None) -> ConnectorState:
         if "config_encrypted" in doc:
             if cipher is None:
                 raise ValueError("the stored config is encrypted and no key is configured")
@@ -158,7 +159,5 @@ class StateStore:
         atomic_write_json(self._path(state.name), state.to_json(self._cipher))
 
     def delete(self, name: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(name))
-        except FileNotFoundError:
-            pass

@@ -13,10 +13,16 @@ config this endpoint accepts is one the worker accepts.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..config import HIDDEN, Type
+from ..connectors.base import connector_config_def
+from ..connectors.factory import connector_class
+from ..core import plugins
+from ..engine.pipeline import prepare
 from ..errors import ConfigError
+from .errors import BadRequestError
 from .secrets import mask_config
 
 __all__ = ["validate_connector_config"]
@@ -74,11 +80,6 @@ def _type_entry(list_key: str, alias: str, group: str, props: Mapping[str, str],
 def validate_connector_config(plugin: str, props: Mapping[str, str]) -> dict[str, Any]:
     """Kafka's ConfigInfos for ``props``; raises BadRequestError when ``connector.class`` is missing or does not
     name ``plugin``."""
-    from .. import plugins
-    from ..connectors.base import connector_config_def
-    from ..connectors.factory import connector_class
-    from ..pipeline import prepare
-    from .service import BadRequestError
 
     cc = props.get("connector.class")
     if not cc:

@@ -23,15 +23,19 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, sink_stream, source_stream
 from ..connectors.base import stable_app_id
+from ..connectors.factory import build_connector
+from ..engine.datasource import register
+from ..engine.pipeline import prepare, read_stream, write_stream, write_topic_store
+from ..engine.topic_store import TopicStore
 from .state import ConnectorState, storage_name
-from .topic_store import TopicStore
 from .worker_config import WorkerConfig
 
 __all__ = ["Worker", "ConnectorRuntime", "Metrics"]
@@ -188,7 +192,7 @@ class Worker:
                 if fut.set_running_or_notify_cancel():
                     try:
                         fut.set_result(fn())
-                    except BaseException as e:  # handed to the caller through the future
+                    except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
                         fut.set_exception(e)
             try:
                 self.poll()
@@ -213,18 +217,18 @@ class Worker:
 
     def _stop_all(self) -> None:
         for rt in list(self.runtimes.values()):
-            self._stop_query(rt)
+            self.stop_query(rt)
 
     # -- queries (herder thread only) ---------------------------------------------------------------
     def reconcile(self, rt: ConnectorRuntime, *, restart: bool = False) -> None:
         """Bring ``rt``'s query in line with its target state (restart it when asked)."""
         target = rt.state.target_state
         if target != "STARTED":
-            self._stop_query(rt)
+            self.stop_query(rt)
             rt.phase, rt.trace, rt.restarting = ("PAUSED" if target == "PAUSED" else "STOPPED"), None, False
             return
         if restart:
-            self._stop_query(rt)
+            self.stop_query(rt)
         active = rt.query is not None and rt.query.isActive
         if active and not restart:
             return
@@ -232,7 +236,7 @@ class Worker:
             return  # Kafka does not restart a failed connector by itself
         self._start_query(rt)
 
-    def _stop_query(self, rt: ConnectorRuntime) -> None:
+    def stop_query(self, rt: ConnectorRuntime) -> None:
         rt.lag_source = None  # its connections go with it; a started query builds a new one
         if rt.query is not None:
             q, rt.query = rt.query, None
@@ -268,7 +272,7 @@ class Worker:
             for name, level in self._saved_levels.items():
                 levels.set(name, level)
 
-    def _jvm_levels(self) -> "_Log4jLevels | None":
+    def _jvm_levels(self) -> _Log4jLevels | None:
         if self._spark is None:
             return None
         try:
@@ -278,8 +282,6 @@ class Worker:
             return None
 
     def _start_query(self, rt: ConnectorRuntime) -> None:
-        from ..pipeline import prepare, read_stream, write_stream, write_topic_store
-
         rt.trace = None
         # Totals count the connector's records since it was created here (a paused and resumed connector's
         # go on from where they were); rates and batch ids belong to the new query.
@@ -321,7 +323,7 @@ class Worker:
                                                                                       regex or None))
                     rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
                                             query_name=self._query_name(rt))
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 - a failed start is the connector's FAILED status, with its trace
             rt.query = None
             rt.phase, rt.restarting = "FAILED", False
             rt.trace = "".join(traceback.format_exception(type(e), e, e.__traceback__))
@@ -365,8 +367,6 @@ class Worker:
 
     @staticmethod
     def _driver_source(options: dict[str, str]) -> Any:
-        from ..connectors.factory import build_connector
-
         try:
             return build_connector(options, kind="source")
         except Exception:  # lag is a nicety: never fail a connector over it
@@ -403,7 +403,7 @@ class Worker:
         m = rt.metrics
         try:
             progresses = q.recentProgress
-        except Exception:  # the query may be stopping under us
+        except Exception:  # noqa: BLE001 - the query may be stopping under us (py4j errors of any kind)
             return
         for p in progresses:
             # Each progress event once (by its timestamp). A trigger without new data reports the *next* batch
@@ -513,7 +513,6 @@ class _Log4jLevels:
 def _register(spark: Any) -> None:
     # Spark discovers format("kconnect") by itself, unless its one lookup per JVM ran before the package was
     # importable or failed; registering explicitly makes the worker independent of that.
-    from ..datasource import register
 
     try:
         register(spark)

@@ -15,12 +15,21 @@ from __future__ import annotations
 import logging
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import (ConfigDef, Importance, Range, Type, ValidString, load_config_file, parse_properties,
-                      resolve_providers)
+from ..config import (
+    ConfigDef,
+    Importance,
+    Range,
+    Type,
+    ValidString,
+    load_config_file,
+    parse_properties,
+    resolve_providers,
+)
 from ..config.definition import Config
 from ..config.providers import PROVIDER_KINDS, ProviderPolicy, ProviderSpec
 from ..errors import ConfigError, ConfigProblem

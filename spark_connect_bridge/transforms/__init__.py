@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .base import Predicate, Step, Transformation
 from .cast import Cast
+from .catalog import CATALOG
 from .chain import Chain, Stage, apply_transforms, build_chain
 from .drop_headers import DropHeaders
 from .explode import Explode
@@ -66,10 +67,12 @@ How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
 * **Predicates.** A stage runs for a record iff it has no predicate, or `negate` XOR the predicate holds;
   other records keep their columns. One column has one type, so when a predicated stage changes the type of
   `key`/`value`, both branches are unified: equal types, or structs merged by field name (fields missing on
-  one side are null for it). Anything else (e.g. `ExtractField` under a predicate) fails with a `ConfigError`
-  naming `transforms.<alias>.predicate` when the chain is applied to a DataFrame (the types are known only
-  then, still before any data moves). `SetSchemaMetadata` and `Explode` never take a predicate (column
-  metadata is per column; an exploded array changes type): that is reported when the chain is built.
+  one side are null for it). A `$Value` stage that skips tombstones (`RecordIsTombstone` with `negate=true`)
+  keeps its own type, as in Kafka: the records it leaves unchanged are null. Anything else (e.g. `ExtractField`
+  under a predicate) fails with a `ConfigError` naming `transforms.<alias>.predicate` when the chain is applied
+  to a DataFrame (the types are known only then, still before any data moves). `SetSchemaMetadata` and
+  `Explode` never take a predicate (column metadata is per column; an exploded array changes type): that is
+  reported when the chain is built.
 * **Dropped records** (`Filter`, `ExtractNewRecordState`, `Sql` filter, `Explode` of an empty array) skip
   the rest of the chain; a record that already failed is never dropped (it goes to the dead-letter sink).
 * **Headers** are `array<struct<key:string,value:binary>>`, an append-only multimap. `HeaderFrom`,
@@ -86,7 +89,6 @@ How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
 
 def reference_markdown() -> str:
     """A generated reference of every built-in transform and predicate: names, description, config table."""
-    from .catalog import CATALOG
 
     seen: dict[str, list[str]] = {}
     order: list[str] = []

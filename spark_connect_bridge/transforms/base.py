@@ -5,23 +5,24 @@ DataFrame's schema (never its data) and returns a :class:`Step`: the new column 
 failure condition with its message, a per-row drop condition and column-metadata changes. :func:`run_step`
 applies a Step, honouring a predicate: non-matching records keep their columns (both branches are unified to
 one Spark type, or the stage is rejected with a ConfigError naming ``transforms.<alias>.predicate``).
-Record failures go through :func:`~spark_connect_bridge.record_errors.checked` and drops through
-:func:`~spark_connect_bridge.record_errors.drop_where`.
+Record failures go through :func:`~spark_connect_bridge.core.record_errors.checked` and drops through
+:func:`~spark_connect_bridge.core.record_errors.drop_where`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StructField, StructType
 
 from ..config import Config, ConfigDef
+from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
 from ..errors import ConfigError, ConfigProblem
-from ..record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
 
 __all__ = ["Transformation", "KeyOrValue", "Predicate", "Step", "run_step", "key_value_variants",
            "kind", "type_name", "tombstone", "null_flag", "TRANSFORMATION"]
@@ -43,6 +44,12 @@ def kind(dtype: DataType | None) -> str:
 
 def type_name(dtype: DataType | None) -> str:
     return "missing" if dtype is None else dtype.simpleString()
+
+
+def struct_or_map_required(purpose: str, found: str) -> str:
+    """Kafka's message (``Requirements``) for a key or value that is neither a Struct nor a Map: ``found`` is the
+    type it has (:func:`type_name`) or ``"null"``."""
+    return f"Only Struct or Map objects supported for [{purpose}], found: {found}"
 
 
 def null_flag(column: str) -> str:
@@ -70,7 +77,7 @@ class _Configurable:
     kafka_class: ClassVar[str] = ""
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, *, alias: str | None = None,
-                 predicate: "Predicate | None" = None, negate: bool = False, **kwargs: Any):
+                 predicate: Predicate | None = None, negate: bool = False, **kwargs: Any):
         props: dict[str, Any] = dict(config or {})
         for k, v in kwargs.items():
             props[_kw_to_key(k)] = v
@@ -132,7 +139,7 @@ class Step:
     drop: Column | None = None
     metadata: dict[str, dict] = field(default_factory=dict)
 
-    def fail(self, condition: Column, message: str | Column) -> "Step":
+    def fail(self, condition: Column, message: str | Column) -> Step:
         msg = F.lit(message) if isinstance(message, str) else message
         if self.failed is None:
             self.failed, self.message = condition, msg
@@ -152,15 +159,19 @@ class Transformation(_Configurable):
     def plan(self, df: DataFrame) -> Step:
         raise NotImplementedError
 
-    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None) -> DataFrame:
-        """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records."""
+    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None,
+              unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
+        """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records;
+        ``unchanged_nulls`` names columns that are null in every record the condition leaves unchanged."""
         alias = alias or self.alias
         if condition is None and self.predicate is not None:
             condition = self.predicate.test(df)
             if self.negate:
                 condition = ~condition
+            unchanged_nulls = self.predicate.null_columns(self.negate)
         return run_step(df, self.plan(df), condition=condition, class_name=self.class_name, alias=alias,
-                        predicate_key=f"transforms.{alias}.predicate" if alias else "predicate")
+                        predicate_key=f"transforms.{alias}.predicate" if alias else "predicate",
+                        unchanged_nulls=unchanged_nulls)
 
     def __call__(self, df: DataFrame) -> DataFrame:
         return self.apply(df)
@@ -199,6 +210,11 @@ class Predicate(_Configurable):
     def test(self, df: DataFrame) -> Column:
         raise NotImplementedError
 
+    def null_columns(self, outcome: bool) -> frozenset[str]:
+        """The record columns that are null in every record for which :meth:`test` is ``outcome``: a stage
+        leaves such records unchanged, so its new type need not be unified with the old one there."""
+        return frozenset()
+
 
 # -- running a step ---------------------------------------------------------------------------------
 def _strip(dt: DataType) -> DataType:
@@ -213,7 +229,7 @@ def _strip(dt: DataType) -> DataType:
     return dt
 
 
-def _unify(old: DataType, new: DataType) -> DataType | None:
+def unify_types(old: DataType, new: DataType) -> DataType | None:
     """A type both branches of a predicated stage can take, or None."""
     if _strip(old) == _strip(new):
         return new
@@ -224,7 +240,7 @@ def _unify(old: DataType, new: DataType) -> DataType | None:
             a = old[n] if n in old.fieldNames() else None
             b = new[n] if n in new.fieldNames() else None
             if a is not None and b is not None:
-                t = _unify(a.dataType, b.dataType)
+                t = unify_types(a.dataType, b.dataType)
                 if t is None:
                     return None
                 fields.append(StructField(n, t, True, b.metadata))
@@ -236,7 +252,7 @@ def _unify(old: DataType, new: DataType) -> DataType | None:
     return None
 
 
-def _coerce(col: Column, have: DataType, want: DataType) -> Column:
+def coerce_to_type(col: Column, have: DataType, want: DataType) -> Column:
     """Reshape ``col`` of type ``have`` to the unified type ``want`` (missing struct fields become null)."""
     if _strip(have) == _strip(want):
         return col
@@ -244,7 +260,7 @@ def _coerce(col: Column, have: DataType, want: DataType) -> Column:
     parts = []
     for f in want.fields:
         if f.name in have.fieldNames():
-            parts.append(_coerce(col.getField(f.name), have[f.name].dataType, f.dataType)
+            parts.append(coerce_to_type(col.getField(f.name), have[f.name].dataType, f.dataType)
                          .alias(f.name, metadata=f.metadata))
         else:
             parts.append(F.lit(None).cast(f.dataType).alias(f.name, metadata=f.metadata))
@@ -252,8 +268,10 @@ def _coerce(col: Column, have: DataType, want: DataType) -> Column:
 
 
 def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name: str, alias: str | None,
-             predicate_key: str = "predicate") -> DataFrame:
-    """Apply ``step`` to ``df``: drops first (stopping the chain for those records), then updates."""
+             predicate_key: str = "predicate", unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
+    """Apply ``step`` to ``df``: drops first (stopping the chain for those records), then updates. A column of
+    ``unchanged_nulls`` is null in every record the condition leaves unchanged: it takes the step's new type
+    as it is (Kafka's ``RecordIsTombstone`` predicate, negated, on a ``$Value`` SMT)."""
     updates, failed, drop = dict(step.updates), step.failed, step.drop
     if condition is not None:
         cond = F.coalesce(condition, F.lit(False))
@@ -269,7 +287,10 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
             problems = []
             for n, e in list(updates.items()):
                 old_t, new_t = schema[n].dataType, new_types[n].dataType
-                t = _unify(old_t, new_t)
+                if n in unchanged_nulls:
+                    updates[n] = F.when(cond, e)
+                    continue
+                t = unify_types(old_t, new_t)
                 if t is None:
                     problems.append(ConfigProblem(predicate_key, (
                         f"Invalid value for configuration {predicate_key}: {class_name} changes column '{n}' from "
@@ -277,7 +298,7 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
                         f"non-matching records unchanged and one DataFrame column holds one type; these types "
                         f"cannot be unified (only equal types, or structs merged by field name, can)")))
                     continue
-                updates[n] = F.when(cond, _coerce(e, new_t, t)).otherwise(_coerce(F.col(n), old_t, t))
+                updates[n] = F.when(cond, coerce_to_type(e, new_t, t)).otherwise(coerce_to_type(F.col(n), old_t, t))
             if problems:
                 raise ConfigError(problems)
         failed = None if failed is None else (F.coalesce(failed, F.lit(False)) & cond)

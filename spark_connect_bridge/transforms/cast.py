@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import map_put, map_value_type_problem, q, same_type
 from .replace_field import REPLACE_NULL_DOC
 from .values import connect_to_string
@@ -251,5 +251,4 @@ class Cast(KeyOrValue):
                 entries.append((name, c))
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
             return step
-        return step.fail(op.isNotNull(), f"Only Struct or Map objects supported for [cast types], found: "
-                                         f"{type_name(dtype)}")
+        return step.fail(op.isNotNull(), struct_or_map_required("cast types", type_name(dtype)))

@@ -1,6 +1,6 @@
 """Built-in plugins of this family: every name each one answers to. Kept import-free."""
 
-from ..plugins import PluginSpec
+from ..core.plugins import PluginSpec
 
 _KAFKA = "org.apache.kafka.connect.transforms"
 _MOD = "spark_connect_bridge.transforms"

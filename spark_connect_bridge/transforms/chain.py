@@ -15,10 +15,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .. import __version__
-from ..config.definition import ConfigKey, Type, _parse_value
+from ..config.definition import ConfigKey, Type, parse_value
+from ..core.plugins import resolve_class
 from ..errors import ConfigError, ConfigProblem
-from ..plugins import resolve_class
+from ..version import __version__
 from .base import Predicate, Transformation, null_flag, prefix_problems
 from .plugin_version import KEY as PLUGIN_VERSION
 from .plugin_version import available_versions, version_problem
@@ -42,12 +42,13 @@ class Stage:
         return self.transform.lift_safe(column) and (self.predicate is None or self.predicate.lift_safe(column))
 
     def apply(self, df: DataFrame) -> DataFrame:
-        condition = None
-        if self.predicate is not None:
-            condition = self.predicate.test(df)
-            if self.negate:
-                condition = ~condition
-        return self.transform.apply(df, alias=self.alias, condition=condition)
+        if self.predicate is None:
+            return self.transform.apply(df, alias=self.alias)
+        condition = self.predicate.test(df)
+        if self.negate:
+            condition = ~condition
+        return self.transform.apply(df, alias=self.alias, condition=condition,
+                                    unchanged_nulls=self.predicate.null_columns(self.negate))
 
 
 class Chain:
@@ -143,7 +144,7 @@ def _aliases(config: Mapping[str, Any], key: str, problems: list[ConfigProblem])
     if raw is None:
         return []
     try:
-        names = _parse_value(ConfigKey(key, Type.LIST), raw)
+        names = parse_value(ConfigKey(key, Type.LIST), raw)
     except ValueError as e:
         problems.append(ConfigProblem(key, f"Invalid value {raw} for configuration {key}: {e}"))
         return []
@@ -216,7 +217,7 @@ def build_chain(config: Mapping[str, Any]) -> Chain:
         negate = False
         if "negate" in sub:
             try:
-                negate = bool(_parse_value(ConfigKey("negate", Type.BOOLEAN), sub["negate"]))
+                negate = bool(parse_value(ConfigKey("negate", Type.BOOLEAN), sub["negate"]))
             except ValueError as e:
                 problems.append(ConfigProblem(f"{prefix}negate", f"Invalid value {sub['negate']} for "
                                                                  f"configuration {prefix}negate: {e}"))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StructType
 
 from ..errors import ConfigError, ConfigProblem
+from .base import _strip
 
 __all__ = ["rebuild_struct", "map_put", "map_remove", "map_value_type_problem", "null_of", "same_type"]
 
@@ -41,8 +42,6 @@ def map_put(m: Column, entries: Sequence[tuple[str, Column]]) -> Column:
 
 
 def same_type(a: DataType, b: DataType) -> bool:
-    from .base import _strip
-
     return _strip(a) == _strip(b)
 
 

@@ -7,8 +7,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, StructType
 
 from ..config import CaseInsensitiveValidString, Config, ConfigDef, Importance, Type
+from ..core.record_errors import drop_where, ok
 from ..errors import ConfigError, ConfigProblem
-from ..record_errors import drop_where, ok
 from .base import KeyOrValue, key_value_variants, type_name
 from .columns import q
 from .extract_field import FIELD_SYNTAX_DOC
@@ -64,7 +64,8 @@ class Explode(KeyOrValue):
     def _key(self, name: str) -> str:
         return f"transforms.{self.alias}.{name}" if self.alias else name
 
-    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None) -> DataFrame:
+    def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None,
+              unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
         if condition is not None or self.predicate is not None:
             key = f"transforms.{alias or self.alias}.predicate" if (alias or self.alias) else "predicate"
             raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: {self.predicate_problem}")])

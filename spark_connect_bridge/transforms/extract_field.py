@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from ..config import CaseInsensitiveValidString, Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .fieldpath import SYNTAX_VERSIONS, parse_path, resolve
 from .replace_field import REPLACE_NULL_DOC
 
@@ -47,8 +47,7 @@ class ExtractField(KeyOrValue):
         dtype = df.schema[self.target].dataType
         k = kind(dtype)
         if k not in ("struct", "map"):
-            return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [field extraction], "
-                                               f"found: {type_name(dtype)}")
+            return Step().fail(op.isNotNull(), struct_or_map_required("field extraction", type_name(dtype)))
         r = resolve(op, dtype, self.steps)
         if r.dtype is None and r.not_a_map is None:
             if k == "struct":

@@ -10,7 +10,7 @@ from pyspark.sql.types import StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..errors import ConfigProblem
-from .base import Step, Transformation, _coerce, _unify
+from .base import Step, Transformation, coerce_to_type, unify_types
 from .columns import q
 from .insert_header import append_headers
 from .values import header_bytes
@@ -179,11 +179,11 @@ class ExtractNewRecordState(Transformation):
         env: StructType = sf.dataType
         value = F.col("value")
         after_t, before_t = env["after"].dataType, env["before"].dataType
-        row_t = _unify(after_t, before_t) if isinstance(before_t, StructType) else after_t
+        row_t = unify_types(after_t, before_t) if isinstance(before_t, StructType) else after_t
         if row_t is None:
             row_t = after_t
-        after = _coerce(value.getField("after"), after_t, row_t)
-        before = _coerce(value.getField("before"), before_t, row_t) if isinstance(before_t, StructType) else \
+        after = coerce_to_type(value.getField("after"), after_t, row_t)
+        before = coerce_to_type(value.getField("before"), before_t, row_t) if isinstance(before_t, StructType) else \
             F.lit(None).cast(row_t)
         tomb = value.isNull()
         op = F.coalesce(value.getField("op"), F.lit(""))

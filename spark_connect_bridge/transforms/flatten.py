@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StringType, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import rebuild_struct
 
 __all__ = ["Flatten"]
@@ -72,5 +72,4 @@ class Flatten(KeyOrValue):
             return step
         if k == "map":
             return Step({self.target: self._flatten_map(op, dtype)})
-        return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [flattening], found: "
-                                           f"{type_name(dtype)}")
+        return Step().fail(op.isNotNull(), struct_or_map_required("flattening", type_name(dtype)))

@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList, ValidString
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import map_remove, q, rebuild_struct
 from .insert_header import append_headers
 from .replace_field import REPLACE_NULL_DOC
@@ -68,7 +68,6 @@ class HeaderFrom(KeyOrValue):
             if self.move:
                 step.updates[self.target] = map_remove(op, self.fields)
         else:
-            return step.fail(F.lit(True), f"Only Struct or Map objects supported for [header from], found: "
-                                          f"{type_name(dtype)}")
+            return step.fail(F.lit(True), struct_or_map_required("header from", type_name(dtype)))
         step.updates["headers"] = append_headers(pairs)
-        return step.fail(op.isNull(), "Only Struct or Map objects supported for [header from], found: null")
+        return step.fail(op.isNull(), struct_or_map_required("header from", "null"))

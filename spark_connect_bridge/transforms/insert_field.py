@@ -8,7 +8,7 @@ from pyspark.sql.types import DataType, IntegerType, LongType, StringType, Times
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import into_map_value, map_put, map_value_type_problem, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -105,5 +105,4 @@ class InsertField(KeyOrValue):
             for name, v in skip_when_null:
                 new = F.when(v.isNull(), new).otherwise(map_put(new, [(name, v)]))
             return Step({self.target: F.when(op.isNull(), op).otherwise(new)})
-        return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [field insertion], found: "
-                                           f"{type_name(dtype)}")
+        return Step().fail(op.isNotNull(), struct_or_map_required("field insertion", type_name(dtype)))

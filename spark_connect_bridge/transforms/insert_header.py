@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
-from ..records import HEADER_TYPE, HEADERS_TYPE
+from ..core.records import HEADER_TYPE, HEADERS_TYPE
 from .base import Step, Transformation
 from .values import parse_literal_to_string
 

@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
-from .base import KeyOrValue, Step, key_value_variants, kind, tombstone, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, tombstone, type_name
 from .columns import map_put, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -134,7 +134,5 @@ class MaskField(KeyOrValue):
             entries = [(f, self._mask(F.try_element_at(op, F.lit(f)), vt, step)) for f in self.fields]
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
         else:
-            return step.fail(F.lit(True), f"Only Struct or Map objects supported for [masking fields], found: "
-                                          f"{type_name(dtype)}")
-        return step.fail(tombstone(df, self.target), "Only Struct or Map objects supported for [masking fields], "
-                                                      "found: null")
+            return step.fail(F.lit(True), struct_or_map_required("masking fields", type_name(dtype)))
+        return step.fail(tombstone(df, self.target), struct_or_map_required("masking fields", "null"))

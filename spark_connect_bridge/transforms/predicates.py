@@ -50,3 +50,6 @@ class RecordIsTombstone(Predicate):
 
     def test(self, df: DataFrame) -> Column:
         return tombstone(df, "value")
+
+    def null_columns(self, outcome: bool) -> frozenset[str]:
+        return frozenset({"value"}) if outcome else frozenset()

@@ -9,8 +9,8 @@ from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
+from ..core.topic_schemas import renamed_topics
 from ..errors import ConfigProblem
-from ..topic_schemas import renamed_topics
 from .base import Step, Transformation
 from .regex import (
     LINE_TERMINATORS,
@@ -62,10 +62,7 @@ class RegexRouter(Transformation):
         assert self.fast is not None
         (pre, suf, group), parts = self.fast
         assert parts is not None
-        if not group:
-            match = topic == F.lit(pre)
-        else:
-            match = _matches_around_group(topic, pre, suf)
+        match = topic == F.lit(pre) if not group else _matches_around_group(topic, pre, suf)
         if any(p == 1 for p in parts):
             new = _with_group(topic, pre, suf, parts)
         else:

@@ -8,7 +8,7 @@ from pyspark.sql.types import StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import q, rebuild_struct
 
 _PLACEHOLDER = "__kc_placeholder"
@@ -112,6 +112,5 @@ class ReplaceField(KeyOrValue):
             if self.renames:
                 m = self._rename_map(m)
             return Step({self.target: m})
-        return Step().fail(op.isNotNull(), f"Only Struct or Map objects supported for [field replacement], "
-                                           f"found: {type_name(dtype)}")
+        return Step().fail(op.isNotNull(), struct_or_map_required("field replacement", type_name(dtype)))
 

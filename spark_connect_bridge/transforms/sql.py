@@ -6,8 +6,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..core.records import RECORD_COLUMNS
 from ..errors import ConfigError, ConfigProblem
-from ..records import RECORD_COLUMNS
 from .base import Step, Transformation
 from .regex import active_session
 

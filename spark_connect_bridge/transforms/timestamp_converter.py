@@ -15,7 +15,7 @@ from pyspark.sql.types import (
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, type_name
+from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import map_put, map_value_type_problem, rebuild_struct, same_type
 from .datetime_format import FormatError, format_utc, parse_utc, translate
 from .replace_field import REPLACE_NULL_DOC
@@ -171,5 +171,4 @@ class TimestampConverter(KeyOrValue):
             c = self._convert(F.try_element_at(op, F.lit(self.field)), dtype.valueType, None, step)
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, [(self.field, c)]))
             return step
-        return step.fail(op.isNotNull(), f"Only Struct or Map objects supported for [converting timestamp "
-                                         f"formats], found: {type_name(dtype)}")
+        return step.fail(op.isNotNull(), struct_or_map_required("converting timestamp formats", type_name(dtype)))

@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
-from .base import Step, Transformation, kind, tombstone, type_name
+from .base import Step, Transformation, kind, struct_or_map_required, tombstone, type_name
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["ValueToKey"]
@@ -47,8 +47,6 @@ class ValueToKey(Transformation):
                                                     F.array(*[F.try_element_at(value, F.lit(f))
                                                               for f in self.fields]))
         else:
-            return step.fail(F.lit(True), f"Only Struct or Map objects supported for [copying fields from value "
-                                          f"to key], found: {type_name(dtype)}")
+            return step.fail(F.lit(True), struct_or_map_required("copying fields from value to key", type_name(dtype)))
         step.metadata["key"] = {}
-        return step.fail(tombstone(df, "value"), "Only Struct or Map objects supported for [copying fields from "
-                                                 "value to key], found: null")
+        return step.fail(tombstone(df, "value"), struct_or_map_required("copying fields from value to key", "null"))

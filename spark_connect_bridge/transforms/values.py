@@ -35,6 +35,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from ..converters.header import header_text
+
 __all__ = [
     "TIME_NAME",
     "connect_to_string",
@@ -66,7 +68,6 @@ def connect_to_string(col: Column, dtype: DataType, metadata: dict | None = None
         return F.date_format(col, "yyyy-MM-dd")
     if isinstance(dtype, (TimestampType, TimestampNTZType, StructType, MapType, ArrayType)):
         # Values.convertToString: dateFormatFor's time/date/timestamp choice, composites as [..] and {..}.
-        from ..converters.header import header_text
 
         return header_text(col, dtype)
     return col.cast("string")  # boolean, numbers, decimal: Java's toString matches Spark's cast

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_connect_bridge import plugins
+from spark_connect_bridge.core import plugins
 
 pytestmark = pytest.mark.slow
 
@@ -198,7 +198,8 @@ NOT_ACTIVATED_JOB = """
 
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
     source = {"connector.class": "FileStreamSource", "file": "test.txt", "topic": "connect-test"}
-    for name, call in (("register", lambda: scb.register(spark)), ("read_batch", lambda: scb.read_batch(spark, source))):
+    calls = (("register", lambda: scb.register(spark)), ("read_batch", lambda: scb.read_batch(spark, source)))
+    for name, call in calls:
         try:
             call()
             print("RESULT " + json.dumps([name, "no error"]))

@@ -26,9 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Mapping
 
 import pyspark
 from pyspark.sql import SparkSession
@@ -46,10 +46,10 @@ REPO = Path(__file__).resolve().parents[2]
 WORKER_PACKAGES = (Path(spark_connect_bridge.__file__).resolve().parent, REPO / "tests")
 
 
-_running: list["ConnectServer"] = []
+_running: list[ConnectServer] = []
 
 
-def running_server() -> "ConnectServer":
+def running_server() -> ConnectServer:
     """The server behind the tests' Connect session (to open more sessions on it)."""
     if not _running:
         raise RuntimeError("no Spark Connect server is running: set KCONNECT_TEST_SPARK=connect")
@@ -106,7 +106,7 @@ class ConnectServer:
             args += ["--conf", f"{key}={value}"]
         return args + ["spark-internal"]
 
-    def start(self) -> "ConnectServer":
+    def start(self) -> ConnectServer:
         spark_home = Path(pyspark.__file__).resolve().parent
         env = {**os.environ, "SPARK_HOME": str(spark_home), "PYSPARK_PYTHON": sys.executable,
                "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1",
@@ -166,7 +166,7 @@ class ConnectServer:
         if remove:
             subprocess.run(["rm", "-rf", str(self.root)], check=False)
 
-    def __enter__(self) -> "ConnectServer":
+    def __enter__(self) -> ConnectServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

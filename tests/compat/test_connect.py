@@ -14,7 +14,7 @@ from tests.compat.connect_server import running_server
 def test_the_session_is_a_spark_connect_session_without_a_jvm(spark):
     assert isinstance(spark, RemoteSparkSession)
     with pytest.raises(AttributeError, match="JVM_ATTRIBUTE_NOT_SUPPORTED"):
-        spark.sparkContext  # noqa: B018 - the JVM SparkContext is not reachable through Spark Connect
+        spark.sparkContext
 
 
 def test_kconnect_reads_in_a_fresh_session_once_the_client_registers_it(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spark_connect_bridge.config import ConfigDef, Password, Range, Type, ValidString
+from spark_connect_bridge.config import CaseInsensitiveValidString, ConfigDef, Password, Range, Type, ValidString
 from spark_connect_bridge.errors import ConfigError
 
 
@@ -107,3 +107,11 @@ def test_credentials_in_urls_are_masked_in_listings_and_errors():
         {"connection.url": "jdbc:mysql://db/shop?password=s3cret&ssl=true"})
     assert cfg.masked()["connection.url"] == "jdbc:mysql://db/shop?password=[hidden]&ssl=true"
     assert "s3cret" not in repr(cfg)
+
+
+def test_case_insensitive_choices_are_parsed_to_their_declared_spelling():
+    cd = ConfigDef().define("errors.tolerance", Type.STRING, "none", CaseInsensitiveValidString("none", "all"))
+    assert cd.parse({"errors.tolerance": "ALL"})["errors.tolerance"] == "all"
+    assert cd.parse({})["errors.tolerance"] == "none"
+    with pytest.raises(ConfigError, match=r"Invalid value some for configuration errors.tolerance"):
+        cd.parse({"errors.tolerance": "some"})

@@ -24,10 +24,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import functions as F
 
-from spark_connect_bridge import delta_engine
-from spark_connect_bridge.connectors.base import CommitContext, WriteContext
+from spark_connect_bridge.connectors import delta_files
+from spark_connect_bridge.connectors.base import CommitContext, WriteContext, checkpoint_app_id
 from spark_connect_bridge.connectors.delta import last_per_key, rows_arrow
 from spark_connect_bridge.connectors.factory import build_connector
+from spark_connect_bridge.engine import delta_spark as delta_spark_engine
 from spark_connect_bridge.errors import ConfigError, ConnectError, DataError
 from tests.contract.contract import SinkContract, SourceContract
 
@@ -81,8 +82,8 @@ def _writers(path: Path) -> set[str]:
     """Which engines committed the table's versions, from their commitInfo (Delta's writer records
     engineInfo "Apache-Spark/... Delta-Lake/...", delta-rs its clientVersion "delta-rs.<version>")."""
     out = set()
-    for v in range(delta_engine.latest_version(path) + 1):
-        info = next((a["commitInfo"] for a in delta_engine.read_commit(path, v) if "commitInfo" in a), {})
+    for v in range(delta_files.latest_version(path) + 1):
+        info = next((a["commitInfo"] for a in delta_files.read_commit(path, v) if "commitInfo" in a), {})
         if "Delta-Lake" in str(info.get("engineInfo", "")):
             out.add("delta-spark")
         elif str(info.get("clientVersion", "")).startswith("delta-rs"):
@@ -134,7 +135,7 @@ class TestDeltaSinkContract(SinkContract):
 
     def read_back(self, config: dict) -> list[str]:
         path = config["delta.table.path"]
-        if delta_engine.latest_version(path) is None:
+        if delta_files.latest_version(path) is None:
             return []
         return DeltaTable(path).to_pyarrow_table().column("value").to_pylist()
 
@@ -150,14 +151,14 @@ def test_append_is_exactly_once_across_a_killed_driver(spark, engine, tmp_path):
     script = textwrap.dedent("""
         import json, sys
         from pyspark.sql import SparkSession
-        from spark_connect_bridge import delta_engine
+        from spark_connect_bridge.engine import delta_spark as delta_spark_engine
         from spark_connect_bridge.jvm import configure_spark
         spark = (configure_spark(SparkSession.builder).master("local[2]").config("spark.ui.enabled", "false")
                  .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
                  .config("spark.driver.bindAddress", "127.0.0.1")
                  .config("spark.databricks.delta.snapshotPartitions", "2").getOrCreate())
         df = spark.readStream.format("kconnect").options(**json.loads(sys.argv[1])).load()
-        delta_engine.write_stream(df, json.loads(sys.argv[2]), checkpoint=sys.argv[3], engine=sys.argv[4],
+        delta_spark_engine.write_stream(df, json.loads(sys.argv[2]), checkpoint=sys.argv[3], engine=sys.argv[4],
                                   trigger={"processingTime": "1 second"}).awaitTermination()
     """)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
@@ -166,7 +167,7 @@ def test_append_is_exactly_once_across_a_killed_driver(spark, engine, tmp_path):
                              stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 400
-        while (delta_engine.latest_version(table) or -1) < 1:
+        while (delta_files.latest_version(table) or -1) < 1:
             assert child.poll() is None, child.stderr.read().decode()[-3000:]
             assert time.monotonic() < deadline, "the child driver committed nothing"
             time.sleep(0.2)
@@ -178,7 +179,7 @@ def test_append_is_exactly_once_across_a_killed_driver(spark, engine, tmp_path):
     # The restarted driver replays the batch the kill interrupted, then reads the rest without a bound.
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
     df = spark.readStream.format("kconnect").options(**cfg).load()
-    delta_engine.write_stream(df, _sink(table), checkpoint=str(ckpt), engine=engine,
+    delta_spark_engine.write_stream(df, _sink(table), checkpoint=str(ckpt), engine=engine,
                               trigger={"availableNow": True}).awaitTermination()
     assert _writers(table) == {engine}
     got = _spark_rows(spark, table)
@@ -191,9 +192,9 @@ def test_append_is_exactly_once_across_a_killed_driver(spark, engine, tmp_path):
     assert dt.to_pyarrow_table().num_rows == 4000
     # One app transaction, the checkpoint's on both engines: the last batch id the checkpoint committed.
     last_batch = max(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
-    apps = {a["txn"]["appId"] for v in range(dt.version() + 1) for a in delta_engine.read_commit(table, v)
+    apps = {a["txn"]["appId"] for v in range(dt.version() + 1) for a in delta_files.read_commit(table, v)
             if "txn" in a}
-    assert apps == {delta_engine.checkpoint_app_id(str(ckpt))}
+    assert apps == {checkpoint_app_id(str(ckpt))}
     assert dt.transaction_version(apps.pop()) == last_batch
 
 
@@ -206,7 +207,7 @@ def test_partitioned_table_reads_back_with_spark_and_deltalake(delta_spark, engi
                  F.date_add(F.lit("2024-01-01").cast("date"), (F.col("id") % 2).cast("int")).alias("day"),
                  F.array(F.col("id")).alias("ids")).alias("value"),
         F.lit("t").alias("topic"))
-    delta_engine.write_batch(df, _sink(table, **{"delta.partition.by": "bucket,day"}), engine=engine)
+    delta_spark_engine.write_batch(df, _sink(table, **{"delta.partition.by": "bucket,day"}), engine=engine)
     assert _writers(table) == {engine}
     dt = DeltaTable(str(table))
     assert dt.metadata().partition_columns == ["bucket", "day"]
@@ -244,20 +245,20 @@ def test_commit_checks_what_deltalake_does_not(tmp_path):
     """deltalake engine internals: commit_files checks what delta-rs does not (Delta's own writer does)."""
     table = tmp_path / "t"
     data = pa.table({"a": pa.array([1, 2], pa.int64())})
-    files = delta_engine.write_files(str(table), data)
-    delta_engine.commit_files(str(table), files, app_id="app", batch_id=5)
+    files = delta_files.write_files(str(table), data)
+    delta_files.commit_files(str(table), files, app_id="app", batch_id=5)
     # 1. a file that does not exist is never committed
-    ghost = delta_engine.write_files(str(table), data)
+    ghost = delta_files.write_files(str(table), data)
     os.remove(table / ghost[0].path)
     with pytest.raises(ConnectError, match="is missing"):
-        delta_engine.commit_files(str(table), ghost, app_id="app", batch_id=6)
+        delta_files.commit_files(str(table), ghost, app_id="app", batch_id=6)
     # 2. a file whose schema does not fit the table
-    bad = delta_engine.write_files(str(table), pa.table({"a": ["x"]}))
+    bad = delta_files.write_files(str(table), pa.table({"a": ["x"]}))
     with pytest.raises(DataError, match="column a is int64 in the table and string in the data"):
-        delta_engine.commit_files(str(table), bad, app_id="app", batch_id=6)
+        delta_files.commit_files(str(table), bad, app_id="app", batch_id=6)
     # 3. the app transaction never moves back (an older batch is a replay: skipped, files removed)
-    old = delta_engine.write_files(str(table), data)
-    assert delta_engine.commit_files(str(table), old, app_id="app", batch_id=3) is False
+    old = delta_files.write_files(str(table), data)
+    assert delta_files.commit_files(str(table), old, app_id="app", batch_id=3) is False
     assert not (table / old[0].path).exists()
     dt = DeltaTable(str(table))
     assert dt.transaction_version("app") == 5 and dt.version() == 0
@@ -281,10 +282,11 @@ def test_schema_evolution_adds_columns_and_casts_narrower_types_up(tmp_path):
     with pytest.raises(DataError, match="column name is string in the table and binary in the data, which is not"):
         put(sink, pa.table({"id": pa.array([4], pa.int64()), "name": pa.array([b"x"])}), 3)
     narrow = tmp_path / "narrow"
-    delta_engine.commit_files(str(narrow), delta_engine.write_files(str(narrow), pa.table({"n": pa.array([1], pa.int32())})),
+    narrow_files = delta_files.write_files(str(narrow), pa.table({"n": pa.array([1], pa.int32())}))
+    delta_files.commit_files(str(narrow), narrow_files,
                               app_id="app", batch_id=0)
     with pytest.raises(DataError, match="column n is int32 in the table and int64 in the data: widening the table"):
-        delta_engine.reconcile_schema(delta_engine.table_schema(str(narrow)), pa.schema([("n", pa.int64())]),
+        delta_files.reconcile_schema(delta_files.table_schema(str(narrow)), pa.schema([("n", pa.int64())]),
                                       evolve=True, where="narrow")
     dt = DeltaTable(str(table))
     assert [(f.name, str(f.type)) for f in pa.schema(dt.schema().to_arrow())] == \
@@ -307,7 +309,7 @@ def test_per_topic_tables(delta_spark, engine, tmp_path):
     df = delta_spark.createDataFrame([("a", 1), ("b", 2), ("a", 3), ("b", None)], "topic string, n int") \
         .select(F.lit(None).cast("binary").alias("key"),
                 F.when(F.col("n").isNotNull(), F.struct("n")).alias("value"), "topic")
-    delta_engine.write_batch(df, _sink(tmp_path / "${topic}"), engine=engine)
+    delta_spark_engine.write_batch(df, _sink(tmp_path / "${topic}"), engine=engine)
     assert _read_both(delta_spark, tmp_path / "a", "n") == [(1,), (3,)]
     assert _read_both(delta_spark, tmp_path / "b", "n") == [(2,)]
     assert _writers(tmp_path / "a") == _writers(tmp_path / "b") == {engine}
@@ -331,8 +333,8 @@ def test_sink_config_errors_name_the_key(config, key):
 def test_merge_without_keys_fails_before_data_moves(delta_spark, engine, tmp_path):
     df = delta_spark.createDataFrame([(1, "a")], "id long, name string") \
         .select(F.lit(1).alias("key"), F.struct("id", "name").alias("value"), F.lit("t").alias("topic"))
-    with pytest.raises(ConfigError, match="delta.merge.keys"):
-        delta_engine.write_batch(df, _sink(tmp_path / "t", **{"delta.write.mode": "merge"}), engine=engine)
+    with pytest.raises(ConfigError, match=r"delta.merge.keys"):
+        delta_spark_engine.write_batch(df, _sink(tmp_path / "t", **{"delta.write.mode": "merge"}), engine=engine)
     assert not (tmp_path / "t" / "_delta_log").exists()
 
 
@@ -342,13 +344,13 @@ def test_kconnect_data_source_runs_the_deltalake_engine(delta_spark, tmp_path):
     config error that names the call that applies it, before any data moves."""
     df = delta_spark.createDataFrame([(1,)], "n int").select(F.lit(None).cast("binary").alias("key"),
                                                              F.struct("n").alias("value"), F.lit("t").alias("topic"))
-    with pytest.raises(Exception, match=r"delta.engine.*delta_engine.write_stream"):
+    with pytest.raises(Exception, match=r"delta.engine.*delta_spark.write_stream"):
         df.write.format("kconnect").options(**_sink(tmp_path / "t", **{"delta.engine": "delta-spark"})) \
             .mode("append").save()
     assert not (tmp_path / "t").exists()
     df.write.format("kconnect").options(**_sink(tmp_path / "t")).mode("append").save()
     assert _writers(tmp_path / "t") == {"deltalake"}
-    with pytest.raises(Exception, match=r"delta.engine.*delta_engine.read_stream"):
+    with pytest.raises(Exception, match=r"delta.engine.*delta_spark.read_stream"):
         delta_spark.read.format("kconnect").options(**{"connector.class": "delta-source", "delta.engine": "delta-spark",
                                                        "delta.table.path": str(tmp_path / "t")}).load()
 
@@ -405,7 +407,7 @@ def test_debezium_events_applied_with_merge_equal_the_source_table(delta_spark, 
               .withColumn("parsed", F.from_json("value", f"struct<key:struct<id:bigint>,value:{_ENVELOPE}>"))
               .select(F.col("parsed.key").alias("key"), F.col("parsed.value").alias("value"), "topic",
                       "partition", "offset", "timestamp", "headers"))
-        delta_engine.write_stream(df, sink, checkpoint=str(ckpt), engine=engine,
+        delta_spark_engine.write_stream(df, sink, checkpoint=str(ckpt), engine=engine,
                                   trigger={"availableNow": True}).awaitTermination()
 
     run()
@@ -422,7 +424,7 @@ def test_debezium_events_applied_with_merge_equal_the_source_table(delta_spark, 
     assert _read_both(spark, table, "id", "name", "qty") == want
     assert sorted((r.id, r.name, r.qty) for r in _spark_rows(spark, table).collect()) == want
     last_batch = max(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
-    assert DeltaTable(str(table)).transaction_version(delta_engine.checkpoint_app_id(str(ckpt))) == last_batch
+    assert DeltaTable(str(table)).transaction_version(checkpoint_app_id(str(ckpt))) == last_batch
     assert not list((table / "_kconnect_staging").rglob("*.parquet"))
 
 
@@ -438,16 +440,16 @@ def test_row_changes_merge_with_tombstones_and_deleted_flags(delta_spark, engine
     df = delta_spark.createDataFrame(rows, "offset long, id long, v string").select(
         F.struct("id").alias("key"), F.from_json("v", "struct<id:bigint,v:string,__deleted:string>").alias("value"),
         F.lit("t").alias("topic"), F.lit(0).alias("partition"), "offset")
-    delta_engine.write_batch(df, sink, engine=engine, app_id="app", batch_id=0)
+    delta_spark_engine.write_batch(df, sink, engine=engine, app_id="app", batch_id=0)
     assert _read_both(delta_spark, table, "id", "v") == [(1, "a"), (4, "d")]
     assert "__deleted" not in DeltaTable(str(table)).schema().to_arrow().names
     later = delta_spark.createDataFrame([(1, "a2", 7)], "id long, v string, w int").select(
         F.struct("id").alias("key"), F.struct("id", "v", "w").alias("value"), F.lit("t").alias("topic"))
-    delta_engine.write_batch(later, sink, engine=engine, app_id="app", batch_id=1)
+    delta_spark_engine.write_batch(later, sink, engine=engine, app_id="app", batch_id=1)
     version = DeltaTable(str(table)).version()
     replay = delta_spark.createDataFrame([(4, "never", 0)], "id long, v string, w int").select(
         F.struct("id").alias("key"), F.struct("id", "v", "w").alias("value"), F.lit("t").alias("topic"))
-    delta_engine.write_batch(replay, sink, engine=engine, app_id="app", batch_id=1)
+    delta_spark_engine.write_batch(replay, sink, engine=engine, app_id="app", batch_id=1)
     assert DeltaTable(str(table)).version() == version
     assert _read_both(delta_spark, table, "id", "v", "w") == [(1, "a2", 7), (4, "d", None)]
     dt = DeltaTable(str(table))
@@ -507,33 +509,35 @@ def test_source_streams_versions_and_change_data(delta_spark, engine, tmp_path):
     sink = _sink(table, **{"delta.table.properties": "delta.enableChangeDataFeed=true"})
     for v in range(3):
         batch = spark.createDataFrame([(v * 2, f"a{v}"), (v * 2 + 1, f"b{v}")], "id long, name string").coalesce(1)
-        delta_engine.write_batch(batch, sink, engine=writer)
+        delta_spark_engine.write_batch(batch, sink, engine=writer)
     if writer == "deltalake":
         DeltaTable(str(table)).delete("id = 1")
     else:
         from delta.tables import DeltaTable as SparkDeltaTable
         SparkDeltaTable.forPath(spark, str(table)).delete("id = 1")
-    assert _writers(table) == {writer} and delta_engine.latest_version(table) == 3
+    assert _writers(table) == {writer} and delta_files.latest_version(table) == 3
     src = {"connector.class": "delta-source", "delta.table.path": str(table), "topic": "items"}
     with pytest.raises(Exception, match=_CHANGES_REFUSED[engine]):
-        _collect(delta_engine.read_stream(spark, src, engine=engine), tmp_path / "ck0")
+        _collect(delta_spark_engine.read_stream(spark, src, engine=engine), tmp_path / "ck0")
     skip = {**src, "delta.source.skip.change.commits": "true"}
-    records = [r for b in _collect(delta_engine.read_stream(spark, skip, engine=engine), tmp_path / "ck1") for r in b]
+    skipping = delta_spark_engine.read_stream(spark, skip, engine=engine)
+    records = [r for b in _collect(skipping, tmp_path / "ck1") for r in b]
     assert sorted((r.value.id, r.value.name) for r in records) == \
         [(i, f"{'ab'[i % 2]}{i // 2}") for i in range(6)]
     assert {(r.topic, r.partition, r.key) for r in records} == {("items", 0, None)}
     if engine == "deltalake":
         assert sorted(r.offset for r in records) == [v * 1_000_000_000 + i for v in range(3) for i in range(2)]
         assert all(r.timestamp is not None for r in records)
-        bounded = delta_engine.read_stream(spark, {**skip, "max.records.per.trigger": "1"}, engine=engine)
+        bounded = delta_spark_engine.read_stream(spark, {**skip, "max.records.per.trigger": "1"}, engine=engine)
         batches = _collect(bounded, tmp_path / "ck2")
         assert [sorted(r.value.id for r in b) for b in batches] == [[0, 1], [2, 3], [4, 5]]  # whole versions
     else:
         assert {(r.offset, r.timestamp) for r in records} == {(None, None)}
-        with pytest.raises(ConfigError, match="max.records.per.trigger"):
-            delta_engine.read_stream(spark, {**skip, "max.records.per.trigger": "1"}, engine=engine)
+        with pytest.raises(ConfigError, match=r"max.records.per.trigger"):
+            delta_spark_engine.read_stream(spark, {**skip, "max.records.per.trigger": "1"}, engine=engine)
     cdf = {**src, "delta.source.read.change.feed": "true"}
-    changes = [r for b in _collect(delta_engine.read_stream(spark, cdf, engine=engine), tmp_path / "ck3") for r in b]
+    feed = delta_spark_engine.read_stream(spark, cdf, engine=engine)
+    changes = [r for b in _collect(feed, tmp_path / "ck3") for r in b]
     assert sorted((r.value.id, r.value._change_type, r.value._commit_version) for r in changes) == \
         [(0, "insert", 0), (1, "delete", 3), (1, "insert", 0), (2, "insert", 1), (3, "insert", 1),
          (4, "insert", 2), (5, "insert", 2)]
@@ -541,26 +545,26 @@ def test_source_streams_versions_and_change_data(delta_spark, engine, tmp_path):
 
 
 def test_auto_engine_is_delta_spark_where_delta_is_loaded(spark):
-    assert delta_engine.spark_has_delta(spark) is True
-    assert delta_engine.choose_engine(spark) == "delta-spark"
-    assert delta_engine.choose_engine(spark, "deltalake") == "deltalake"
+    assert delta_spark_engine.spark_has_delta(spark) is True
+    assert delta_spark_engine.choose_engine(spark) == "delta-spark"
+    assert delta_spark_engine.choose_engine(spark, "deltalake") == "deltalake"
 
 
 def test_engine_is_deltalake_without_the_delta_jvm(spark):
     class NoDelta:  # a session without Delta's extension configured (the session's conf is what is checked)
         conf = {"spark.sql.extensions": "", "spark.sql.catalog.spark_catalog": ""}
         _jsc = None
-    assert delta_engine.spark_has_delta(NoDelta()) is False
-    assert delta_engine.choose_engine(NoDelta()) == "deltalake"
+    assert delta_spark_engine.spark_has_delta(NoDelta()) is False
+    assert delta_spark_engine.choose_engine(NoDelta()) == "deltalake"
     with pytest.raises(ConnectError, match="needs a Spark session with Delta loaded"):
-        delta_engine.choose_engine(NoDelta(), "delta-spark")
+        delta_spark_engine.choose_engine(NoDelta(), "delta-spark")
 
 
 def test_write_stream_runs_the_chosen_engine(delta_spark, engine, tmp_path):
     df = delta_spark.readStream.format("kconnect").options(**{
         "connector.class": "DatagenConnector", "kafka.topic": "users", "quickstart": "users", "iterations": "50",
         "max.interval": "0"}).load()
-    delta_engine.write_stream(df, _sink(tmp_path / "users", **{"delta.engine": engine}),
+    delta_spark_engine.write_stream(df, _sink(tmp_path / "users", **{"delta.engine": engine}),
                               checkpoint=str(tmp_path / "ck"), trigger={"availableNow": True}).awaitTermination()
     assert DeltaTable(str(tmp_path / "users")).to_pyarrow_table().num_rows == 50
     assert delta_spark.read.format("delta").load(str(tmp_path / "users")).count() == 50
@@ -569,7 +573,7 @@ def test_write_stream_runs_the_chosen_engine(delta_spark, engine, tmp_path):
 
 def test_auto_engine_writes_with_delta_spark_where_delta_is_loaded(delta_spark, tmp_path):
     df = delta_spark.createDataFrame([(1,)], "n int").select(F.struct("n").alias("value"), F.lit("t").alias("topic"))
-    delta_engine.write_batch(df, _sink(tmp_path / "t"))
+    delta_spark_engine.write_batch(df, _sink(tmp_path / "t"))
     assert _writers(tmp_path / "t") == {"delta-spark"}
 
 
@@ -583,16 +587,16 @@ def test_a_table_written_by_one_engine_is_continued_by_the_other(delta_spark, fi
         return delta_spark.createDataFrame([(i, f"n{i}") for i in ids], "id long, name string").select(
             F.struct("id").alias("key"), F.struct("id", "name").alias("value"), F.lit("t").alias("topic"))
 
-    delta_engine.write_batch(batch([1, 2]), _sink(table), engine=first, app_id="app", batch_id=0)
-    delta_engine.write_batch(batch([1, 2]), _sink(table), engine=second, app_id="app", batch_id=0)  # a replay
-    delta_engine.write_batch(batch([3]), _sink(table), engine=second, app_id="app", batch_id=1)
+    delta_spark_engine.write_batch(batch([1, 2]), _sink(table), engine=first, app_id="app", batch_id=0)
+    delta_spark_engine.write_batch(batch([1, 2]), _sink(table), engine=second, app_id="app", batch_id=0)  # a replay
+    delta_spark_engine.write_batch(batch([3]), _sink(table), engine=second, app_id="app", batch_id=1)
     assert _read_both(delta_spark, table, "id", "name") == [(1, "n1"), (2, "n2"), (3, "n3")]
     assert DeltaTable(str(table)).transaction_version("app") == 1
     assert _writers(table) == {first, second}
     merge = _sink(table, **{"delta.write.mode": "merge"})
-    delta_engine.write_batch(batch([2]).withColumn("value", F.lit(None).cast("struct<id:bigint,name:string>")),
+    delta_spark_engine.write_batch(batch([2]).withColumn("value", F.lit(None).cast("struct<id:bigint,name:string>")),
                              merge, engine=first, app_id="cdc", batch_id=0)
-    delta_engine.write_batch(batch([3, 4]), merge, engine=second, app_id="cdc", batch_id=1)
+    delta_spark_engine.write_batch(batch([3, 4]), merge, engine=second, app_id="cdc", batch_id=1)
     assert _read_both(delta_spark, table, "id", "name") == [(1, "n1"), (3, "n3"), (4, "n4")]
 
 
@@ -604,7 +608,7 @@ def test_schema_evolution_on_both_engines(delta_spark, engine, tmp_path):
 
     def put(cfg, ddl, row, batch_id):
         df = delta_spark.createDataFrame([row], ddl)
-        delta_engine.write_batch(df, cfg, engine=engine, app_id="app", batch_id=batch_id)
+        delta_spark_engine.write_batch(df, cfg, engine=engine, app_id="app", batch_id=batch_id)
 
     put(evolving, "id long, name string", (1, "a"), 0)
     with pytest.raises(Exception, match="extra"):
@@ -630,7 +634,8 @@ def test_type_widening_is_written_only_by_delta_spark(delta_spark, engine, tmp_p
     evolving = {"delta.schema.evolution": "true"}
 
     def put(path, ddl, row, on=engine, **extra):
-        delta_engine.write_batch(delta_spark.createDataFrame([row], ddl), _sink(path, **evolving, **extra), engine=on)
+        batch = delta_spark.createDataFrame([row], ddl)
+        delta_spark_engine.write_batch(batch, _sink(path, **evolving, **extra), engine=on)
 
     put(plain, "n int", (1,))
     with pytest.raises(Exception, match=r"\bn\b"):
@@ -655,17 +660,17 @@ def test_column_mapped_tables_are_written_only_by_delta_spark(delta_spark, engin
     carry the logical names, which such a table would read as nulls) and leaves no file behind."""
     table = tmp_path / "mapped"
     first = delta_spark.createDataFrame([(1, "a")], "id long, name string")
-    delta_engine.write_batch(first, _sink(table, **{"delta.table.properties": "delta.columnMapping.mode=name"}),
+    delta_spark_engine.write_batch(first, _sink(table, **{"delta.table.properties": "delta.columnMapping.mode=name"}),
                              engine="delta-spark")
     files_before = sorted(p.name for p in table.glob("*.parquet"))
     more = delta_spark.createDataFrame([(2, "b")], "id long, name string")
     if engine == "delta-spark":
-        delta_engine.write_batch(more, _sink(table), engine=engine)
+        delta_spark_engine.write_batch(more, _sink(table), engine=engine)
         assert sorted(tuple(r) for r in delta_spark.read.format("delta").load(str(table)).collect()) == \
             [(1, "a"), (2, "b")]
     else:
         with pytest.raises(Exception, match="column mapping"):
-            delta_engine.write_batch(more, _sink(table), engine=engine)
+            delta_spark_engine.write_batch(more, _sink(table), engine=engine)
         assert sorted(p.name for p in table.glob("*.parquet")) == files_before
         assert [tuple(r) for r in delta_spark.read.format("delta").load(str(table)).collect()] == [(1, "a")]
 
@@ -681,13 +686,13 @@ def test_change_data_feed_of_a_merged_table(delta_spark, engine, tmp_path):
         df = delta_spark.createDataFrame(rows, "id long, name string").select(
             F.struct("id").alias("key"), F.when(F.col("name").isNotNull(), F.struct("id", "name")).alias("value"),
             F.lit("t").alias("topic"))
-        delta_engine.write_batch(df, sink, engine=engine, app_id="app", batch_id=batch_id)
+        delta_spark_engine.write_batch(df, sink, engine=engine, app_id="app", batch_id=batch_id)
 
     batch([(1, "a"), (2, "b")], 0)
     batch([(1, "a2"), (2, None)], 1)
     assert DeltaTable(str(table)).metadata().configuration.get("delta.enableChangeDataFeed") == "true"
     assert _read_both(delta_spark, table, "id", "name") == [(1, "a2")]
-    first = delta_engine.latest_version(table) - 1  # the two MERGE versions (delta-spark: after its create)
+    first = delta_files.latest_version(table) - 1  # the two MERGE versions (delta-spark: after its create)
     want = [(1, "a", "insert", first), (1, "a", "update_preimage", first + 1), (1, "a2", "update_postimage", first + 1),
             (2, "b", "delete", first + 1), (2, "b", "insert", first)]
     by_spark = delta_spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", first) \
@@ -702,18 +707,18 @@ def test_change_data_feed_of_a_merged_table(delta_spark, engine, tmp_path):
 
 def test_batch_overwrite_replaces_the_table(tmp_path):
     table = str(tmp_path / "t")
-    delta_engine.commit_files(table, delta_engine.write_files(table, pa.table({"a": [1, 2]})), app_id="x",
+    delta_files.commit_files(table, delta_files.write_files(table, pa.table({"a": [1, 2]})), app_id="x",
                               batch_id=None)
-    delta_engine.commit_files(table, delta_engine.write_files(table, pa.table({"a": [3]})), app_id="x",
+    delta_files.commit_files(table, delta_files.write_files(table, pa.table({"a": [3]})), app_id="x",
                               batch_id=None, overwrite=True)
     assert _rows(tmp_path / "t", "a") == [(3,)]
 
 
 def test_source_offsets_number_the_rows_of_a_version_across_its_files(tmp_path):
     table = str(tmp_path / "t")
-    files = delta_engine.write_files(table, pa.table({"n": pa.array([1, 2], pa.int64())})) + \
-        delta_engine.write_files(table, pa.table({"n": pa.array([3], pa.int64())}))
-    delta_engine.commit_files(table, files, app_id="app", batch_id=0)  # version 0: two files
+    files = delta_files.write_files(table, pa.table({"n": pa.array([1, 2], pa.int64())})) + \
+        delta_files.write_files(table, pa.table({"n": pa.array([3], pa.int64())}))
+    delta_files.commit_files(table, files, app_id="app", batch_id=0)  # version 0: two files
     src = build_connector({"connector.class": "delta-source", "delta.table.path": table}, kind="source")
     start = src.initial_offsets()
     end = src.latest_offsets(start, None, None)

@@ -4,12 +4,11 @@ snapshot, streamed changes (several per key in one micro-batch), a restart and a
 
 from __future__ import annotations
 
-
 import pytest
 from deltalake import DeltaTable
 
-from spark_connect_bridge import delta_engine
 from spark_connect_bridge.connectors.postgres_cdc import table_events
+from spark_connect_bridge.engine import delta_spark as delta_spark_engine
 from tests.support.postgres import PostgresCluster
 
 
@@ -59,7 +58,7 @@ def test_postgres_cdc_events_merged_into_delta_equal_the_source_table(spark, pg,
 
     def run() -> None:
         events = table_events(spark.readStream.format("kconnect").options(**source).load(), "public.items")
-        delta_engine.write_stream(events, sink, checkpoint=str(ckpt), engine=engine,
+        delta_spark_engine.write_stream(events, sink, checkpoint=str(ckpt), engine=engine,
                                   trigger={"availableNow": True}).awaitTermination()
 
     run()  # the snapshot (op=r)

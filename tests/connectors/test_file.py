@@ -99,9 +99,9 @@ def test_sink_writes_kafka_text_for_each_value_type(spark, tmp_path):
 
 def test_sink_rolls_back_an_append_interrupted_by_a_crash(tmp_path):
     sink = build_connector({"connector.class": "FileStreamSink", "file": str(tmp_path / "out.txt")}, kind="sink")
-    from spark_connect_bridge.connectors.base import CommitContext, WriteContext
-
     import pyarrow as pa
+
+    from spark_connect_bridge.connectors.base import CommitContext, WriteContext
 
     def stage(batch_id: int, values: list[str]):
         return sink.write(iter([pa.record_batch({"value": pa.array(values)})]),

@@ -215,7 +215,7 @@ def test_auto_evolve_adds_and_widens_columns(db):
     run(sink(url, table_name_format=t, pk_mode="record_value", pk_fields="id"),
         [records([{"id": 1, "n": 5}], narrow)], app="e1")
     wide = pa.struct([("id", pa.int32()), ("n", pa.int64()), ("extra", pa.string())])
-    with pytest.raises(ConnectError, match="auto.evolve"):
+    with pytest.raises(ConnectError, match=r"auto.evolve"):
         run(sink(url, table_name_format=t, pk_mode="record_value", pk_fields="id"),
             [records([{"id": 2, "n": 2**40, "extra": "x"}], wide)], app="e2")
     run(sink(url, table_name_format=t, pk_mode="record_value", pk_fields="id", auto_evolve="true"),
@@ -281,7 +281,7 @@ def test_password_never_shown():
 def test_validate_input_rejects_non_struct_values(spark):
     from pyspark.sql.types import StringType
 
-    from spark_connect_bridge.records import record_schema
+    from spark_connect_bridge.core.records import record_schema
 
     s = sink("jdbc:sqlite:/tmp/none.db")
     with pytest.raises(DataError, match="struct values"):
@@ -310,7 +310,8 @@ def test_task_scope_tasks_commit_their_rows_once_and_replays_are_skipped(pg_db):
     assert query(c, f'SELECT count(*) FROM "{t}"') == [(5,)]
     batch(0, [0, 1])  # the replay: task 0 is skipped, task 1 writes, the driver records the batch
     batch(0, [0, 1])  # a replay of a committed batch writes nothing
-    assert query(c, f'SELECT count(*), count(DISTINCT id), sum(amount) FROM "{t}"') == [(10, 10, decimal.Decimal("12.50"))]
+    totals = query(c, f'SELECT count(*), count(DISTINCT id), sum(amount) FROM "{t}"')
+    assert totals == [(10, 10, decimal.Decimal("12.50"))]
     with pytest.raises(ConnectError, match="same split on replay"):
         s.write(iter([parts[0].slice(0, 2)]), WriteContext(app, 1, 0, 0))  # committed with 2 records
         s.write(iter([parts[0].slice(0, 1)]), WriteContext(app, 1, 0, 0))

@@ -48,8 +48,9 @@ def _schema(pg: PostgresCluster, db: str) -> None:
         create schema inv;
         create table inv.items (sku text primary key, qty int, id text);
         create table log (n int, msg text);
-        insert into customers select g, 'c' || g, g * 1.25, timestamptz '2024-01-02 03:04:05.5+00' + g * interval '1 day',
-               date '2000-01-01' + g, array['a', null, 'b,' || g], jsonb_build_object('g', g), '\\x01ff'
+        insert into customers select g, 'c' || g, g * 1.25,
+               timestamptz '2024-01-02 03:04:05.5+00' + g * interval '1 day', date '2000-01-01' + g,
+               array['a', null, 'b,' || g], jsonb_build_object('g', g), '\\x01ff'
           from generate_series(1, 8) g;
         insert into orders select g, g % 3, 'o' || g from generate_series(1, 5) g;
         insert into inv.items values ('s1', 1, 'x'), ('s2', 2, 'y');
@@ -471,7 +472,7 @@ _TABLE_COLUMNS = {"shop.public.customers": ["id", "name", "amount", "created", "
 def test_one_connector_over_many_tables_writes_each_tables_own_debezium_schema(spark, pg):
     """A Debezium config with JsonConverter, run unchanged: each table's events carry exactly its columns and
     Debezium's schema names; snapshot events carry the snapshot transaction's txId."""
-    from spark_connect_bridge.pipeline import read_batch
+    from spark_connect_bridge.engine.pipeline import read_batch
 
     db = _db(pg)
     _schema(pg, db)
@@ -500,7 +501,7 @@ def test_one_connector_over_many_tables_writes_each_tables_own_debezium_schema(s
 def test_debezium_config_into_a_jdbc_sink_gives_each_table_its_own_columns(spark, pg, tmp_path):
     """Debezium source -> ExtractNewRecordState + RegexRouter -> Confluent JDBC sink (auto.create): each mirror
     table has the columns of its own source table only, and the same rows."""
-    from spark_connect_bridge.pipeline import read_stream, write_stream
+    from spark_connect_bridge.engine.pipeline import read_stream, write_stream
 
     db = _db(pg)
     _schema(pg, db)
@@ -538,7 +539,7 @@ def test_debezium_config_into_delta_tables_per_topic_gives_each_table_its_own_co
     """One connector over two tables, merged into one Delta table per topic: each has its own columns only."""
     from deltalake import DeltaTable
 
-    from spark_connect_bridge.pipeline import read_stream, write_stream
+    from spark_connect_bridge.engine.pipeline import read_stream, write_stream
 
     db = _db(pg)
     _schema(pg, db)

@@ -178,14 +178,14 @@ def test_bad_signals_are_logged_and_skipped_without_stopping_the_stream(pg, capl
 
 @pytest.mark.parametrize("value", ["orders", "a.b.c", "public. x"])
 def test_malformed_signal_collection_is_a_config_error(pg, value):
-    with pytest.raises(ConfigError, match="signal.data.collection"):
+    with pytest.raises(ConfigError, match=r"signal\.data\.collection"):
         build_connector({**_config(pg, "test"), "signal.data.collection": value}, kind="source")
 
 
 def test_missing_signal_table_fails_before_data_moves(pg):
     db = _db(pg, rows=1)
     pg.execute("drop table debezium_signal", database=db)
-    with pytest.raises(Exception, match="signal table public.debezium_signal .* does not exist"):
+    with pytest.raises(Exception, match=r"signal table public\.debezium_signal .* does not exist"):
         build_connector(_config(pg, db), kind="source").initial_offsets()
 
 

@@ -138,7 +138,7 @@ class SourceContract:
             config = {k: v for k, v in {**base, **bad}.items() if v is not None}
             with pytest.raises(Exception) as info:
                 # .schema: a Spark Connect client sends the plan to the server lazily, at the first question.
-                spark.read.format("kconnect").options(**config).load().schema  # noqa: B018
+                spark.read.format("kconnect").options(**config).load().schema
             assert key in str(info.value), (bad, str(info.value)[:500])
 
     batch_bound = 5
@@ -204,7 +204,7 @@ class SinkContract:
         flag.touch()
 
         @F.udf("string")
-        def poison(v):  # noqa: ANN001 - a plain Python UDF (type hints would make Spark guess an eval type)
+        def poison(v):
             # Fails the write task of the batch holding row-6 while the flag file exists.
             if v == "row-6" and os.path.exists(str(flag)):
                 raise RuntimeError("injected write failure")

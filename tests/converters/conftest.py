@@ -21,7 +21,7 @@ def records(spark):
     headers])`` tuples (topic ``t`` by default, partition 0, offset = index)."""
     from pyspark.sql.types import _parse_datatype_string
 
-    from spark_connect_bridge.records import record_schema
+    from spark_connect_bridge.core.records import record_schema
 
     def build(rows, value_type="binary", key_type="binary", headers=None, topic="t"):
         kt = _parse_datatype_string(key_type) if isinstance(key_type, str) else key_type

@@ -13,10 +13,26 @@ from decimal import Decimal
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings, strategies as st
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
-                               StructType, TimestampType)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from spark_connect_bridge.converters import AvroConverter, apply_sink_converters, apply_source_converters
 from spark_connect_bridge.converters.avro import decode_batch, native_avro_available

@@ -20,16 +20,32 @@ import fastavro
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
-                               StructType, TimestampNTZType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from spark_connect_bridge.converters import apply_sink_converters, apply_source_converters
 from spark_connect_bridge.converters.avro_native import nullable_type, plain_logical_types
 from spark_connect_bridge.converters.connect_schema import TIME
 from spark_connect_bridge.converters.schema_registry import SchemaRegistryClient
+from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_column
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
 
 AVRO = "io.confluent.connect.avro.AvroConverter"
 UTC = dt.timezone.utc

@@ -6,8 +6,8 @@ import pytest
 
 from spark_connect_bridge.converters.base import Converter
 from spark_connect_bridge.converters.catalog import CATALOG
+from spark_connect_bridge.core.plugins import resolve_class
 from spark_connect_bridge.errors import PluginNotFoundError
-from spark_connect_bridge.plugins import resolve_class
 
 
 @pytest.mark.parametrize("spec", CATALOG, ids=[s.names[1] for s in CATALOG])

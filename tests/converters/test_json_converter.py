@@ -11,14 +11,29 @@ from decimal import Decimal
 import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
-from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, ByteType, DateType, DecimalType, DoubleType,
-                               FloatType, IntegerType, LongType, MapType, ShortType, StringType, StructField,
-                               StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from spark_connect_bridge.converters import JsonConverter, apply_sink_converters, apply_source_converters
 from spark_connect_bridge.converters.connect_schema import TIME, connect_to_spark, spark_to_connect
+from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_column
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 UTC = dt.timezone.utc
@@ -30,7 +45,8 @@ ALL_TYPES = StructType([
     StructField("arr", ArrayType(IntegerType())), StructField("m", MapType(StringType(), StringType())),
     StructField("inner", StructType([StructField("x", StringType())]), True, {"connect.name": "my.Inner"}),
     StructField("dec", DecimalType(10, 2)), StructField("day", DateType()),
-    StructField("tod", IntegerType(), True, {"connect.name": TIME, "connect.version": 1}), StructField("ts", TimestampType()),
+    StructField("tod", IntegerType(), True, {"connect.name": TIME, "connect.version": 1}),
+    StructField("ts", TimestampType()),
     StructField("decs", ArrayType(DecimalType(38, 0))),
 ])
 ROW = (-8, -16, 32, 2**40, 1.5, -2.25, True, "hé", b"\x00\xff", [1, None, 3], {"k": "v"}, ("x",),

@@ -10,10 +10,10 @@ import sqlite3
 from pyspark.sql.types import BinaryType
 
 from spark_connect_bridge.converters import apply_sink_converters
-from spark_connect_bridge.pipeline import write_stream
-from spark_connect_bridge.records import record_schema
+from spark_connect_bridge.core.records import record_schema
+from spark_connect_bridge.core.topic_schemas import topic_layouts
+from spark_connect_bridge.engine.pipeline import write_stream
 from spark_connect_bridge.runtime.validate import validate_connector_config
-from spark_connect_bridge.topic_schemas import topic_layouts
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
 JDBC_SINK = "io.confluent.connect.jdbc.JdbcSinkConnector"

@@ -8,11 +8,21 @@ import pytest
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
-from spark_connect_bridge.converters import (BooleanConverter, ByteArrayConverter, DoubleConverter, FloatConverter,
-                                             IntegerConverter, LongConverter, ShortConverter, SimpleHeaderConverter,
-                                             StringConverter, apply_sink_converters, apply_source_converters)
+from spark_connect_bridge.converters import (
+    BooleanConverter,
+    ByteArrayConverter,
+    DoubleConverter,
+    FloatConverter,
+    IntegerConverter,
+    LongConverter,
+    ShortConverter,
+    SimpleHeaderConverter,
+    StringConverter,
+    apply_sink_converters,
+    apply_source_converters,
+)
+from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_column
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
 
 NUMBERS = [
     (ShortConverter, "smallint", ">h", [0, 1, -1, 32767, -32768]),

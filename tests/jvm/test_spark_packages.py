@@ -7,8 +7,8 @@ from __future__ import annotations
 import pyspark.sql.functions as F
 from pyspark.sql.avro.functions import from_avro, to_avro
 
-from spark_connect_bridge import delta_engine
 from spark_connect_bridge.converters.avro import native_avro_available
+from spark_connect_bridge.engine import delta_spark as delta_spark_engine
 from spark_connect_bridge.jvm import POM, artifacts, classpath
 from tests.support import servers
 
@@ -25,7 +25,7 @@ def test_the_declaration_names_spark_s_own_packages_for_the_installed_spark():
 
 
 def test_delta_is_loaded_and_writes_a_table_spark_reads_back(spark, tmp_path):
-    assert delta_engine.spark_has_delta(spark)
+    assert delta_spark_engine.spark_has_delta(spark)
     spark.range(5).write.format("delta").save(str(tmp_path / "t"))
     assert sorted(r.id for r in spark.read.format("delta").load(str(tmp_path / "t")).collect()) == [0, 1, 2, 3, 4]
 
@@ -37,7 +37,8 @@ def test_native_avro_round_trips_logical_types(spark):
     df = spark.range(3).select(F.struct(F.col("id").cast("int").alias("a"),
                                         (F.col("id") / 4).cast("decimal(9,2)").alias("d")).alias("v"))
     back = df.select(from_avro(to_avro("v", schema), schema).alias("v")).select("v.*")
-    assert [tuple(r) for r in back.orderBy("a").collect()] == [tuple(r) for r in df.select("v.*").orderBy("a").collect()]
+    expected = [tuple(r) for r in df.select("v.*").orderBy("a").collect()]
+    assert [tuple(r) for r in back.orderBy("a").collect()] == expected
 
 
 def test_spark_kafka_sink_and_source_round_trip_through_a_real_broker(spark):
@@ -71,4 +72,4 @@ def test_readme_configure_spark_example_gives_a_session_with_the_packages(spark)
     [block] = _blocks("python", "jvm")
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
-    assert delta_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])
+    assert delta_spark_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])

@@ -8,12 +8,14 @@ import shutil
 import subprocess
 import time
 import uuid
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer
 
 from spark_connect_bridge.jvm import classpath
+from tests.runtime.worker_helpers import start_worker  # noqa: F401 - a fixture of the worker tests
 from tests.support import servers
 from tests.support.kafka import GROUPS_TOOL
 

@@ -12,7 +12,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import StringDeserializer, StringSerializer
 
 from spark_connect_bridge.bus.kafka import sink_stream, source_stream
-from spark_connect_bridge.pipeline import read_batch
+from spark_connect_bridge.engine.pipeline import read_batch
 from tests.kafka.conftest import consume, produce
 
 PAYMENT = """{"type": "record", "name": "Payment", "namespace": "shop",

@@ -100,5 +100,5 @@ def test_consumer_overrides_spark_cannot_apply_fail_before_any_data_moves(spark,
 
 def test_a_sink_without_topics_is_a_config_error(spark, bootstrap, tmp_path):
     config = file_sink("no-topics", "", tmp_path / "x.txt")
-    with pytest.raises(ConfigError, match="Must configure one of topics or topics.regex"):
+    with pytest.raises(ConfigError, match=r"Must configure one of topics or topics.regex"):
         sink_stream(spark, config, bus=bootstrap, checkpoint=str(tmp_path / "ckpt"))

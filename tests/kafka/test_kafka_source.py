@@ -9,7 +9,7 @@ from collections import Counter
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from spark_connect_bridge.bus.kafka import source_stream
-from spark_connect_bridge.pipeline import read_batch
+from spark_connect_bridge.engine.pipeline import read_batch
 from tests.kafka.conftest import consume
 
 

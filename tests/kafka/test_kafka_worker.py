@@ -7,7 +7,7 @@ from __future__ import annotations
 from confluent_kafka.admin import AdminClient
 
 from tests.kafka.conftest import describe_group
-from tests.runtime.worker_helpers import lines, start_worker, wait_for  # noqa: F401 - start_worker is a fixture
+from tests.runtime.worker_helpers import lines, wait_for
 
 
 def _append(path, *rows: str) -> None:
@@ -18,7 +18,7 @@ def _append(path, *rows: str) -> None:
 def test_worker_on_kafka_runs_file_source_to_file_sink_and_manages_sink_offsets(start_worker, bootstrap,
                                                                                 topic_name, tmp_path):
     topic = topic_name("connect-test")
-    worker, api = start_worker(**{"bootstrap.servers": bootstrap,
+    _worker, api = start_worker(**{"bootstrap.servers": bootstrap,
                                   "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                                   "value.converter": "org.apache.kafka.connect.storage.StringConverter",
                                   "offset.flush.interval.ms": "10000"})

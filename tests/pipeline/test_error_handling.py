@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 import spark_connect_bridge as scb
-from spark_connect_bridge.pipeline import BATCH_METRICS
-from spark_connect_bridge.runtime.topic_store import TopicStore
+from spark_connect_bridge.engine.pipeline import BATCH_METRICS
+from spark_connect_bridge.engine.topic_store import TopicStore
 
 N = 10_000
 
 
 def _line(i: int) -> str:
     if i % 100 == 7:
-        return '{"id": %d, "amount": ' % i  # malformed JSON
+        return f'{{"id": {i}, "amount": '  # malformed JSON
     if i % 100 == 42:
         return json.dumps({"id": i, "amount": "abc"})  # fails Cast amount:float64
     return json.dumps({"id": i, "amount": f"{i}.5"})
@@ -125,7 +125,7 @@ def test_source_side_failures_go_to_the_source_dead_letter_topic(spark, tmp_path
            "transforms": "cast", "transforms.cast.type": "Cast$Value", "transforms.cast.spec": "int32",
            "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "numbers-dlq",
            "errors.deadletterqueue.topics.dir": str(topics)}
-    q = scb.pipeline.write_topic_store(scb.read_stream(spark, src), str(topics), checkpoint=str(tmp_path / "ck"),
+    q = scb.engine.pipeline.write_topic_store(scb.read_stream(spark, src), str(topics), checkpoint=str(tmp_path / "ck"),
                                        trigger={"availableNow": True})
     q.awaitTermination()
     store = TopicStore(str(topics))
@@ -153,11 +153,11 @@ def test_dead_letter_credentials_stay_out_of_the_dataframe_schema(spark, tmp_pat
     df = scb.read_stream(spark, src, dead_letter_kafka={"kafka.bootstrap.servers": "127.0.0.1:9",
                                                          "kafka.sasl.jaas.config": jaas})
     assert "s3cret" not in df.schema.json()
-    policy = scb.dead_letter.attached_policy(df)
+    policy = scb.engine.dead_letter.attached_policy(df)
     assert dict(policy.dlq_kafka)["kafka.sasl.jaas.config"] == jaas
     sink_dlq = {**src, "errors.deadletterqueue.sink.connector.class": "JdbcSinkConnector",
                 "errors.deadletterqueue.sink.connection.url": "jdbc:postgresql://127.0.0.1:9/db",
                 "errors.deadletterqueue.sink.connection.password": "s3cret-db"}
     df = scb.read_stream(spark, sink_dlq)
     assert "s3cret" not in df.schema.json()
-    assert dict(scb.dead_letter.attached_policy(df).dlq_sink)["connection.password"] == "s3cret-db"
+    assert dict(scb.engine.dead_letter.attached_policy(df).dlq_sink)["connection.password"] == "s3cret-db"

@@ -1,3 +1,5 @@
 """REST test fixtures: the worker fixtures of tests/runtime."""
 
 from runtime.worker_helpers import start_worker  # noqa: F401 - a fixture
+
+from rest.security_helpers import rest_only  # noqa: F401 - a fixture

@@ -13,8 +13,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.serialization import pkcs12
 from cryptography.x509.oid import NameOID
-
 from runtime.worker_helpers import Api
+
 from spark_connect_bridge.rest import RestServer
 from spark_connect_bridge.runtime.service import ConnectService
 from spark_connect_bridge.runtime.worker_config import basic_auth_users, parse_worker_config

@@ -79,7 +79,7 @@ def test_kafka_connect_py_client_and_cli_work_unchanged(start_worker, tmp_path, 
 
 def test_validate_returns_kafka_config_infos(start_worker, tmp_path):
 
-    worker, api = start_worker()
+    _worker, api = start_worker()
     r = api.call("PUT", "/connector-plugins/FileStreamSourceConnector/config/validate", {
         "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector", "name": "v",
         "tasks.max": "0", "topic": "t", "fiel": "x",
@@ -120,7 +120,7 @@ def test_validate_returns_kafka_config_infos(start_worker, tmp_path):
 
 
 def test_get_config_masks_passwords_but_not_provider_references(start_worker, tmp_path):
-    worker, api = start_worker(**{"config.providers": "file",
+    _worker, api = start_worker(**{"config.providers": "file",
                                   "config.providers.file.class":
                                       "org.apache.kafka.common.config.provider.FileConfigProvider",
                                   "config.providers.file.param.allowed.paths": str(tmp_path)})

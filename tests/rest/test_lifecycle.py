@@ -7,7 +7,6 @@ connector restarted, delete and re-create with the same name (which starts fresh
 from __future__ import annotations
 
 import pytest
-
 from runtime.worker_helpers import lines, wait_for
 
 pytestmark = pytest.mark.timeout(600)
@@ -126,7 +125,7 @@ def test_connector_lifecycle_over_http(start_worker, tmp_path):
 
 
 def test_errors_use_kafka_bodies_and_statuses(start_worker, tmp_path):
-    worker, api = start_worker()
+    _worker, api = start_worker()
     r = api.call("GET", "/connectors/nope/status")
     assert (r.status_code, r.json()) == (404, {"error_code": 404, "message": "Connector nope not found"})
     r = api.call("POST", "/connectors", {"name": "bad", "config": {"connector.class": "FileStreamSource",

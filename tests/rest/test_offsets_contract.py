@@ -5,7 +5,6 @@ use are refused with a 400 naming the key."""
 from __future__ import annotations
 
 import pytest
-
 from runtime.worker_helpers import lines, wait_for
 
 pytestmark = pytest.mark.timeout(600)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import schemathesis
-from schemathesis import checks
 from hypothesis import HealthCheck, given, settings
+from schemathesis import checks
 
 from spark_connect_bridge.runtime.standalone import RunningWorker
 

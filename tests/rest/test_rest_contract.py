@@ -9,8 +9,6 @@ import logging
 import pytest
 import requests
 
-from rest.security_helpers import rest_only  # noqa: F401 - a fixture
-
 pytestmark = pytest.mark.timeout(300)
 
 

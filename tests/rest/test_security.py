@@ -18,7 +18,7 @@ import uuid
 import pytest
 import requests
 
-from rest.security_helpers import raw_request, rest_only, self_signed  # noqa: F401 - rest_only is a fixture
+from rest.security_helpers import raw_request, self_signed
 from spark_connect_bridge.rest import auth
 
 pytestmark = pytest.mark.timeout(300)
@@ -320,7 +320,7 @@ def test_configs_are_encrypted_at_rest(rest_only, tmp_path):
     key = tmp_path / "state" / "_keys" / "state.key"
     assert key.exists() and (key.stat().st_mode & 0o777) == 0o600
     # a restarted worker reads them back
-    worker2, api2 = rest_only()
+    worker2, _api2 = rest_only()
     assert worker2.service.states.get("j").config["connection.password"] == "key-s3cret"
 
 

@@ -13,7 +13,6 @@ import time
 import psutil
 import pytest
 import requests
-
 from runtime.worker_helpers import wait_for
 
 pytestmark = pytest.mark.timeout(600)

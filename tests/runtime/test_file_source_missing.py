@@ -21,5 +21,5 @@ def test_a_missing_file_is_warned_about_once_and_read_once_it_exists(tmp_path, c
                             f"to be created (0 records until then)"]
         path.write_text("first\nsecond\n")
         end = src.latest_offsets(start, None, None)
-    assert end == {'{"filename":"%s"}' % path: {"position": 13}}
+    assert end == {f'{{"filename":"{path}"}}': {"position": 13}}
     assert any("exists now" in r.getMessage() for r in caplog.records)

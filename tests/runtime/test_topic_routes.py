@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
+from spark_connect_bridge.engine.pipeline import check_routes, read_stream, unmatched_records, write_stream
 from spark_connect_bridge.errors import ConfigError
-from spark_connect_bridge.pipeline import check_routes, read_stream, unmatched_records, write_stream
 from tests.runtime.worker_helpers import wait_for
 
 ROUTER = {"transforms": "route", "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
@@ -44,7 +44,7 @@ def test_sinks_that_take_the_routed_topic_are_accepted(spark, tmp_path, sink_top
 
 
 def test_a_regex_that_matches_nothing_is_a_config_error(spark, tmp_path):
-    with pytest.raises(ConfigError, match="topics.regex"):
+    with pytest.raises(ConfigError, match=r"topics.regex"):
         check_routes(spark, _file_source(tmp_path / "in.txt"),
                      [_file_sink(tmp_path / "out.txt", **{"topics.regex": "connect-(prod|dev)"})])
 

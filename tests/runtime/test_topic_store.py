@@ -9,8 +9,8 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
 
+from spark_connect_bridge.engine.topic_store import TopicStore
 from spark_connect_bridge.errors import ConfigError, ConnectError
-from spark_connect_bridge.runtime.topic_store import TopicStore
 
 _ORDERS = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "max.interval": "0", "tasks.max": "2"}

@@ -21,7 +21,7 @@ def _metrics(api, name: str) -> dict:
 
 
 def test_totals_survive_pause_and_resume_and_sink_offsets_count_records(start_worker, tmp_path):
-    worker, api = start_worker()
+    _worker, api = start_worker()
     src_file, out_file = tmp_path / "in.txt", tmp_path / "out.txt"
     _append(src_file, "a", "b", "c")
     assert api.call("PUT", "/connectors/src/config", {"connector.class": "FileStreamSource",

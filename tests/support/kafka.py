@@ -85,7 +85,7 @@ class KafkaBroker(ProcessServer):
         subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config),
                        check=True, capture_output=True, text=True)
 
-    def start(self, timeout: float = 90) -> "KafkaBroker":
+    def start(self, timeout: float = 90) -> KafkaBroker:
         if not os.path.exists(os.path.join(self.root, "server.properties")):
             self._format()
         self.process = subprocess.Popen(self._java("kafka.Kafka", os.path.join(self.root, "server.properties"),

@@ -72,7 +72,7 @@ class MariaDBServer(ProcessServer):
         if done.returncode != 0:
             raise RuntimeError(f"mariadb-install-db failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
 
-    def start(self, timeout: float = 60) -> "MariaDBServer":
+    def start(self, timeout: float = 60) -> MariaDBServer:
         if not os.path.exists(self.data):
             self.init()
         cmd = [mariadbd(), f"--defaults-file={self._config()}"]

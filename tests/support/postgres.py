@@ -25,7 +25,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 __all__ = ["PostgresCluster", "pg_bin_dir", "free_port"]
 
@@ -75,7 +76,7 @@ class PostgresCluster:
             cmd = ["runuser", "-u", self._user, "--"] + cmd
         return subprocess.run(cmd, check=check, capture_output=True, text=True)
 
-    def init(self) -> "PostgresCluster":
+    def init(self) -> PostgresCluster:
         if self._user:
             shutil.chown(self.root, self._user)
             os.chmod(self.root, 0o700)
@@ -89,7 +90,7 @@ class PostgresCluster:
             f.write("host replication all 127.0.0.1/32 trust\n")
         return self
 
-    def start(self) -> "PostgresCluster":
+    def start(self) -> PostgresCluster:
         if not os.path.exists(self.data):
             self.init()
         r = self._run(os.path.join(self.bin, "pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", "60",
@@ -116,7 +117,7 @@ class PostgresCluster:
         self.stop("immediate")
         shutil.rmtree(self.root, ignore_errors=True)
 
-    def __enter__(self) -> "PostgresCluster":
+    def __enter__(self) -> PostgresCluster:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

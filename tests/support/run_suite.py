@@ -1,6 +1,7 @@
 """The whole test suite after set-up: pytest over ``tests/`` and, beside it, the compatibility jobs.
 
-``make test`` runs this after ``tests/support/setup_machine.sh``. The main run (pytest, one Spark session) streams
+``make test`` runs this after ``tests/support/setup_machine.sh``. First the linters (ruff, with the rules in
+pyproject.toml); a finding fails the suite, after the tests have run. The main run (pytest, one Spark session) streams
 its output here. The compatibility jobs (``tests/compat/run_compat.py``: the contract tests and README examples on
 the other supported pyspark and through Spark Connect) run at the same time, in a temporary copy of the checkout
 so that the README examples of both runs do not write the same files; their output is kept in a log and printed
@@ -21,8 +22,18 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
+LINTED = ["spark_connect_bridge", "tests", "bench"]
+
+
+def lint() -> int:
+    """ruff over the package, the tests and the benchmarks (rules in pyproject.toml)."""
+    return subprocess.run([sys.executable, "-m", "ruff", "check", *LINTED], cwd=REPO).returncode
+
+
 def main(pytest_args: list[str]) -> int:
     started = time.monotonic()
+    lint_code = lint()
+    print(f"[suite] lint {'ok' if lint_code == 0 else f'exit {lint_code}'}", flush=True)
     with tempfile.TemporaryFile(mode="w+") as compat_log:
         compat = subprocess.Popen([sys.executable, str(REPO / "tests" / "compat" / "run_compat.py"), "--in-copy"],
                                   cwd=REPO, stdout=compat_log, stderr=subprocess.STDOUT)
@@ -33,10 +44,11 @@ def main(pytest_args: list[str]) -> int:
         print("\n========== compatibility jobs (ran beside the main run) ==========", flush=True)
         sys.stdout.write(compat_log.read())
     total_s = time.monotonic() - started
-    print(f"[suite] main run {main_s:.0f} s ({'ok' if main_code == 0 else f'pytest exit {main_code}'}); "
+    print(f"[suite] lint {'ok' if lint_code == 0 else f'exit {lint_code}'}; "
+          f"main run {main_s:.0f} s ({'ok' if main_code == 0 else f'pytest exit {main_code}'}); "
           f"compatibility jobs {'ok' if compat_code == 0 else f'exit {compat_code}'}; "
           f"both done after {total_s:.0f} s", flush=True)
-    return main_code or compat_code
+    return lint_code or main_code or compat_code
 
 
 if __name__ == "__main__":

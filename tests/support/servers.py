@@ -14,7 +14,8 @@ from __future__ import annotations
 import atexit
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tests.support.kafka import KafkaBroker
 from tests.support.mariadb import MariaDBServer

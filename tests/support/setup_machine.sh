@@ -2,7 +2,7 @@
 # What the test suite needs on the machine, installed where it is missing (part of `make test`):
 #   - Debian's PostgreSQL and MariaDB server binaries (the tests start throwaway instances on 127.0.0.1);
 #   - the JVM packages of spark_connect_bridge/jvm/pom.xml (Spark's Delta/Kafka/Avro jars, JDBC drivers, a Kafka
-#     broker), resolved with Maven into ~/.m2.
+#     broker, and Kafka Connect and Debezium as the differential tests' reference), resolved with Maven into ~/.m2.
 # Nothing is started here, and nothing already installed is changed. Each step prints its time.
 set -euo pipefail
 PY=${1:-.venv/bin/python}
@@ -39,4 +39,4 @@ install_packages() {
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}" install_packages
 fi
-step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker
+step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc

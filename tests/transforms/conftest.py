@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame
 from pyspark.sql.types import DataType, StructType
 
-from spark_connect_bridge.record_errors import ERROR_COL, enable_error_column
-from spark_connect_bridge.records import record_schema
+from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_column
+from spark_connect_bridge.core.records import record_schema
 
 TS = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.UTC)
 

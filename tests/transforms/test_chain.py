@@ -56,6 +56,18 @@ def test_dropped_record_stops_the_chain(make_records):
     assert [r["key"].id for r in rows] == [1]
 
 
+def test_stage_skipping_tombstones_gives_its_own_type(make_records):
+    # Kafka applies HoistField only to non-tombstones; the tombstones stay null, whatever the new type is, so the
+    # value takes HoistField's type as it is (no merge with the old fields, as for other predicates).
+    df = make_records([("k", {"id": 1, "name": "a", "secret": "s"}), ("k", None)], value_type=VT)
+    cfg = {"transforms": "hoist", "predicates": "tomb", "predicates.tomb.type": "RecordIsTombstone",
+           "transforms.hoist.type": "HoistField$Value", "transforms.hoist.field": "row",
+           "transforms.hoist.predicate": "tomb", "transforms.hoist.negate": "true"}
+    out = apply_transforms(df, cfg)
+    assert out.schema["value"].dataType.simpleString() == "struct<row:struct<id:int,name:string,secret:string>>"
+    assert [None if r.value is None else r.value.row.id for r in out.collect()] == [1, None]
+
+
 def test_strict_failure_names_alias_and_coordinates(make_records):
     df = make_records([{"key": "k", "value": None, "topic": "orders", "partition": 2, "offset": 7}],
                       value_type=VT)
@@ -70,7 +82,8 @@ def test_tolerant_failure_fills_error_column_for_failing_rows_only(make_records)
     rows = apply_transforms(df, cfg).collect()
     assert errors(rows)[0] is None
     err = rows[1]["_kc_error"]
-    assert (err.stage, err.class_name, err.alias) == ("TRANSFORMATION", "org.apache.kafka.connect.transforms.ValueToKey",
+    assert (err.stage, err.class_name, err.alias) == ("TRANSFORMATION",
+                                                      "org.apache.kafka.connect.transforms.ValueToKey",
                                                       "toKey")
 
 
@@ -91,7 +104,8 @@ def test_incompatible_predicated_type_change_is_a_config_error(make_records):
 
 
 def test_building_does_not_mutate_the_callers_config():
-    cfg = {"transforms": "a", "transforms.a.type": "Filter", "predicates": "p", "predicates.p.type": "RecordIsTombstone",
+    cfg = {"transforms": "a", "transforms.a.type": "Filter", "predicates": "p",
+           "predicates.p.type": "RecordIsTombstone",
            "transforms.a.predicate": "p", "transforms.a.negate": "false"}
     before = copy.deepcopy(cfg)
     build_chain(cfg)

@@ -91,7 +91,8 @@ def test_unknown_operation_fails_record(make_records):
 
 def test_from_config_by_debezium_class_name(make_records):
     out = apply_transforms(_events(make_records), {"transforms": "unwrap",
-                                                   "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+                                                   "transforms.unwrap.type":
+                                                       "io.debezium.transforms.ExtractNewRecordState",
                                                    "transforms.unwrap.delete.tombstone.handling.mode": "drop"})
     assert out.count() == 3
 

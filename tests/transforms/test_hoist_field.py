@@ -45,5 +45,5 @@ def test_config_errors(config, key, fragment):
 
 
 def test_base_class_needs_a_variant():
-    with pytest.raises(TypeError, match="HoistField.Key or HoistField.Value"):
+    with pytest.raises(TypeError, match=r"HoistField.Key or HoistField.Value"):
         HoistField(field="a")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from spark_connect_bridge.plugins import resolve_class
+from spark_connect_bridge.core.plugins import resolve_class
 from spark_connect_bridge.transforms import apply_transforms, reference_markdown
 from spark_connect_bridge.transforms.catalog import CATALOG
 
@@ -24,7 +24,8 @@ FULL_CHAIN = {
     "transforms.hdr.type": "InsertHeader", "transforms.hdr.header": "v", "transforms.hdr.value.literal": "1",
     "transforms.hf.type": "HeaderFrom$Value", "transforms.hf.fields": "name", "transforms.hf.headers": "n",
     "transforms.hf.operation": "copy",
-    "transforms.ts.type": "TimestampConverter$Value", "transforms.ts.field": "ts", "transforms.ts.target.type": "string",
+    "transforms.ts.type": "TimestampConverter$Value", "transforms.ts.field": "ts",
+    "transforms.ts.target.type": "string",
     "transforms.ts.format": "yyyy-MM-dd",
     "transforms.route.type": "RegexRouter", "transforms.route.regex": "(.*)", "transforms.route.replacement": "$1-x",
     "transforms.troute.type": "TimestampRouter",

@@ -19,7 +19,8 @@ def test_replacement_is_replace_first_of_a_whole_match(make_records):
 
 def test_struct_value_and_escaped_dollar(make_records):
     df = make_records([{"value": {"a": 1}, "topic": "t1"}], value_type="struct<a:int>")
-    row = apply_transforms(df, {"transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    row = apply_transforms(df, {"transforms": "r",
+                                "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
                                 "transforms.r.regex": "t(\\d)", "transforms.r.replacement": "\\$$1"}).collect()[0]
     assert row["topic"] == "$1" and row["value"].a == 1
 

@@ -24,7 +24,7 @@ not retain log for other tables' traffic. No heartbeat records are emitted.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 __all__ = ["Heartbeat", "end_by_bytes", "last_commit_within"]
 

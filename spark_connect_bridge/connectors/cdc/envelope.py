@@ -17,10 +17,11 @@ Nothing here works per record: every column of a batch is one Arrow array.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
-from ...records import HEADERS_TYPE, arrow_schema, no_headers
-from ...topic_schemas import TABLES_META
+from ...core.records import HEADERS_TYPE, arrow_schema, no_headers
+from ...core.topic_schemas import TABLES_META
 from .layout import Layout, Table, layout_meta, struct_names
 from .types import TypeSpec
 

@@ -15,11 +15,12 @@ on either shape.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
+from ...core.topic_schemas import TABLES_META
 from ...errors import DataError
-from ...topic_schemas import TABLES_META
 from .types import TypeSpec
 
 __all__ = ["Column", "Layout", "Table", "build_layout", "layout_meta", "struct_names", "table_events"]
@@ -98,10 +99,7 @@ def layout_meta(layout: Layout) -> dict[str, Any]:
 
 def struct_names(layout: Layout) -> tuple[str, str, str]:
     """connect.name of the envelope, row and key structs (exact for one table)."""
-    if len(layout.tables) == 1:
-        base = layout.tables[0].topic
-    else:
-        base = layout.prefix
+    base = layout.tables[0].topic if len(layout.tables) == 1 else layout.prefix
     return f"{base}.Envelope", f"{base}.Value", f"{base}.Key"
 
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from ...errors import ConnectError
 from .filters import fullmatch, parse_filter

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from ...config import Password
+from ...config import ConfigDef, Importance, NonEmptyString, Password, Range, Type
+from ...core.retry import count_retry, is_transient_os_error, retry_call
 from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
-from ...retry import count_retry, is_transient_os_error, retry_call
 
 __all__ = [
     "ConnInfo",
@@ -136,7 +136,6 @@ def masked_repr(connector: Any) -> str:
 def connection_config_def(group: str) -> Any:
     """The connection keys Confluent's JDBC source and sink share (a ConfigDef declared once; ``group`` as each
     names it)."""
-    from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
 
     return (ConfigDef()
             .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
@@ -164,7 +163,7 @@ class JdbcConnection:
         return masked_repr(self)
 
     def _dialect(self) -> Dialect:
-        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"].lower() == "always",
+        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"] == "always",
                            timezone=self.config["db.timezone"])
 
     def _open(self, connect: Callable[[], Any], what: str = "connect") -> Any:
@@ -177,7 +176,7 @@ class JdbcConnection:
 # ------------------------------------------------------------------------------------------------ retries
 def with_retries(fn: Callable[[], Any], dialect: Dialect, *, timeout_ms: int, max_delay_ms: int,
                  what: str) -> Any:
-    """Run ``fn`` through the shared :func:`spark_connect_bridge.retry.retry_call`, classifying errors with the
+    """Run ``fn`` through the shared :func:`spark_connect_bridge.core.retry.retry_call`, classifying errors with the
     dialect and hiding the password in messages. A refused login is never retried."""
     return retry_call(fn, is_retriable=lambda e: _transient(dialect, e),
                       timeout_ms=timeout_ms, max_delay_ms=max_delay_ms,
@@ -206,7 +205,7 @@ def connect_with_attempts(connect: Callable[[], Any], dialect: Dialect, *, attem
         attempt += 1
         try:
             return connect()
-        except Exception as e:  # noqa: BLE001 - classified below; anything else propagates unchanged
+        except Exception as e:
             text = _scrub(str(e), dialect.info)
             if dialect.is_login_error(e):
                 raise ConnectError(f"{where} failed: the server refused the login ({type(e).__name__}: {text}). "

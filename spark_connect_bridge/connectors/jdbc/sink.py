@@ -41,28 +41,18 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import (
-    CaseInsensitiveValidString,
-    Importance,
-    NonEmptyString,
-    Range,
-    Type,
-)
+from ...config import CaseInsensitiveValidString, Importance, NonEmptyString, Range, Type
+from ...core.topic_schemas import narrow_arrow, topic_layouts
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError, RecordError
-from ...topic_schemas import narrow_arrow, topic_layouts
 from ..base import CommitContext, SinkConnector, WriteContext
-from .dialects import (
-    Dialect,
-    JdbcConnection,
-    connection_config_def,
-    parse_jdbc_url,
-    with_retries,
-)
+from .dialects import Dialect, JdbcConnection, connection_config_def, mysql_tsv, parse_jdbc_url, with_retries
+from .source import parse_sql_type
 
 __all__ = ["JdbcSinkConnector", "RejectedRecord"]
 
@@ -96,7 +86,7 @@ def _arrow_kind(t: Any) -> str:
 
 
 def _check(cfg: Any) -> Any:
-    mode, pk = cfg["insert.mode"].lower(), cfg["pk.mode"].lower()
+    mode, pk = cfg["insert.mode"], cfg["pk.mode"]
     if cfg["delete.enabled"] and pk != "record_key":
         yield ConfigProblem("delete.enabled", "Invalid value true for configuration delete.enabled: deletes need "
                                               "pk.mode=record_key (the tombstone's key names the row)")
@@ -159,12 +149,17 @@ CONFIG_DEF = (
             "straight into the table and commits them with its own offsets row, so rows are written once; still "
             "exactly once, but a micro-batch is visible task by task, and a lost connection fails the task "
             "instead of being retried.", group="Exactly once")
-    .define("fault.injection.point", Type.STRING, "none",
-            CaseInsensitiveValidString("none", "after-stage", "after-apply"), Importance.LOW,
-            "Testing only: fail the commit after staging (before the transaction) or after the transaction "
-            "committed (before Spark records the batch).", group="Exactly once")
     .check(_check)
 )
+
+
+# The exactly-once tests make a commit fail after staging (before the transaction) or after the transaction
+# committed (before Spark records the batch): set in the driver's environment, never part of a connector's config.
+FAULT_INJECTION_ENV = "KCONNECT_TEST_JDBC_FAULT"
+
+
+def _fault_point() -> str:
+    return os.environ.get(FAULT_INJECTION_ENV, "none").lower()
 
 
 @dataclass(frozen=True)
@@ -255,7 +250,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
     @property
     def _pk_mode(self) -> str:
-        return self.config["pk.mode"].lower()
+        return self.config["pk.mode"]
 
     # -- driver: input checks -----------------------------------------------------------------------
     def validate_input(self, schema: Any) -> None:
@@ -266,7 +261,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         if "value" not in names:
             raise DataError(f"The JDBC sink needs a 'value' column; the input has {names}")
         # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
-        # own columns (see spark_connect_bridge.topic_schemas).
+        # own columns (see spark_connect_bridge.core.topic_schemas).
         layouts = topic_layouts(schema, "value") if "topic" in names else None
         self._layouts = layouts if layouts and len(layouts) > 1 else None
         vt = schema["value"].dataType
@@ -444,8 +439,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
     def _direct(self, d: Dialect, batch_id: int | None) -> bool:
         """Whether tasks write straight into the tables: only plain inserts, where the order of records across
         tasks does not matter and nothing has to be merged with the existing rows."""
-        return (self.config["commit.scope"].lower() == "task" and d.info.kind == "postgresql"
-                and batch_id is not None and self.config["insert.mode"].lower() == "insert"
+        return (self.config["commit.scope"] == "task" and d.info.kind == "postgresql"
+                and batch_id is not None and self.config["insert.mode"] == "insert"
                 and not self.config["delete.enabled"])
 
     @staticmethod
@@ -586,8 +581,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             st["plan"] = self._plan_direct(ddl, self._dialect(), name, st)
         parts = name.split(".")
         cols = [n for n in data.schema.names if n not in _META]
-        cur.execute("SAVEPOINT kc_chunk")
-        try:
+
+        def write() -> None:
             if st["plan"] == "copy":
                 cur.adbc_ingest(parts[-1], data.select(cols), mode="append",
                                 db_schema_name=parts[0] if len(parts) > 1 else None)
@@ -595,12 +590,9 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 tmp = self._temp_stage(cur, d, st, data.select(cols))
                 q = ", ".join(d.quote(c) for c in cols)
                 cur.execute(f"INSERT INTO {d.table(name)} ({q}) SELECT {q} FROM {d.quote(tmp)}")
-            cur.execute("RELEASE SAVEPOINT kc_chunk")
+
+        if under_savepoint(cur, d, "kc_chunk", write) is None:
             return
-        except Exception as e:
-            if not d.is_data_error(e):
-                raise
-            cur.execute("ROLLBACK TO SAVEPOINT kc_chunk")
         tmp = self._temp_stage(cur, d, st, data)
         st["rejected"] += self._apply(None, cur, d, name, [self._stage_of(name, st, tmp)])
 
@@ -683,8 +675,6 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
         import pyarrow as pa
 
-        from .dialects import mysql_tsv
-
         data = mysql_tsv(pa.Table.from_batches([chunk]), self.config["db.timezone"])
         if data is None:
             return False
@@ -718,7 +708,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         try:
             self._retry(lambda: self._commit_once(d, stages, ctx, direct), "commit")
         finally:
-            if self.config["fault.injection.point"].lower() != "after-stage":
+            if _fault_point() != "after-stage":
                 self._retry(lambda: self._drop_stages(d, ctx, stages), "drop staging tables")
 
     def abort(self, messages: Sequence[_Staged], ctx: CommitContext) -> None:
@@ -756,8 +746,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 by_table.setdefault(s.table, []).append(s)
             for table, ss in by_table.items():
                 self._ensure_table(conn, d, table, ss)  # DDL outside the data transaction (MySQL commits DDL)
-            if self.config["fault.injection.point"].lower() == "after-stage":
-                raise ConnectError("fault injected after staging (fault.injection.point=after-stage)")
+            if _fault_point() == "after-stage":
+                raise ConnectError(f"fault injected after staging ({FAULT_INJECTION_ENV}=after-stage)")
             self._begin(cur, d)
             if ctx.batch_id is not None and self._done(cur, d, ctx, lock=True):
                 conn.rollback()
@@ -779,8 +769,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             raise
         finally:
             conn.close()
-        if self.config["fault.injection.point"].lower() == "after-apply":
-            raise ConnectError("fault injected after the commit transaction (fault.injection.point=after-apply)")
+        if _fault_point() == "after-apply":
+            raise ConnectError(f"fault injected after the commit transaction ({FAULT_INJECTION_ENV}=after-apply)")
 
     def report_rejected(self, rejected: list[RejectedRecord], ctx: CommitContext) -> None:
         """Hook for rows the database rejected under ``errors.tolerance=all`` (the pipeline routes them to the
@@ -841,12 +831,10 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return {r[0]: r[1] for r in rows} if rows else None
 
     def _ensure_table(self, conn: Any, d: Dialect, table: str, ss: list[_Stage]) -> None:
-        from .source import _parse_type
-
         cols: dict[str, Any] = {}
         for s in ss:
             for n, t in s.columns:
-                cols.setdefault(n, _parse_type(t) if t != "string" else None)
+                cols.setdefault(n, parse_sql_type(t) if t != "string" else None)
         pk = ss[0].pk
         cur = conn.cursor()
         have = self._existing_columns(cur, d, table)
@@ -910,7 +898,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                     unique: bool = False) -> str:
         sel = ", ".join(d.quote(c) for c in cols + list(_META))
         union = " UNION ALL ".join(f"SELECT {sel}, {i} AS kc_si FROM {d.quote(s.stage)}" for i, s in enumerate(ss))
-        if not pk or unique or (self.config["insert.mode"].lower() == "insert"
+        if not pk or unique or (self.config["insert.mode"] == "insert"
                                 and not self.config["delete.enabled"]):
             # insert mode: every record is inserted (a duplicate key fails, as Confluent's); no dedup sort
             return f"SELECT * FROM ({union}) kc_u"
@@ -937,7 +925,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         tgt = d.table(table)
         qcols = ", ".join(d.quote(c) for c in cols)
         ups = f"SELECT {qcols} FROM ({src}) kc_s WHERE {d.quote('__kc_op')} = 'u'{where}"
-        mode = self.config["insert.mode"].lower()
+        mode = self.config["insert.mode"]
         stmts = []
         # A batch known to hold no tombstone (every task counted them) needs no DELETE.
         if pk and self.config["delete.enabled"] and any(s.deletes != 0 for s in ss):
@@ -974,15 +962,12 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
     def _apply(self, conn: Any, cur: Any, d: Dialect, table: str, ss: list[_Stage]) -> list[RejectedRecord]:
         """Apply the staged rows of ``table``; on a data error, bisect to the rejected rows."""
         unique = bool(ss[0].pk) and self._unique_across(cur, d, ss)
-        cur.execute("SAVEPOINT kc_all")
-        try:
+
+        def apply_all() -> None:
             self._run(cur, d, self._statements(d, table, ss, None, unique))
-            cur.execute("RELEASE SAVEPOINT kc_all")
+
+        if under_savepoint(cur, d, "kc_all", apply_all) is None:
             return []
-        except Exception as e:
-            if not d.is_data_error(e):
-                raise
-            cur.execute("ROLLBACK TO SAVEPOINT kc_all")
         # Bisect over the batch order (only on this failure path).
         pk = ss[0].pk
         cols = [n for n, _ in ss[0].columns]
@@ -992,26 +977,23 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         rows = [(o, ss[si].topics[tix] if tix is not None and tix < len(ss[si].topics) else None, kp, ko)
                 for o, si, tix, kp, ko in cur.fetchall()]
         rejected: list[RejectedRecord] = []
-        tolerate = self.config["errors.tolerance"].lower() == "all"
+        tolerate = self.config["errors.tolerance"] == "all"
 
         def attempt(lo: int, hi: int) -> None:
-            cur.execute("SAVEPOINT kc_b")
-            try:
+            def apply_range() -> None:
                 self._run(cur, d, self._statements(d, table, ss, (rows[lo][0], rows[hi][0]), unique))
-                cur.execute("RELEASE SAVEPOINT kc_b")
+
+            e = under_savepoint(cur, d, "kc_b", apply_range)
+            if e is None:
                 return
-            except Exception as e:
-                if not d.is_data_error(e):
-                    raise
-                cur.execute("ROLLBACK TO SAVEPOINT kc_b")
-                if lo == hi:
-                    r = rows[lo]
-                    msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
-                    if not tolerate:
-                        raise RecordError(f"JDBC sink: table {table!r} rejected the record: {msg}",
-                                          stage="TASK_PUT", topic=r[1], partition=r[2], offset=r[3]) from e
-                    rejected.append(RejectedRecord(r[1], r[2], r[3], msg))
-                    return
+            if lo == hi:
+                r = rows[lo]
+                msg = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else e!r}"
+                if not tolerate:
+                    raise RecordError(f"JDBC sink: table {table!r} rejected the record: {msg}",
+                                      stage="TASK_PUT", topic=r[1], partition=r[2], offset=r[3]) from e
+                rejected.append(RejectedRecord(r[1], r[2], r[3], msg))
+                return
             mid = (lo + hi) // 2
             attempt(lo, mid)
             attempt(mid + 1, hi)
@@ -1041,3 +1023,18 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             conn.commit()
         finally:
             conn.close()
+
+
+def under_savepoint(cur: Any, dialect: Dialect, name: str, action: Callable[[], Any]) -> Exception | None:
+    """Run ``action()`` under the savepoint ``name``: None when it succeeded; when the database rejected rows (a data
+    error of ``dialect``), the error, after rolling back to the savepoint. Any other error propagates."""
+    cur.execute(f"SAVEPOINT {name}")
+    try:
+        action()
+        cur.execute(f"RELEASE SAVEPOINT {name}")
+    except Exception as e:  # the dialect tells data errors from the rest, which propagate
+        if not dialect.is_data_error(e):
+            raise
+        cur.execute(f"ROLLBACK TO SAVEPOINT {name}")
+        return e
+    return None

@@ -35,14 +35,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...config import CaseInsensitiveValidString, Importance, Range, Type
+from ...core.records import no_headers, record_schema
 from ...errors import ConfigError, ConfigProblem
-from ...records import no_headers
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..offsets import Offsets, parse_partition_key, partition_key
 from .dialects import (
     Dialect,
     JdbcConnection,
     connection_config_def,
+    mysql_arrow_schema,
     parse_jdbc_url,
     rows_to_batch,
     with_retries,
@@ -178,7 +179,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                                                              "into statements); leave it empty")])
         self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
                                     config.get("connection.password"))
-        self._mode = config["mode"].lower()
+        self._mode = config["mode"]
         self._tables: list[_Table] | None = None
         self._arrow_schema: Any = None
         # Driver-only visibility state (see _observe_pg): candidates not yet safe, the best safe one.
@@ -222,7 +223,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 naive = d.info.kind != "postgresql" or any(c in self._naive_cols for c in ts_cols)
                 key = partition_key({"query": "query"} if n is None else {"table": n})
                 split = self._split_col(conn, d, n, schema) if self._mode == "bulk" and n is not None and \
-                    int(self.config["tasks.max"]) > 1 else None
+                    self.config["tasks.max"] > 1 else None
                 tables.append(_Table(key, n, prefix if n is None else prefix + n, i, ts_cols, id_col, naive,
                                      tuple((f.name, str(f.type)) for f in schema), split))
                 self._merge_schema(schema)
@@ -273,8 +274,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             return pa.schema([pa.field(f.name, self._pg_type(f)) for f in raw])
         cur = conn.cursor()
         if d.info.kind == "mysql":
-            from .dialects import mysql_arrow_schema
-
             cur.execute(sql)
             s = mysql_arrow_schema(cur.description)
             cur.fetchall()
@@ -441,8 +440,6 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         from pyspark.sql.pandas.types import from_arrow_type
         from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
 
-        from ...records import record_schema
-
         self._discover()
         time_cols = self._time_columns()
         fields = []
@@ -508,7 +505,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 self._pending = self._pending[-32:]
                 got = self._retry(lambda: on_conn(lambda c: self._promote(c, d)), "visibility check")
                 safe = got if got is not None else safe
-                if safe is not None and safe is cand or time.monotonic() >= deadline:
+                if (safe is not None and safe is cand) or time.monotonic() >= deadline:
                     break
                 time.sleep(0.05 if d.info.kind == "postgresql" else
                            min(0.25, max(0.01, deadline - time.monotonic())))
@@ -696,7 +693,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         tables = {t.key: t for t in self._discover()}
         ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
                   if start.get(k) != v and k in tables]
-        n = max(1, int(self.config["tasks.max"]))
+        n = self.config["tasks.max"]
         if ranges and len(ranges) < n:
             per = max(1, n // len(ranges))
             split: list[ReadRange] = []
@@ -763,7 +760,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         t = next(t for t in self._discover() if t.key == partition_key(rng.partition))
         d = self._dialect()
         target = self._arrow_schema
-        read_schema = pa.schema([pa.field(c, _parse_type(ty)) for c, ty in t.columns])
+        read_schema = pa.schema([pa.field(c, parse_sql_type(ty)) for c, ty in t.columns])
         # PostgreSQL NUMERIC(p <= 18, s) columns travel as their unscaled bigint (value * 10^s, exact): ADBC hands
         # NUMERIC over as decimal text, which costs it and Arrow's cast back far more (~0.4 s of Python CPU per
         # million rows, measured) than the server's multiplication (~0.1 s).
@@ -934,7 +931,7 @@ def _sqlite_wire(t: Any) -> Any:
     return t
 
 
-def _parse_type(s: str) -> Any:
+def parse_sql_type(s: str) -> Any:
     import pyarrow as pa
 
     simple = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),

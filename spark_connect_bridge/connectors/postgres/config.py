@@ -6,7 +6,7 @@ read.
 lower-cased (``snapshot.mode=schema_only`` is ``no_data``), lists as tuples, the password as a
 :class:`~spark_connect_bridge.config.definition.Password` that never prints.
 
->>> PostgresSettings.from_config(config, name="shop-cdc", version="0.1.0").snapshot_mode  # doctest: +SKIP
+>>> PostgresSettings.from_config(config, name="shop-cdc").snapshot_mode      # doctest: +SKIP
 <SnapshotMode.INITIAL: 'initial'>
 """
 
@@ -188,8 +188,6 @@ class PostgresSettings:
     """The parsed config of one PostgreSQL connector, normalised (plain data: it travels to executors)."""
 
     name: str
-    #: the connector's version (``source.version`` of every event)
-    version: str
     hostname: str
     port: int
     user: str
@@ -222,13 +220,13 @@ class PostgresSettings:
     retry_delay_max_ms: int
 
     @classmethod
-    def from_config(cls, config: Any, *, name: str, version: str) -> PostgresSettings:
+    def from_config(cls, config: Any, *, name: str) -> PostgresSettings:
         """The settings of a config parsed with :data:`CONFIG_DEF` (plus the common source keys)."""
         mode = config["snapshot.mode"].lower()
         signal = config["signal.data.collection"]
         password = config.get("database.password")
         return cls(
-            name=name, version=version, hostname=config["database.hostname"], port=int(config["database.port"]),
+            name=name, hostname=config["database.hostname"], port=int(config["database.port"]),
             user=config["database.user"],
             password=password if isinstance(password, Password) and password.value() else None,
             dbname=config["database.dbname"], sslmode=config["database.sslmode"].lower(),

@@ -27,8 +27,9 @@ captured change but emits no heartbeat records; only ``plugin.name=pgoutput``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from ..base import ReadRange, ReadTask, SourceConnector
 from ..cdc.layout import Layout
@@ -64,7 +65,7 @@ class PostgresConnector(SourceConnector):
 
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
-        self.settings = PostgresSettings.from_config(config, name=name, version=self.version())
+        self.settings = PostgresSettings.from_config(config, name=name)
         self.session = PgSession(self.settings)
         self._snapshots = Snapshots(self.session, self.settings)
         self._ends = BatchEnds(self.session, self.settings, self._snapshots)

@@ -17,11 +17,13 @@ the old row when the table has ``REPLICA IDENTITY FULL``; otherwise set to ``una
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ...errors import DataError
+from ...version import __version__
 from ..cdc.envelope import EnvelopeBuilder
 from ..cdc.layout import Column, Layout, Table
 from . import pgoutput_bulk
@@ -44,7 +46,7 @@ class ChangeEvents:
         self.pa = pa
         self.layout, self.settings = layout, settings
         self.envelope = EnvelopeBuilder(layout, source_type=source_type(), source_name=SOURCE_NAME,
-                                        connector="postgresql", db=settings.dbname, version=settings.version,
+                                        connector="postgresql", db=settings.dbname, version=__version__,
                                         batch_size=settings.max_batch_size, convert=to_arrow)
         self.batch = settings.max_batch_size
         self.skipped = settings.skipped_operations

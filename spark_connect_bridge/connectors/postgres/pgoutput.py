@@ -11,8 +11,9 @@ shares this decoder's state is :mod:`.pgoutput_bulk`.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ...errors import DataError
 
@@ -116,7 +117,7 @@ class Change:
     """One decoded change. ``op`` is ``c``/``u``/``d``/``t``; tuples hold raw text bytes per column of
     ``relation`` (``old`` is the ``K``/``O`` tuple when PostgreSQL sent one)."""
 
-    __slots__ = ("relation", "op", "lsn", "xid", "ts_us", "old", "new", "old_kind")
+    __slots__ = ("lsn", "new", "old", "old_kind", "op", "relation", "ts_us", "xid")
     relation: Relation
     op: str
     lsn: int
@@ -192,10 +193,9 @@ class Decoder:
             elif tag == 82:  # 'R'
                 rel = _relation(data)
                 relations[rel.relid] = rel
-            elif tag == 84:  # 'T'
-                if keep:
-                    n = _U32(data, 1)[0]
-                    for i in range(n):
-                        relid = _U32(data, 6 + 4 * i)[0]
-                        yield Change(relations[relid], "t", lsn, xid, ts, None, None, "")
+            elif tag == 84 and keep:  # 'T'
+                n = _U32(data, 1)[0]
+                for i in range(n):
+                    relid = _U32(data, 6 + 4 * i)[0]
+                    yield Change(relations[relid], "t", lsn, xid, ts, None, None, "")
             # 'Y' (type), 'O' (origin), 'M' (message) carry nothing a change event needs.

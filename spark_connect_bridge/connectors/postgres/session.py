@@ -18,11 +18,12 @@ no SQL function offers) and moved only by ``pg_replication_slot_advance``, after
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 from urllib.parse import quote
 
+from ...core.retry import retry_call
 from ...errors import ConnectError
-from ...retry import retry_call
 from .config import PostgresSettings, PublicationMode
 from .types import SESSION_OPTIONS
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import io
 import json
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..cdc.layout import Layout, Table
 from .config import PostgresSettings

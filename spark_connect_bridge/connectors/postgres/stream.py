@@ -22,7 +22,8 @@ A read interrupted by a lost connection or a slot busy with another session is r
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ...errors import ConnectError, RetriableError
 from ..cdc.envelope import skip_rows

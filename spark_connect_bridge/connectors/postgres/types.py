@@ -24,7 +24,8 @@ so both paths see the same text.
 from __future__ import annotations
 
 import logging
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ...errors import DataError
 from ..cdc.types import TypeSpec

@@ -21,16 +21,18 @@ import json
 import logging
 import threading
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, StructType
 
-from .config import Config
-from .errors import ConfigError, ConfigProblem
-from .record_errors import ERROR_COL, enable_error_column
+from ..config import Config
+from ..core.record_errors import ERROR_COL, enable_error_column
+from ..errors import ConfigError, ConfigProblem
+from .topic_store import TopicStore
 
 __all__ = ["ErrorPolicy", "ORIGINAL_COL", "SOURCE_FAILED_COL", "snapshot", "start_tolerant", "split_batch",
            "write_dead_letters", "INTERNAL_COLS"]
@@ -66,12 +68,12 @@ class ErrorPolicy:
     dlq_kafka: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def from_config(cls, config: Config, *, kafka: Mapping[str, str] | None = None) -> "ErrorPolicy":
+    def from_config(cls, config: Config, *, kafka: Mapping[str, str] | None = None) -> ErrorPolicy:
         """The policy of a parsed connector config; ``kafka`` (Spark Kafka sink options) makes the dead-letter
         topic a Kafka topic."""
         sink = tuple(sorted((k, str(v)) for k, v in config.with_prefix("errors.deadletterqueue.sink.").items()))
         dlq_topic = config["errors.deadletterqueue.topic.name"] or ""
-        policy = cls(config["name"], str(config["errors.tolerance"]).lower() == "all",
+        policy = cls(config["name"], config["errors.tolerance"] == "all",
                      config["errors.log.enable"], config["errors.log.include.messages"], dlq_topic,
                      config["errors.deadletterqueue.topics.dir"], sink,
                      config["errors.deadletterqueue.context.headers.enable"],
@@ -110,7 +112,7 @@ class ErrorPolicy:
         return json.dumps(d)
 
     @classmethod
-    def from_json(cls, text: str) -> "ErrorPolicy":
+    def from_json(cls, text: str) -> ErrorPolicy:
         d = json.loads(text)
         ref = d.pop("settings_ref", None)
         if ref is not None:
@@ -243,7 +245,6 @@ def write_dead_letters(bad: DataFrame, policy: ErrorPolicy, *, app_id: str, batc
         records.select("key", "value", "topic", "headers").write.format("kafka").options(
             **dict(policy.dlq_kafka)).save()
         return
-    from .runtime.topic_store import TopicStore
 
     store = TopicStore(policy.dlq_dir or "")
     if store.format != "delta":

@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from .errors import RetriableError
+from ..errors import RetriableError
 
 __all__ = ["retry_call", "is_transient_os_error", "INITIAL_DELAY_MS", "retries_so_far", "count_retry"]
 
@@ -61,7 +62,7 @@ def retry_call(fn: Callable[[], Any], *, is_retriable: Callable[[BaseException],
     while True:
         try:
             return fn()
-        except Exception as e:  # noqa: BLE001 - classified here; non-retriable errors propagate unchanged
+        except Exception as e:
             if not is_retriable(e):
                 raise
             attempt += 1

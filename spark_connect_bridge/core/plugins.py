@@ -27,11 +27,13 @@ import contextvars
 import difflib
 import functools
 import importlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Iterable, Iterator, Literal, Sequence
+from typing import Literal
 
-from .errors import ConfigError, ConfigProblem, PluginNotFoundError
+from ..errors import ConfigError, ConfigProblem, PluginNotFoundError
+from ..version import __version__
 
 __all__ = ["PluginSpec", "Family", "resolve_class", "resolve_spec", "all_specs", "plugin_type_of", "FAMILIES",
            "dotted_paths_restricted", "dotted_path_allowed"]
@@ -228,7 +230,6 @@ def _not_found_message(family: str, name: str, key: str) -> str:
 
 def describe_all(families: Iterable[str] | None = None) -> list[dict[str, str]]:
     """``GET /connector-plugins`` rows: ``{"class", "type", "version"}``."""
-    from . import __version__
 
     rows = []
     for f in families or FAMILIES:

@@ -1,56 +1,37 @@
-"""Two Delta engines behind one API: delta-spark (the Delta JVM) and deltalake (delta-rs, no JVM).
+"""Delta tables written and read without a JVM: the deltalake (delta-rs) half of the Delta sink and source.
 
-:func:`choose_engine` picks one at run time: ``delta-spark`` when the Spark session has Delta loaded (the
-``io.delta.sql.DeltaSparkSessionExtension`` extension and ``DeltaCatalog`` configured and the class loadable, as
-on Databricks), ``deltalake`` otherwise. Both write standard Delta tables that the other reads.
+Executors write Parquet files with pyarrow straight into the table directory and return the Delta ``add`` action
+data (path, size, partition values, stats) as :class:`FileAdd`; the driver commits them in one Delta transaction
+carrying the app transaction ``(app_id, batch_id)``, after checking what deltalake does not check itself
+(:func:`commit_files`): that every file exists, that the data schema matches the table (or evolving it), and that
+the app transaction version only moves forward. CDC batches are applied with ``DeltaTable.merge`` on the driver
+(:func:`merge_changes`), with the same app transaction. :func:`latest_version` and :func:`read_commit` read the
+log for the Delta source and the worker's offsets.
 
-* **deltalake engine** (runs everywhere): executors write Parquet files with pyarrow straight into the table
-  directory and return the Delta ``add`` action data (path, size, partition values, stats); the driver commits
-  them in one Delta transaction carrying the app transaction ``(app_id, batch_id)``, after checking what
-  deltalake does not check itself (:func:`commit_files`): that every file exists, that the data schema matches
-  the table (or evolving it), and that the app transaction version only moves forward. CDC batches are applied
-  with ``DeltaTable.merge`` on the driver (:func:`merge_changes`), with the same app transaction.
-* **delta-spark engine** (:func:`delta_spark_write`): Delta's own writer, with Delta's documented idempotent-write
-  options (``txnAppId`` / ``txnVersion``) for appends and ``DeltaTable.merge`` (with
-  ``spark.databricks.delta.write.txnAppId`` / ``txnVersion`` set for the MERGE) for CDC; a stream runs it in
-  ``foreachBatch``. Narrower types are cast up to the table's first (Delta's writer alone refuses them), a new
-  table takes ``delta.table.properties``. :func:`read_stream` with ``engine="delta-spark"`` reads with Delta's
-  own streaming source, shaped into records.
-
-Both engines read a sink config of :class:`spark_connect_bridge.connectors.delta.DeltaSinkConnector` and share
-the app id of a checkpoint (:func:`checkpoint_app_id`), so a table can change engines. ``format("kconnect")`` is
-the deltalake engine (a Python data source's writer has no SparkSession to call Delta's writer with):
-:func:`write_stream` / :func:`write_batch` are where the engine is chosen.
-
->>> from spark_connect_bridge import delta_engine                                    # doctest: +SKIP
->>> delta_engine.choose_engine(spark)                                                # doctest: +SKIP
-'deltalake'
->>> q = delta_engine.write_stream(df, {"connector.class": "DeltaSink", "delta.table.path": "/tmp/t"},
-...                               checkpoint="/tmp/ckpt")                             # doctest: +SKIP
+Delta's own JVM writer (the ``delta-spark`` engine) is :mod:`spark_connect_bridge.engine.delta_spark`; both write
+standard Delta tables that the other reads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
-from .errors import ConnectError, DataError
+from ..errors import ConnectError, DataError
 
-__all__ = ["ENGINES", "choose_engine", "spark_has_delta", "write_stream", "write_batch", "read_stream",
-           "delta_spark_write", "checkpoint_app_id", "FileAdd",
-           "write_files", "commit_files", "merge_changes", "table_schema", "reconcile_schema",
-           "latest_version", "read_commit", "require_deltalake", "local_path"]
+__all__ = ["FileAdd", "write_files", "delete_files", "commit_files", "merge_changes", "create_table", "table_schema",
+           "reconcile_schema", "cast_to", "normalize_schema", "latest_version", "read_commit", "committed_version",
+           "is_replay", "require_deltalake", "local_path", "quote_identifier", "widens", "HIVE_NULL"]
 
 log = logging.getLogger(__name__)
 
-ENGINES = ("auto", "deltalake", "delta-spark")
-_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
-_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 _INSTALL = "pip install 'spark_connect_bridge[delta]'"
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
@@ -78,44 +59,12 @@ def local_path(uri: str | os.PathLike) -> str:
 
 
 # ------------------------------------------------------------------------------------------ engine choice
-def spark_has_delta(spark: Any) -> bool:
-    """True when ``spark`` runs with Delta loaded: extension and catalog configured, and the class loadable."""
-    conf = spark.conf
-    extensions = conf.get("spark.sql.extensions", "") or ""
-    catalog = conf.get("spark.sql.catalog.spark_catalog", "") or ""
-    if _EXTENSION not in extensions or catalog != _CATALOG:
-        return False
-    jvm = getattr(getattr(spark, "sparkContext", None), "_jvm", None) if hasattr(spark, "_jsc") else None
-    if jvm is None:  # Spark Connect: the server loaded the extension, or the session would not have started
-        return True
-    try:
-        jvm.java.lang.Class.forName(_EXTENSION, False, jvm.Thread.currentThread().getContextClassLoader())
-        return True
-    except Exception:  # noqa: BLE001 - py4j surfaces ClassNotFoundException as Py4JJavaError
-        return False
 
-
-def choose_engine(spark: Any, requested: str = "auto") -> str:
-    """``"delta-spark"`` or ``"deltalake"``: the requested one, or for ``auto`` delta-spark when Spark has Delta
-    loaded and deltalake otherwise."""
-    requested = (requested or "auto").lower()
-    if requested not in ENGINES:
-        raise ConnectError(f"Invalid value {requested} for configuration delta.engine: one of {', '.join(ENGINES)}")
-    if requested == "delta-spark" and not spark_has_delta(spark):
-        raise ConnectError("delta.engine=delta-spark needs a Spark session with Delta loaded "
-                           f"(spark.sql.extensions={_EXTENSION}, spark.sql.catalog.spark_catalog={_CATALOG} and the "
-                           "delta-spark jars); use delta.engine=deltalake or auto")
-    if requested != "auto":
-        return requested
-    return "delta-spark" if spark_has_delta(spark) else "deltalake"
-
-
-# ------------------------------------------------------------------------------------------ schemas
 # Delta type widening (typeWidening table feature): from -> the wider types it may become.
 _INTS = ("int8", "int16", "int32", "int64")
 
 
-def _widens(src: Any, dst: Any) -> bool:
+def widens(src: Any, dst: Any) -> bool:
     """True when values of Arrow type ``src`` fit losslessly in ``dst`` as Delta widens types."""
     import pyarrow as pa
 
@@ -132,17 +81,17 @@ def _widens(src: Any, dst: Any) -> bool:
         return dst.precision - dst.scale >= digits
     if pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
         return src.tz == dst.tz
-    if pa.types.is_string(src) and pa.types.is_large_string(dst) or \
-            pa.types.is_binary(src) and pa.types.is_large_binary(dst):
+    if (pa.types.is_string(src) and pa.types.is_large_string(dst)) or \
+            (pa.types.is_binary(src) and pa.types.is_large_binary(dst)):
         return True
     if pa.types.is_struct(src) and pa.types.is_struct(dst):
         dst_fields = {f.name: f for f in dst}
-        return all(f.name in dst_fields and _widens(f.type, dst_fields[f.name].type) for f in src)
+        return all(f.name in dst_fields and widens(f.type, dst_fields[f.name].type) for f in src)
     if (pa.types.is_list(src) or pa.types.is_large_list(src)) and (pa.types.is_list(dst) or
                                                                    pa.types.is_large_list(dst)):
-        return _widens(src.value_type, dst.value_type)
+        return widens(src.value_type, dst.value_type)
     if pa.types.is_map(src) and pa.types.is_map(dst):
-        return _widens(src.key_type, dst.key_type) and _widens(src.item_type, dst.item_type)
+        return widens(src.key_type, dst.key_type) and widens(src.item_type, dst.item_type)
     return False
 
 
@@ -202,9 +151,9 @@ def reconcile_schema(table: Any | None, incoming: Any, *, evolve: bool, where: s
         g = have.get(f.name.lower())
         if g is None or g.type.equals(f.type) or pa.types.is_null(g.type):
             continue
-        if _widens(g.type, f.type):
+        if widens(g.type, f.type):
             continue
-        if _widens(f.type, g.type):
+        if widens(f.type, g.type):
             widened.append(f.name)
             problems.append(f"column {f.name} is {f.type} in the table and {g.type} in the data: widening the "
                             f"table's type needs Delta's typeWidening feature, which only the delta-spark engine "
@@ -354,10 +303,8 @@ def delete_files(table_uri: str, files: Iterable[FileAdd]) -> None:
 
     root = local_path(table_uri)
     for f in files:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(root, *unquote(f.path).split("/")))
-        except FileNotFoundError:
-            pass
 
 
 # ------------------------------------------------------------------------------------------ driver: commits
@@ -499,7 +446,7 @@ def create_table(table_uri: str, schema: Any, *, partition_by: Sequence[str] = (
                       partition_by=list(partition_by) or None, configuration=configuration)
 
 
-def _quote(name: str) -> str:
+def quote_identifier(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
@@ -528,11 +475,11 @@ def merge_changes(table_uri: str, changes: Any, *, keys: Sequence[str], op_colum
     _check_forward(dt, app_id, batch_id, path)
     target = plan.target
     source = cast_to(changes, pa.schema(list(target) + [pa.field(op_column, pa.string())]))
-    cond = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+    cond = " AND ".join(f"t.{quote_identifier(k)} = s.{quote_identifier(k)}" for k in keys)
     present = {n.lower() for n in rows_schema.names}
     # Columns the batch does not carry keep their table values on update (insert: null).
-    sets = {_quote(f.name): f"s.{_quote(f.name)}" for f in target if f.name.lower() in present}
-    is_delete = f"s.{_quote(op_column)} = 'd'"
+    sets = {quote_identifier(f.name): f"s.{quote_identifier(f.name)}" for f in target if f.name.lower() in present}
+    is_delete = f"s.{quote_identifier(op_column)} = 'd'"
     (dt.merge(source, cond, source_alias="s", target_alias="t",
               commit_properties=_commit_properties(app_id, batch_id))
      .when_matched_delete(predicate=is_delete)
@@ -573,288 +520,3 @@ def read_commit(table_uri: str, version: int) -> list[dict]:
     except FileNotFoundError:
         raise ConnectError(f"Delta table {table_uri}: the log of version {version} is gone (log retention "
                            f"removed it); restart the query from a newer version with a new checkpoint") from None
-
-
-# ------------------------------------------------------------------------------------------ streams
-def checkpoint_app_id(checkpoint: str) -> str:
-    """The Delta application id of a streaming query's commits: the same for both engines (and for the kconnect
-    data source, which derives it from the ``checkpointLocation`` option), so a table keeps one app transaction
-    per checkpoint whichever engine writes it."""
-    from .connectors.base import stable_app_id
-
-    return "ckpt-" + stable_app_id(str(checkpoint).rstrip("/"))
-
-
-def _sink_for(spark: Any, config: Mapping[str, Any], engine: str | None) -> tuple[dict, Any, str]:
-    """The sink config with ``delta.engine`` set to the engine that runs it, its connector, and the engine."""
-    from .connectors.factory import build_connector
-
-    props = dict(config)
-    props.setdefault("connector.class", "spark_connect_bridge.connectors.delta.DeltaSinkConnector")
-    requested = engine or build_connector(props, kind="sink").config["delta.engine"]
-    chosen = choose_engine(spark, requested)
-    props["delta.engine"] = chosen
-    return props, build_connector(props, kind="sink"), chosen
-
-
-def write_stream(df: Any, config: Mapping[str, Any], *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
-                 query_name: str | None = None, engine: str | None = None) -> Any:
-    """Start a streaming write of ``df`` with a Delta sink config, on the engine :func:`choose_engine` picks
-    (``engine`` overrides the config's ``delta.engine``).
-
-    ``trigger`` is passed to ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``). On both engines a
-    micro-batch is one Delta commit carrying the app transaction ``(checkpoint_app_id(checkpoint), batch id)``.
-    """
-    props, sink, chosen = _sink_for(df.sparkSession, config, engine)
-    if chosen == "delta-spark":
-        app_id = checkpoint_app_id(checkpoint)
-
-        def per_batch(batch_df: Any, batch_id: int) -> None:
-            delta_spark_write(batch_df, sink, app_id=app_id, batch_id=batch_id)
-
-        writer = df.writeStream.foreachBatch(per_batch)
-    else:
-        sink.validate_input(df.schema)
-        writer = df.writeStream.format("kconnect").options(**{k: str(v) for k, v in props.items()})
-    writer = writer.option("checkpointLocation", checkpoint)
-    if query_name:
-        writer = writer.queryName(query_name)
-    if trigger:
-        writer = writer.trigger(**trigger)
-    return writer.start()
-
-
-def write_batch(df: Any, config: Mapping[str, Any], *, engine: str | None = None, app_id: str | None = None,
-                batch_id: int | None = None) -> None:
-    """Append (or MERGE) a batch DataFrame with a Delta sink config, on the engine :func:`choose_engine` picks.
-
-    With ``app_id`` and ``batch_id`` the write is one commit carrying that app transaction, skipped when the table
-    already holds it (what a ``foreachBatch`` needs for exactly-once).
-
-    >>> write_batch(df, {"delta.table.path": "/data/orders"}, engine="delta-spark")   # doctest: +SKIP
-    """
-    props, sink, chosen = _sink_for(df.sparkSession, config, engine)
-    if chosen == "delta-spark":
-        delta_spark_write(df, sink, app_id=app_id, batch_id=batch_id)
-        return
-    sink.validate_input(df.schema)
-    options = {k: str(v) for k, v in props.items()}
-    if app_id is not None:
-        options["kconnect.app.id"] = app_id
-    if batch_id is not None:
-        options["kconnect.batch.id"] = str(batch_id)
-    df.write.format("kconnect").options(**options).mode("append").save()
-
-
-def delta_spark_write(df: Any, sink: Any, *, app_id: str | None = None, batch_id: int | None = None) -> None:
-    """delta-spark engine: write one batch of records with Delta's own writer (``sink`` is a
-    :class:`~spark_connect_bridge.connectors.delta.DeltaSinkConnector`).
-
-    Appends use Delta's idempotent writes (``txnAppId``/``txnVersion``), CDC batches ``DeltaTable.merge`` with the
-    same app transaction (Delta's ``spark.databricks.delta.write.txnAppId``/``txnVersion`` session settings), so
-    a replayed batch is skipped by Delta itself. ``${topic}`` tables are written one after the other, each with
-    its own commit.
-    """
-    from pyspark.sql import functions as F
-
-    from .connectors.delta import rows_frame
-
-    cfg = sink.config
-    if sink.per_topic:
-        df = df.persist()  # read once for the topic list, once per topic
-    try:
-        if sink.per_topic:
-            topics = sorted((r[0] for r in df.select("topic").distinct().collect()),
-                            key=lambda t: (t is not None, t))
-            groups = [(sink.table_path(t, local=False), df.filter(F.col("topic") == t)) for t in topics]
-        else:
-            groups = [(sink.table_path(None, local=False), df)]
-        for path, part in groups:
-            rows, keys = rows_frame(part, cfg)
-            if cfg["delta.write.mode"] == "append":
-                _delta_spark_append(rows, path, sink, app_id, batch_id)
-            else:
-                _delta_spark_merge(rows, keys, path, sink, app_id, batch_id)
-    finally:
-        if sink.per_topic:
-            df.unpersist()
-
-
-def _txn_settings(app_id: str | None, batch_id: int | None) -> dict[str, str]:
-    if app_id is None or batch_id is None:
-        return {}
-    return {"txnAppId": app_id, "txnVersion": str(int(batch_id))}
-
-
-def _cast_up_to_table(rows: Any, table: Any) -> Any:
-    """``rows`` with each top-level column whose type is narrower than the table's (int into bigint, float into
-    double) cast to the table's type, as the deltalake engine does: Delta's writer refuses such a batch
-    ("Failed to merge fields") unless the table widens instead (typeWidening)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    have = {f.name.lower(): f for f in table.fields}
-    cols, changed = [], False
-    for f in rows.schema.fields:
-        t = have.get(f.name.lower())
-        nested = (StructType, ArrayType, MapType)
-        if t is None or t.dataType == f.dataType or isinstance(f.dataType, nested) or \
-                isinstance(t.dataType, nested):
-            cols.append(F.col(_quote(f.name)))
-            continue
-        try:
-            wider = _widens(to_arrow_type(f.dataType), to_arrow_type(t.dataType))
-        except (TypeError, ValueError):  # a type Arrow has no equivalent of (PySparkTypeError): Delta decides
-            wider = False
-        cols.append(F.col(_quote(f.name)).cast(t.dataType).alias(f.name) if wider else F.col(_quote(f.name)))
-        changed = changed or wider
-    return rows.select(*cols) if changed else rows
-
-
-def _spark_table_schema(spark: Any, path: str) -> Any | None:
-    """The schema of the Delta table at ``path`` read by Delta (None when there is no table)."""
-    from delta.tables import DeltaTable as SparkDeltaTable  # delta-spark, present where Delta is loaded
-
-    if not SparkDeltaTable.isDeltaTable(spark, path):
-        return None
-    return SparkDeltaTable.forPath(spark, path).toDF().schema
-
-
-def _delta_spark_append(rows: Any, path: str, sink: Any, app_id: str | None, batch_id: int | None) -> None:
-    cfg = sink.config
-    spark = rows.sparkSession
-    table = _spark_table_schema(spark, path)
-    if table is not None:
-        rows = _cast_up_to_table(rows, table)
-    writer = (rows.write.format("delta").mode("append")
-              .option("mergeSchema", "true" if cfg["delta.schema.evolution"] else "false")
-              .option("maxRecordsPerFile", str(cfg["delta.file.max.rows"])))
-    for k, v in _txn_settings(app_id, batch_id).items():
-        writer = writer.option(k, v)
-    if cfg["delta.partition.by"]:
-        writer = writer.partitionBy(*cfg["delta.partition.by"])
-    if table is None:  # Delta takes a new table's properties from the writer's options
-        for k, v in sink.table_properties().items():
-            writer = writer.option(k, v)
-    writer.save(path)
-
-
-def _create_spark_table(spark: Any, path: str, schema: Any, partition_by: Sequence[str],
-                        properties: Mapping[str, str]) -> None:
-    """Create the (empty) table with its properties, as CREATE TABLE ... TBLPROPERTIES would."""
-    from delta.tables import DeltaTable as SparkDeltaTable
-
-    builder = SparkDeltaTable.createIfNotExists(spark).location(path).addColumns(schema)
-    if partition_by:
-        builder = builder.partitionedBy(*partition_by)
-    for k, v in properties.items():
-        builder = builder.property(k, v)
-    builder.execute()
-
-
-def _delta_spark_merge(rows: Any, keys: list[str], path: str, sink: Any, app_id: str | None,
-                       batch_id: int | None) -> None:
-    from delta.tables import DeltaTable as SparkDeltaTable
-
-    from .connectors.delta import OP_COLUMN
-
-    cfg = sink.config
-    spark = rows.sparkSession
-    data_cols = [c for c in rows.columns if c != OP_COLUMN]
-    if not SparkDeltaTable.isDeltaTable(spark, path):
-        _create_spark_table(spark, path, rows.drop(OP_COLUMN).schema, cfg["delta.partition.by"],
-                            sink.table_properties())
-    cond = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
-    sets = {_quote(c): f"s.{_quote(c)}" for c in data_cols}
-    is_delete = f"s.{_quote(OP_COLUMN)} = 'd'"
-    # Delta's idempotent DML: the session's txnAppId/txnVersion go into the MERGE's commit, and a version already
-    # committed for the app id makes Delta skip the command. The session's own values are restored after.
-    settings = {f"spark.databricks.delta.write.{k}": v for k, v in _txn_settings(app_id, batch_id).items()}
-    if cfg["delta.schema.evolution"]:
-        settings["spark.databricks.delta.schema.autoMerge.enabled"] = "true"
-    before = {k: spark.conf.get(k, None) for k in settings}
-    for k, v in settings.items():
-        spark.conf.set(k, v)
-    try:
-        (SparkDeltaTable.forPath(spark, path).alias("t").merge(rows.alias("s"), cond)
-         .whenMatchedDelete(is_delete)
-         .whenMatchedUpdate(f"NOT ({is_delete})", sets)
-         .whenNotMatchedInsert(f"NOT ({is_delete})", sets)
-         .execute())
-    finally:
-        for k, v in before.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
-
-
-def read_stream(spark: Any, config: Mapping[str, Any], *, engine: str | None = None) -> Any:
-    """A streaming DataFrame of a Delta source config (see DeltaSourceConnector) on the chosen engine.
-
-    ``deltalake`` reads through the kconnect data source; ``delta-spark`` with Delta's own streaming source
-    (``startingVersion``, ``skipChangeCommits``, ``readChangeFeed``), shaped into the same records: the row as the
-    value struct, the key from ``delta.source.key.fields``, topic, partition 0. What Delta's source does not give
-    differs (see :func:`_delta_spark_records`). ``auto`` is the kconnect source, whose offsets are table versions.
-    """
-    from .connectors.factory import build_connector
-
-    props = dict(config)
-    props.setdefault("connector.class", "spark_connect_bridge.connectors.delta.DeltaSourceConnector")
-    source = build_connector(props, kind="source")
-    requested = (engine or source.config["delta.engine"]).lower()
-    if requested != "delta-spark":
-        choose_engine(spark, requested)  # validates the name
-        props["delta.engine"] = "deltalake"
-        return spark.readStream.format("kconnect").options(**{k: str(v) for k, v in props.items()}).load()
-    choose_engine(spark, "delta-spark")
-    return _delta_spark_records(spark, source)
-
-
-def _delta_spark_records(spark: Any, source: Any) -> Any:
-    """delta-spark engine of :func:`read_stream`: Delta's streaming source, as records.
-
-    Delta's source does not tell which version a row comes from, so ``offset`` is the commit version times 10^9
-    only with the change data feed (``_commit_version``; the row's place in the version is not known: rows of one
-    version share the offset) and null otherwise; ``timestamp`` is ``_commit_timestamp`` with the change feed and
-    null otherwise. Micro-batches are bounded by Delta's own admission control (files, not records).
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType
-
-    from .connectors.delta import RECORD_COLUMNS, VERSION_STRIDE
-    from .errors import ConfigError, ConfigProblem
-    from .records import HEADERS_TYPE
-
-    cfg = source.config
-    problems = []
-    if cfg["topics.dir"]:
-        problems.append(ConfigProblem("topics.dir", "Configuration topics.dir is not applied by Delta's own source "
-                                                    "(delta.engine=delta-spark reads one table): read the topic store "
-                                                    "with delta.engine=deltalake"))
-    if cfg["max.records.per.trigger"] is not None:
-        problems.append(ConfigProblem("max.records.per.trigger", "Configuration max.records.per.trigger is not "
-                                                                 "applied by Delta's own source, which bounds "
-                                                                 "micro-batches by files; use delta.engine=deltalake"))
-    if problems:
-        raise ConfigError(problems)
-    path = cfg["delta.table.path"]
-    cdf = cfg["delta.source.read.change.feed"]
-    reader = spark.readStream.format("delta").option("startingVersion", str(cfg["delta.source.starting.version"]))
-    if cfg["delta.source.skip.change.commits"]:
-        reader = reader.option("skipChangeCommits", "true")
-    if cdf:
-        reader = reader.option("readChangeFeed", "true")
-    df = reader.load(path)
-    if all(c in df.columns for c in RECORD_COLUMNS) and not cdf:  # a topic-store table holds records
-        return df.select(*RECORD_COLUMNS)
-    key_fields = cfg["delta.source.key.fields"]
-    key = F.struct(*[F.col(_quote(k)) for k in key_fields]) if key_fields else F.lit(None).cast(BinaryType())
-    topic = cfg["topic"] or os.path.basename(path.rstrip("/"))
-    offset = (F.col("_commit_version") * VERSION_STRIDE) if cdf else F.lit(None)
-    timestamp = F.col("_commit_timestamp") if cdf else F.lit(None)
-    return df.select(key.alias("key"), F.struct(*[F.col(_quote(c)) for c in df.columns]).alias("value"),
-                     F.lit(topic).alias("topic"), F.lit(0).alias("partition"), offset.cast("long").alias("offset"),
-                     timestamp.cast("timestamp").alias("timestamp"),
-                     F.array().cast(HEADERS_TYPE).alias("headers"))

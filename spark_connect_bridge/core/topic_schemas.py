@@ -16,14 +16,16 @@ serialize each topic's records with its own schema (Debezium's ``<prefix>.<schem
 columns), the JDBC and Delta sinks write each topic's table with only its columns, :func:`narrow` gives a
 Column. A topic the metadata does not list (renamed by a transform after the source) keeps the union.
 
->>> layouts = topic_layouts(df.schema, "value")            # doctest: +SKIP
->>> orders = narrow(F.col("value"), df.schema["value"].dataType, layouts["shop.public.orders"], "value")
+>>> layouts = topic_layouts(df.schema, "value")                                                     # doctest: +SKIP
+>>> value_type = df.schema["value"].dataType                                                       # doctest: +SKIP
+>>> orders = narrow(F.col("value"), value_type, layouts["shop.public.orders"], "value")             # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -93,7 +95,7 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
         new = F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t)
         return new, out_t, {"connect.name": names.get("value", f"{topic}.Envelope")}
     new, new_t = _row(col, data_type, info["columns"], info["fields"])
-    name = names["value"] if "value" in names else f"{topic}.Value"
+    name = names.get("value", f"{topic}.Value")
     return new, new_t, {"connect.name": name} if name else {}
 
 

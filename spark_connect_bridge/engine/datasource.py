@@ -31,6 +31,12 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from ..connectors.base import CommitContext, WriteContext, stable_app_id
+from ..connectors.factory import build_connector
+from ..connectors.offsets import canonical
+from ..core.records import arrow_schema
+from ..core.retry import retries_so_far
+
 try:  # pyspark >= 4.1
     from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
     _ARROW_STREAM_WRITER = True
@@ -78,8 +84,6 @@ class KConnectDataSource(DataSource):
 
     def _connector(self, kind: str) -> Any:
         if kind not in self._connectors:
-            from .connectors.factory import build_connector
-
             caller = 'spark.readStream/read.format("kconnect")' if kind == "source" else \
                 'df.writeStream/write.format("kconnect")'
             self._connectors[kind] = build_connector(dict(self.options), kind=kind, stages_applied=False,
@@ -115,7 +119,6 @@ class KConnectDataSource(DataSource):
 
 def _app_id(options: Mapping[str, str]) -> str:
     """A stable identity for sink commits: the query's checkpoint location when Spark passes it."""
-    from .connectors.base import stable_app_id
 
     if options.get("kconnect.app.id"):
         return str(options["kconnect.app.id"])
@@ -154,8 +157,6 @@ def freeze_startup_heap() -> None:
 def _read_task(connector: Any, task: Any, schema: Any) -> Iterator[Any]:
     """Executor: yield the task's record batches, cast to exactly the schema Spark expects."""
     import pyarrow as pa
-
-    from .records import arrow_schema
 
     target = arrow_schema(schema)
     for rng in task.ranges:
@@ -217,13 +218,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until_pending = True
 
     def initialOffset(self) -> dict:
-        from .connectors.offsets import canonical
-
         return canonical(self.connector.initial_offsets())
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        from .connectors.offsets import canonical
-
         if start is None:  # pyspark 4.0/4.1
             start = self._position if self._position is not None else self.initialOffset()
         if getattr(self, "_until_pending", False):
@@ -305,15 +302,12 @@ class _WriteMixin:
     def _write_batches(self, batches: Iterator[Any]) -> _Message:
         from pyspark import TaskContext
 
-        from .connectors.base import WriteContext
-
         tc = TaskContext.get()
         bid = getattr(self, "batch_id", None)
         if bid is None and tc is not None:
             bid = tc.getLocalProperty("streaming.sql.batchId")
         ctx = WriteContext(self.app_id, int(bid) if bid is not None else None,
                            tc.partitionId() if tc else 0, tc.attemptNumber() if tc else 0)
-        from .retry import retries_so_far
 
         keep = _topic_filter(self.sink.config)
         if keep is not None:
@@ -324,9 +318,6 @@ class _WriteMixin:
         return _Message(payload, retries_so_far() - before, keep.unmatched if keep is not None else None)
 
     def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
-        from .connectors.base import CommitContext
-        from .retry import retries_so_far
-
         before = retries_so_far()
         _report_unmatched(self.sink, messages, batch_id)
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batch_id, self.overwrite))
@@ -357,8 +348,6 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
         self._commit_and_report(messages, self.batch_id)
 
     def abort(self, messages: list) -> None:
-        from .connectors.base import CommitContext
-
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
 
 
@@ -376,8 +365,6 @@ class _StreamWriter(_WriteMixin, _StreamWriterBase):
         self._commit_and_report(messages, batchId)
 
     def abort(self, messages: list, batchId: int) -> None:
-        from .connectors.base import CommitContext
-
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, batchId, self.overwrite))
 
 
@@ -425,8 +412,6 @@ def write_batch_report(directory: str, app_id: str, batch_id: int | None, reject
 
 def _rows_to_batches(rows: Iterator[Any], schema: Any, size: int = 10_000) -> Iterator[Any]:  # pragma: no cover
     import pyarrow as pa
-
-    from .records import arrow_schema
 
     target = arrow_schema(schema)
     buf: list[dict] = []

@@ -21,9 +21,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
+from ..connectors.delta_files import latest_version, require_deltalake
+from ..core.records import RECORD_COLUMNS, record_schema
 from ..errors import ConfigError, ConfigProblem, ConnectError
+from .queries import start_query
 
 __all__ = ["TopicStore"]
 
@@ -47,7 +51,7 @@ class TopicStore:
     or ``auto`` (delta when deltalake is installed).
     """
 
-    def __init__(self, directory: str, *, format: str = "auto"):  # noqa: A002 - like DataFrameWriter.format
+    def __init__(self, directory: str, *, format: str = "auto"):
         if format not in FORMATS:
             raise ConfigError([ConfigProblem("topic.store.format", f"Invalid value {format} for configuration "
                                                                    f"topic.store.format: one of "
@@ -79,7 +83,6 @@ class TopicStore:
                 return sorted(n[len("topic="):] for n in os.listdir(root) if n.startswith("topic="))
             except FileNotFoundError:
                 return []
-        from ..delta_engine import latest_version
 
         try:
             names = sorted(os.listdir(self.directory))
@@ -103,16 +106,9 @@ class TopicStore:
             writer = (df.writeStream.format("parquet").partitionBy("topic")
                       .option("path", os.path.join(self.directory, _PARQUET_DIR)))
         else:
-            from ..delta_engine import require_deltalake
-
             require_deltalake()
             writer = df.writeStream.format("kconnect").options(**self.sink_options())
-        writer = writer.option("checkpointLocation", checkpoint)
-        if query_name:
-            writer = writer.queryName(query_name)
-        if trigger:
-            writer = writer.trigger(**trigger)
-        return writer.start()
+        return start_query(writer, checkpoint, trigger, query_name)
 
     def write_batch(self, df: Any) -> None:
         """Append the records of a batch DataFrame (e.g. dead-letter records) to their topics' tables."""
@@ -172,8 +168,6 @@ class TopicStore:
     def _parquet_schema(self, spark: Any) -> Any:
         from pyspark.sql.types import StructType
 
-        from ..records import RECORD_COLUMNS, record_schema
-
         root = os.path.join(self.directory, _PARQUET_DIR)
         if not self.topics():
             return record_schema()
@@ -183,8 +177,6 @@ class TopicStore:
     @staticmethod
     def _select(df: Any, topics: Sequence[str] | None, topics_regex: str | None) -> Any:
         from pyspark.sql import functions as F
-
-        from ..records import RECORD_COLUMNS
 
         if topics:
             df = df.filter(F.col("topic").isin(list(topics)))

@@ -7,7 +7,7 @@ Python of the program that made the session. A virtual environment that is used 
 package; Spark then fails deep inside a worker with ``PYTHON_DATA_SOURCE_ERROR ... ModuleNotFoundError``.
 :func:`check_python_workers` finds that before any data moves and says what to do.
 
->>> from spark_connect_bridge.python_workers import check_python_workers
+>>> from spark_connect_bridge.engine.python_workers import check_python_workers
 >>> check_python_workers(spark)                                  # doctest: +SKIP
 """
 
@@ -21,7 +21,7 @@ import subprocess
 import sys
 from typing import Any
 
-from .errors import ConnectError
+from ..errors import ConnectError
 
 __all__ = ["WorkerPythonError", "check_python_workers"]
 

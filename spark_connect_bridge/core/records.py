@@ -19,8 +19,17 @@ import functools
 import inspect
 from typing import TYPE_CHECKING
 
-from pyspark.sql.types import (ArrayType, BinaryType, DataType, IntegerType, LongType, StringType, StructField,
-                               StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,7 +58,7 @@ def record_schema(key_type: DataType = BinaryType(), value_type: DataType = Bina
     ])
 
 
-def arrow_schema(schema: StructType) -> "pa.Schema":
+def arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema Spark expects for ``schema`` from a Python data source (exact on pyspark ≥ 4.2:
     nullable fields, ``timestamp[us, tz=UTC]``)."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -67,7 +76,7 @@ def _to_arrow_schema_takes_timezone() -> bool:
     return "timezone" in inspect.signature(to_arrow_schema).parameters
 
 
-def no_headers(n: int) -> "pa.Array":
+def no_headers(n: int) -> pa.Array:
     """``n`` empty header lists, the ``headers`` column of source records that carry none.
 
     Empty lists, not nulls: a Kafka Connect record always has headers (maybe none), and when Spark hands rows

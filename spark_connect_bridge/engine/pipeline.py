@@ -15,7 +15,8 @@ converter or transform alias, and the record's topic/partition/offset. With ``er
 records are kept apart per micro-batch with Column expressions: the good rows reach the sink, the failed ones go
 to the dead-letter sink (and to the log with ``errors.log.enable``). A tolerant source pipeline returns its
 DataFrame with two extra columns (``_kc_error``, ``_kc_original``); :func:`write_stream` and
-:func:`write_topic_store` route them, and anything else can call :func:`spark_connect_bridge.dead_letter.split_batch`
+:func:`write_topic_store` route them, and anything else can call
+:func:`spark_connect_bridge.engine.dead_letter.split_batch`
 in a ``foreachBatch``.
 
 Each query reports its counts in its progress (``query.lastProgress["observedMetrics"]["kconnect"]``:
@@ -35,23 +36,37 @@ import re
 import threading
 import uuid
 from collections import defaultdict, deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from .config import load_config_file
-from .config.common import PLUGIN_PREFIXES
-from .connectors.base import stable_app_id
-from .connectors.factory import parse_connector_config, stage_keys
-from .dead_letter import (INTERNAL_COLS, SOURCE_FAILED_COL, ErrorPolicy, attach_policy, attached_policy, split_batch,
-                          start_tolerant, write_dead_letters)
-from .errors import ConfigError, ConfigProblem, RecordError
+from ..config import load_config_file
+from ..config.common import PLUGIN_PREFIXES
+from ..connectors.base import checkpoint_app_id
+from ..connectors.factory import parse_connector_config, stage_keys
+from ..converters import apply_sink_converters, apply_source_converters, build_converters
+from ..core.record_errors import ERROR_COL
+from ..core.records import record_schema
+from ..errors import ConfigError, ConfigProblem, RecordError
+from ..transforms import build_chain
+from .datasource import rejects_path, reports_dir
+from .dead_letter import (
+    INTERNAL_COLS,
+    SOURCE_FAILED_COL,
+    ErrorPolicy,
+    attach_policy,
+    attached_policy,
+    split_batch,
+    start_tolerant,
+    write_dead_letters,
+)
 from .python_workers import check_python_workers
-from .record_errors import ERROR_COL
-from .records import record_schema
+from .queries import start_query
+from .topic_store import TopicStore
 
 __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
            "prepare", "check_routes", "unmatched_records", "BATCH_METRICS"]
@@ -88,7 +103,6 @@ class PreparedConfig:
     def converters(self, df: DataFrame, *, every_message: bool = False) -> DataFrame:
         if not self.has_converters:
             return df
-        from .converters import apply_sink_converters, apply_source_converters
 
         return apply_source_converters(df, self.props) if self.kind == "source" else \
             apply_sink_converters(df, self.props, every_message=every_message)
@@ -100,8 +114,6 @@ class PreparedConfig:
         if self.kind != "sink" or not self.has_converters:
             return False
         from pyspark.sql.types import BinaryType
-
-        from .converters import build_converters
 
         return any(conv.types_from_messages(column) and column in df.columns
                    and isinstance(df.schema[column].dataType, BinaryType)
@@ -128,8 +140,6 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
     chain = None
     if str(props.get("transforms", "")).strip():
         try:
-            from .transforms import build_chain
-
             chain = build_chain(props)
         except ConfigError as e:
             errors.append(e)
@@ -137,8 +147,6 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
                          for k, v in props.items())
     if has_converters:
         try:
-            from .converters import build_converters
-
             converters = build_converters(props)
             if kind == "sink":
                 problems = [pr for column, conv in converters.items() for pr in conv.sink_problems(column)]
@@ -156,7 +164,7 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
     return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name)
 
 
-def _observe(df: DataFrame, sink: PreparedConfig | None = None) -> DataFrame:
+def observe_batches(df: DataFrame, sink: PreparedConfig | None = None) -> DataFrame:
     """Per-batch counts in the streaming query's progress (``observedMetrics["kconnect"]``); for a sink also
     ``unmatched``: records whose topic its ``topics`` / ``topics.regex`` do not take (they are not written)."""
     failed = F.count_if(F.col(ERROR_COL).isNotNull()) if ERROR_COL in df.columns else F.lit(0).cast("bigint")
@@ -198,7 +206,8 @@ def check_routes(spark: Any, source: Mapping[str, Any] | str, sinks: list[Mappin
     source writes (after the source's transforms, a RegexRouter say): every record would be dropped.
 
     Checked where the source's topics are known from its config (a connector with a ``topic`` or
-    ``kafka.topic`` key: FileStreamSource, DatagenConnector); other sources (JDBC, CDC: topics named after tables) are checked per batch instead,
+    ``kafka.topic`` key: FileStreamSource, DatagenConnector); other sources (JDBC, CDC: topics named after tables)
+    are checked per batch instead,
     where unmatched records are counted and warned about.
     """
     src = prepare(source, kind="source")
@@ -271,12 +280,13 @@ def _without_internal(df: DataFrame) -> DataFrame:
     return df.drop(*[c for c in INTERNAL_COLS if c in df.columns])
 
 
-class _Router:
+class BatchRouter:
     """foreachBatch: dead-letter the failed rows, write the good ones once per batch id. ``stages``, when
     given, turns each micro-batch into the rows to route (a sink's converters and transforms whose types come
     from that batch's messages)."""
 
-    def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str, policy: ErrorPolicy | None,
+    def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str,
+                 policy: ErrorPolicy | None,
                  source_policy: ErrorPolicy | None, name: str,
                  stages: Callable[[DataFrame], DataFrame] | None = None):
         self.write_good, self.app_id, self.name = write_good, app_id, name
@@ -326,17 +336,16 @@ class _Router:
                 raw.unpersist()
 
 
-def _start(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
-           direct: Callable[[Any], Any] | None, router: _Router | None) -> Any:
+def start_routed(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
+                 direct: Callable[[Any], Any] | None, router: BatchRouter | None) -> Any:
+    """Start ``df``'s query through ``router`` (foreachBatch) or, without one, through ``direct`` (a function that
+    configures the ``DataStreamWriter``)."""
     if router is not None:
         writer = df.writeStream.foreachBatch(router)
     else:
         assert direct is not None
         writer = direct(df.writeStream)
-    writer = writer.option("checkpointLocation", checkpoint).queryName(query_name)
-    if trigger:
-        writer = writer.trigger(**trigger)
-    return writer.start()
+    return start_query(writer, checkpoint, trigger, query_name)
 
 
 def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy | None, bool]:
@@ -365,18 +374,16 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = _observe(start_tolerant(df))  # topics are known only after the per-batch transforms
+        out = observe_batches(start_tolerant(df))  # topics are known only after the per-batch transforms
 
         def stages(batch: DataFrame) -> DataFrame:
             return p.transforms(p.converters(batch, every_message=True))
     else:
         out, source_policy, tolerant = _sink_side(df, p)
-        out = _observe(out, p)
+        out = observe_batches(out, p)
     if not tolerant:
-        return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
-                      direct=lambda w: w.format("kconnect").options(**opts))
-
-    from .datasource import reports_dir
+        return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
+                            direct=lambda w: w.format("kconnect").options(**opts))
 
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
 
@@ -386,17 +393,15 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
             "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
         return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
-    router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=p.policy,
+    router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=p.policy,
                      source_policy=source_policy, name=name, stages=stages)
-    return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+    return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
 
 
 def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, app_id: str, batch_id: int) -> dict:
     """Dead-letter the records the sink rejected one by one (Kafka's ErrantRecordReporter, stage TASK_PUT);
     return the sink's report for the batch metrics (``retried``, ``rejected_by_sink``)."""
     import json
-
-    from .datasource import rejects_path
 
     path = rejects_path(rejects_dir, app_id, batch_id)
     if not os.path.exists(path):
@@ -438,23 +443,22 @@ def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "
         _without_internal(good).write.format("kconnect").options(**p.connector_options).mode(mode).save()
         return None
 
-    _Router(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
+    BatchRouter(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
 
 
 def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
                       query_name: str | None = None) -> Any:
     """Start a query writing a source pipeline's records into the topic store (a
-    :class:`~spark_connect_bridge.runtime.topic_store.TopicStore` or its directory; one table per topic), exactly
+    :class:`~spark_connect_bridge.engine.topic_store.TopicStore` or its directory; one table per topic), exactly
     once; failed records of a tolerant source go to its dead-letter sink."""
-    from .runtime.topic_store import TopicStore
 
     if not isinstance(store, TopicStore):
         store = TopicStore(str(store))
     source_policy = attached_policy(df)
     name = query_name or (source_policy.connector if source_policy else "topic-store-writer")
     if source_policy is None:
-        return store.write_stream(_observe(df), checkpoint=checkpoint, trigger=trigger, query_name=name)
-    out = _observe(start_tolerant(df))
+        return store.write_stream(observe_batches(df), checkpoint=checkpoint, trigger=trigger, query_name=name)
+    out = observe_batches(start_tolerant(df))
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
         good = _without_internal(good)
@@ -464,6 +468,6 @@ def write_topic_store(df: DataFrame, store: Any, *, checkpoint: str, trigger: Ma
         else:
             store.write_batch(good)
 
-    router = _Router(write_good, app_id="ckpt-" + stable_app_id(os.path.abspath(checkpoint)), policy=None,
+    router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=None,
                      source_policy=source_policy, name=name)
-    return _start(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+    return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)

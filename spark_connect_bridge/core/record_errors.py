@@ -24,7 +24,7 @@ Stage names are Kafka's (``TRANSFORMATION``, ``KEY_CONVERTER``, ``VALUE_CONVERTE
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F

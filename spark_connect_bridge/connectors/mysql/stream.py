@@ -1,0 +1,305 @@
+"""The change events of a binlog range: transactions followed event by event (a few header fields each), row
+events grouped by table map and decoded in bulk (:mod:`.rows`), records built per table and put back in binlog
+order (:mod:`.events`).
+
+A range ``(start, end]`` is every event after ``start`` up to the event that ends at ``end`` (both transaction
+boundaries, see :mod:`.positions`). A lost connection or a stalled stream is retried within
+``errors.retry.timeout``: the range is read again and the records already delivered are skipped (a re-read is
+identical).
+
+Debezium's behaviours kept: an update that changes the primary key is a delete (and its tombstone) of the old key
+followed by a create of the new one; ``source`` carries ``server_id``, ``gtid``, ``file``, ``pos`` (the row
+event's position), ``row``, ``thread`` (MySQL's BEGIN), ``query`` (``include.query``) and ``ts_ms`` (the event's
+binlog time, seconds).
+
+>>> for batch in StreamReader(session, layout, builder).read(start, end): ...    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from ...core.retry import count_retry
+from ...errors import DataError
+from .binlog import (
+    BinlogGone,
+    EventKind,
+    StreamStalled,
+    TableMap,
+    file_number,
+    lenenc,
+    parse_table_map,
+    read_chunks,
+)
+from .events import EventBuilder
+from .layout import Layout, Table
+from .rows import column_values, split_images
+from .session import Session, is_retriable
+
+__all__ = ["StreamReader"]
+
+log = logging.getLogger(__name__)
+
+_HEADER = struct.Struct("<IBIIIH")
+
+
+class _Txn:
+    __slots__ = ("gtid", "query", "thread")
+
+    def __init__(self) -> None:
+        self.gtid: str | None = None
+        self.thread: int | None = None
+        self.query: str | None = None
+
+
+class StreamReader:
+    """Reads ranges of the binlog into record batches of ``layout``'s tables."""
+
+    def __init__(self, session: Session, layout: Layout, builder: EventBuilder, checksum: int):
+        self.session, self.layout, self.builder = session, layout, builder
+        self.settings = session.settings
+        self.checksum = checksum
+        self._maps: dict[bytes, TableMap] = {}
+        self._current: dict[str, set[str]] = {}  # the tables' columns now, asked once per read
+
+    # ---------------------------------------------------------------------------------- retries
+    def read(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
+        """Every record of the range; re-read after a lost connection or a stall, skipping what was delivered."""
+        s = self.settings
+        delivered = 0
+        deadline = None if s.retry_timeout_ms < 0 else time.monotonic() + max(s.retry_timeout_ms / 1000.0, 0.0)
+        delay = 0.3
+        while True:
+            seen = 0
+            try:
+                for batch in self._read_once(start, end):
+                    n = batch.num_rows
+                    if seen + n > delivered:
+                        out = batch.slice(max(delivered - seen, 0))
+                        delivered += out.num_rows
+                        yield out
+                    seen += n
+                return
+            except BinlogGone:
+                raise
+            except Exception as e:
+                if not (isinstance(e, StreamStalled) or is_retriable(e)):
+                    raise
+                if deadline is not None and time.monotonic() + delay > deadline:
+                    raise
+                count_retry()
+                log.warning("%s: reading the binlog from %s:%s failed (%s); retrying in %.1f s", s.name,
+                            start["file"], start["pos"], e, delay)
+                time.sleep(delay)
+                delay = min(delay * 2, s.retry_delay_max_ms / 1000.0)
+
+    # ---------------------------------------------------------------------------------- one pass
+    def _read_once(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
+        end_file, end_pos = end["file"], int(end["pos"])
+        end_no = file_number(end_file)
+        if (file_number(start["file"]), int(start["pos"])) >= (end_no, end_pos):
+            return
+        file = start["file"]
+        file_no = file_number(file)
+        tables: dict[int, TableMap] = {}
+        captured: dict[int, Table | None] = {}  # id of a table map -> its captured table
+        txn = _Txn()
+        crc = self.checksum
+        annotate = self.settings.include_query and self.session.flavor() == "mariadb"
+        for chunk in read_chunks(self.session, start["file"], int(start["pos"]), annotate=annotate):
+            data = chunk.data
+            rows: list[tuple] = []  # (table map, table, kind, row data start, end, source fields)
+            finished = False
+            for off, size in zip(chunk.starts, chunk.sizes):
+                ts, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(data, off)
+                body, body_end = off + 19, off + size - crc
+                if kind == EventKind.ROTATE:
+                    file = data[body + 8:body_end].decode()
+                    file_no = file_number(file)
+                    if file_no > end_no:
+                        finished = True
+                        break
+                    continue
+                if kind in EventKind.ROWS:
+                    table_id = int.from_bytes(data[body:body + 6], "little")
+                    tmap = tables.get(table_id)
+                    if tmap is None:
+                        raise DataError(f"A rows event at {file}:{log_pos - size} has no table map: the range does "
+                                        f"not start at a transaction boundary")
+                    t = captured.get(id(tmap), False)
+                    if t is False:
+                        t = captured[id(tmap)] = self.layout.table(tmap.database, tmap.table)
+                    if t is not None:
+                        p = body + 8
+                        if kind >= EventKind.WRITE_V2:
+                            p += struct.unpack_from("<H", data, p)[0]
+                        ncols, p = lenenc(data, p)
+                        width = (ncols + 7) // 8
+                        images = 2 if EventKind.ROWS[kind] == "u" else 1
+                        every = (1 << ncols) - 1
+                        for k in range(images):
+                            if int.from_bytes(data[p + k * width:p + (k + 1) * width], "little") & every != every:
+                                raise DataError(f"Rows of {t.id} at {file}:{log_pos - size} do not carry every column: "
+                                                f"set binlog_row_image=FULL on the server")
+                        p += width * images
+                        rows.append((tmap, t, EventKind.ROWS[kind], p, body_end,
+                                     (file, log_pos - size, ts, server_id, txn.gtid, txn.thread, txn.query)))
+                elif kind == EventKind.TABLE_MAP:
+                    raw = bytes(data[body:body_end])
+                    tmap = self._maps.get(raw)
+                    if tmap is None:
+                        tmap = self._maps[raw] = parse_table_map(raw)
+                    tables[tmap.table_id] = tmap
+                elif kind == EventKind.MARIADB_GTID:
+                    seq, domain = struct.unpack_from("<QI", data, body)
+                    txn = _Txn()
+                    txn.gtid = f"{domain}-{server_id}-{seq}"
+                elif kind == EventKind.MYSQL_GTID:
+                    sid = data[body + 1:body + 17].hex()
+                    gno = struct.unpack_from("<q", data, body + 17)[0]
+                    txn = _Txn()
+                    txn.gtid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
+                elif kind == EventKind.QUERY:
+                    self._query(data, body, body_end, txn, file, log_pos - size)
+                elif kind == EventKind.ANNOTATE_ROWS:
+                    txn.query = data[body:body_end].decode("utf-8", "replace")
+                elif kind in EventKind.MARIADB_COMPRESSED:
+                    raise DataError(f"Compressed row events at {file}:{log_pos - size}: turn log_bin_compress off on "
+                                    f"the server (this connector does not decompress binlog events)")
+                if log_pos >= end_pos and file_no == end_no:
+                    finished = True
+                    break
+            if rows:
+                yield from self._records(data, rows)
+            if finished:
+                return
+
+    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int) -> None:
+        thread, _, db_len, _, status_len = struct.unpack_from("<IIBHH", data, body)
+        text_at = body + 13 + status_len + db_len + 1
+        head = bytes(data[text_at:min(text_at + 16, body_end)]).upper()
+        if head.startswith(b"BEGIN"):
+            txn.thread = thread
+            return
+        if head.startswith((b"COMMIT", b"XA ", b"SAVEPOINT", b"ROLLBACK")):
+            return
+        db = bytes(data[body + 13 + status_len:body + 13 + status_len + db_len]).decode("utf-8", "replace")
+        statement = bytes(data[text_at:body_end]).decode("utf-8", "replace")
+        log.info("%s: statement at %s:%d (database %s): %s", self.settings.name, file, pos, db or "-",
+                 statement[:300])
+
+    # ---------------------------------------------------------------------------------- records
+    def _records(self, data: Any, rows: list[tuple]) -> Iterator[Any]:
+        import numpy as np
+
+        buf = np.frombuffer(data, dtype=np.uint8)
+        groups: dict[int, list[int]] = {}
+        for i, r in enumerate(rows):
+            groups.setdefault(id(r[0]), []).append(i)
+        parts, order = [], []
+        for members in groups.values():
+            built = self._group(buf, [rows[i] for i in members], np.asarray(members, dtype=np.int64))
+            if built is not None:
+                parts.append(built[0])
+                order.append(built[1])
+        yield from self.builder.in_order(parts, order)
+
+    def _group(self, buf: Any, events: list[tuple], index: Any) -> tuple[Any, Any] | None:
+        """The records of one table map's events (``index``: their places in the chunk's row events)."""
+        import numpy as np
+        import pyarrow as pa
+
+        tmap, t = events[0][0], events[0][1]
+        kinds = np.array([e[2] for e in events])
+        images = split_images(buf, tmap, np.array([e[3] for e in events]), np.array([e[4] for e in events]),
+                              np.where(kinds == "u", 2, 1))
+        self._check_columns(tmap, t)
+        natural = {}
+        for col in t.columns:
+            if col.name in tmap.names:
+                j = tmap.names.index(col.name)
+                natural[col.name] = column_values(buf, tmap, j, col.spec, images.columns[j])
+        first = np.flatnonzero(images.image == 0)
+        op = kinds[images.event[first]]
+        changed = self._key_changed(t, natural, first, op)
+        rep = np.where(changed, 2, 1)
+        rec = np.repeat(np.arange(len(first)), rep)
+        second = np.zeros(len(rec), dtype=bool)
+        second[1:] = rec[1:] == rec[:-1]
+        ops = op[rec].astype(object)
+        ops[changed[rec] & ~second] = "d"
+        ops[changed[rec] & second] = "c"
+        keep = ~np.isin(ops, list(self.settings.skipped))
+        rec, ops = rec[keep], ops[keep].astype(str)
+        if not len(rec):
+            return None
+        img = first[rec]
+        b_valid = np.isin(ops, ("u", "d"))
+        a_valid = np.isin(ops, ("c", "u"))
+        after_img = np.where(op[rec] == "u", img + 1, img)  # the after image of an update (or of a key change)
+        before = {k: v.take(pa.array(img)) for k, v in natural.items()}
+        after = {k: v.take(pa.array(after_img)) for k, v in natural.items()}
+        ev = images.event[img]
+        src = [events[i][5] for i in range(len(events))]
+        file_col = pa.array([src[i][0] for i in ev.tolist()], pa.string()) if len(src) else None
+        pos = np.array([s[1] for s in src], dtype=np.int64)[ev]
+        ts_us = pa.array(np.array([s[2] for s in src], dtype=np.int64)[ev] * 1_000_000)
+        row_no = images.row[img]
+        files = np.array([file_number(s[0]) for s in src], dtype=np.int64)[ev]
+        offsets = (files << 44) | (pos << 12) | np.minimum(row_no, 4095)
+        source = {"ts_us": ts_us, "snapshot": "false", "file": file_col, "pos": pa.array(pos),
+                  "row": pa.array(row_no.astype(np.int32)),
+                  "server_id": pa.array(np.array([s[3] for s in src], dtype=np.int64)[ev]),
+                  "gtid": pa.array([src[i][4] for i in ev.tolist()], pa.string()),
+                  "thread": pa.array([src[i][5] for i in ev.tolist()], pa.int64()),
+                  "query": pa.array([src[i][6] for i in ev.tolist()], pa.string())}
+        order = (index[ev] << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
+        return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order)
+
+    def _check_columns(self, tmap: TableMap, t: Table) -> None:
+        """A column of the table map that the query's schema lacks: added after the query started (it is in the
+        table now: the batch fails until a restart takes the new schema), or dropped since (an old row of a
+        replayed range: its values are not emitted, the column is no longer part of the table)."""
+        known = {c.name for c in t.columns}
+        extra = [n for n in tmap.names if n not in known and self.settings.column_wanted(t.database, t.table, n)]
+        if not extra:
+            return
+        if t.id not in self._current:
+            rows = self.session.query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
+                                      "AND TABLE_NAME = %s", (t.database, t.table))
+            self._current[t.id] = {r[0].decode() if isinstance(r[0], bytes) else str(r[0]) for r in rows}
+        dropped = [n for n in extra if n not in self._current[t.id]]
+        if dropped:
+            log.info("%s: rows of %s written before column(s) %s were dropped: those values are not emitted",
+                     self.settings.name, t.id, ", ".join(dropped))
+        extra = [n for n in extra if n in self._current[t.id]]
+        if extra:
+            raise DataError(f"Table {t.id} has columns {', '.join(extra)} that this query's schema does not have "
+                            f"(the table changed after the query started): restart the query to pick up the new "
+                            f"schema")
+
+    @staticmethod
+    def _key_changed(t: Table, natural: dict[str, Any], first: Any, op: Any) -> Any:
+        """Update rows whose primary key changed (Debezium: delete of the old key, then create)."""
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        changed = np.zeros(len(first), dtype=bool)
+        updates = op == "u"
+        if not t.key or not updates.any():
+            return changed
+        for col in t.key:
+            arr = natural.get(col.name)
+            if arr is None:
+                continue
+            old = arr.take(pa.array(first))
+            new = arr.take(pa.array(np.minimum(first + 1, len(arr) - 1)))
+            diff = pc.fill_null(pc.not_equal(old, new), True).to_numpy(zero_copy_only=False)
+            changed |= diff & updates
+        return changed
+
