@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .config.common import COMMON, SINK, SOURCE
+from .config.definition import ConfigDef
 from .core import plugins
 from .errors import PluginNotFoundError
 
 __all__ = ["plugin_markdown", "common_reference", "reference", "update_readme"]
 
 
-def _definition(cls: type):
+def _definition(cls: type[Any]) -> ConfigDef | None:
     if plugins.plugin_type_of(cls) in ("source", "sink"):
         return cls.config_def
     return getattr(cls, "config_def", None)

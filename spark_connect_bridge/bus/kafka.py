@@ -264,7 +264,8 @@ class _TopicCreator:
     """Creates the topics of a micro-batch that do not exist yet (``topic.creation.*``), once each."""
 
     def __init__(self, bus: KafkaBus, creation: TopicCreation):
-        self.bus, self.creation, self.known = bus, creation, set()
+        self.bus, self.creation = bus, creation
+        self.known: set[str] = set()
 
     def __call__(self, batch: DataFrame) -> None:
         topics = [r[0] for r in batch.select("topic").distinct().collect() if r[0] is not None]

@@ -374,20 +374,21 @@ class Config(Mapping[str, Any]):
     """Typed, parsed configuration values. ``repr`` and :meth:`masked` never show passwords."""
 
     definition: ConfigDef = field(repr=False)
-    values: Mapping[str, Any]
+    # Not ``values``: that name is Mapping's ``values()`` method, which a field of that name would hide.
+    parsed: Mapping[str, Any]
     originals: Mapping[str, Any] = field(repr=False, default_factory=dict)
 
     def __getitem__(self, key: str) -> Any:
-        return self.values[key]
+        return self.parsed[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.values)
+        return iter(self.parsed)
 
     def __len__(self) -> int:
-        return len(self.values)
+        return len(self.parsed)
 
     def password(self, key: str) -> str | None:
-        v = self.values[key]
+        v = self.parsed[key]
         return v.value() if isinstance(v, Password) else v
 
     def with_prefix(self, prefix: str, *, strip: bool = True) -> dict[str, Any]:
@@ -399,7 +400,7 @@ class Config(Mapping[str, Any]):
     def masked(self) -> dict[str, str]:
         """String form of every value with passwords replaced by ``[hidden]``."""
         return {k: (HIDDEN if isinstance(v, Password) else _render(self.definition.keys[k], v))
-                for k, v in self.values.items() if v is not None}
+                for k, v in self.parsed.items() if v is not None}
 
     def __repr__(self) -> str:
         return f"Config({self.masked()!r})"

@@ -205,7 +205,7 @@ class SinkConnector(_Plugin, abc.ABC):
         """Driver: discard what :meth:`write` staged."""
 
 
-def connector_config_def(cls: type) -> ConfigDef:
+def connector_config_def(cls: type[Any]) -> ConfigDef:
     """The full declaration of a connector class: its own keys, then the common ones of its kind."""
     kind = SOURCE if getattr(cls, "plugin_type", None) == "source" else SINK
     return cls.config_def.merge(COMMON, kind)

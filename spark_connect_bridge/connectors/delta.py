@@ -212,10 +212,10 @@ class DeltaSinkConnector(SinkConnector):
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> Any:
         import pyarrow as pa
 
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
+        nonempty = [b for b in batches if b.num_rows]
+        if not nonempty:
             return None
-        data = pa.Table.from_batches(batches)
+        data = pa.Table.from_batches(nonempty)
         groups = self._by_topic(data)
         if self.config["delta.write.mode"] == "merge":
             return _Message({path: self._stage(path, part, ctx) for path, part in groups.items()}, merge=True)
@@ -245,7 +245,7 @@ class DeltaSinkConnector(SinkConnector):
         return write_files(path, cast_to(rows, plan.target), partition_by=self.config["delta.partition.by"],
                            prefix=f"part-{ctx.partition_id:05d}", max_rows_per_file=self.config["delta.file.max.rows"])
 
-    def _stage(self, path: str, data: Any, ctx: WriteContext) -> list[str]:
+    def _stage(self, path: str, data: Any, ctx: WriteContext) -> list[tuple[str, tuple[str, ...]]]:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -279,7 +279,7 @@ class DeltaSinkConnector(SinkConnector):
                              configuration=self.table_properties(),
                              metadata={"kconnect.connector": self.name, "kconnect.batch": ctx.batch_id})
 
-    def _merge(self, path: str, staged: list[str], ctx: CommitContext) -> None:
+    def _merge(self, path: str, staged: list[tuple[str, tuple[str, ...]]], ctx: CommitContext) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -715,6 +715,9 @@ class DeltaSourceConnector(SourceConnector):
             k = partition_key({"table": t})
             cur = int((start.get(k) or {"version": first})["version"])
             last = latest_version(t)
+            if last is None:  # the table went away since tables() listed it: it keeps its position
+                out[k] = {"version": cur}
+                continue
             if until is not None:
                 if k not in until:
                     out[k] = {"version": cur}

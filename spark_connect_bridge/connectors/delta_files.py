@@ -415,7 +415,8 @@ def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch
         raise DataError(f"Delta table {path} is partitioned by {table_parts}, not by {list(partition_by)} "
                         f"(delta.partition.by)")
     _check_forward(dt, app_id, batch_id, path)  # pitfall 3: versions may otherwise go backwards
-    dt.create_write_transaction(actions, mode="overwrite" if overwrite else "append", schema=current,
+    # list(...): deltalake takes a list[AddAction | RemoveAction], which a list[AddAction] is not (lists are invariant).
+    dt.create_write_transaction(list(actions), mode="overwrite" if overwrite else "append", schema=current,
                                 partition_by=table_parts or None, commit_properties=props)
     return True
 

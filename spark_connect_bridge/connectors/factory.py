@@ -44,7 +44,7 @@ def _sets_error_handling(key: str, value: str) -> bool:
     return key == "errors.deadletterqueue.context.headers.enable" and value.lower() == "true"
 
 
-def connector_class(props: Mapping[str, Any]) -> type:
+def connector_class(props: Mapping[str, Any]) -> type[Any]:
     """Resolve ``connector.class`` (raises ConfigError listing known connectors and the nearest match)."""
     cls_name = next((v for k, v in props.items() if k.lower() == "connector.class"), None)
     if cls_name is None or not str(cls_name).strip():
@@ -55,7 +55,7 @@ def connector_class(props: Mapping[str, Any]) -> type:
 
 
 def parse_connector_config(props: Mapping[str, Any], *, kind: str | None = None, context: str | None = None,
-                           stages_applied: bool = True, caller: str = "this call") -> tuple[type, Config]:
+                           stages_applied: bool = True, caller: str = "this call") -> tuple[type[Any], Config]:
     """Resolve and parse a connector config; every problem is reported at once.
 
     ``stages_applied=False`` (the bare ``format("kconnect")`` data source) makes transform/converter/

@@ -35,7 +35,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # a core dependency; module-level so arrow_udf can resolve the 'pa.Array' hints
 from pyspark.sql import Column
@@ -58,6 +58,9 @@ from .avro_data import avro_to_spark, record_fullname, spark_to_avro
 from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter
 from .schema_registry import SchemaRegistryError, client_for
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
 
 __all__ = ["AvroConverter", "native_avro_available", "STRATEGIES", "decode_batch", "encode_batch"]
 
@@ -133,8 +136,8 @@ def _fixer(dt: DataType, decode: bool) -> Callable[[Any], Any] | None:
         ef = _fixer(dt.elementType, decode)
         return None if ef is None else (lambda a: None if a is None else [ef(x) for x in a])
     if isinstance(dt, StructType):
-        fs = [(f.name, _fixer(f.dataType, decode)) for f in dt.fields]
-        fs = [(n, fn) for n, fn in fs if fn is not None]
+        fixers = [(f.name, _fixer(f.dataType, decode)) for f in dt.fields]
+        fs = [(n, fn) for n, fn in fixers if fn is not None]
         if not fs:
             return None
 
@@ -173,8 +176,9 @@ def _writer_for(reg: tuple[Any, ...], sid: int, reader_text: str | None) -> tupl
             return f"Error retrieving Avro schema for id {sid}: {e}"
         try:
             writer = _parsed(text)
-            same = reader_text is None or json.loads(text) == json.loads(reader_text)
-            return writer, (None if same else _parsed(reader_text))
+            if reader_text is None or json.loads(text) == json.loads(reader_text):
+                return writer, None
+            return writer, _parsed(reader_text)
         except Exception as e:  # noqa: BLE001 - an unusable writer schema fails its records only
             return f"Error parsing Avro schema for id {sid}: {type(e).__name__}: {e}"
     return _cached(("w", reg, sid, reader_text), make)
@@ -302,26 +306,35 @@ def encode_batch(values: Any, topics: Any, reg: tuple[Any, ...], mode: dict[str,
                                       names=["value", "error"])
 
 
-def _decode_udf(reg: tuple[Any, ...], reader_text: str | None, dt: DataType) -> Callable[..., Column]:
+def _scalar_arrow_udf(fn: Callable[..., pa.Array], return_type: DataType) -> UserDefinedFunctionLike:
+    """``F.arrow_udf(fn, return_type)``: a scalar Arrow UDF, its kind read from ``fn``'s type hints."""
+    # pyspark's stubs declare arrow_udf(f, returnType) only with an explicit functionType, which warns at run
+    # time ("It is preferred to specify type hints"); without one, pyspark infers it from the hints as here.
+    return F.arrow_udf(fn, return_type)  # type: ignore[call-overload]
+
+
+def _decode_udf(reg: tuple[Any, ...], reader_text: str | None, dt: DataType) -> UserDefinedFunctionLike:
     dt_json = dt.json()
 
     def avro_decode(values: pa.Array) -> pa.Array:
         return decode_batch(values, reg, reader_text, dt_json)
 
     rt = StructType([StructField("value", dt), StructField("error", StringType())])
-    return F.arrow_udf(avro_decode, rt)  # type: ignore[no-any-return]
+    return _scalar_arrow_udf(avro_decode, rt)
 
 
-def _encode_udf(reg: tuple[Any, ...], mode: dict[str, Any], dt: DataType, with_topic: bool) -> Callable[..., Column]:
+def _encode_udf(reg: tuple[Any, ...], mode: dict[str, Any], dt: DataType,
+                with_topic: bool) -> UserDefinedFunctionLike:
     dt_json = dt.json()
     rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
     if with_topic:
         def avro_encode(values: pa.Array, topics: pa.Array) -> pa.Array:
             return encode_batch(values, topics, reg, mode, dt_json)
     else:
+        # One name for both signatures: it is the UDF's name in Spark's plans.
         def avro_encode(values: pa.Array) -> pa.Array:  # type: ignore[misc]
             return encode_batch(values, None, reg, mode, dt_json)
-    return F.arrow_udf(avro_encode, rt)
+    return _scalar_arrow_udf(avro_encode, rt)
 
 
 # -- the converter ----------------------------------------------------------------------------------------
@@ -559,7 +572,7 @@ class AvroConverter(Converter):
         generated from the Spark type is written and a tiny Arrow UDF over the topic column registers (or
         looks up) it per topic, cached per process. None: the native engine cannot write this (then fastavro)."""
         client = self._client()
-        planned = None
+        planned: tuple[int, str, str | None] | None = None
         key = self.key_name("use.schema.id" if mode["schema_id"] >= 0 else "use.latest.version")
         try:
             if mode["schema_id"] >= 0:
@@ -596,5 +609,5 @@ class AvroConverter(Converter):
                                               names=["value", "error"])
 
         rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
-        h = F.arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
+        h = _scalar_arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
         return native_encode(col, data_type, mode["schema"], h["value"], h["error"])

@@ -51,8 +51,10 @@ __all__ = ["spark_to_avro", "avro_to_spark", "record_fullname", "MAP_ENTRY", "DE
 
 DEFAULT_NAMESPACE = "io.confluent.connect.avro"
 MAP_ENTRY = f"{DEFAULT_NAMESPACE}.MapEntry"
-_SIMPLE = {IntegerType: "int", LongType: "long", FloatType: "float", DoubleType: "double", BooleanType: "boolean",
-           StringType: "string", BinaryType: "bytes"}
+_SIMPLE: dict[type[DataType], str] = {
+    IntegerType: "int", LongType: "long", FloatType: "float", DoubleType: "double", BooleanType: "boolean",
+    StringType: "string", BinaryType: "bytes",
+}
 
 
 class _Names:
@@ -236,7 +238,7 @@ def _spark(s: Any, ns: str, named: dict[str, Any], stack: set[str]) -> tuple[Dat
             if f.get("doc"):
                 fmeta = {**fmeta, META_DOC: f["doc"]}
             fields.append(StructField(f["name"], ft, fnull, fmeta))
-        meta: dict[str, Any] = {}
+        meta = {}
         name = s.get("connect.name") or full
         if not full.startswith(f"{DEFAULT_NAMESPACE}.ConnectDefault"):
             meta[META_NAME] = name

@@ -72,7 +72,7 @@ def parse_prefixed(config_def: ConfigDef, props: Mapping[str, Any], prefix: str 
                     internal=key.internal)
     sub = {k: v for k, v in props.items() if k.lower().startswith(prefix.lower())}
     cfg = full.parse(sub, context=context)
-    values = {k[len(prefix):]: v for k, v in cfg.values.items()}
+    values = {k[len(prefix):]: v for k, v in cfg.parsed.items()}
     originals = {k[len(prefix):]: v for k, v in sub.items()}
     return Config(config_def, values, originals)
 

@@ -57,8 +57,10 @@ _PRIMITIVES: dict[str, DataType] = {
     "float": FloatType(), "float32": FloatType(), "double": DoubleType(), "float64": DoubleType(),
     "boolean": BooleanType(), "string": StringType(), "bytes": BinaryType(),
 }
-_TO_CONNECT = {ByteType: "int8", ShortType: "int16", IntegerType: "int32", LongType: "int64", FloatType: "float",
-               DoubleType: "double", BooleanType: "boolean", StringType: "string", BinaryType: "bytes"}
+_TO_CONNECT: dict[type[DataType], str] = {
+    ByteType: "int8", ShortType: "int16", IntegerType: "int32", LongType: "int64", FloatType: "float",
+    DoubleType: "double", BooleanType: "boolean", StringType: "string", BinaryType: "bytes",
+}
 
 
 def decimal_precision(params: Mapping[str, Any] | None) -> int:

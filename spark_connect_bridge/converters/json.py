@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, overload
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -133,12 +133,23 @@ def _barrier() -> Column:
     return F.spark_partition_id() >= F.lit(0)
 
 
+@overload
+def _or(a: Column | None, b: Column) -> Column: ...
+@overload
+def _or(a: Column | None, b: Column | None) -> Column | None: ...
+
+
 def _or(a: Column | None, b: Column | None) -> Column | None:
     if a is None:
         return b
     if b is None:
         return a
     return a | b
+
+
+def _false_if_none(bad: Column | None) -> Column:
+    """``bad`` with null as false; false when the type cannot be bad (``None``)."""
+    return F.lit(False) if bad is None else F.coalesce(bad, F.lit(False))
 
 
 def _from_wire(c: Column, dt: DataType) -> tuple[Column, Column | None]:
@@ -170,14 +181,13 @@ def _from_wire(c: Column, dt: DataType) -> tuple[Column, Column | None]:
         elem = dt.elementType
         value = F.transform(c, lambda x: _from_wire(x, elem)[0])
         probe = _from_wire(F.lit(None).cast(_wire(elem, "")), elem)[1]
-        bad = None if probe is None else F.exists(c, lambda x: F.coalesce(_from_wire(x, elem)[1], F.lit(False)))
+        bad = None if probe is None else F.exists(c, lambda x: _false_if_none(_from_wire(x, elem)[1]))
         return value, bad
     if isinstance(dt, MapType):
         vt = dt.valueType
         value = F.transform_values(c, lambda _k, v: _from_wire(v, vt)[0])
         probe = _from_wire(F.lit(None).cast(_wire(vt, "")), vt)[1]
-        bad = None if probe is None else F.exists(
-            F.map_values(c), lambda x: F.coalesce(_from_wire(x, vt)[1], F.lit(False)))
+        bad = None if probe is None else F.exists(F.map_values(c), lambda x: _false_if_none(_from_wire(x, vt)[1]))
         return value, bad
     raise AssertionError(dt)
 
@@ -205,8 +215,9 @@ def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
     raise AssertionError(dt)
 
 
-def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int | None,
-                                key: str) -> tuple[DataType, dict[str, Any], dict[str, tuple[DataType, dict]]]:
+def infer_schema_from_envelopes(
+    df: DataFrame, column: str, sample_size: int | None, key: str,
+) -> tuple[DataType, dict[str, Any], dict[Any, tuple[StructType, dict[str, Any]]]]:
     """The Spark type of the ``schema`` part of JSON envelopes in a batch DataFrame (the first
     ``sample_size`` messages; every message when ``None``): ``(type, column metadata, per-topic types)``.
 
@@ -247,13 +258,14 @@ def infer_schema_from_envelopes(df: DataFrame, column: str, sample_size: int | N
     if len(distinct) == 1:
         dt, meta = next(iter(distinct.values()))
         return dt, meta, {}
-    if None in per_topic or not all(isinstance(dt, StructType) for dt, _ in per_topic.values()):
+    structs = {t: (dt, meta) for t, (dt, meta) in per_topic.items() if isinstance(dt, StructType)}
+    if None in per_topic or len(structs) < len(per_topic):
         kinds = "; ".join(sorted(dt.simpleString() for dt, _ in distinct.values()))[:500]
         raise ConfigError([ConfigProblem(key, f"Set {key}: the messages carry {len(distinct)} different schemas "
                                               f"({kinds}); only struct schemas of different topics can be told "
                                               f"apart")])
-    union, meta = union_of({t: (dt, meta) for t, (dt, meta) in per_topic.items()})
-    return union, meta, {t: per_topic[t] for t in per_topic}
+    union, meta = union_of(structs)
+    return union, meta, structs
 
 
 class JsonConverter(Converter):
@@ -281,7 +293,7 @@ class JsonConverter(Converter):
     )
 
     # Set by an inference that found several topics with their own schemas (see infer_schema_from_envelopes).
-    _topic_types: Mapping[Any, tuple[DataType, dict[str, Any]]] = {}
+    _topic_types: Mapping[Any, tuple[StructType, dict[str, Any]]] = {}
     _union_type: DataType | None = None
 
     @property

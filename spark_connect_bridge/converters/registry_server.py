@@ -36,7 +36,7 @@ import re
 import sqlite3
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal, overload
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .avro_compat import LEVELS, AvroSchemaError, canonical, check_compatibility, parse_avro
@@ -144,7 +144,13 @@ class RegistryStore:
                            "ORDER BY subject, version", schema_id)
             return [{"subject": s, "version": v} for s, v in rows]
 
+    @overload
+    def compatibility(self, subject: str | None = None, *, default_to_global: Literal[True] = True) -> str: ...
+    @overload
+    def compatibility(self, subject: str | None = None, *, default_to_global: bool) -> str | None: ...
+
     def compatibility(self, subject: str | None = None, *, default_to_global: bool = True) -> str | None:
+        """The subject's level; without one of its own, the global level (or None if not ``default_to_global``)."""
         with self._lock:
             if subject is not None:
                 rows = self._q("SELECT compatibility FROM config WHERE subject = ?", subject)
@@ -456,7 +462,7 @@ class RegistryServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        host, port = self.socket.getsockname()[:2]  # what server_address holds, typed for any socket family
         return f"http://{host}:{port}"
 
     def start(self) -> RegistryServer:

@@ -124,6 +124,19 @@ def _unsigned(col: Column) -> Column:
     return F.conv(F.hex(col), 16, 10)
 
 
+def _int32_from_be(col: Column) -> Column:
+    """The int of 4 big-endian two's complement bytes."""
+    u = _unsigned(col).cast("bigint")
+    return F.when(u >= 1 << 31, u - (1 << 32)).otherwise(u).cast("int")
+
+
+def _int64_from_be(col: Column) -> Column:
+    """The bigint of 8 big-endian two's complement bytes."""
+    u = _unsigned(col).cast("decimal(20,0)")
+    return F.when(u >= F.lit(str(1 << 63)).cast("decimal(20,0)"),
+                  u - F.lit(str(1 << 64)).cast("decimal(20,0)")).otherwise(u).cast("bigint")
+
+
 def _be_bytes(col_bigint: Column, width: int) -> Column:
     """Big-endian two's complement bytes of an integral Column, ``width`` bytes."""
     if width == 8:
@@ -147,11 +160,15 @@ class _NumberConverter(_FixedTypeConverter):
 
     def parse_checked(self, col: Column, data_type: DataType | None = None, *,
                       topic: Column | None = None) -> Conversion:
+        return Conversion(*self._parse_sized(col))
+
+    def _parse_sized(self, col: Column) -> tuple[Column, Column, Column]:
+        """(value, wrong size, message): the decoded value, null where the record is not ``width`` bytes."""
         bad = col.isNotNull() & (F.octet_length(col) != self.width)
         value = F.when(col.isNull() | bad, F.lit(None).cast(self.parse_type)).otherwise(self._decode(col))
         msg = F.concat(F.lit(f"Size of data received by {self.deserializer} is not {self.width} "),
                        F.lit("(got "), F.octet_length(col).cast("string"), F.lit(" bytes)"))
-        return Conversion(value, bad, msg)
+        return value, bad, msg
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
@@ -190,8 +207,7 @@ class IntegerConverter(_NumberConverter):
     deserializer = "IntegerDeserializer"
 
     def _decode(self, col: Column) -> Column:
-        u = _unsigned(col).cast("bigint")
-        return F.when(u >= 1 << 31, u - (1 << 32)).otherwise(u).cast("int")
+        return _int32_from_be(col)
 
     def _encode(self, col: Column) -> Column:
         return _be_bytes(col, 4)
@@ -206,9 +222,7 @@ class LongConverter(_NumberConverter):
     deserializer = "LongDeserializer"
 
     def _decode(self, col: Column) -> Column:
-        u = _unsigned(col).cast("decimal(20,0)")
-        return F.when(u >= F.lit(str(1 << 63)).cast("decimal(20,0)"),
-                      u - F.lit(str(1 << 64)).cast("decimal(20,0)")).otherwise(u).cast("bigint")
+        return _int64_from_be(col)
 
     def _encode(self, col: Column) -> Column:
         return _be_bytes(col, 8)
@@ -223,7 +237,7 @@ class FloatConverter(_NumberConverter):
     deserializer = "FloatDeserializer"
 
     def _decode(self, col: Column) -> Column:
-        bits = IntegerConverter._decode(self, col)
+        bits = _int32_from_be(col)
         return F.reflect(F.lit("java.lang.Float"), F.lit("intBitsToFloat"), bits).cast("float")
 
     def _encode(self, col: Column) -> Column:
@@ -240,7 +254,7 @@ class DoubleConverter(_NumberConverter):
     deserializer = "DoubleDeserializer"
 
     def _decode(self, col: Column) -> Column:
-        bits = LongConverter._decode(self, col)
+        bits = _int64_from_be(col)
         return F.reflect(F.lit("java.lang.Double"), F.lit("longBitsToDouble"), bits).cast("double")
 
     def _encode(self, col: Column) -> Column:
@@ -258,13 +272,12 @@ class BooleanConverter(_NumberConverter):
 
     def parse_checked(self, col: Column, data_type: DataType | None = None, *,
                       topic: Column | None = None) -> Conversion:
-        base = super().parse_checked(col, data_type, topic=topic)
+        value, bad, size_msg = self._parse_sized(col)
         not_bool = col.isNotNull() & (F.octet_length(col) == 1) & ~col.isin(F.unhex(F.lit("00")),
                                                                                F.unhex(F.lit("01")))
         msg = F.when(not_bool, F.concat(F.lit("BooleanDeserializer: unexpected byte 0x"), F.hex(col))) \
-            .otherwise(base.message)
-        return Conversion(F.when(not_bool, F.lit(None).cast("boolean")).otherwise(base.value),
-                          base.failed | not_bool, msg)
+            .otherwise(size_msg)
+        return Conversion(F.when(not_bool, F.lit(None).cast("boolean")).otherwise(value), bad | not_bool, msg)
 
     def _decode(self, col: Column) -> Column:
         return col == F.unhex(F.lit("01"))

@@ -22,6 +22,7 @@ known names and the nearest match.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import contextvars
 import difflib
@@ -30,7 +31,7 @@ import importlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigError, ConfigProblem, PluginNotFoundError
 from ..version import __version__
@@ -77,7 +78,8 @@ class PluginSpec:
     def family(self) -> str:
         return next(f for f, types in FAMILIES.items() if self.type in types)
 
-    def load(self) -> type:
+    # ``builtins.type``: inside this class ``type`` names the field above.
+    def load(self) -> builtins.type[Any]:
         module, _, attr = self.target.partition(":")
         obj: object = importlib.import_module(module)
         for part in attr.split("."):
@@ -179,7 +181,7 @@ def dotted_path_allowed(name: str) -> bool:
     return any(module == m or module.startswith(m + ".") for m in allowed)
 
 
-def _import_path(name: str) -> type | None:
+def _import_path(name: str) -> type[Any] | None:
     parts = _split_path(name)
     if parts is None or not dotted_path_allowed(name):
         return None
@@ -193,8 +195,10 @@ def _import_path(name: str) -> type | None:
     return obj if isinstance(obj, type) else None
 
 
-def resolve_class(family: str, name: str, *, key: str = "connector.class") -> type:
-    """Resolve ``name`` to a plugin class of ``family``; raise a ConfigError naming ``key`` otherwise."""
+def resolve_class(family: str, name: str, *, key: str = "connector.class") -> type[Any]:
+    """Resolve ``name`` to a plugin class of ``family``; raise a ConfigError naming ``key`` otherwise.
+
+    The class is typed ``type[Any]``: what it offers (``config_def``, ``plugin_type``, ...) depends on the family."""
     if family not in FAMILIES:
         raise ValueError(f"unknown plugin family {family!r}")
     spec = resolve_spec(family, name)

@@ -15,8 +15,6 @@ sequence number, an LSN): together they are the coordinates errors and dead-lett
 
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import TYPE_CHECKING
 
 from pyspark.sql.types import (
@@ -63,17 +61,7 @@ def arrow_schema(schema: StructType) -> pa.Schema:
     nullable fields, ``timestamp[us, tz=UTC]``)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    if _to_arrow_schema_takes_timezone():
-        return to_arrow_schema(schema, timezone="UTC")
-    return to_arrow_schema(schema, timestamp_utc=True)  # pyspark 4.1
-
-
-@functools.cache
-def _to_arrow_schema_takes_timezone() -> bool:
-    """pyspark 4.2 replaced ``to_arrow_schema(timestamp_utc=True)`` with ``timezone="UTC"``."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return "timezone" in inspect.signature(to_arrow_schema).parameters
+    return to_arrow_schema(schema, timezone="UTC")
 
 
 def no_headers(n: int) -> pa.Array:

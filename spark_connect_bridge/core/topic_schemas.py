@@ -81,8 +81,10 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
         return new, new_t, {"connect.name": names.get("key", f"{topic}.Key")}
     if is_envelope_type(data_type):
         row_t = data_type["after"].dataType
+        assert isinstance(row_t, StructType), f"{topic}: an envelope's after is not a struct: {row_t}"
         row_name = names.get("row", f"{topic}.Value")
         parts, out_fields = [], []
+        part_t: DataType
         for f in data_type.fields:
             if f.name in ("before", "after"):
                 part, part_t = _row(col[f.name], row_t, info["columns"], info["fields"])

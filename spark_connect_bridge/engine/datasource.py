@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,35 +26,18 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceArrowWriter,
     DataSourceReader,
+    DataSourceStreamArrowWriter,
     DataSourceStreamReader,
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from ..connectors.base import CommitContext, WriteContext, stable_app_id
 from ..connectors.factory import build_connector
 from ..connectors.offsets import canonical
 from ..core.records import arrow_schema
 from ..core.retry import retries_so_far
-
-try:  # pyspark >= 4.1
-    from pyspark.sql.datasource import DataSourceStreamArrowWriter as _StreamWriterBase
-    _ARROW_STREAM_WRITER = True
-except ImportError:  # pragma: no cover - pyspark 4.0
-    from pyspark.sql.datasource import DataSourceStreamWriter as _StreamWriterBase
-    _ARROW_STREAM_WRITER = False
-
-try:  # pyspark >= 4.2: admission control and Trigger.AvailableNow for Python sources
-    from pyspark.sql.streaming.datasource import (
-        ReadAllAvailable,
-        ReadMaxRows,
-        SupportsTriggerAvailableNow,
-    )
-except ImportError:  # pragma: no cover - pyspark 4.0/4.1
-    ReadAllAvailable = ReadMaxRows = None
-
-    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
-        pass
 
 __all__ = ["KConnectDataSource", "read_batch_reports", "register"]
 
@@ -78,7 +61,7 @@ class KConnectDataSource(DataSource):
     def name(cls) -> str:
         return "kconnect"
 
-    def __init__(self, options: Mapping[str, str]):
+    def __init__(self, options: MutableMapping[str, str]):
         super().__init__(options)
         self._connectors: dict[str, Any] = {}
 
@@ -198,9 +181,9 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._until: dict | None = None  # Trigger.AvailableNow target
 
     def _max_records(self, limit: Any = None) -> int | None:
-        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+        if isinstance(limit, ReadMaxRows):
             return int(limit.max_rows)
-        if limit is not None and ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+        if isinstance(limit, ReadAllAvailable):
             return None
         return self._configured_max()
 
@@ -299,6 +282,13 @@ def _report_unmatched(sink: Any, messages: list, batch_id: int | None) -> None:
 
 
 class _WriteMixin:
+    """What the batch and the streaming writer share; each sets these attributes."""
+
+    sink: Any
+    app_id: str
+    overwrite: bool
+    rejects_dir: str | None
+
     def _write_batches(self, batches: Iterator[Any]) -> _Message:
         from pyspark import TaskContext
 
@@ -351,14 +341,12 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
         self.sink.abort(self._payloads(messages), CommitContext(self.app_id, self.batch_id, self.overwrite))
 
 
-class _StreamWriter(_WriteMixin, _StreamWriterBase):
+class _StreamWriter(_WriteMixin, DataSourceStreamArrowWriter):
     def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, rejects_dir: str | None = None):
         self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
         self.rejects_dir = rejects_dir
 
     def write(self, iterator: Iterator[Any]) -> _Message:
-        if not _ARROW_STREAM_WRITER:  # pragma: no cover - pyspark 4.0 gives rows
-            iterator = _rows_to_batches(iterator, self.schema)
         return self._write_batches(iterator)
 
     def commit(self, messages: list, batchId: int) -> None:
@@ -408,19 +396,3 @@ def write_batch_report(directory: str, app_id: str, batch_id: int | None, reject
     with open(tmp, "w") as f:
         json.dump({"batch_id": batch_id, "rejected": rows, "retries": retries}, f)
     os.replace(tmp, path)
-
-
-def _rows_to_batches(rows: Iterator[Any], schema: Any, size: int = 10_000) -> Iterator[Any]:  # pragma: no cover
-    import pyarrow as pa
-
-    target = arrow_schema(schema)
-    buf: list[dict] = []
-    for r in rows:
-        buf.append(r.asDict(recursive=True))
-        if len(buf) >= size:
-            yield pa.RecordBatch.from_pylist(buf, schema=target)
-            buf = []
-    if buf:
-        yield pa.RecordBatch.from_pylist(buf, schema=target)
-
-

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..connectors.base import checkpoint_app_id
 from ..connectors.delta import OP_COLUMN, VERSION_STRIDE, rows_frame
@@ -37,6 +37,9 @@ from ..connectors.factory import build_connector
 from ..core.records import HEADERS_TYPE, RECORD_COLUMNS
 from ..errors import ConfigError, ConfigProblem, ConnectError
 from .queries import start_query
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
 
 __all__ = ["ENGINES", "choose_engine", "spark_has_delta", "write_stream", "write_batch", "read_stream",
            "delta_spark_write"]
@@ -253,7 +256,7 @@ def _delta_spark_merge(rows: Any, keys: list[str], path: str, sink: Any, app_id:
         _create_spark_table(spark, path, rows.drop(OP_COLUMN).schema, cfg["delta.partition.by"],
                             sink.table_properties())
     cond = " AND ".join(f"t.{quote_identifier(k)} = s.{quote_identifier(k)}" for k in keys)
-    sets = {quote_identifier(c): f"s.{quote_identifier(c)}" for c in data_cols}
+    sets: dict[str, str | Column] = {quote_identifier(c): f"s.{quote_identifier(c)}" for c in data_cols}
     is_delete = f"s.{quote_identifier(OP_COLUMN)} = 'd'"
     # Delta's idempotent DML: the session's txnAppId/txnVersion go into the MERGE's commit, and a version already
     # committed for the app id makes Delta skip the command. The session's own values are restored after.

@@ -89,7 +89,7 @@ class PreparedConfig:
     """A config checked as a whole: the connector's own options, and the DataFrame stages around it."""
 
     kind: str
-    connector_class: type
+    connector_class: type[Any]
     connector_options: dict[str, str]
     chain: Any
     props: dict[str, Any]
@@ -196,7 +196,7 @@ def unmatched_records(query: Any) -> int:
     total = 0
     for progress in query.recentProgress:
         row = (progress["observedMetrics"] or {}).get("kconnect")
-        counts = row.asDict() if hasattr(row, "asDict") else dict(row or {})
+        counts = row.asDict() if row is not None and hasattr(row, "asDict") else dict(row or {})
         total += int(counts.get("unmatched") or 0)
     return total
 
@@ -220,8 +220,12 @@ def check_routes(spark: Any, source: Mapping[str, Any] | str, sinks: list[Mappin
         topics, regex = _sink_topics(p)
         if not topics and not regex:
             continue
-        pattern = re.compile(f"(?:{regex})\\Z") if regex else None
-        if any((t in topics) if topics else bool(pattern.match(t)) for t in produced):
+        if topics:
+            takes_some = any(t in topics for t in produced)
+        else:
+            pattern = re.compile(f"(?:{regex})\\Z")
+            takes_some = any(pattern.match(t) for t in produced)
+        if takes_some:
             continue
         key, value = ("topics", ",".join(topics)) if topics else ("topics.regex", regex)
         problems.append(ConfigProblem(key, f"Invalid value {value} for configuration {key}: sink "

@@ -332,8 +332,13 @@ class RestServer:
         # An empty users file lets nobody in (it does not turn authentication off).
         handler = type("Handler", (_Handler,), {"service": service, "realm": realm,
                                                 "settings": _Settings(config, self.scheme)})
-        tls = server_context(config.ssl) if self.scheme == "https" else None
-        self._httpd = _Server((host or config.host, config.port if port is None else port), handler, tls)
+        tls = None
+        if config is not None:
+            host, port = host or config.host, config.port if port is None else port
+            tls = server_context(config.ssl) if self.scheme == "https" else None
+        if host is None or port is None:
+            raise ValueError("RestServer: a service without a worker config needs host and port")
+        self._httpd = _Server((host, port), handler, tls)
         self._thread: threading.Thread | None = None
 
     @property
@@ -342,7 +347,7 @@ class RestServer:
 
     @property
     def url(self) -> str:
-        host = self._httpd.server_address[0]
+        host = self._httpd.socket.getsockname()[0]  # what server_address holds, typed for any socket family
         return f"{self.scheme}://{'[' + host + ']' if ':' in host else host}:{self.port}"
 
     def start(self) -> RestServer:

@@ -49,7 +49,7 @@ def _entries(definition: Any, props: Mapping[str, str], prefix: str = "", group:
              order_base: int = 0) -> list[dict[str, Any]]:
     sub = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)} if prefix else dict(props)
     errors = definition.validate(sub)
-    out = []
+    out: list[dict[str, Any]] = []
     keys = {k.name: k for k in definition}
     for i, info in enumerate(definition.to_rest()):
         key = keys[info["name"]]

@@ -17,6 +17,7 @@ from pyspark.sql.types import (
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StringType,
     StructField,
@@ -39,9 +40,11 @@ TARGETS: dict[str, DataType] = {
     "float32": FloatType(), "float64": DoubleType(), "boolean": BooleanType(), "string": StringType(),
 }
 _UNSUPPORTED = ("bytes", "array", "map", "struct")
-_CONNECT = {ByteType: "INT8", ShortType: "INT16", IntegerType: "INT32", LongType: "INT64", FloatType: "FLOAT32",
-            DoubleType: "FLOAT64", BooleanType: "BOOLEAN", StringType: "STRING", BinaryType: "BYTES"}
-_BITS = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
+_CONNECT: dict[type[DataType], str] = {
+    ByteType: "INT8", ShortType: "INT16", IntegerType: "INT32", LongType: "INT64", FloatType: "FLOAT32",
+    DoubleType: "FLOAT64", BooleanType: "BOOLEAN", StringType: "STRING", BinaryType: "BYTES",
+}
+_BITS: dict[type[DataType], int] = {ByteType: 8, ShortType: 16, IntegerType: 32, LongType: 64}
 _INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
@@ -221,7 +224,7 @@ class Cast(KeyOrValue):
             if bad is not None:
                 step.fail(bad, msg)
             return step
-        if k == "struct":
+        if isinstance(dtype, StructType):
             new = op
             for f in dtype.fields:
                 if f.name in self.fields:
@@ -240,7 +243,7 @@ class Cast(KeyOrValue):
                                                        else {}) for f in dtype.fields]))
             step.updates[self.target] = new
             return step
-        if k == "map":
+        if isinstance(dtype, MapType):
             entries = []
             for name, to in self.fields.items():
                 if not same_type(to, dtype.valueType):

@@ -13,6 +13,11 @@ a clear message instead of silently producing other text:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
 __all__ = ["translate", "FormatError", "format_utc", "parse_utc", "has_zone"]
 
 _SAME = set("GyMdHmsahkKzZXED")
@@ -83,14 +88,14 @@ def has_zone(spark_pattern: str) -> bool:
     return any(c in unquoted for c in "zZX")
 
 
-def format_utc(ts, spark_pattern: str):  # type: ignore[no-untyped-def]
+def format_utc(ts: Column | str, spark_pattern: str) -> Column:
     """``date_format`` rendering the wall clock in UTC whatever the session time zone."""
     from pyspark.sql import functions as F
 
     return F.date_format(F.to_utc_timestamp(ts, F.current_timezone()), spark_pattern)
 
 
-def parse_utc(text, spark_pattern: str):  # type: ignore[no-untyped-def]
+def parse_utc(text: Column | str, spark_pattern: str) -> Column:
     """``try_to_timestamp`` reading the text as UTC wall-clock time (unless the pattern has a zone)."""
     from pyspark.sql import functions as F
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import DataType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..errors import ConfigProblem
@@ -47,6 +48,7 @@ class _Ref:
     @classmethod
     def parse(cls, item: str, prefix: str) -> _Ref:
         ref, _, new = item.partition(":")
+        struct: str | None
         struct, dot, fld = ref.partition(".")
         if not dot:
             fld = struct
@@ -56,16 +58,16 @@ class _Ref:
             default = f"{struct}_{fld}"
         return cls(struct, fld, prefix + (new.strip() if new else default))
 
-    def column(self, value: Column, dtype: StructType) -> tuple[Column, object, dict] | None:
+    def column(self, value: Column, dtype: StructType) -> tuple[Column, DataType, dict[str, Any]] | None:
         if self.struct is None:
             if self.field not in dtype.fieldNames():
                 return None
             f = dtype[self.field]
             return value.getField(self.field), f.dataType, dict(f.metadata)
-        if self.struct not in dtype.fieldNames() or not isinstance(dtype[self.struct].dataType, StructType):
+        if self.struct not in dtype.fieldNames():
             return None
         st = dtype[self.struct].dataType
-        if self.field not in st.fieldNames():
+        if not isinstance(st, StructType) or self.field not in st.fieldNames():
             return None
         f = st[self.field]
         return value.getField(self.struct).getField(self.field), f.dataType, dict(f.metadata)
@@ -174,14 +176,15 @@ class ExtractNewRecordState(Transformation):
 
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema["value"]
-        if not is_envelope(sf.dataType, dict(sf.metadata)):
+        env = sf.dataType
+        if not isinstance(env, StructType) or not is_envelope(env, dict(sf.metadata)):
             return Step()
-        env: StructType = sf.dataType
         value = F.col("value")
         after_t, before_t = env["after"].dataType, env["before"].dataType
         row_t = unify_types(after_t, before_t) if isinstance(before_t, StructType) else after_t
         if row_t is None:
             row_t = after_t
+        assert isinstance(row_t, StructType), row_t  # after is a struct (is_envelope), so is its union with before
         after = coerce_to_type(value.getField("after"), after_t, row_t)
         before = coerce_to_type(value.getField("before"), before_t, row_t) if isinstance(before_t, StructType) else \
             F.lit(None).cast(row_t)
@@ -202,6 +205,7 @@ class ExtractNewRecordState(Transformation):
             # Debezium drops the listed fields after add.fields and before __deleted, never from a delete's row.
             listed = _listed_fields(self.drop_header)
             row_type = df.select(row.alias("row")).schema["row"].dataType
+            assert isinstance(row_type, StructType), row_type  # the row struct, with fields added
             skip = {"__deleted"} if self.rewrite else set()
             row = self._null_listed(row, row_type, listed, ~delete, skip)
             key_t = df.schema["key"].dataType
@@ -218,7 +222,7 @@ class ExtractNewRecordState(Transformation):
                 found = ref.column(value, env)
                 if found is None:
                     continue
-                pairs.append((ref.name, header_bytes(found[0], found[1], found[2])))  # type: ignore[arg-type]
+                pairs.append((ref.name, header_bytes(found[0], found[1], found[2])))
                 if ref.struct is None and ref.field == "op":
                     op_pairs.append((ref.name, F.lit(b"d")))
             if pairs:

@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StringType, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import rebuild_struct
 
 __all__ = ["Flatten"]
@@ -61,8 +61,7 @@ class Flatten(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
-        k = kind(dtype)
-        if k == "struct":
+        if isinstance(dtype, StructType):
             leaves: list[Column] = []
             maps: list[Column] = []
             self._leaves(op, dtype, "", leaves, maps)
@@ -70,6 +69,6 @@ class Flatten(KeyOrValue):
             for cond in maps:
                 step.fail(cond, "Flatten transformation does not support MAP for record with schemas")
             return step
-        if k == "map":
+        if isinstance(dtype, MapType):
             return Step({self.target: self._flatten_map(op, dtype)})
         return Step().fail(op.isNotNull(), struct_or_map_required("flattening", type_name(dtype)))

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import MapType, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList, ValidString
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import map_remove, q, rebuild_struct
 from .insert_header import append_headers
 from .replace_field import REPLACE_NULL_DOC
@@ -49,9 +50,8 @@ class HeaderFrom(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
-        k = kind(dtype)
         step = Step()
-        if k == "struct":
+        if isinstance(dtype, StructType):
             missing = [f for f in self.fields if f not in dtype.fieldNames()]
             if missing:
                 return step.fail(F.lit(True), f"Field does not exist in the {self.target} schema: {missing[0]}")
@@ -62,7 +62,7 @@ class HeaderFrom(KeyOrValue):
                         if f.name not in self.fields]
                 step.updates[self.target] = op.dropFields(*[q(f) for f in dict.fromkeys(self.fields)]) if keep else \
                     rebuild_struct(op, keep)
-        elif k == "map":
+        elif isinstance(dtype, MapType):
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))
                      for f, h in zip(self.fields, self.headers, strict=True)]
             if self.move:

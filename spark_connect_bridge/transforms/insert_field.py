@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, IntegerType, LongType, StringType, TimestampType
+from pyspark.sql.types import DataType, IntegerType, LongType, MapType, StringType, StructType, TimestampType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import into_map_value, map_put, map_value_type_problem, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -81,15 +81,14 @@ class InsertField(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
-        k = kind(dtype)
-        if k == "struct":
+        if isinstance(dtype, StructType):
             new = op
             for key, name in self.inserts:
                 v, _ = self._value(key, df, False)
                 new = new.withField(q(name), v)
             # update_fields of a null struct is null: a tombstone passes through.
             return Step({self.target: new})
-        if k == "map":
+        if isinstance(dtype, MapType):
             entries = []
             skip_when_null = []
             for key, name in self.inserts:

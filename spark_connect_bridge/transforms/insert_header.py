@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from collections.abc import Sequence
+
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
@@ -13,14 +15,14 @@ from .values import parse_literal_to_string
 __all__ = ["InsertHeader", "append_headers"]
 
 
-def append_headers(pairs: list[tuple[str, object]]):  # type: ignore[no-untyped-def]
+def append_headers(pairs: Sequence[tuple[str, Column]]) -> Column:
     """``headers`` with (key, binary Column) pairs appended (headers are an append-only multimap)."""
     headers = F.coalesce(F.col("headers"), F.array().cast(HEADERS_TYPE))
     if len(pairs) == 1:
         # array_append costs about a quarter of concat with a one-element array (measured over datagen).
         (k, v), = pairs
-        return F.array_append(headers, F.struct(F.lit(k).alias("key"), v.alias("value")).cast(HEADER_TYPE))  # type: ignore
-    new = F.array(*[F.struct(F.lit(k).alias("key"), v.alias("value")) for k, v in pairs]).cast(HEADERS_TYPE)  # type: ignore
+        return F.array_append(headers, F.struct(F.lit(k).alias("key"), v.alias("value")).cast(HEADER_TYPE))
+    new = F.array(*[F.struct(F.lit(k).alias("key"), v.alias("value")) for k, v in pairs]).cast(HEADERS_TYPE)
     return F.concat(headers, new)
 
 

@@ -21,12 +21,13 @@ from pyspark.sql.types import (
     MapType,
     ShortType,
     StringType,
+    StructType,
     TimestampNTZType,
     TimestampType,
 )
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, tombstone, type_name
+from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, tombstone, type_name
 from .columns import map_put, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -102,6 +103,7 @@ class MaskField(KeyOrValue):
         self.replacement = config["replacement"]
 
     def _mask(self, col: Column, dt: DataType, step: Step) -> Column:
+        new: Column | str | None
         if self.replacement is None:
             new = _empty(dt)
             if new is None:
@@ -117,9 +119,8 @@ class MaskField(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
-        k = kind(dtype)
         step = Step()
-        if k == "struct":
+        if isinstance(dtype, StructType):
             new = op
             for f in dtype.fields:
                 if f.name in self.fields:
@@ -129,7 +130,7 @@ class MaskField(KeyOrValue):
             if any(f.metadata for f in dtype.fields if f.name in self.fields):
                 new = new.cast(dtype)
             step.updates[self.target] = new
-        elif k == "map":
+        elif isinstance(dtype, MapType):
             vt = dtype.valueType
             entries = [(f, self._mask(F.try_element_at(op, F.lit(f)), vt, step)) for f in self.fields]
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))

@@ -9,6 +9,10 @@ is accepted is exactly what Spark will run; without one, Python's ``re`` catches
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["anchored", "java_regex_problem", "group_count", "replacement_problem"]
 
@@ -17,7 +21,7 @@ def anchored(pattern: str) -> str:
     return f"^(?:{pattern})\\z"
 
 
-def active_session():  # type: ignore[no-untyped-def]
+def active_session() -> SparkSession | None:
     """The classic (JVM) SparkSession of this process, if any; None under Spark Connect or before start."""
     try:
         from pyspark.sql import SparkSession
@@ -30,9 +34,9 @@ def active_session():  # type: ignore[no-untyped-def]
         return None
 
 
-def _jvm():  # type: ignore[no-untyped-def]
+def _jvm() -> Any:
     spark = active_session()
-    return None if spark is None else spark.sparkContext._jvm  # type: ignore[attr-defined]
+    return None if spark is None else spark.sparkContext._jvm
 
 
 def java_regex_problem(pattern: str) -> str | None:

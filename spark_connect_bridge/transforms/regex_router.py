@@ -53,15 +53,15 @@ class RegexRouter(Transformation):
         shape = simple_shape(config["regex"])
         parts = replacement_parts(config["replacement"]) if shape else None
         max_group = 1 if shape and shape[2] else 0
-        ok = parts is not None and all(not isinstance(p, int) or p <= max_group for p in parts)
-        self.fast = (shape, parts) if ok else None
+        self.fast: tuple[tuple[str, str, bool], list[str | int]] | None = None
+        if shape is not None and parts is not None and all(not isinstance(p, int) or p <= max_group for p in parts):
+            self.fast = (shape, parts)
 
     def _fast(self, topic: Column) -> Column:
         """``literal`` / ``literal(.*)literal`` patterns with plain string functions (no regex per record):
         same result as Java's ``matches()`` + ``replaceFirst()``."""
         assert self.fast is not None
         (pre, suf, group), parts = self.fast
-        assert parts is not None
         match = topic == F.lit(pre) if not group else _matches_around_group(topic, pre, suf)
         if any(p == 1 for p in parts):
             new = _with_group(topic, pre, suf, parts)

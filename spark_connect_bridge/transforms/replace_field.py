@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType
+from pyspark.sql.types import MapType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import q, rebuild_struct
 
 _PLACEHOLDER = "__kc_placeholder"
@@ -92,8 +92,7 @@ class ReplaceField(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
-        k = kind(dtype)
-        if k == "struct":
+        if isinstance(dtype, StructType):
             dropped = [f.name for f in dtype.fields if not self._keep(f.name)]
             kept = [f for f in dtype.fields if self._keep(f.name)]
             if kept:
@@ -101,7 +100,7 @@ class ReplaceField(KeyOrValue):
             parts = [op.getField(f.name).alias(self.renames.get(f.name, f.name), metadata=f.metadata)
                      for f in dtype.fields if self._keep(f.name)]
             return Step({self.target: rebuild_struct(op, parts)})
-        if k == "map":
+        if isinstance(dtype, MapType):
             m = op
             if self.exclude:
                 ex = F.array(*[F.lit(x) for x in sorted(self.exclude)])

@@ -9,13 +9,15 @@ from pyspark.sql.types import (
     DateType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
+    StructType,
     TimestampType,
 )
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import map_put, map_value_type_problem, rebuild_struct, same_type
 from .datetime_format import FormatError, format_utc, parse_utc, translate
 from .replace_field import REPLACE_NULL_DOC
@@ -151,8 +153,7 @@ class TimestampConverter(KeyOrValue):
             step.updates[self.target] = self._convert(op, dtype, dict(sf.metadata), step)
             step.metadata[self.target] = self._out_md(dict(sf.metadata))
             return step
-        k = kind(dtype)
-        if k == "struct":
+        if isinstance(dtype, StructType):
             if self.field not in dtype.fieldNames():
                 return step.fail(op.isNotNull(), f"Field does not exist: {self.field}")
             parts = []
@@ -164,7 +165,7 @@ class TimestampConverter(KeyOrValue):
                 parts.append(c.alias(f.name, metadata=md))
             step.updates[self.target] = rebuild_struct(op, parts)
             return step
-        if k == "map":
+        if isinstance(dtype, MapType):
             out_t = _OUT_TYPES[self.to]
             if not same_type(out_t, dtype.valueType):
                 raise map_value_type_problem("target.type", self.to, dtype, out_t, f"converting {self.field}")

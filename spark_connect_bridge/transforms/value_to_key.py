@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import MapType, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
-from .base import Step, Transformation, kind, struct_or_map_required, tombstone, type_name
+from .base import Step, Transformation, struct_or_map_required, tombstone, type_name
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["ValueToKey"]
@@ -34,15 +35,14 @@ class ValueToKey(Transformation):
     def plan(self, df: DataFrame) -> Step:
         value = F.col("value")
         dtype = df.schema["value"].dataType
-        k = kind(dtype)
         step = Step()
-        if k == "struct":
+        if isinstance(dtype, StructType):
             missing = [f for f in self.fields if f not in dtype.fieldNames()]
             if missing:
                 return step.fail(F.lit(True), f"Field does not exist: {missing[0]}")
             step.updates["key"] = F.struct(*[value.getField(f).alias(f, metadata=dtype[f].metadata)
                                              for f in self.fields])
-        elif k == "map":
+        elif isinstance(dtype, MapType):
             step.updates["key"] = F.map_from_arrays(F.array(*[F.lit(f) for f in self.fields]),
                                                     F.array(*[F.try_element_at(value, F.lit(f))
                                                               for f in self.fields]))

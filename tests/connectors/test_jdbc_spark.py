@@ -12,7 +12,6 @@ from jdbc_support import my_conn, my_db, my_url, pg_conn, pg_db, pg_url, query  
 from pyspark.sql import functions as F
 
 from spark_connect_bridge.config import load_config_file
-from spark_connect_bridge.connectors.jdbc.sink import FAULT_INJECTION_ENV
 
 CONF = os.path.join(os.path.dirname(__file__), "..", "..", "conf")
 
@@ -29,15 +28,12 @@ def run_until_caught_up(spark, source: dict, sink: dict, ckpt: str, fault: str) 
     """One AvailableNow query source -> sink on ``ckpt`` with the sink's fault injection point set; the
     exception that ended it (the injected crash), or None."""
     stream = spark.readStream.format("kconnect").options(**source).load()
-    q = (stream.writeStream.format("kconnect").options(**sink)
+    q = (stream.writeStream.format("kconnect").options(**sink).option("fault.injection.point", fault)
          .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
-    os.environ[FAULT_INJECTION_ENV] = fault  # the commit runs in this process, the driver
     try:
         q.awaitTermination()
     except Exception as e:  # noqa: BLE001 - the injected crash
         return e
-    finally:
-        del os.environ[FAULT_INJECTION_ENV]
     return None
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 import spark_connect_bridge as scb
-from spark_connect_bridge.connectors.jdbc.sink import FAULT_INJECTION_ENV
 from spark_connect_bridge.engine.datasource import read_batch_reports
 from spark_connect_bridge.engine.pipeline import BATCH_METRICS
 from spark_connect_bridge.engine.topic_store import TopicStore
@@ -66,18 +65,17 @@ def test_rows_the_database_rejects_are_dead_lettered_exactly(spark, pg, tmp_path
         assert r.value.decode() == lines[json.loads(r.value)["id"]]  # the bytes as they were consumed
 
 
-def test_rejected_rows_survive_a_crash_between_the_database_commit_and_spark(spark, pg, tmp_path, monkeypatch):
+def test_rejected_rows_survive_a_crash_between_the_database_commit_and_spark(spark, pg, tmp_path):
     pg.execute("CREATE TABLE crashy (id bigint PRIMARY KEY, amount double precision CHECK (amount >= 0))")
     lines = [json.dumps({"id": i, "amount": -1.0 if i in (5, 77) else 1.0}) for i in range(100)]
     topics, ckpt = tmp_path / "topics", str(tmp_path / "ckpt")
     src = _source(tmp_path, lines, 1000)
     sink = _sink(pg, "crashy", **{"errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq",
                                   "errors.deadletterqueue.topics.dir": str(topics)})
-    monkeypatch.setenv(FAULT_INJECTION_ENV, "after-apply")  # the DB transaction commits, then the driver dies
+    crash = {**sink, "fault.injection.point": "after-apply"}  # the DB transaction commits, then the driver dies
     with pytest.raises(Exception, match="fault injected"):
-        scb.write_stream(scb.read_stream(spark, src), sink, checkpoint=ckpt,
+        scb.write_stream(scb.read_stream(spark, src), crash, checkpoint=ckpt,
                          trigger={"availableNow": True}).awaitTermination()
-    monkeypatch.delenv(FAULT_INJECTION_ENV)
     assert TopicStore(str(topics)).topics() == []  # the crash came before the dead letters were written
     scb.write_stream(scb.read_stream(spark, src), sink, checkpoint=ckpt,
                      trigger={"availableNow": True}).awaitTermination()

@@ -1,6 +1,6 @@
 """The whole test suite after set-up: pytest over ``tests/`` and, beside it, the compatibility jobs.
 
-``make test`` runs this after ``tests/support/setup_machine.sh``. First the linters (ruff, with the rules in
+``make test`` runs this after ``tests/support/setup_machine.sh``. First the checks (ruff and mypy, both configured in
 pyproject.toml); a finding fails the suite, after the tests have run. The main run (pytest, one Spark session) streams
 its output here. The compatibility jobs (``tests/compat/run_compat.py``: the contract tests and README examples on
 the other supported pyspark and through Spark Connect) run at the same time, in a temporary copy of the checkout
@@ -26,8 +26,10 @@ LINTED = ["spark_connect_bridge", "tests", "bench"]
 
 
 def lint() -> int:
-    """ruff over the package, the tests and the benchmarks (rules in pyproject.toml)."""
-    return subprocess.run([sys.executable, "-m", "ruff", "check", *LINTED], cwd=REPO).returncode
+    """ruff over the package, the tests and the benchmarks, then mypy over the package (pyproject.toml)."""
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", *LINTED], cwd=REPO).returncode
+    mypy = subprocess.run([sys.executable, "-m", "mypy"], cwd=REPO).returncode
+    return ruff or mypy
 
 
 def main(pytest_args: list[str]) -> int:

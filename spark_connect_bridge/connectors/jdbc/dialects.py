@@ -294,6 +294,10 @@ class Dialect:
     def sql_type(self, t: Any, *, key: bool = False) -> str:
         raise NotImplementedError
 
+    def widen(self, have: str, want: str) -> str | None:
+        """The column type to alter a ``have`` column to so that it holds ``want`` values; None: no change."""
+        raise NotImplementedError
+
     def supports_row_values(self) -> bool:
         return True
 
@@ -600,11 +604,12 @@ class MySQLDialect(Dialect):
             raise ConnectError("The MySQL/MariaDB dialect needs pymysql: pip install "
                                "'spark_connect_bridge[jdbc]'") from e
         i = self.info
-        conn = pymysql.connect(host=i.host, port=i.port, user=i.user or "root",
+        conn = pymysql.connect(host=i.host, port=i.port or 3306, user=i.user or "root",
                                password=(i.password.value() if i.password is not None else None) or "",
                                database=i.database, charset="utf8mb4", autocommit=False, connect_timeout=10,
                                local_infile=local_infile, binary_prefix=True)
-        conn._local_infile = False
+        # pymysql has no public switch for it: a private attribute, set and reset around load_data's statement.
+        conn._local_infile = False  # type: ignore[attr-defined]
         with conn.cursor() as cur:
             cur.execute("SET time_zone = %s", (_mysql_tz(self.timezone),))
             cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
@@ -721,6 +726,7 @@ class SqliteDialect(Dialect):
     def connect(self) -> Any:
         import sqlite3
 
+        assert self.info.path is not None, "parse_jdbc_url gives every SQLite URL a path"
         conn = sqlite3.connect(self.info.path, timeout=60, isolation_level=None)
         conn.execute("PRAGMA busy_timeout = 60000")
         return conn
@@ -851,7 +857,7 @@ def rows_to_batch(rows: Sequence[Sequence[Any]], schema: Any) -> Any:
     """Column-wise Arrow arrays from DB-API rows (one C-level conversion per column)."""
     import pyarrow as pa
 
-    cols = list(zip(*rows)) if rows else [[] for _ in schema]
+    cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in schema]
     arrays = []
     for f, col in zip(schema, cols):
         t = f.type

@@ -30,7 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..offsets import Offsets, parse_partition_key, partition_key
 from .dialects import (
     Dialect,
     JdbcConnection,
+    PostgresDialect,
     connection_config_def,
     mysql_arrow_schema,
     parse_jdbc_url,
@@ -266,7 +267,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         self._naive_cols: set[str] = getattr(self, "_naive_cols", set())
 
         sql = f"SELECT * FROM {self._from(d, name)} WHERE 1 = 0"
-        if d.info.kind == "postgresql":
+        if isinstance(d, PostgresDialect):
             with d.adbc_read(sql) as reader:
                 raw = reader.read_all().schema
             self._naive_cols |= {f.name for f in raw if _is_ts(f.type) and f.type.tz is None}
@@ -290,7 +291,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         cur.execute(f"SELECT * FROM {self._from(d, name)} LIMIT 100")
         rows = cur.fetchall()
         names = [c[0] for c in cur.description]
-        cols = list(zip(*rows)) if rows else [[] for _ in names]
+        cols: list[Sequence[Any]] = list(zip(*rows)) if rows else [[] for _ in names]
         return pa.schema([pa.field(n, pa.array(list(c)).type if rows and any(v is not None for v in c)
                                    else pa.string()) for n, c in zip(names, cols)])
 
@@ -718,7 +719,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         try:
             cur = conn.cursor()
             k = d.quote(t.split_col)
-            cur.execute(f"SELECT min({k}), max({k}) FROM {d.table(t.name)}")
+            cur.execute(f"SELECT min({k}), max({k}) FROM {self._from(d, t.name)}")
             lo, hi = cur.fetchone()
             cur.close()
         finally:
@@ -738,7 +739,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             if hi - lo < parts * 1000:
                 return [r]
             cuts = [lo + (hi - lo) * i // parts for i in range(1, parts)]
-            bounds = [{"incrementing": c} for c in cuts]
+            bounds: list[dict[str, Any]] = [{"incrementing": c} for c in cuts]
         else:
             lo, hi = _pos_us(s), _pos_us(r.end)
             if hi - lo < parts * 1000:
@@ -750,8 +751,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 if "incrementing" in self._mode:
                     b["incrementing"] = 2 ** 63 - 1
                 bounds.append(b)
-        edges = [r.start] + bounds + [r.end]
-        return [ReadRange(r.partition, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+        return [ReadRange(r.partition, start, end) for start, end in zip([r.start, *bounds], [*bounds, r.end])]
 
     # -- executor ----------------------------------------------------------------------------------
     def read_range(self, rng: ReadRange) -> Iterator[Any]:
@@ -773,6 +773,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             where, params, order = "1 = 1", [], self._bulk_order(t)
             if "split" in (rng.end or {}):
                 i, lo, hi = rng.end["split"]
+                assert t.split_col is not None, "only a table with a split column has split ranges (_split_bulk)"
                 k = d.quote(t.split_col)
                 conds = [f"{k} > {{p}}"] * (lo is not None) + [f"{k} <= {{p}}"] * (hi is not None)
                 where, params = " AND ".join(conds), [v for v in (lo, hi) if v is not None]

@@ -56,7 +56,7 @@ class EventBuilder:
         for f in self.row_t:
             col = by_field.get(f.name)
             arr = None if natural is None or col is None else natural.get(col.name)
-            if arr is None:
+            if arr is None or col is None:
                 arrays.append(pa.nulls(n, f.type))
                 continue
             arr = to_debezium(col.spec, arr)

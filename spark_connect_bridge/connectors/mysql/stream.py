@@ -130,8 +130,9 @@ class StreamReader:
                     if tmap is None:
                         raise DataError(f"A rows event at {file}:{log_pos - size} has no table map: the range does "
                                         f"not start at a transaction boundary")
-                    t = captured.get(id(tmap), False)
-                    if t is False:
+                    if id(tmap) in captured:
+                        t = captured[id(tmap)]
+                    else:
                         t = captured[id(tmap)] = self.layout.table(tmap.database, tmap.table)
                     if t is not None:
                         p = body + 8
