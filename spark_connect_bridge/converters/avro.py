@@ -47,28 +47,12 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .avro_data import avro_to_spark, record_fullname, spark_to_avro
 from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
 from .base import Conversion, Converter, SPARK_SCHEMA_DOC
-from .schema_registry import SchemaRegistryError, client_for
+from .schema_registry import (DEFAULT_STRATEGY, STRATEGIES, STRATEGY_NAMES, SchemaRegistryError, client_for,
+                              strategy_of, subject_name)
 
 __all__ = ["AvroConverter", "native_avro_available", "STRATEGIES", "decode_batch", "encode_batch"]
 
 log = logging.getLogger(__name__)
-_SUBJ = "io.confluent.kafka.serializers.subject."
-STRATEGIES = {"TopicNameStrategy": "topic", "RecordNameStrategy": "record", "TopicRecordNameStrategy": "topic_record"}
-_STRATEGY_NAMES = tuple([_SUBJ + s for s in STRATEGIES] + list(STRATEGIES))
-
-
-def _strategy(name: str) -> str:
-    return STRATEGIES[name.rsplit(".", 1)[-1]]
-
-
-def subject_name(strategy: str, topic: str | None, is_key: bool, record: str | None) -> str:
-    """Confluent's subject name strategies."""
-    suffix = "key" if is_key else "value"
-    if strategy == "topic":
-        return f"{topic}-{suffix}"
-    if record is None:
-        raise DataError("RecordNameStrategy and TopicRecordNameStrategy need a named (record) schema")
-    return record if strategy == "record" else f"{topic}-{record}"
 
 
 # -- engine detection ---------------------------------------------------------------------------------------
@@ -333,11 +317,11 @@ class AvroConverter(Converter):
                 "Serialize with the subject's latest registered schema.")
         .define("use.schema.id", Type.INT, -1, Range.at_least(-1), Importance.LOW,
                 "Serialize with this schema id; parse with this schema's type (-1: not set).")
-        .define("key.subject.name.strategy", Type.STRING, _SUBJ + "TopicNameStrategy",
-                CaseInsensitiveValidString(*_STRATEGY_NAMES), Importance.MEDIUM,
+        .define("key.subject.name.strategy", Type.STRING, DEFAULT_STRATEGY,
+                CaseInsensitiveValidString(*STRATEGY_NAMES), Importance.MEDIUM,
                 "Subject name strategy of keys: TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy.")
-        .define("value.subject.name.strategy", Type.STRING, _SUBJ + "TopicNameStrategy",
-                CaseInsensitiveValidString(*_STRATEGY_NAMES), Importance.MEDIUM,
+        .define("value.subject.name.strategy", Type.STRING, DEFAULT_STRATEGY,
+                CaseInsensitiveValidString(*STRATEGY_NAMES), Importance.MEDIUM,
                 "Subject name strategy of values.")
         .define("basic.auth.credentials.source", Type.STRING, "URL",
                 CaseInsensitiveValidString("URL", "USER_INFO", "SASL_INHERIT"), Importance.MEDIUM,
@@ -377,7 +361,7 @@ class AvroConverter(Converter):
 
     @property
     def _strategy(self) -> str:
-        return _strategy(self.config[f"{self.side}.subject.name.strategy"])
+        return strategy_of(self.config[f"{self.side}.subject.name.strategy"])
 
     def _single_topic(self) -> str | None:
         topics = (self.connector_config or {}).get("topics")

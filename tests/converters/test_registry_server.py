@@ -50,7 +50,7 @@ def test_register_lookup_and_versions(server):
     assert call(server, "GET", "/schemas/ids/1/versions")[1] == [{"subject": "other-value", "version": 1},
                                                                   {"subject": "t-value", "version": 1}]
     assert call(server, "GET", "/subjects/t-value/versions/1/schema")[1] == json.loads(rec(A))
-    assert call(server, "GET", "/schemas/types")[1] == ["AVRO"]
+    assert call(server, "GET", "/schemas/types")[1] == ["AVRO", "JSON"]
 
 
 @pytest.mark.parametrize("method,path,body,status,code", [
