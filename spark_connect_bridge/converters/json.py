@@ -387,13 +387,23 @@ class JsonConverter(Converter):
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
         numeric = self.config["decimal.format"].upper() == "NUMERIC"
-        payload = F.to_json(F.struct(_to_wire(col, data_type, numeric).alias("payload")),
-                            {"ignoreNullFields": "false"})  # '{"payload":X}'
+        schema = None
         if self.schemas_enabled:
             try:
                 schema = connect_schema_json(data_type, True, metadata)
             except DataError as e:
                 raise ConfigError([ConfigProblem(self.prefix.rstrip(".") or "data_type", str(e))]) from e
+        wire = _to_wire(col, data_type, numeric)
+        if isinstance(data_type, (StructType, MapType, ArrayType)):
+            # to_json writes these itself, and null for a null value: no CASE around it. (Spark's subexpression
+            # elimination does not share an expression used twice inside one CASE branch, which the wrapped form
+            # below needs: measured, to_json ran twice per record there.)
+            body = F.to_json(wire, {"ignoreNullFields": "false"})
+            if self.schemas_enabled:
+                body = F.concat(F.lit('{"schema":' + (schema or "null") + ',"payload":'), body, F.lit("}"))
+            return Conversion(F.encode(body, "UTF-8"))
+        payload = F.to_json(F.struct(wire.alias("payload")), {"ignoreNullFields": "false"})  # '{"payload":X}'
+        if self.schemas_enabled:
             text = F.concat(F.lit('{"schema":' + (schema or "null") + ","), payload.substr(F.lit(2), F.length(payload)))
         else:
             text = payload.substr(F.lit(12), F.length(payload) - 12)
