@@ -1,17 +1,23 @@
 """Kafka as the bus: our sink and source paths against Spark's bare Kafka source and sink, in one run, same
-session and broker; prints records/s and ratios.
+session and broker; prints records/s, CPU seconds and ratios.
 
     .venv/bin/python bench/bench_kafka.py [records] [partitions]
 
 * Kafka → sink: ``sink_stream`` (Spark's Kafka source, JsonConverter, ExtractField, a sink connector that discards
-  its Arrow batches: ``NoopSink`` below) vs Spark's bare Kafka source → ``noop``; also our read path with the same
-  converter and transform into ``noop`` (no Python sink), which isolates the cost of the stages from the cost of
-  handing rows to a Python sink.
+  its Arrow batches: ``NoopSink`` below) vs Spark's bare Kafka source → ``noop`` (the goal's baseline). Two more
+  lines split the difference into what any Spark query doing the same work pays: the same ``from_json`` and field
+  extraction written by hand into ``noop``, and the bare Kafka records handed to the Python sink without stages
+  (Spark's ``mapInArrow`` hand-off of rows to a Python data source writer). Our read path without the Python sink
+  (converter and transform into ``noop``) is shown too.
 * source → Kafka: ``source_stream`` (datagen orders, StringConverter key, schemaless JsonConverter value) vs a bare
-  Spark write to Kafka of the same rows built by Catalyst (``spark.range`` as orders, ``to_json``).
+  Spark write to Kafka of the same rows built by Catalyst (``spark.range`` as orders, ``to_json``: the goal's
+  baseline). Two more lines: the datagen connector alone into ``noop`` (the source's own cost, no bus), and the
+  datagen records serialized by hand (``to_json``) and written with Spark's Kafka sink, without our bus.
 
-Each streaming figure is one ``Trigger.AvailableNow`` run with a fresh checkpoint (the best of 2 after a warm-up).
-The broker is ``KCONNECT_BENCH_KAFKA`` (host:port) or a throwaway one (tests/support/kafka.py).
+Each streaming figure is one ``Trigger.AvailableNow`` run with a fresh checkpoint, the best of ``reps`` after a
+warm-up. CPU seconds are those of this process and its descendants (the Spark JVM, Python workers), not the broker's:
+on a shared machine they move much less with the load than the wall time. The broker is ``KCONNECT_BENCH_KAFKA``
+(host:port) or a throwaway one (tests/support/kafka.py).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -30,7 +36,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.abspath(__fi
                                             os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                             os.environ.get("PYTHONPATH", "")])
 
-from _timing import best
+from _proctree import descendants, proc_table
 
 from spark_connect_bridge.config import ConfigDef
 from spark_connect_bridge.connectors.base import SinkConnector
@@ -48,17 +54,49 @@ class NoopSink(SinkConnector):
         pass
 
 
+LABELS = {
+    "bare write": "bare Spark write -> Kafka",
+    "ours write": "source_stream (datagen) -> Kafka",
+    "datagen noop": "  datagen -> noop (the source alone)",
+    "datagen by hand": "  datagen + to_json by hand -> Spark's Kafka sink",
+    "bare read": "Spark Kafka source -> noop",
+    "ours sink": "sink_stream -> NoopSink connector",
+    "ours stages": "  read_topics + converters + transforms -> noop",
+    "from_json by hand": "  Spark Kafka source + from_json by hand -> noop",
+    "python hand-off": "  Spark Kafka source -> NoopSink (no stages)",
+}
+ORDER_FIELDS = ("ordertime BIGINT, orderid INT, itemid STRING, orderunits DOUBLE, address STRUCT<city: STRING, "
+                "state: STRING, zipcode: BIGINT>")
+
+
+def _tree_cpu(exclude: set[int]) -> float:
+    """CPU seconds used so far by this process and its descendants, without the processes under ``exclude``."""
+    procs = proc_table(reaped=True)
+    mine = descendants({os.getpid()}, procs) - descendants(exclude, procs)
+    return sum(procs[p][2] for p in mine if p in procs)
+
+
+def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float, float]:
+    """(best wall seconds, CPU seconds of that run) over ``reps`` runs after one warm-up run."""
+    fn()
+    runs = []
+    for _ in range(reps):
+        c, t = _tree_cpu(exclude), time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - t, _tree_cpu(exclude) - c))
+    return min(runs)
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     partitions = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    reps = int(os.environ.get("KCONNECT_BENCH_REPS", "2"))
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
     from spark_connect_bridge.bus.admin import ensure_topics
     from spark_connect_bridge.bus.kafka import read_topics, sink_stream, source_stream
-    from spark_connect_bridge.engine.pipeline import prepare
+    from spark_connect_bridge.engine.pipeline import prepare, read_stream
     from spark_connect_bridge.jvm import configure_spark
 
     broker = None
@@ -68,15 +106,26 @@ def main() -> None:
 
         broker = KafkaBroker(settings={"num.partitions": partitions}).start()
         bootstrap = broker.bootstrap
+    exclude = {broker.process.pid} if broker is not None and broker.process is not None else set()
     spark = (configure_spark(SparkSession.builder).master(f"local[{partitions}]")
              .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
              .config("spark.sql.shuffle.partitions", str(partitions))
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     run = f"{int(time.time())}"
-    names = [f"{kind}-{run}-{i}" for kind in ("warm", "bare", "src", "in") for i in range(3)]
-    # Topics are created up front (not by the broker on first use) so that no path pays for it.
-    ensure_topics({"bootstrap.servers": bootstrap}, {t: (partitions, 1, {}) for t in names})
+    made = iter(range(10_000))
+
+    def new_topic(kind: str) -> str:
+        # Topics are created up front (not by the broker on first use) so that no path pays for it.
+        name = f"{kind}-{run}-{next(made)}"
+        ensure_topics({"bootstrap.servers": bootstrap}, {name: (partitions, 1, {})})
+        return name
+
+    def run_stream(query: Any) -> None:
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+
     try:
         def orders_df(count: int):
             return spark.range(0, count, 1, partitions).selectExpr(
@@ -89,78 +138,107 @@ def main() -> None:
                 "'zipcode', cast(abs(hash(id, 4)) % 90000 as bigint)))) as value")
 
         # -- source -> Kafka ------------------------------------------------------------------------
-        def bare_write(topic: str) -> None:
-            (orders_df(n).withColumn("topic", F.lit(topic)).write.format("kafka")
+        def bare_write() -> None:
+            (orders_df(n).withColumn("topic", F.lit(new_topic("bare"))).write.format("kafka")
              .option("kafka.bootstrap.servers", bootstrap).save())
 
-        source_config = {"connector.class": "DatagenConnector", "quickstart": "orders",
-                         "tasks.max": str(partitions), "iterations": str(n // partitions), "max.interval": "0",
-                         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        datagen = {"connector.class": "DatagenConnector", "quickstart": "orders", "tasks.max": str(partitions),
+                   "iterations": str(n // partitions), "max.interval": "0"}
+        source_config = {**datagen, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                          "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                          "value.converter.schemas.enable": "false"}
 
-        def ours_write(topic: str) -> None:
-            q = source_stream(spark, {**source_config, "name": topic, "kafka.topic": topic}, bus=bootstrap,
-                              checkpoint=tempfile.mkdtemp(), trigger={"availableNow": True})
-            q.awaitTermination()
+        def ours_write() -> None:
+            topic = new_topic("src")
+            run_stream(source_stream(spark, {**source_config, "name": topic, "kafka.topic": topic}, bus=bootstrap,
+                                     checkpoint=tempfile.mkdtemp(), trigger={"availableNow": True}))
 
-        counter = iter(range(1, 3))
-        bare_write(f"warm-{run}-0")
-        write_results = {
-            "bare Spark write -> Kafka": best(lambda: bare_write(f"bare-{run}-{next(counter)}"), reps=2),
-        }
-        counter = iter(range(1, 3))
-        ours_write(f"src-{run}-0")
-        write_results |= {
-            "source_stream (datagen) -> Kafka": best(lambda: ours_write(f"src-{run}-{next(counter)}"), reps=2),
-        }
+        def datagen_noop() -> None:
+            df = read_stream(spark, {**datagen, "name": "datagen", "kafka.topic": "orders"})
+            run_stream(df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
+                       .trigger(availableNow=True).start())
+
+        def datagen_by_hand() -> None:
+            topic = new_topic("hand")
+            df = read_stream(spark, {**datagen, "name": topic, "kafka.topic": topic})
+            df = df.select(F.col("key").cast("string").alias("key"), F.to_json("value").alias("value"), "topic")
+            run_stream(df.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                       .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
+
+        write_results = {"bare write": measure(bare_write, reps, exclude),
+                         "ours write": measure(ours_write, reps, exclude),
+                         "datagen noop": measure(datagen_noop, reps, exclude),
+                         "datagen by hand": measure(datagen_by_hand, reps, exclude)}
 
         # -- Kafka -> sink --------------------------------------------------------------------------
-        topic = f"in-{run}-0"
+        topic = new_topic("in")
         (orders_df(n).withColumn("topic", F.lit(topic)).write.format("kafka")
          .option("kafka.bootstrap.servers", bootstrap).save())
         sink_config = {"name": "noop", "connector.class": "bench_kafka.NoopSink", "topics": topic,
                        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                        "value.converter.schemas.enable": "false",
-                       "value.converter.spark.schema": "ordertime BIGINT, orderid INT, itemid STRING, "
-                                                       "orderunits DOUBLE, address STRUCT<city: STRING, "
-                                                       "state: STRING, zipcode: BIGINT>",
+                       "value.converter.spark.schema": ORDER_FIELDS,
                        "transforms": "address",
                        "transforms.address.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
                        "transforms.address.field": "address"}
 
+        def kafka_source() -> Any:
+            return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                    .option("subscribe", topic).option("startingOffsets", "earliest").load())
+
+        def to_noop(df: Any) -> None:
+            run_stream(df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
+                       .trigger(availableNow=True).start())
+
         def bare_read() -> None:
-            q = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                 .option("subscribe", topic).option("startingOffsets", "earliest").load()
-                 .writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
-                 .trigger(availableNow=True).start())
-            q.awaitTermination()
+            to_noop(kafka_source())
+
+        def by_hand() -> None:
+            to_noop(kafka_source().select(F.col("key").cast("string").alias("key"),
+                                          F.from_json(F.col("value").cast("string"), ORDER_FIELDS)["address"]
+                                          .alias("value"), "topic", "partition", "offset", "timestamp"))
+
+        def records_to_python() -> None:
+            noop = prepare({"name": "noop-raw", "connector.class": "bench_kafka.NoopSink"}, kind="sink")
+            run_stream(read_topics(spark, bootstrap, topics=[topic]).writeStream.format("kconnect")
+                       .options(**noop.connector_options).option("checkpointLocation", tempfile.mkdtemp())
+                       .trigger(availableNow=True).start())
 
         def ours_stages() -> None:
             p = prepare(sink_config, kind="sink")
-            df = p.transforms(p.converters(read_topics(spark, bootstrap, topics=[topic])))
-            q = (df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
-                 .trigger(availableNow=True).start())
-            q.awaitTermination()
+            to_noop(p.transforms(p.converters(read_topics(spark, bootstrap, topics=[topic]))))
 
         def ours_sink() -> None:
-            q = sink_stream(spark, sink_config, bus=bootstrap, checkpoint=tempfile.mkdtemp(),
-                            trigger={"availableNow": True})
-            q.awaitTermination()
+            run_stream(sink_stream(spark, sink_config, bus=bootstrap, checkpoint=tempfile.mkdtemp(),
+                                   trigger={"availableNow": True}))
 
-        bare_read()
-        read_results = {"Spark Kafka source -> noop": best(bare_read, reps=2),
-                        "read_topics + converters + transforms -> noop": best(ours_stages, reps=2),
-                        "sink_stream -> NoopSink connector": best(ours_sink, reps=2)}
-        print(f"records: {n:,}  partitions: {partitions}  pyspark {spark.version}")
-        for name, secs in {**write_results, **read_results}.items():
-            print(f"  {name:<48} {n / secs:>14,.0f} records/s  ({secs:.2f} s)")
-        base_w = write_results["bare Spark write -> Kafka"]
-        print(f"  ratio source_stream / bare write: {base_w / write_results['source_stream (datagen) -> Kafka']:.2f}x")
-        base_r = read_results["Spark Kafka source -> noop"]
-        for name in ("read_topics + converters + transforms -> noop", "sink_stream -> NoopSink connector"):
-            print(f"  ratio {name} / bare read: {base_r / read_results[name]:.2f}x")
+        read_results = {"bare read": measure(bare_read, reps, exclude),
+                        "ours sink": measure(ours_sink, reps, exclude),
+                        "ours stages": measure(ours_stages, reps, exclude),
+                        "from_json by hand": measure(by_hand, reps, exclude),
+                        "python hand-off": measure(records_to_python, reps, exclude)}
+        results = {**write_results, **read_results}
+        print(f"records: {n:,}  partitions: {partitions}  pyspark {spark.version}  best of {reps}")
+        for key, label in LABELS.items():
+            secs, cpu = results[key]
+            print(f"  {label:<56} {n / secs:>12,.0f} records/s  ({secs:6.2f} s, {cpu:6.2f} s CPU)")
+
+        def ratio(base: str, ours: str) -> str:
+            return (f"{results[base][0] / results[ours][0]:.2f}x wall, "
+                    f"{results[base][1] / results[ours][1]:.2f}x CPU")
+
+        print(f"  ratio source_stream / bare write: {ratio('bare write', 'ours write')}   (goal >= 0.9x)")
+        print(f"  ratio sink_stream / bare read: {ratio('bare read', 'ours sink')}   (goal >= 0.9x)")
+        print("  where the difference goes:")
+        print(f"    source_stream / datagen serialized by hand -> Spark's Kafka sink: "
+              f"{ratio('datagen by hand', 'ours write')}")
+        print(f"    bare write / datagen -> noop: {ratio('bare write', 'datagen noop')}  (the source connector alone "
+              f"vs the whole bare write)")
+        print(f"    sink_stream / bare records -> NoopSink: {ratio('python hand-off', 'ours sink')}")
+        print(f"    bare read / bare records -> NoopSink: {ratio('bare read', 'python hand-off')}  (Spark's hand-off "
+              f"of rows to a Python sink)")
+        print(f"    our stages -> noop / from_json by hand -> noop: {ratio('from_json by hand', 'ours stages')}")
     finally:
         spark.stop()
         if broker is not None:

@@ -3,7 +3,8 @@
 * :class:`JsonConverter`, :class:`StringConverter`, :class:`ByteArrayConverter`, the primitive converters
   (:class:`ShortConverter` ... :class:`BooleanConverter`), :class:`SimpleHeaderConverter`, and
   :class:`AvroConverter` (Confluent wire format; Spark's native ``from_avro``/``to_avro`` when spark-avro is
-  loaded, a vectorised fastavro engine otherwise);
+  loaded, a vectorised fastavro engine otherwise), :class:`JsonSchemaConverter` (JSON with a JSON Schema in the
+  Confluent wire format);
 * :func:`apply_source_converters` / :func:`apply_sink_converters`: the ``key.converter``/``value.converter``/
   ``header.converter`` wiring of a Kafka Connect config;
 * :class:`SchemaRegistryClient` and the embedded Confluent-compatible registry (:mod:`.registry_server`).
@@ -18,7 +19,7 @@ from typing import Any
 
 __all__ = ["Converter", "HeaderConverter", "Conversion", "JsonConverter", "StringConverter", "ByteArrayConverter",
            "ShortConverter", "IntegerConverter", "LongConverter", "FloatConverter", "DoubleConverter",
-           "BooleanConverter", "SimpleHeaderConverter", "AvroConverter", "SchemaRegistryClient",
+           "BooleanConverter", "SimpleHeaderConverter", "AvroConverter", "JsonSchemaConverter", "SchemaRegistryClient",
            "SchemaRegistryError", "apply_source_converters", "apply_sink_converters", "build_converters"]
 
 _WHERE = {
@@ -29,6 +30,7 @@ _WHERE = {
     "BooleanConverter": "simple",
     "SimpleHeaderConverter": "header",
     "AvroConverter": "avro",
+    "JsonSchemaConverter": "json_schema",
     "SchemaRegistryClient": "schema_registry", "SchemaRegistryError": "schema_registry",
     "apply_source_converters": "wiring", "apply_sink_converters": "wiring", "build_converters": "wiring",
 }

@@ -56,8 +56,16 @@ from ..core.records import arrow_schema
 from ..errors import ConfigError, ConfigProblem, DataError
 from .avro_data import avro_to_spark, record_fullname, spark_to_avro
 from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
-from .base import SPARK_SCHEMA_DOC, Conversion, Converter
-from .schema_registry import SchemaRegistryError, client_for
+from .base import SPARK_SCHEMA_DOC, Conversion, Converter, scalar_arrow_udf
+from .schema_registry import (
+    DEFAULT_STRATEGY,
+    STRATEGIES,
+    STRATEGY_NAMES,
+    SchemaRegistryError,
+    client_for,
+    strategy_of,
+    subject_name,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql._typing import UserDefinedFunctionLike
@@ -65,23 +73,6 @@ if TYPE_CHECKING:
 __all__ = ["AvroConverter", "native_avro_available", "STRATEGIES", "decode_batch", "encode_batch"]
 
 log = logging.getLogger(__name__)
-_SUBJ = "io.confluent.kafka.serializers.subject."
-STRATEGIES = {"TopicNameStrategy": "topic", "RecordNameStrategy": "record", "TopicRecordNameStrategy": "topic_record"}
-_STRATEGY_NAMES = tuple([_SUBJ + s for s in STRATEGIES] + list(STRATEGIES))
-
-
-def _strategy(name: str) -> str:
-    return STRATEGIES[name.rsplit(".", 1)[-1]]
-
-
-def subject_name(strategy: str, topic: str | None, is_key: bool, record: str | None) -> str:
-    """Confluent's subject name strategies."""
-    suffix = "key" if is_key else "value"
-    if strategy == "topic":
-        return f"{topic}-{suffix}"
-    if record is None:
-        raise DataError("RecordNameStrategy and TopicRecordNameStrategy need a named (record) schema")
-    return record if strategy == "record" else f"{topic}-{record}"
 
 
 # -- engine detection ---------------------------------------------------------------------------------------
@@ -306,13 +297,6 @@ def encode_batch(values: Any, topics: Any, reg: tuple[Any, ...], mode: dict[str,
                                       names=["value", "error"])
 
 
-def _scalar_arrow_udf(fn: Callable[..., pa.Array], return_type: DataType) -> UserDefinedFunctionLike:
-    """``F.arrow_udf(fn, return_type)``: a scalar Arrow UDF, its kind read from ``fn``'s type hints."""
-    # pyspark's stubs declare arrow_udf(f, returnType) only with an explicit functionType, which warns at run
-    # time ("It is preferred to specify type hints"); without one, pyspark infers it from the hints as here.
-    return F.arrow_udf(fn, return_type)  # type: ignore[call-overload]
-
-
 def _decode_udf(reg: tuple[Any, ...], reader_text: str | None, dt: DataType) -> UserDefinedFunctionLike:
     dt_json = dt.json()
 
@@ -320,7 +304,7 @@ def _decode_udf(reg: tuple[Any, ...], reader_text: str | None, dt: DataType) -> 
         return decode_batch(values, reg, reader_text, dt_json)
 
     rt = StructType([StructField("value", dt), StructField("error", StringType())])
-    return _scalar_arrow_udf(avro_decode, rt)
+    return scalar_arrow_udf(avro_decode, rt)
 
 
 def _encode_udf(reg: tuple[Any, ...], mode: dict[str, Any], dt: DataType,
@@ -334,7 +318,7 @@ def _encode_udf(reg: tuple[Any, ...], mode: dict[str, Any], dt: DataType,
         # One name for both signatures: it is the UDF's name in Spark's plans.
         def avro_encode(values: pa.Array) -> pa.Array:  # type: ignore[misc]
             return encode_batch(values, None, reg, mode, dt_json)
-    return _scalar_arrow_udf(avro_encode, rt)
+    return scalar_arrow_udf(avro_encode, rt)
 
 
 # -- the converter ----------------------------------------------------------------------------------------
@@ -355,11 +339,11 @@ class AvroConverter(Converter):
                 "Serialize with the subject's latest registered schema.")
         .define("use.schema.id", Type.INT, -1, Range.at_least(-1), Importance.LOW,
                 "Serialize with this schema id; parse with this schema's type (-1: not set).")
-        .define("key.subject.name.strategy", Type.STRING, _SUBJ + "TopicNameStrategy",
-                CaseInsensitiveValidString(*_STRATEGY_NAMES), Importance.MEDIUM,
+        .define("key.subject.name.strategy", Type.STRING, DEFAULT_STRATEGY,
+                CaseInsensitiveValidString(*STRATEGY_NAMES), Importance.MEDIUM,
                 "Subject name strategy of keys: TopicNameStrategy, RecordNameStrategy, TopicRecordNameStrategy.")
-        .define("value.subject.name.strategy", Type.STRING, _SUBJ + "TopicNameStrategy",
-                CaseInsensitiveValidString(*_STRATEGY_NAMES), Importance.MEDIUM,
+        .define("value.subject.name.strategy", Type.STRING, DEFAULT_STRATEGY,
+                CaseInsensitiveValidString(*STRATEGY_NAMES), Importance.MEDIUM,
                 "Subject name strategy of values.")
         .define("basic.auth.credentials.source", Type.STRING, "URL",
                 CaseInsensitiveValidString("URL", "USER_INFO", "SASL_INHERIT"), Importance.MEDIUM,
@@ -399,7 +383,7 @@ class AvroConverter(Converter):
 
     @property
     def _strategy(self) -> str:
-        return _strategy(self.config[f"{self.side}.subject.name.strategy"])
+        return strategy_of(self.config[f"{self.side}.subject.name.strategy"])
 
     def _single_topic(self) -> str | None:
         topics = (self.connector_config or {}).get("topics")
@@ -609,5 +593,5 @@ class AvroConverter(Converter):
                                               names=["value", "error"])
 
         rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
-        h = _scalar_arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
+        h = scalar_arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
         return native_encode(col, data_type, mode["schema"], h["value"], h["error"])

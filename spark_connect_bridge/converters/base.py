@@ -18,9 +18,9 @@ failure into the Column with ``raise_error`` (strict, without record coordinates
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -28,6 +28,9 @@ from pyspark.sql.types import DataType, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigError, ConfigProblem
+
+if TYPE_CHECKING:
+    from pyspark.sql._typing import UserDefinedFunctionLike
 
 __all__ = ["Conversion", "Converter", "HeaderConverter", "parse_prefixed", "parse_spark_type", "SPARK_SCHEMA_DOC",
            "with_spark_schema_key"]
@@ -202,3 +205,10 @@ class HeaderConverter(Converter):
     """A converter of header values (``header.converter``)."""
 
     plugin_type: ClassVar[str] = "header_converter"
+
+
+def scalar_arrow_udf(fn: Callable[..., Any], return_type: DataType) -> UserDefinedFunctionLike:
+    """``F.arrow_udf(fn, return_type)``: a scalar Arrow UDF, its kind read from ``fn``'s type hints."""
+    # pyspark's stubs declare arrow_udf(f, returnType) only with an explicit functionType, which warns at run
+    # time ("It is preferred to specify type hints"); without one, pyspark infers it from the hints as here.
+    return F.arrow_udf(fn, return_type)  # type: ignore[call-overload]

@@ -36,4 +36,7 @@ CATALOG: list[PluginSpec] = [
     PluginSpec("converter", f"{_M}.avro:AvroConverter",
                _names("io.confluent.connect.avro.AvroConverter", "avro"),
                "Avro in the Confluent wire format with a Schema Registry."),
+    PluginSpec("converter", f"{_M}.json_schema:JsonSchemaConverter",
+               _names("io.confluent.connect.json.JsonSchemaConverter", "json-schema", "jsonschema"),
+               "JSON with a JSON Schema in the Confluent wire format with a Schema Registry."),
 ]

@@ -327,40 +327,51 @@ class JsonConverter(Converter):
         self._union_type = dt if self._topic_types else None
         return dt, meta
 
-    def _parsed(self, col: Column, data_type: DataType) -> Column:
-        """The one ``from_json`` of a message: ``struct<payload: wire type, _kc_corrupt: string>``.
+    def _parsed(self, col: Column, data_type: DataType) -> tuple[Column, Column]:
+        """The one ``from_json`` of a message: ``(payload in the wire type, corrupt)``; ``corrupt`` is true where the
+        text is not JSON of that type (or, with ``schemas.enable``, has no envelope to read the payload from).
 
         The options matter beyond the corrupt-record column: Spark's ``OptimizeJsonExprs`` rewrites an
         option-less ``from_json`` into one pruned ``from_json`` per extracted field, which would defeat the
         subexpression elimination that parses each message once (measured: ~7x the CPU)."""
         wire = _wire(data_type, self.key_name("spark.schema"))
-        st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
         opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE", **_JACKSON_OPTIONS}
         text = col.cast("string")
+        if not self.schemas_enabled and isinstance(wire, StructType) and _CORRUPT not in wire.names:
+            # A struct is read from the text itself: Spark's parser reads the root object and, like Jackson's
+            # readTree, ignores what follows it. Measured: the {"payload": ...} wrapper below costs a copy of
+            # every message and ~15% more CPU. The JSON text null is a null value, not a corrupt record.
+            parsed = F.from_json(text, StructType(wire.fields + [StructField(_CORRUPT, StringType())]), opts)
+            is_null_text = F.regexp_like(text, F.lit(r"^\s*null\s*$"))  # evaluated for a corrupt record only
+            corrupt = parsed.isNull() | (parsed[_CORRUPT].isNotNull() & ~is_null_text)
+            return F.when(parsed[_CORRUPT].isNull(), parsed.dropFields(_CORRUPT)), corrupt
+        st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
         if self.schemas_enabled:
             # The "schema" part is skipped by the parser, not copied; like Jackson's readTree, Spark's parser
             # stops at the end of the root object and ignores what follows it.
-            return F.from_json(text, st, opts)
+            parsed = F.from_json(text, st, opts)
+            return parsed["payload"], parsed.isNull() | parsed[_CORRUPT].isNotNull()
         wrapped = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
         # Text after the value breaks the wrapper. Only where the wrapper fails, the first JSON value alone
         # (try_parse_json stops after it, as readTree does) is parsed again; a message that is bad anyway is
         # parsed twice, a good one once.
         first = F.to_json(F.try_parse_json(text))
         retry = F.from_json(F.concat(F.lit('{"payload":'), first, F.lit("}")), st, opts)
-        return F.when(wrapped.isNotNull() & wrapped[_CORRUPT].isNull(), wrapped).otherwise(retry)
+        parsed = F.when(wrapped.isNotNull() & wrapped[_CORRUPT].isNull(), wrapped).otherwise(retry)
+        return parsed["payload"], parsed.isNull() | parsed[_CORRUPT].isNotNull()
 
-    def _finish(self, col: Column, parsed: Column, data_type: DataType) -> Conversion:
+    def _finish(self, col: Column, parsed: tuple[Column, Column], data_type: DataType) -> Conversion:
+        payload, corrupt = parsed
         text = col.cast("string")
         if self.schemas_enabled:
             # The envelope's keys are listed (a second parse) only for rows whose payload is null, which is
             # where a plain-JSON message lands: one reference inside a CASE branch, so that codegen never
             # hoists it for every row. sort_array, not array_sort: no lambda, so no interpreted fallback.
             exact = F.sort_array(F.json_object_keys(text)) == F.array(F.lit("payload"), F.lit("schema"))
-            bad_envelope = F.when(parsed["payload"].isNull(), ~F.coalesce(exact, F.lit(False))).otherwise(F.lit(False))
+            bad_envelope = F.when(payload.isNull(), ~F.coalesce(exact, F.lit(False))).otherwise(F.lit(False))
         else:
             bad_envelope = F.lit(False)
-        corrupt = parsed.isNull() | parsed[_CORRUPT].isNotNull()
-        value, bad_value = _from_wire(parsed["payload"], data_type)
+        value, bad_value = _from_wire(payload, data_type)
         snippet = F.substring(text, 1, 200)
         fit = f"does not fit the schema {data_type.simpleString()[:300]}"
         # Only ever evaluated where ``failed`` holds (the wiring's raise_error / _kc_error branch), which also
@@ -412,13 +423,23 @@ class JsonConverter(Converter):
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
         numeric = self.config["decimal.format"].upper() == "NUMERIC"
-        payload = F.to_json(F.struct(_to_wire(col, data_type, numeric).alias("payload")),
-                            {"ignoreNullFields": "false"})  # '{"payload":X}'
+        schema = None
         if self.schemas_enabled:
             try:
                 schema = connect_schema_json(data_type, True, metadata)
             except DataError as e:
                 raise ConfigError([ConfigProblem(self.prefix.rstrip(".") or "data_type", str(e))]) from e
+        wire = _to_wire(col, data_type, numeric)
+        if isinstance(data_type, (StructType, MapType, ArrayType)):
+            # to_json writes these itself, and null for a null value: no CASE around it. (Spark's subexpression
+            # elimination does not share an expression used twice inside one CASE branch, which the wrapped form
+            # below needs: measured, to_json ran twice per record there.)
+            body = F.to_json(wire, {"ignoreNullFields": "false"})
+            if self.schemas_enabled:
+                body = F.concat(F.lit('{"schema":' + (schema or "null") + ',"payload":'), body, F.lit("}"))
+            return Conversion(F.encode(body, "UTF-8"))
+        payload = F.to_json(F.struct(wire.alias("payload")), {"ignoreNullFields": "false"})  # '{"payload":X}'
+        if self.schemas_enabled:
             text = F.concat(F.lit('{"schema":' + (schema or "null") + ","), payload.substr(F.lit(2), F.length(payload)))
         else:
             text = payload.substr(F.lit(12), F.length(payload) - 12)

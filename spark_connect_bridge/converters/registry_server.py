@@ -1,7 +1,8 @@
 """A small embedded Schema Registry with Confluent's REST API, persisted to SQLite.
 
-For development, tests and machines without a Confluent registry: Avro schemas only, no auth, no
-references, one process. Ids survive a restart (they live in the SQLite file). Binds 127.0.0.1 by default.
+For development, tests and machines without a Confluent registry: Avro and JSON Schema (``"schemaType":
+"JSON"``, Confluent's REST shape), no Protobuf, no auth, no references to other subjects, one process. Ids
+survive a restart (they live in the SQLite file). Binds 127.0.0.1 by default.
 
 | Call | |
 |---|---|
@@ -12,10 +13,15 @@ references, one process. Ids survive a restart (they live in the SQLite file). B
 | ``POST /subjects/{s}`` | look up a schema under a subject |
 | ``DELETE /subjects/{s}`` / ``/versions/{v}`` (``?permanent=true``) | soft (then hard) delete |
 | ``GET /schemas/ids/{id}`` (``/versions``, ``/subjects``, ``/schema``) | a schema by id |
-| ``GET /schemas/types`` | ``["AVRO"]`` |
+| ``GET /schemas/types`` | ``["AVRO", "JSON"]`` |
 | ``GET|PUT /config``, ``GET|PUT|DELETE /config/{s}`` | compatibility level (default BACKWARD) |
 | ``POST /compatibility/subjects/{s}/versions/{v or latest}`` (``?verbose=true``) | ``{"is_compatible"}`` |
 | ``GET /mode`` | ``{"mode": "READWRITE"}`` |
+
+A request's ``schemaType`` (``AVRO`` when absent) is kept with the schema and answered wherever Confluent's
+registry answers it (by id, by version, on lookup), for types other than AVRO. Compatibility is checked within a
+type (:mod:`.avro_compat`, :mod:`.json_schema_compat`); a new version of another type than the subject's latest
+is incompatible unless the level is NONE.
 
 Errors use Confluent's body ``{"error_code": 40401, "message": ...}``: 40401 subject not found, 40402
 version not found, 40403 schema not found, 40404/40405 (soft-deleted / not soft-deleted), 409 incompatible
@@ -39,13 +45,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal, overload
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .avro_compat import LEVELS, AvroSchemaError, canonical, check_compatibility, parse_avro
+from .avro_compat import LEVELS, AvroSchemaError, canonical, parse_avro
+from .avro_compat import check_compatibility as check_avro
+from .json_schema_compat import JsonSchemaError, parse_json_schema
+from .json_schema_compat import check_compatibility as check_json
 
 __all__ = ["RegistryStore", "RegistryServer", "RegistryHTTPError", "serve", "main"]
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 _GLOBAL = "__GLOBAL__"
+SCHEMA_TYPES = ("AVRO", "JSON")
 
 
 class RegistryHTTPError(Exception):
@@ -184,21 +194,30 @@ class RegistryStore:
     @staticmethod
     def _parse(schema: Any, schema_type: str | None) -> tuple[str, str, str]:
         stype = (schema_type or "AVRO").upper()
-        if stype != "AVRO":
+        if stype not in SCHEMA_TYPES:
             raise RegistryHTTPError(42201, f"Invalid schema: schema type {stype} is not supported by this "
-                                           f"registry (AVRO only)")
+                                           f"registry ({', '.join(SCHEMA_TYPES)})")
         if not isinstance(schema, str):
             raise RegistryHTTPError(42201, "Invalid schema: \"schema\" must be a string")
         try:
-            parsed = parse_avro(schema)
-        except AvroSchemaError as e:
+            obj = parse_avro(schema).obj if stype == "AVRO" else parse_json_schema(schema)
+        except (AvroSchemaError, JsonSchemaError) as e:
             raise RegistryHTTPError(42201, str(e)) from e
-        text = json.dumps(parsed.obj, separators=(",", ":"))
-        return text, stype, stype + ":" + canonical(parsed.obj)
+        text = json.dumps(obj, separators=(",", ":"))
+        return text, stype, stype + ":" + canonical(obj)
+
+    def _problems(self, text: str, stype: str, existing_ids: list[int], level: str) -> list[str]:
+        """Compatibility problems of ``text`` (of ``stype``) against the schemas of ``existing_ids``."""
+        existing = [self.schema_by_id(i) for i in existing_ids]
+        if level != "NONE" and existing and existing[-1][1] != stype:
+            return [f"the subject's latest schema is {existing[-1][1]}, the new one {stype}"]
+        same = [s for s, t in existing if t == stype]
+        check = check_avro if stype == "AVRO" else check_json
+        return check(text, same, level)
 
     def lookup(self, subject: str, schema: Any, schema_type: str | None = None,
                deleted: bool = False) -> dict[str, Any]:
-        text, _stype, fp = self._parse(schema, schema_type)
+        text, stype, fp = self._parse(schema, schema_type)
         with self._lock:
             vs = self._versions(subject, deleted)
             if not vs:
@@ -207,7 +226,8 @@ class RegistryStore:
             sid = rows[0][0] if rows else None
             for v, vid in vs:
                 if vid == sid:
-                    return {"subject": subject, "id": sid, "version": v, "schema": text}
+                    out = {"subject": subject, "id": sid, "version": v, "schema": text}
+                    return out if stype == "AVRO" else {**out, "schemaType": stype}
             raise RegistryHTTPError(40403, "Schema not found")
 
     def register(self, subject: str, schema: Any, schema_type: str | None = None) -> dict[str, Any]:
@@ -220,8 +240,7 @@ class RegistryStore:
                 if vid == sid:
                     return {"id": sid, "subject": subject, "version": v, "schema": text}
             if vs:
-                existing = [self.schema_by_id(vid)[0] for _, vid in vs]
-                problems = check_compatibility(text, existing, self.compatibility(subject))
+                problems = self._problems(text, stype, [vid for _, vid in vs], self.compatibility(subject))
                 if problems:
                     raise RegistryHTTPError(409, "Schema being registered is incompatible with an earlier schema "
                                                  f"for subject \"{subject}\", details: " + "; ".join(problems))
@@ -237,7 +256,7 @@ class RegistryStore:
 
     def test_compatibility(self, subject: str, schema: Any, version: str | None,
                            schema_type: str | None = None) -> list[str]:
-        text, _, _ = self._parse(schema, schema_type)
+        text, stype, _ = self._parse(schema, schema_type)
         with self._lock:
             vs = self._versions(subject)
             if not vs:
@@ -246,10 +265,9 @@ class RegistryStore:
                 raise _subject_not_found(subject)
             level = self.compatibility(subject)
             if version is None:  # against every version the level looks at
-                existing = [self.schema_by_id(vid)[0] for _, vid in vs]
-                return check_compatibility(text, existing, level)
-            one = self.version(subject, version)["schema"]
-            return check_compatibility(text, [one], level.removesuffix("_TRANSITIVE"))
+                return self._problems(text, stype, [vid for _, vid in vs], level)
+            one = self.version(subject, version)["id"]
+            return self._problems(text, stype, [one], level.removesuffix("_TRANSITIVE"))
 
     def delete_subject(self, subject: str, permanent: bool = False) -> list[int]:
         with self._lock:
@@ -344,6 +362,13 @@ class _Handler(BaseHTTPRequestHandler):
             raise RegistryHTTPError(42201, "Invalid schema: the request body must be a JSON object")
         return body
 
+    def _schema_body(self) -> dict[str, Any]:
+        """A register/lookup/compatibility body; schema references are refused (this registry has none)."""
+        b = self._body()
+        if b.get("references"):
+            raise RegistryHTTPError(42201, "Invalid schema: schema references are not supported by this registry")
+        return b
+
     def _dispatch(self, method: str) -> None:
         parts = urlsplit(self.path)
         q = parse_qs(parts.query)
@@ -390,7 +415,7 @@ class _Handler(BaseHTTPRequestHandler):
         return 200, self.store.versions(s, _flag(q, "deleted"))
 
     def h_register(self, q, s):
-        b = self._body()
+        b = self._schema_body()
         return 200, self.store.register(s, b.get("schema"), b.get("schemaType"))
 
     def h_version(self, q, s, v):
@@ -403,14 +428,14 @@ class _Handler(BaseHTTPRequestHandler):
         return 200, self.store.delete_version(s, v, _flag(q, "permanent"))
 
     def h_lookup(self, q, s):
-        b = self._body()
+        b = self._schema_body()
         return 200, self.store.lookup(s, b.get("schema"), b.get("schemaType"), _flag(q, "deleted"))
 
     def h_delete_subject(self, q, s):
         return 200, self.store.delete_subject(s, _flag(q, "permanent"))
 
     def h_types(self, q):
-        return 200, ["AVRO"]
+        return 200, list(SCHEMA_TYPES)
 
     def h_schema_by_id(self, q, id):
         schema, stype = self.store.schema_by_id(int(id))
@@ -439,7 +464,7 @@ class _Handler(BaseHTTPRequestHandler):
         return 200, {"compatibilityLevel": self.store.delete_compatibility(s)}
 
     def h_compatibility(self, q, s, v=None):
-        b = self._body()
+        b = self._schema_body()
         problems = self.store.test_compatibility(s, b.get("schema"), v, b.get("schemaType"))
         body: dict[str, Any] = {"is_compatible": not problems}
         if _flag(q, "verbose"):
@@ -489,7 +514,8 @@ def main(argv: list[str] | None = None) -> int:
     """``kconnect schema-registry [--host 127.0.0.1] [--port 8081] [--db schema-registry.db]``: serve until
     interrupted."""
     p = argparse.ArgumentParser(prog="kconnect schema-registry",
-                                description="An embedded Confluent-compatible Schema Registry (Avro, SQLite).")
+                                description="An embedded Confluent-compatible Schema Registry (Avro, JSON Schema; "
+                                            "SQLite).")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8081, help="port (default 8081; 0 = any free port)")
     p.add_argument("--db", default="schema-registry.db", help="SQLite file (default ./schema-registry.db)")

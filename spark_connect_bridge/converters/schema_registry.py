@@ -1,9 +1,9 @@
 """A client for the Confluent Schema Registry REST API (``requests``; the ``avro`` extra).
 
-Register, look up by id, latest version, compatibility checks; ids and schemas are cached (they never change
-for an id), connection errors are retried with exponential backoff over every configured URL, basic auth
-comes from ``basic.auth.user.info`` (``user:password``) or from the URL's user info. The password is never
-logged, shown in ``repr`` or put in an error message.
+Register, look up by id, latest version, compatibility checks, for Avro and JSON Schema (``schema_type``); ids
+and schemas are cached (they never change for an id), connection errors are retried with exponential backoff
+over every configured URL, basic auth comes from ``basic.auth.user.info`` (``user:password``) or from the URL's
+user info. The password is never logged, shown in ``repr`` or put in an error message.
 
 >>> client = SchemaRegistryClient("http://127.0.0.1:8081")                  # doctest: +SKIP
 >>> sid = client.register("orders-value", '{"type": "string"}')             # doctest: +SKIP
@@ -23,12 +23,34 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from ..errors import ConnectError, RetriableError
+from ..errors import ConnectError, DataError, RetriableError
 
-__all__ = ["SchemaRegistryClient", "SchemaRegistryError", "RegisteredSchema", "client_for"]
+__all__ = ["SchemaRegistryClient", "SchemaRegistryError", "RegisteredSchema", "client_for", "STRATEGIES",
+           "STRATEGY_NAMES", "strategy_of", "subject_name"]
 
 log = logging.getLogger(__name__)
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+_SUBJ = "io.confluent.kafka.serializers.subject."
+#: Confluent's subject name strategies (``key.subject.name.strategy``), short name -> our name.
+STRATEGIES = {"TopicNameStrategy": "topic", "RecordNameStrategy": "record", "TopicRecordNameStrategy": "topic_record"}
+#: Every value the strategy keys accept (Confluent's class names, and the short names).
+STRATEGY_NAMES = tuple([_SUBJ + s for s in STRATEGIES] + list(STRATEGIES))
+DEFAULT_STRATEGY = _SUBJ + "TopicNameStrategy"
+
+
+def strategy_of(name: str) -> str:
+    """``topic``, ``record`` or ``topic_record`` for a strategy key's value."""
+    return STRATEGIES[name.rsplit(".", 1)[-1]]
+
+
+def subject_name(strategy: str, topic: str | None, is_key: bool, record: str | None) -> str:
+    """Confluent's subject name strategies: ``<topic>-key``/``-value``, ``<record>``, ``<topic>-<record>``."""
+    suffix = "key" if is_key else "value"
+    if strategy == "topic":
+        return f"{topic}-{suffix}"
+    if record is None:
+        raise DataError("RecordNameStrategy and TopicRecordNameStrategy need a named (record) schema")
+    return record if strategy == "record" else f"{topic}-{record}"
 
 
 class SchemaRegistryError(ConnectError):
@@ -45,6 +67,7 @@ class RegisteredSchema:
     id: int
     version: int
     schema: str
+    schema_type: str = "AVRO"
 
 
 class _LRU(OrderedDict):
@@ -166,22 +189,29 @@ class SchemaRegistryClient:
     def _s(subject: str) -> str:
         return quote(subject, safe="")
 
-    def register(self, subject: str, schema: str, *, normalize: bool = False) -> int:
-        """Register ``schema`` under ``subject`` (idempotent) and return its id (cached)."""
-        key = ("register", subject, schema)
+    @staticmethod
+    def _body(schema: str, schema_type: str) -> dict[str, Any]:
+        # Confluent omits schemaType for Avro (its default); registries that predate other types expect that.
+        return {"schema": schema} if schema_type == "AVRO" else {"schema": schema, "schemaType": schema_type}
+
+    def register(self, subject: str, schema: str, *, normalize: bool = False, schema_type: str = "AVRO") -> int:
+        """Register ``schema`` (of ``schema_type``: ``AVRO``, ``JSON``) under ``subject`` (idempotent) and return its
+        id (cached)."""
+        key = ("register", subject, schema, schema_type)
         if key in self._ids:
             return self._ids[key]
         out = self.request("POST", f"/subjects/{self._s(subject)}/versions" + ("?normalize=true" if normalize else ""),
-                           {"schema": schema})
+                           self._body(schema, schema_type))
         sid = int(out["id"])
         self._ids.put(key, sid)
         self._by_id.put(sid, schema)
         return sid
 
-    def lookup(self, subject: str, schema: str) -> RegisteredSchema:
+    def lookup(self, subject: str, schema: str, *, schema_type: str = "AVRO") -> RegisteredSchema:
         """The id and version of ``schema`` under ``subject`` without registering it."""
-        out = self.request("POST", f"/subjects/{self._s(subject)}", {"schema": schema})
-        return RegisteredSchema(out.get("subject", subject), int(out["id"]), int(out["version"]), out["schema"])
+        out = self.request("POST", f"/subjects/{self._s(subject)}", self._body(schema, schema_type))
+        return RegisteredSchema(out.get("subject", subject), int(out["id"]), int(out["version"]), out["schema"],
+                                out.get("schemaType", "AVRO"))
 
     def get_schema(self, schema_id: int) -> str:
         """The schema text of an id (cached)."""
@@ -191,10 +221,15 @@ class SchemaRegistryClient:
         self._by_id.put(schema_id, out["schema"])
         return out["schema"]
 
+    def get_schema_type(self, schema_id: int) -> str:
+        """The type of an id's schema (``AVRO``, ``JSON``, ``PROTOBUF``); not cached (plan time only)."""
+        return str(self.request("GET", f"/schemas/ids/{int(schema_id)}").get("schemaType", "AVRO"))
+
     def get_version(self, subject: str, version: int | str = "latest") -> RegisteredSchema:
         out = self.request("GET", f"/subjects/{self._s(subject)}/versions/{version}")
         self._by_id.put(int(out["id"]), out["schema"])
-        return RegisteredSchema(out["subject"], int(out["id"]), int(out["version"]), out["schema"])
+        return RegisteredSchema(out["subject"], int(out["id"]), int(out["version"]), out["schema"],
+                                out.get("schemaType", "AVRO"))
 
     def get_latest(self, subject: str) -> RegisteredSchema:
         return self.get_version(subject, "latest")
@@ -205,9 +240,10 @@ class SchemaRegistryClient:
     def get_subjects(self) -> list[str]:
         return list(self.request("GET", "/subjects"))
 
-    def test_compatibility(self, subject: str, schema: str, version: int | str = "latest") -> bool:
+    def test_compatibility(self, subject: str, schema: str, version: int | str = "latest", *,
+                           schema_type: str = "AVRO") -> bool:
         out = self.request("POST", f"/compatibility/subjects/{self._s(subject)}/versions/{version}",
-                           {"schema": schema})
+                           self._body(schema, schema_type))
         return bool(out["is_compatible"])
 
     def get_compatibility(self, subject: str | None = None) -> str:

@@ -253,9 +253,10 @@ class _TopicFilter:
         col = batch.column(batch.schema.get_field_index("topic"))
         mask = pc.fill_null(pc.is_in(col, value_set=pa.array(self.topics, type=col.type)) if self.topics else
                             pc.match_substring_regex(col, pattern=f"^(?:{self.regex})$"), False)
-        if pc.sum(mask).as_py() != batch.num_rows:
-            for item in pc.value_counts(pc.filter(col, pc.invert(mask))).to_pylist():
-                self.unmatched[item["values"]] = self.unmatched.get(item["values"], 0) + item["counts"]
+        if pc.all(mask).as_py():
+            return batch  # the usual case (a sink reading its own topics): no copy of the batch
+        for item in pc.value_counts(pc.filter(col, pc.invert(mask))).to_pylist():
+            self.unmatched[item["values"]] = self.unmatched.get(item["values"], 0) + item["counts"]
         return batch.filter(mask)
 
 

@@ -290,3 +290,13 @@ def test_a_primitive_value_followed_by_text_is_read_as_kafka_does(spark, records
     cfg = {"value.converter": JSON, "value.converter.schemas.enable": "false"}
     rows = apply_sink_converters(df, cfg, value_schema="bigint").collect()
     assert [r.value for r in rows[:2]] == [42, 42] and rows[2][ERROR_COL] is not None
+
+
+def test_schemaless_struct_reads_json_null_as_a_null_value_and_other_json_types_as_record_errors(spark, records):
+    df = enable_error_column(records([(None, b"null"), (None, b" null\n"), (None, b"[1]"), (None, b'"s"'),
+                                      (None, b"12"), (None, b'{"id": 3}')]))
+    cfg = {"value.converter": JSON, "value.converter.schemas.enable": "false"}
+    rows = apply_sink_converters(df, cfg, value_schema="id BIGINT").collect()
+    assert [(r.value, r[ERROR_COL] is None) for r in rows[:2]] == [(None, True), (None, True)]
+    assert all(r.value is None and "invalid JSON" in r[ERROR_COL].message for r in rows[2:5])
+    assert tuple(rows[5].value) == (3,) and rows[5][ERROR_COL] is None

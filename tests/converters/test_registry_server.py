@@ -1,4 +1,5 @@
-"""The embedded Schema Registry: Confluent REST behaviour, compatibility rules, persistence; the client."""
+"""The embedded Schema Registry: Confluent REST behaviour, compatibility rules (Avro and JSON Schema),
+persistence; the client."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 import requests
 
 from spark_connect_bridge.converters.avro_compat import can_read, check_compatibility
+from spark_connect_bridge.converters.json_schema_compat import can_read as json_can_read
 from spark_connect_bridge.converters.registry_server import serve
 from spark_connect_bridge.converters.schema_registry import SchemaRegistryClient, SchemaRegistryError
 from spark_connect_bridge.errors import RetriableError
@@ -50,7 +52,7 @@ def test_register_lookup_and_versions(server):
     assert call(server, "GET", "/schemas/ids/1/versions")[1] == [{"subject": "other-value", "version": 1},
                                                                   {"subject": "t-value", "version": 1}]
     assert call(server, "GET", "/subjects/t-value/versions/1/schema")[1] == json.loads(rec(A))
-    assert call(server, "GET", "/schemas/types")[1] == ["AVRO"]
+    assert call(server, "GET", "/schemas/types")[1] == ["AVRO", "JSON"]
 
 
 @pytest.mark.parametrize("method,path,body,status,code", [
@@ -199,3 +201,101 @@ def test_client_retries_then_reports_an_unreachable_registry():
     with pytest.raises(RetriableError, match="unreachable") as e:
         c.get_schema(1)
     assert "pw" not in str(e.value).replace("http://127.0.0.1:9", "")
+
+
+# -- JSON Schema (schemaType JSON) ----------------------------------------------------------------------
+
+def obj(closed=False, required=(), **props):
+    out = {"type": "object", "properties": props}
+    if closed:
+        out["additionalProperties"] = False
+    if required:
+        out["required"] = list(required)
+    return json.dumps(out)
+
+
+INT, STR = {"type": "integer"}, {"type": "string"}
+
+
+def test_json_schemas_register_and_answer_with_their_type(server):
+    body = {"schema": obj(id=INT), "schemaType": "JSON"}
+    st, out, _ = call(server, "POST", "/subjects/j-value/versions", body)
+    assert st == 200 and out["id"] == 1
+    assert call(server, "POST", "/subjects/j-value/versions", body)[1]["id"] == 1  # idempotent
+    assert call(server, "GET", "/schemas/ids/1")[1] == {"schema": obj(id=INT).replace(" ", ""), "schemaType": "JSON"}
+    latest = call(server, "GET", "/subjects/j-value/versions/latest")[1]
+    assert (latest["schemaType"], json.loads(latest["schema"])) == ("JSON", json.loads(obj(id=INT)))
+    assert call(server, "POST", "/subjects/j-value", body)[1]["schemaType"] == "JSON"
+    # The same text as Avro is another schema: a JSON Schema and an Avro schema never share an id.
+    avro = call(server, "POST", "/subjects/a-value/versions", {"schema": '{"type": "string"}'})[1]
+    as_json = call(server, "POST", "/subjects/b-value/versions", {"schema": '{"type": "string"}', "schemaType": "JSON"})
+    assert avro["id"] != as_json[1]["id"]
+    client = SchemaRegistryClient(server.url)
+    assert client.get_schema_type(as_json[1]["id"]) == "JSON" and client.get_schema_type(avro["id"]) == "AVRO"
+    assert client.register("j-value", obj(id=INT), schema_type="JSON") == 1
+    assert client.lookup("j-value", obj(id=INT), schema_type="JSON").schema_type == "JSON"
+
+
+@pytest.mark.parametrize("body,code", [
+    ({"schema": "{not json", "schemaType": "JSON"}, 42201),
+    ({"schema": '{"type": "decimal"}', "schemaType": "JSON"}, 42201),
+    ({"schema": '{"properties": []}', "schemaType": "JSON"}, 42201),
+    ({"schema": '{"$ref": "other.json"}', "schemaType": "JSON"}, 42201),
+    ({"schema": '{"$ref": "#/definitions/X"}', "schemaType": "JSON"}, 42201),
+    ({"schema": 'syntax = "proto3";', "schemaType": "PROTOBUF"}, 42201),
+    ({"schema": obj(id=INT), "schemaType": "JSON", "references": [{"name": "x", "subject": "y", "version": 1}]},
+     42201),
+], ids=["not JSON", "unknown type", "properties not an object", "remote ref", "dangling ref", "protobuf",
+        "references"])
+def test_invalid_json_schemas_are_refused(server, body, code):
+    st, out, _ = call(server, "POST", "/subjects/bad-value/versions", body)
+    assert (st, out["error_code"]) == (422, code) and out["message"]
+
+
+def test_json_schema_compatibility_follows_the_content_model(server):
+    def register(subject, schema):
+        return call(server, "POST", f"/subjects/{subject}/versions", {"schema": schema, "schemaType": "JSON"})
+
+    assert register("open", obj(id=INT))[0] == 200
+    refused = register("open", obj(id=INT, note=STR))  # BACKWARD: old data may hold "note" with any type
+    assert refused[0] == 409 and "PROPERTY_ADDED_TO_OPEN_CONTENT_MODEL" in refused[1]["message"]
+    assert register("closed", obj(True, id=INT))[0] == 200
+    assert register("closed", obj(True, id=INT, note=STR))[0] == 200
+    required = register("closed", obj(True, ("extra",), id=INT, note=STR, extra=INT))
+    assert required[0] == 409 and "REQUIRED_ATTRIBUTE_ADDED" in required[1]["message"]
+    assert register("closed", '{"type": "string"}')[0] == 409
+    call(server, "POST", "/subjects/mixed/versions", {"schema": '"string"'})
+    mixed = register("mixed", '{"type": "string"}')
+    assert mixed[0] == 409 and "latest schema is AVRO" in mixed[1]["message"]
+    check = call(server, "POST", "/compatibility/subjects/open/versions/latest?verbose=true",
+                 {"schema": obj(id={"type": "number"}), "schemaType": "JSON"})[1]
+    assert check["is_compatible"] is True  # integer data reads as number
+
+
+JSON_RULES = [
+    ("integer read as number", '{"type": "number"}', '{"type": "integer"}', True),
+    ("number read as integer", '{"type": "integer"}', '{"type": "number"}', False),
+    ("value into nullable", '{"type": ["string", "null"]}', '{"type": "string"}', True),
+    ("nullable into value", '{"type": "string"}', '{"oneOf": [{"type": "null"}, {"type": "string"}]}', False),
+    ("any reads everything", "{}", '{"type": "string"}', True),
+    ("typed reader of any", '{"type": "string"}', "{}", False),
+    ("property removed from open reader", obj(id=INT), obj(id=INT, note=STR), True),
+    ("property removed from closed reader", obj(True, id=INT), obj(True, id=INT, note=STR), False),
+    ("property added to closed writer", obj(True, id=INT, note=STR), obj(True, id=INT), True),
+    ("property added to open writer", obj(id=INT, note=STR), obj(id=INT), False),
+    ("requirement added", obj(True, ("id",), id=INT), obj(True, id=INT), False),
+    ("requirement dropped", obj(True, id=INT), obj(True, ("id",), id=INT), True),
+    ("nested property type changed", obj(a=json.loads(obj(x=STR))), obj(a=json.loads(obj(x=INT))), False),
+    ("array items widened", '{"type": "array", "items": {"type": "number"}}',
+     '{"type": "array", "items": {"type": "integer"}}', True),
+    ("enum extended", '{"enum": ["A", "B", "C"]}', '{"enum": ["A", "B"]}', True),
+    ("enum narrowed", '{"enum": ["A"]}', '{"enum": ["A", "B"]}', False),
+    ("local refs followed", '{"definitions": {"N": {"type": "number"}}, "$ref": "#/definitions/N"}',
+     '{"type": "integer"}', True),
+]
+
+
+@pytest.mark.parametrize("name,reader,writer,ok", JSON_RULES, ids=[r[0] for r in JSON_RULES])
+def test_json_schema_reading_rules(name, reader, writer, ok):
+    problems = json_can_read(reader, writer)
+    assert (problems == []) == ok, problems
