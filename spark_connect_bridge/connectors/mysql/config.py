@@ -5,8 +5,9 @@ Debezium's keys run unchanged. Keys that only steer Debezium's Kafka plumbing (`
 ``database.history.*``) are accepted and documented as such: the binlog's own table maps are the schema history
 here (see :mod:`.binlog`).
 
->>> settings = Settings.of(connector.config, flavor="mariadb")                   # doctest: +SKIP
->>> settings.snapshot_mode
+>>> config = CONFIG_DEF.parse({"database.hostname": "db", "database.user": "debezium", "topic.prefix": "shop",
+...                            "database.server.id": "184054"})
+>>> Settings.of(config, name="inventory", flavor="mariadb").snapshot_mode
 'initial'
 """
 
