@@ -27,7 +27,8 @@ from ..errors import ConfigError, ConfigProblem
 from .validators import Validator
 
 __all__ = [
-    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "attribute_name", "NO_DEFAULT", "HIDDEN", "mask_secrets",
+    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "attribute_name", "NO_DEFAULT", "HIDDEN",
+    "mask_secrets",
 ]
 
 HIDDEN = "[hidden]"

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["Validator", "Range", "Choice", "ValidString", "ValidList", "NonEmptyString", "Regex", "CaseInsensitiveValidString",
-           "Lambda", "all_of"]
+__all__ = ["Validator", "Range", "Choice", "ValidString", "ValidList", "NonEmptyString", "Regex",
+           "CaseInsensitiveValidString", "Lambda", "all_of"]
 
 
 class Validator(Protocol):
@@ -49,10 +49,16 @@ class Range:
         return f"[{self.lo},...,{self.hi}]"
 
 
-class Choice(enum.StrEnum):
+class Choice(str, enum.Enum):
     """The parsed value of a key with a fixed set of values: an enum member that is also its declared string
     (``policy == "all"`` holds, ``f"{policy}"`` is ``all``). Each :class:`ValidString` makes its own subclass.
     Pickled as the plain string (the subclass is made at run time, so an executor could not import it)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return str, (self.value,)
@@ -66,7 +72,7 @@ def _choice_enum(allowed: Sequence[str]) -> type[Choice]:
         while name in members:
             name += "_"
         members[name] = value
-    return Choice("Choice", members)  # type: ignore[return-value]
+    return Choice("Choice", members)  # type: ignore[call-overload]  # the functional API, made per validator
 
 
 class ValidString:
