@@ -405,8 +405,9 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         out, source_policy, tolerant = _sink_side(df, p)
         out = observe_batches(out, p)
     if not tolerant:
+        app = {"kconnect.app.id": checkpoint_app_id(checkpoint)}  # made here, on the driver
         return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
-                            direct=lambda w: w.format("kconnect").options(**opts))
+                            direct=lambda w: w.format("kconnect").options(**opts, **app))
 
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
 

@@ -130,8 +130,8 @@ class ConnectService:
 
     def _tasks_max(self, rt: ConnectorRuntime) -> int:
         try:
-            return max(1, int(rt.state.config.get("tasks.max", "1")))
-        except ValueError:
+            return max(1, self.worker.checked(rt).prepared.settings.tasks_max)
+        except ConfigError:  # a config that no longer checks (its status says why): one task
             return 1
 
     # -- configs ------------------------------------------------------------------------------------

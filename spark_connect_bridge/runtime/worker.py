@@ -30,7 +30,7 @@ from typing import Any
 from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, KafkaSinkPlan, KafkaSourcePlan, sink_stream, source_stream
-from ..connectors.base import stable_app_id
+from ..connectors.base import checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
@@ -84,8 +84,8 @@ class ConnectorRuntime:
     #: A driver-side source connector whose read-only ``lag(offset)`` measures the backlog (never asked for
     #: its initial offsets: see :meth:`Worker._lag`).
     lag_source: Any = None
-    #: a sink's checked config while it waits for a topic it reads (checked once, when it started waiting)
-    waiting: CheckedConfig | None = None
+    #: the config checked as this worker runs it, with the config mapping it was made from (see Worker.checked)
+    checked_config: tuple[dict[str, str], CheckedConfig] | None = None
     end_offset: Any = None  # the end offset of the query's last batch (JSON text, as Spark reports it)
     last_lag_check: float = 0.0
     #: The end offset the lag was last measured at: a new batch end is measured at once, not up to 2 s later.
@@ -158,7 +158,7 @@ class Worker:
 
     def app_id(self, state: ConnectorState) -> str:
         """The Delta app id the topic store's sink uses for this connector's checkpoint (see datasource)."""
-        return "ckpt-" + stable_app_id(self.checkpoint(state).rstrip("/"))
+        return checkpoint_app_id(self.checkpoint(state))
 
     # -- the herder thread --------------------------------------------------------------------------
     def start(self) -> None:
@@ -292,11 +292,10 @@ class Worker:
         rt.metrics = Metrics(records_in_total=old.records_in_total, records_out_total=old.records_out_total,
                              batches=old.batches, dead_lettered=old.dead_lettered)
         rt.end_offset = None
-        rt.waiting = None
         checkpoint = self.checkpoint(rt.state)
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         try:
-            checked = check_config(rt.state.config, self.config, kind=rt.kind)  # the one parse of this start
+            checked = self.checked(rt)
             if rt.kind == "source":
                 rt.lag_source = self._driver_source(checked.prepared.connector)
                 if isinstance(checked.kafka, KafkaSourcePlan) and self.bus is not None:
@@ -315,7 +314,6 @@ class Worker:
                                     "now: %s", rt.name, "topics" if topics else "topics.regex",
                                     ",".join(topics) or regex, ", ".join(self.store.topics()) or "none")
                     rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
-                    rt.waiting = checked
                     return
                 if isinstance(checked.kafka, KafkaSinkPlan) and self.bus is not None:
                     rt.query = sink_stream(self.spark, checked.kafka, bus=self.bus, checkpoint=checkpoint,
@@ -336,6 +334,13 @@ class Worker:
         rt.phase, rt.restarting = "RUNNING", False
         rt.last_progress_at = _now()
         log.info("Connector %s started (query %s, checkpoint %s)", rt.name, rt.query.id, checkpoint)
+
+    def checked(self, rt: ConnectorRuntime) -> CheckedConfig:
+        """The connector's config checked as this worker runs it (:func:`~.validate.check_config`): once per
+        config, then kept with the runtime until the config changes. Raises ConfigError."""
+        if rt.checked_config is None or rt.checked_config[0] is not rt.state.config:
+            rt.checked_config = (rt.state.config, check_config(rt.state.config, self.config, kind=rt.kind))
+        return rt.checked_config[1]
 
     def _query_name(self, rt: ConnectorRuntime) -> str:
         # Query names are unique per session: a test run or notebook may run several workers.
@@ -366,7 +371,7 @@ class Worker:
         self._restore_cancellation_logs()
         for rt in list(self.runtimes.values()):
             if rt.state.target_state == "STARTED" and rt.query is None and rt.metrics.waiting_for_topics:
-                waiting = rt.waiting
+                waiting = rt.checked_config[1] if rt.checked_config is not None else None
                 if waiting is None or self._has_topics(waiting.topics, waiting.topics_regex):
                     self._start_query(rt)
                 continue
@@ -442,7 +447,8 @@ class Worker:
             return None
 
     def _dead_lettered(self, rt: ConnectorRuntime) -> int | None:
-        topic = rt.state.config.get("errors.deadletterqueue.topic.name", "").strip()
+        checked = rt.checked_config[1] if rt.checked_config is not None else None
+        topic = checked.prepared.policy.dlq_topic if checked is not None else None
         if not topic:
             return None
         if self.store.format != "delta" or self.bus is not None:
