@@ -9,7 +9,7 @@ docs, ``kconnect plugins describe`` and the REST validate endpoint are generated
 ...       .define("file", Type.STRING, doc="Source file.")
 ...       .define("batch.size", Type.INT, 2000, Range.at_least(1), doc="Lines per poll."))
 >>> cfg = cd.parse({"file": "/tmp/in.txt"})
->>> cfg["batch.size"]
+>>> cfg.batch_size
 2000
 """
 
@@ -397,7 +397,7 @@ class Config(Mapping[str, Any]):
     Values have their declared type (``int``, ``bool``, ``float``, ``str``; a tuple for a list; a
     :class:`~spark_connect_bridge.config.validators.Choice` enum member for a key with fixed values; a
     :class:`Password` for a secret). Read them as attributes named after the key (``config.batch_size`` for
-    ``batch.size``, see :func:`attribute_name`) or by key (``config["batch.size"]``, as Kafka's
+    ``batch.size``, see :func:`attribute_name`) or by key (``config.batch_size``, as Kafka's
     ``AbstractConfig`` getters); ``repr`` and :meth:`masked` never show passwords.
 
     >>> from spark_connect_bridge.config import ConfigDef, Type, ValidString

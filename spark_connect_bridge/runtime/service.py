@@ -352,7 +352,7 @@ class ConnectService:
     # -- topics -------------------------------------------------------------------------------------
     def topics(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}/topics``: topics the connector wrote (source) or read (sink)."""
-        if not self.config["topic.tracking.enable"]:
+        if not self.config.topic_tracking_enable:
             raise ForbiddenError("Topic tracking is disabled.")
         rt = self._runtime(name)
         return {name: {"topics": self._active_topics(rt)}}
@@ -379,7 +379,7 @@ class ConnectService:
 
     def reset_topics(self, name: str) -> None:
         """``PUT /connectors/{name}/topics/reset``: forget the active topics seen so far."""
-        if not self.config["topic.tracking.enable"] or not self.config["topic.tracking.allow.reset"]:
+        if not self.config.topic_tracking_enable or not self.config.topic_tracking_allow_reset:
             raise ForbiddenError("Topic tracking reset is disabled.")
         with self._lock:
             rt = self._runtime(name)

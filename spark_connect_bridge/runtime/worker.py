@@ -117,7 +117,7 @@ class Worker:
         self._spark = spark
         self._owns_spark = spark is None
         self._registered = False
-        self.store = TopicStore(config.topics_dir, format=config["topic.store.format"])
+        self.store = TopicStore(config.topics_dir, format=config.topic_store_format)
         #: Kafka as the bus (worker bootstrap.servers): sources produce to it, sinks consume it.
         self.bus = KafkaBus(config.bootstrap_servers, tuple(sorted(config.kafka_client.items()))) \
             if config.bootstrap_servers else None
@@ -184,7 +184,7 @@ class Worker:
             log.exception("Cannot start the worker's SparkSession")
             return
         self.started.set()
-        interval = int(self.config["status.interval.ms"]) / 1000
+        interval = int(self.config.status_interval_ms) / 1000
         while not self._stopping.is_set():
             try:
                 item = self._tasks.get(timeout=interval)
@@ -422,7 +422,7 @@ class Worker:
             if end is not None:
                 rt.end_offset = end
         idle = _now() - rt.last_progress_at
-        if idle > max(5.0, 3 * int(self.config["trigger.interval.ms"]) / 1000):
+        if idle > max(5.0, 3 * int(self.config.trigger_interval_ms) / 1000):
             m.records_in_per_sec = m.records_out_per_sec = 0.0
         if _now() - rt.last_lag_check >= 2.0 or rt.end_offset != rt.lag_checked_end:
             rt.last_lag_check, rt.lag_checked_end = _now(), rt.end_offset
