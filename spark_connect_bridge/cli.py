@@ -24,6 +24,7 @@ from .converters.registry_server import main as registry_main
 from .core import plugins
 from .docs import plugin_markdown
 from .engine.pipeline import check_routes, read_stream, unmatched_records, write_stream, write_topic_store
+from .engine.queries import stop_query
 from .engine.topic_store import TopicStore
 from .errors import ConfigError, ConnectError
 from .rest.client import Client
@@ -62,7 +63,7 @@ def _print_progress(query: Any, seen: int, started: float) -> int:
     return len(progress)
 
 
-def _await(queries: list[Any], once: bool) -> int:
+def _await(queries: list[Any], graceful_timeout_s: float) -> int:
     started, seen, total = time.monotonic(), [0] * len(queries), 0
     try:
         while any(q.isActive for q in queries):
@@ -70,9 +71,14 @@ def _await(queries: list[Any], once: bool) -> int:
                 seen[i] = _print_progress(q, seen[i], started)
             time.sleep(0.5)
     except KeyboardInterrupt:
-        print("stopping ...", flush=True)
-        for q in queries:
-            q.stop()
+        print(f"stopping ... (the batches in flight finish first, for at most {graceful_timeout_s:g} s; "
+              "Ctrl-C again stops now)", flush=True)
+        try:
+            for q in queries:
+                stop_query(q, graceful_timeout_s)
+        except KeyboardInterrupt:
+            for q in queries:
+                q.stop()
     for i, q in enumerate(queries):
         seen[i] = _print_progress(q, seen[i], started)
         total += sum(p.get("numInputRows", 0) for p in q.recentProgress)
@@ -100,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         where = f"the topic store {out}"
     print(f"kconnect {__version__}: {args.source} -> {where} ({'until caught up' if args.once else 'until stopped'})",
           flush=True)
-    total = _await(queries, args.once)
+    total = _await(queries, args.graceful_timeout)
     elapsed = time.monotonic() - started
     print(f"done: {total:,} records in {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s overall)")
     for s, q in zip(args.sink, queries if args.sink else []):
@@ -217,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="checkpoint root: one checkpoint per query (default: %(default)s)")
     run.add_argument("--once", action="store_true", help="process what is available now, then exit")
     run.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval when not --once")
+    run.add_argument("--graceful-timeout", type=float, default=30.0, metavar="SECONDS",
+                     help="on Ctrl-C, how long the batches in flight may take to finish and commit before they are "
+                          "cancelled (default: %(default)s; a cancelled batch is read again by the next run)")
     run.add_argument("--master", default=os.environ.get("KCONNECT_SPARK_MASTER", "local[2]"))
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark config")
     run.set_defaults(func=cmd_run)

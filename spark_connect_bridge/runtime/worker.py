@@ -34,6 +34,7 @@ from ..connectors.base import checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
+from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
@@ -184,7 +185,7 @@ class Worker:
             log.exception("Cannot start the worker's SparkSession")
             return
         self.started.set()
-        interval = int(self.config.status_interval_ms) / 1000
+        interval = self.config.status_interval_ms / 1000
         while not self._stopping.is_set():
             try:
                 item = self._tasks.get(timeout=interval)
@@ -245,7 +246,7 @@ class Worker:
             q, rt.query = rt.query, None
             self._quiet_cancellation()
             try:
-                q.stop()
+                stop_query(q, self.config.task_shutdown_graceful_timeout_ms / 1000)
                 release_group(q)  # a sink on the Kafka bus: its group matches the checkpoint, then is left alone
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
@@ -422,7 +423,7 @@ class Worker:
             if end is not None:
                 rt.end_offset = end
         idle = _now() - rt.last_progress_at
-        if idle > max(5.0, 3 * int(self.config.trigger_interval_ms) / 1000):
+        if idle > max(5.0, 3 * self.config.trigger_interval_ms / 1000):
             m.records_in_per_sec = m.records_out_per_sec = 0.0
         if _now() - rt.last_lag_check >= 2.0 or rt.end_offset != rt.lag_checked_end:
             rt.last_lag_check, rt.lag_checked_end = _now(), rt.end_offset

@@ -43,7 +43,7 @@ _CONVERTER_PREFIXES = ("key.converter.", "value.converter.", "header.converter."
 # Kafka worker keys that configure Kafka clients or the Kafka-based stores: accepted (so a Kafka
 # worker.properties loads unchanged) and logged as having no effect.
 KAFKA_ONLY_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms",
-                   "task.shutdown.graceful.timeout.ms", "plugin.discovery", "rest.advertised.host.name",
+                   "plugin.discovery", "rest.advertised.host.name",
                    "rest.advertised.port", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
                    "connector.client.config.override.policy", "group.id",
                    "config.storage.topic", "offset.storage.topic", "status.storage.topic",
@@ -119,6 +119,10 @@ WORKER_CONFIG = (
     .define("trigger.interval.ms", Type.LONG, 1000, Range.at_least(0), Importance.MEDIUM, group="Spark",
             doc="Micro-batch interval of every connector query (processingTime trigger); each batch commits "
                 "its offsets, so this is also the offset flush interval.")
+    .define("task.shutdown.graceful.timeout.ms", Type.LONG, 5000, Range.at_least(0), Importance.LOW, group="Spark",
+            doc="When a connector is paused, stopped, restarted or deleted, or the worker stops: how long its "
+                "batch in flight may take to finish and commit before it is cancelled (a cancelled batch is "
+                "read again from the checkpoint on the next start).")
     .define("status.interval.ms", Type.LONG, 500, Range.at_least(50), Importance.LOW, group="Spark",
             doc="How often the worker polls its queries for state changes and metrics.")
     .define("spark.master", Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",
