@@ -23,11 +23,14 @@ from .config import load_config_file
 from .converters.registry_server import main as registry_main
 from .core import plugins
 from .docs import plugin_markdown
-from .engine.pipeline import check_routes, prepare, read_stream, unmatched_records, write_stream, write_topic_store
+from .engine.pipeline import check_routes, read_stream, unmatched_records, write_stream, write_topic_store
+from .engine.queries import stop_query
 from .engine.topic_store import TopicStore
 from .errors import ConfigError, ConnectError
 from .rest.client import Client
 from .runtime.standalone import run
+from .runtime.validate import check_config
+from .runtime.worker_config import load_worker_config
 from .version import __version__
 
 __all__ = ["main"]
@@ -60,7 +63,7 @@ def _print_progress(query: Any, seen: int, started: float) -> int:
     return len(progress)
 
 
-def _await(queries: list[Any], once: bool) -> int:
+def _await(queries: list[Any], graceful_timeout_s: float) -> int:
     started, seen, total = time.monotonic(), [0] * len(queries), 0
     try:
         while any(q.isActive for q in queries):
@@ -68,9 +71,14 @@ def _await(queries: list[Any], once: bool) -> int:
                 seen[i] = _print_progress(q, seen[i], started)
             time.sleep(0.5)
     except KeyboardInterrupt:
-        print("stopping ...", flush=True)
-        for q in queries:
-            q.stop()
+        print(f"stopping ... (the batches in flight finish first, for at most {graceful_timeout_s:g} s; "
+              "Ctrl-C again stops now)", flush=True)
+        try:
+            for q in queries:
+                stop_query(q, graceful_timeout_s)
+        except KeyboardInterrupt:
+            for q in queries:
+                q.stop()
     for i, q in enumerate(queries):
         seen[i] = _print_progress(q, seen[i], started)
         total += sum(p.get("numInputRows", 0) for p in q.recentProgress)
@@ -80,18 +88,17 @@ def _await(queries: list[Any], once: bool) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    prepare(args.source, kind="source")  # every config problem before Spark starts
-    for s in args.sink:
-        prepare(s, kind="sink")
+    source = check_config(load_config_file(args.source), kind="source").prepared  # every problem before Spark
+    sinks = [check_config(load_config_file(s), kind="sink").prepared for s in args.sink]
     spark = _spark(args.master, "kconnect-run", args.conf)
-    check_routes(spark, args.source, args.sink)  # a sink that can take none of the source's topics
+    check_routes(spark, source, sinks)  # a sink that can take none of the source's topics
     started = time.monotonic()
-    df = read_stream(spark, args.source)
+    df = read_stream(spark, source)
     trigger = {"availableNow": True} if args.once else {"processingTime": args.trigger_interval}
     ckpt_root = os.path.abspath(args.checkpoint_dir)
     if args.sink:
-        queries = [write_stream(df, s, checkpoint=os.path.join(ckpt_root, os.path.basename(s)), trigger=trigger)
-                   for s in args.sink]
+        queries = [write_stream(df, sink, checkpoint=os.path.join(ckpt_root, os.path.basename(s)), trigger=trigger)
+                   for s, sink in zip(args.sink, sinks)]
         where = ", ".join(args.sink)
     else:
         out = os.path.abspath(args.topics_dir)
@@ -99,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         where = f"the topic store {out}"
     print(f"kconnect {__version__}: {args.source} -> {where} ({'until caught up' if args.once else 'until stopped'})",
           flush=True)
-    total = _await(queries, args.once)
+    total = _await(queries, args.graceful_timeout)
     elapsed = time.monotonic() - started
     print(f"done: {total:,} records in {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s overall)")
     for s, q in zip(args.sink, queries if args.sink else []):
@@ -133,10 +140,11 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         print(plugin_markdown(args.name))
         return 0
     if args.action == "validate":
-        props = load_config_file(args.config)
-        cls = plugins.resolve_class("connector", props.get("connector.class", ""))
-        prepare(props, kind=cls.plugin_type)
-        print(f"{args.config}: valid {cls.plugin_type} connector config ({cls.__name__})")
+        worker = load_worker_config(args.worker_config) if args.worker_config else None
+        checked = check_config(load_config_file(args.config), worker)
+        how = f"as the worker of {args.worker_config} runs it" if worker else "as kconnect run runs it"
+        print(f"{args.config}: valid {checked.kind} connector config ({checked.prepared.connector_class.__name__}), "
+              f"{how}")
         return 0
     raise AssertionError(args.action)
 
@@ -215,6 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="checkpoint root: one checkpoint per query (default: %(default)s)")
     run.add_argument("--once", action="store_true", help="process what is available now, then exit")
     run.add_argument("--trigger-interval", default="2 seconds", help="micro-batch interval when not --once")
+    run.add_argument("--graceful-timeout", type=float, default=30.0, metavar="SECONDS",
+                     help="on Ctrl-C, how long the batches in flight may take to finish and commit before they are "
+                          "cancelled (default: %(default)s; a cancelled batch is read again by the next run)")
     run.add_argument("--master", default=os.environ.get("KCONNECT_SPARK_MASTER", "local[2]"))
     run.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark config")
     run.set_defaults(func=cmd_run)
@@ -228,6 +239,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("name")
     v = pl_sub.add_parser("validate", help="validate a connector config file (connector, transforms, converters)")
     v.add_argument("config")
+    v.add_argument("--worker-config", metavar="WORKER_PROPERTIES",
+                   help="check the config as the worker of this config file runs it (its converter defaults, "
+                        "topic store or Kafka bus); without it, as kconnect run and the one-call API run it")
     pl.set_defaults(func=cmd_plugins)
 
     sa = sub.add_parser("standalone", help="run a worker with the REST API and the given connectors "

@@ -168,7 +168,8 @@ def test_readme_plugin_commands_run(user_dir):
     assert described.startswith("### org.apache.kafka.connect.file.FileStreamSourceConnector (source)\n")
     assert "| `file` | string | *required* |" in described and "| `topic` | string | *required* |" in described
     assert _kconnect(commands[2], user_dir).strip() == \
-        "conf/file-source.properties: valid source connector config (FileStreamSourceConnector)"
+        "conf/file-source.properties: valid source connector config (FileStreamSourceConnector), as kconnect run " \
+        "runs it"
 
 
 @pytest.mark.slow

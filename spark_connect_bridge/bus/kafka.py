@@ -39,14 +39,22 @@ from ..config import load_config_file
 from ..connectors.base import checkpoint_app_id
 from ..core.records import HEADERS, HEADERS_TYPE, RECORD_COLUMNS
 from ..engine.dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
-from ..engine.pipeline import BatchRouter, observe_batches, prepare, read_stream, start_routed, write_stream
+from ..engine.pipeline import (
+    BatchRouter,
+    PreparedConfig,
+    observe_batches,
+    prepare,
+    read_stream,
+    start_routed,
+    write_stream,
+)
 from ..engine.queries import start_query
 from ..errors import ConfigError, ConfigProblem
 from .admin import TopicCreation, ensure_topics
 from .groups import track_group
 
-__all__ = ["KafkaBus", "ConsumerSettings", "read_topics", "sink_stream", "source_stream", "write_kafka",
-           "producer_overrides"]
+__all__ = ["KafkaBus", "ConsumerSettings", "KafkaSinkPlan", "KafkaSourcePlan", "plan_sink", "plan_source",
+           "read_topics", "sink_stream", "source_stream", "write_kafka", "producer_overrides"]
 
 # Kafka consumer settings that Spark's Kafka source hands to its consumers (as kafka.<key>).
 _CONSUMER_PASSED = frozenset({
@@ -198,10 +206,22 @@ def read_topics(spark: Any, bus: KafkaBus | str, *, topics: Sequence[str] = (), 
     return reader.load().select(*[headers if c == HEADERS else F.col(c) for c in RECORD_COLUMNS])
 
 
-def sink_stream(spark: Any, config: Mapping[str, Any] | str, *, bus: KafkaBus | str, checkpoint: str,
-                trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
-    """Start a query that runs a sink connector config over the Kafka topics it names (``topics`` /
-    ``topics.regex``); its positions are committed to the consumer group ``connect-<name>`` after each batch."""
+@dataclass(frozen=True)
+class KafkaSinkPlan:
+    """A sink connector config checked for Kafka topics: its stages and connector, what Spark's Kafka source is
+    given, and the topics it reads. Made once by :func:`plan_sink`, then run by :func:`sink_stream`."""
+
+    prepared: PreparedConfig
+    consumer: ConsumerSettings
+    topics: tuple[str, ...]
+    topics_regex: str
+    max_records_per_trigger: int | None
+    dlq_replication_factor: int
+
+
+def plan_sink(config: Mapping[str, Any] | str, bus: KafkaBus | str) -> KafkaSinkPlan:
+    """Check a sink connector config as :func:`sink_stream` runs it over Kafka topics; raise one
+    :class:`~spark_connect_bridge.errors.ConfigError` with every problem."""
     bus = KafkaBus.of(bus)
     props = _as_mapping(config)
     problems: list[ConfigProblem] = []
@@ -220,15 +240,25 @@ def sink_stream(spark: Any, config: Mapping[str, Any] | str, *, bus: KafkaBus | 
         problems.extend(e.problems)
     if problems:
         raise ConfigError(problems, context=f"connector {props.get('name')!r}" if props.get("name") else None)
-    if p.policy.has_dlq:
-        rf = int(props.get("errors.deadletterqueue.topic.replication.factor") or 3)
-        ensure_topics(bus.admin_config(), {p.policy.dlq_topic: (1, rf, {})})
     max_records = props.get("max.records.per.trigger")
-    df = read_topics(spark, bus, topics=topics, topics_regex=regex, consumer=consumer,
-                     max_records_per_trigger=int(max_records) if max_records else None)
-    query = write_stream(df, props, checkpoint=checkpoint, trigger=trigger, query_name=query_name,
-                         dead_letter_kafka=bus.spark_options())
-    track_group(spark, query, bus.admin_config(), consumer.group or f"connect-{p.name}")
+    return KafkaSinkPlan(p, consumer, tuple(topics), regex, int(max_records) if max_records else None,
+                         int(props.get("errors.deadletterqueue.topic.replication.factor") or 3))
+
+
+def sink_stream(spark: Any, config: Mapping[str, Any] | str | KafkaSinkPlan, *, bus: KafkaBus | str,
+                checkpoint: str, trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
+    """Start a query that runs a sink connector config (or its :func:`plan_sink`) over the Kafka topics it names
+    (``topics`` / ``topics.regex``); its positions are committed to the consumer group ``connect-<name>`` after
+    each batch."""
+    bus = KafkaBus.of(bus)
+    plan = config if isinstance(config, KafkaSinkPlan) else plan_sink(config, bus)
+    p = plan.prepared
+    if p.policy.has_dlq:
+        ensure_topics(bus.admin_config(), {p.policy.dlq_topic: (1, plan.dlq_replication_factor, {})})
+    df = read_topics(spark, bus, topics=plan.topics, topics_regex=plan.topics_regex, consumer=plan.consumer,
+                     max_records_per_trigger=plan.max_records_per_trigger)
+    query = write_stream(df, p, checkpoint=checkpoint, trigger=trigger, query_name=query_name)
+    track_group(spark, query, bus.admin_config(), plan.consumer.group or f"connect-{p.name}")
     return query
 
 
@@ -313,10 +343,20 @@ def write_kafka(df: DataFrame, bus: KafkaBus | str, *, checkpoint: str, trigger:
                         query_name=name, router=router, direct=None)
 
 
-def source_stream(spark: Any, config: Mapping[str, Any] | str, *, bus: KafkaBus | str, checkpoint: str,
-                  trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
-    """Start a query that runs a source connector config (connector → transforms → converters) and produces its
-    records to Kafka, creating missing topics by its ``topic.creation.*`` rules."""
+@dataclass(frozen=True)
+class KafkaSourcePlan:
+    """A source connector config checked for producing to Kafka: its connector and stages, ``topic.creation.*``
+    and ``producer.override.*``. Made once by :func:`plan_source`, then run by :func:`source_stream`."""
+
+    prepared: PreparedConfig
+    creation: TopicCreation | None
+    producer: Mapping[str, str]
+    dlq_replication_factor: int
+
+
+def plan_source(config: Mapping[str, Any] | str, bus: KafkaBus | str) -> KafkaSourcePlan:
+    """Check a source connector config as :func:`source_stream` runs it; raise one
+    :class:`~spark_connect_bridge.errors.ConfigError` with every problem."""
     bus = KafkaBus.of(bus)
     props = _as_mapping(config)
     problems: list[ConfigProblem] = []
@@ -331,15 +371,25 @@ def source_stream(spark: Any, config: Mapping[str, Any] | str, *, bus: KafkaBus 
         problems.extend(e.problems)
     props = _without(props, ("topic.creation.", "producer.override."))
     try:
-        df = read_stream(spark, props, dead_letter_kafka=bus.spark_options())
+        p = prepare(props, kind="source", dead_letter_kafka=bus.spark_options())
     except ConfigError as e:
         problems.extend(e.problems)
     if problems:
         raise ConfigError(problems, context=f"connector {props.get('name')!r}" if props.get("name") else None)
+    return KafkaSourcePlan(p, creation, producer,
+                           int(props.get("errors.deadletterqueue.topic.replication.factor") or 3))
+
+
+def source_stream(spark: Any, config: Mapping[str, Any] | str | KafkaSourcePlan, *, bus: KafkaBus | str,
+                  checkpoint: str, trigger: Mapping[str, Any] | None = None, query_name: str | None = None) -> Any:
+    """Start a query that runs a source connector config (or its :func:`plan_source`: connector → transforms →
+    converters) and produces its records to Kafka, creating missing topics by its ``topic.creation.*`` rules."""
+    bus = KafkaBus.of(bus)
+    plan = config if isinstance(config, KafkaSourcePlan) else plan_source(config, bus)
+    df = read_stream(spark, plan.prepared)
     policy = attached_policy(df)
     if policy is not None and policy.has_dlq:
-        rf = int(props.get("errors.deadletterqueue.topic.replication.factor") or 3)
-        ensure_topics(bus.admin_config(), {policy.dlq_topic: (1, rf, {})})
+        ensure_topics(bus.admin_config(), {policy.dlq_topic: (1, plan.dlq_replication_factor, {})})
     return write_kafka(df, bus, checkpoint=checkpoint, trigger=trigger,
-                       query_name=query_name or str(props.get("name") or "") or None, creation=creation,
-                       producer=producer)
+                       query_name=query_name or plan.prepared.name or None, creation=plan.creation,
+                       producer=plan.producer)

@@ -9,7 +9,7 @@ docs, ``kconnect plugins describe`` and the REST validate endpoint are generated
 ...       .define("file", Type.STRING, doc="Source file.")
 ...       .define("batch.size", Type.INT, 2000, Range.at_least(1), doc="Lines per poll."))
 >>> cfg = cd.parse({"file": "/tmp/in.txt"})
->>> cfg["batch.size"]
+>>> cfg.batch_size
 2000
 """
 
@@ -20,13 +20,15 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
 from .validators import Validator
 
 __all__ = [
-    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "NO_DEFAULT", "HIDDEN", "mask_secrets",
+    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "attribute_name", "NO_DEFAULT", "HIDDEN",
+    "mask_secrets",
 ]
 
 HIDDEN = "[hidden]"
@@ -133,9 +135,9 @@ def parse_value(key: ConfigKey, raw: Any) -> Any:
             raise ValueError("Not a number of type DOUBLE") from None
     if t is Type.LIST:
         if isinstance(raw, str):
-            return [] if not raw.strip() else [item.strip() for item in raw.split(",")]
+            return () if not raw.strip() else tuple(item.strip() for item in raw.split(","))
         if isinstance(raw, (list, tuple)):
-            return [str(item).strip() for item in raw]
+            return tuple(str(item).strip() for item in raw)
         raise ValueError("Expected a comma-separated list")
     raise AssertionError(t)
 
@@ -153,8 +155,8 @@ def _render(key: ConfigKey, value: Any) -> str:
     embedded in a URL."""
     if key.type is Type.PASSWORD:
         return HIDDEN
-    if isinstance(value, list):
-        return mask_secrets(",".join(value))
+    if isinstance(value, (list, tuple)):
+        return mask_secrets(",".join(map(str, value)))
     return mask_secrets(str(value))
 
 
@@ -214,6 +216,7 @@ class ConfigDef:
 
     def __init__(self, keys: Iterable[ConfigKey] = (), checks: Iterable[Check] = ()):
         self._keys: dict[str, ConfigKey] = {}
+        self._attributes: dict[str, str] = {}
         self._checks: list[Check] = list(checks)
         for k in keys:
             self._add(k)
@@ -227,6 +230,9 @@ class ConfigDef:
         if default is not NO_DEFAULT and default is not None and type is not Type.PASSWORD:
             # Defaults are written as Python values; normalise them through the parser once.
             default = parse_value(ConfigKey(name, type), default)
+            normalize = getattr(validator, "normalize", None)
+            if normalize is not None and validator is not None and not validator(default):
+                default = normalize(default)
         self._add(ConfigKey(name, type, default, validator, importance, doc, group, display_name,
                             tuple(dependents), internal))
         return self
@@ -239,7 +245,16 @@ class ConfigDef:
     def _add(self, key: ConfigKey) -> None:
         if key.name in self._keys:
             raise ValueError(f"Configuration {key.name!r} is defined twice")
+        attribute = attribute_name(key.name)
+        if attribute in self._attributes:
+            raise ValueError(f"Configurations {self._attributes[attribute]!r} and {key.name!r} would both be read "
+                             f"as {attribute}")
         self._keys[key.name] = key
+        self._attributes[attribute] = key.name
+
+    def key_of(self, attribute: str) -> str | None:
+        """The key read as ``attribute`` on a parsed :class:`Config` (``batch_size`` -> ``batch.size``)."""
+        return self._attributes.get(attribute)
 
     def merge(self, *others: ConfigDef) -> ConfigDef:
         """A new ConfigDef with this one's keys followed by the others' (later definitions must be new)."""
@@ -369,14 +384,52 @@ def unknown_key_message(key: str, known: Iterable[str]) -> str:
     return f'Unknown configuration "{key}"{hint}'
 
 
+def attribute_name(key: str) -> str:
+    """The Python attribute a key is read by on a parsed :class:`Config`: ``batch.size`` -> ``batch_size``."""
+    name = re.sub(r"\W", "_", key)
+    return "_" + name if name[:1].isdigit() else name
+
+
 @dataclass(frozen=True)
 class Config(Mapping[str, Any]):
-    """Typed, parsed configuration values. ``repr`` and :meth:`masked` never show passwords."""
+    """Typed, parsed, read-only configuration values: made once from a plugin's :class:`ConfigDef`, then passed.
+
+    Values have their declared type (``int``, ``bool``, ``float``, ``str``; a tuple for a list; a
+    :class:`~spark_connect_bridge.config.validators.Choice` enum member for a key with fixed values; a
+    :class:`Password` for a secret). Read them as attributes named after the key (``config.batch_size`` for
+    ``batch.size``, see :func:`attribute_name`) or by key (``config.batch_size``, as Kafka's
+    ``AbstractConfig`` getters); ``repr`` and :meth:`masked` never show passwords.
+
+    >>> from spark_connect_bridge.config import ConfigDef, Type, ValidString
+    >>> cfg = (ConfigDef().define("insert.mode", Type.STRING, "insert", ValidString("insert", "upsert"))
+    ...        .define("topics", Type.LIST, "")).parse({"insert.mode": "upsert", "topics": "a, b"})
+    >>> cfg.insert_mode == "upsert", cfg.insert_mode.name, cfg.topics
+    (True, 'UPSERT', ('a', 'b'))
+    >>> cfg.batch_size
+    Traceback (most recent call last):
+    ...
+    AttributeError: no configuration key is read as batch_size (keys: insert.mode, topics)
+    """
 
     definition: ConfigDef = field(repr=False)
     # Not ``values``: that name is Mapping's ``values()`` method, which a field of that name would hide.
     parsed: Mapping[str, Any]
     originals: Mapping[str, Any] = field(repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parsed", MappingProxyType(dict(self.parsed)))
+        object.__setattr__(self, "originals", MappingProxyType(dict(self.originals)))
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or "parsed" not in self.__dict__:
+            raise AttributeError(attribute)
+        key = self.definition.key_of(attribute)
+        if key is None or key not in self.parsed:
+            raise AttributeError(f"no configuration key is read as {attribute} (keys: {', '.join(self.parsed)})")
+        return self.parsed[key]
+
+    def __reduce__(self) -> Any:  # picklable (executors need the config); MappingProxyType is not
+        return Config, (self.definition, dict(self.parsed), dict(self.originals))
 
     def __getitem__(self, key: str) -> Any:
         return self.parsed[key]

@@ -7,12 +7,13 @@ invalid (``None`` when it is fine) plus ``describe()`` for the generated docs. M
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-__all__ = ["Validator", "Range", "ValidString", "ValidList", "NonEmptyString", "Regex", "CaseInsensitiveValidString",
-           "Lambda", "all_of"]
+__all__ = ["Validator", "Range", "Choice", "ValidString", "ValidList", "NonEmptyString", "Regex",
+           "CaseInsensitiveValidString", "Lambda", "all_of"]
 
 
 class Validator(Protocol):
@@ -48,12 +49,47 @@ class Range:
         return f"[{self.lo},...,{self.hi}]"
 
 
+class Choice(str, enum.Enum):
+    """The parsed value of a key with a fixed set of values: an enum member that is also its declared string
+    (``policy == "all"`` holds, ``f"{policy}"`` is ``all``). Each :class:`ValidString` makes its own subclass.
+    Pickled as the plain string (the subclass is made at run time, so an executor could not import it)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return str, (self.value,)
+
+
+def _choice_enum(allowed: Sequence[str]) -> type[Choice]:
+    members: dict[str, str] = {}
+    for value in allowed:
+        name = re.sub(r"\W", "_", value).upper() or "EMPTY"
+        name = "_" + name if name[0].isdigit() else name
+        while name in members:
+            name += "_"
+        members[name] = value
+    return Choice("Choice", members)  # type: ignore[call-overload]  # the functional API, made per validator
+
+
 class ValidString:
-    """One of a fixed set of strings (case-sensitive, as Kafka's ``ValidString``)."""
+    """One of a fixed set of strings (case-sensitive, as Kafka's ``ValidString``). Parsed values become members of
+    :attr:`choices`, a :class:`Choice` enum of the allowed spellings."""
 
     def __init__(self, *allowed: str, case_sensitive: bool = True):
         self.allowed = tuple(allowed)
         self.case_sensitive = case_sensitive
+        self.choices = _choice_enum(self.allowed)
+
+    def __getstate__(self) -> dict[str, Any]:  # the enum class is made again where unpickled
+        return {k: v for k, v in self.__dict__.items() if k != "choices"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.choices = _choice_enum(self.allowed)
 
     @classmethod
     def in_(cls, *allowed: str) -> ValidString:
@@ -68,10 +104,11 @@ class ValidString:
         return "[" + ", ".join(self.allowed) + "]"
 
     def normalize(self, value: Any) -> Any:
-        """The allowed spelling of a valid value (``ALL`` -> ``all``), so code compares without ``.lower()``."""
-        if self.case_sensitive:
-            return value
-        return {a.lower(): a for a in self.allowed}.get(str(value).lower(), value)
+        """The :attr:`choices` member of a valid value, in its allowed spelling (``ALL`` -> ``all``), so code
+        compares without ``.lower()``."""
+        spelling = value if self.case_sensitive else \
+            {a.lower(): a for a in self.allowed}.get(str(value).lower(), value)
+        return self.choices(spelling) if spelling in self.allowed else value
 
 
 def CaseInsensitiveValidString(*allowed: str) -> ValidString:
@@ -101,6 +138,10 @@ class ValidList:
                 if reason:
                     return f"Invalid item {v!r}: {reason}"
         return None
+
+    def normalize(self, value: Sequence[Any]) -> tuple[Any, ...]:
+        normalize = getattr(self.item, "normalize", None)
+        return tuple(normalize(v) for v in value) if normalize is not None else tuple(value)
 
     def describe(self) -> str:
         d = self.item.describe() if self.item is not None else ""

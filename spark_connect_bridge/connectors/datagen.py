@@ -155,12 +155,12 @@ def _unsupported(what: str) -> Lambda:
 
 
 def _one_schema(cfg: Any) -> list[ConfigProblem]:
-    if not cfg["quickstart"]:
+    if not cfg.quickstart:
         return [ConfigProblem("quickstart", "Missing configuration quickstart: set one of "
                                             + ", ".join(QUICKSTARTS))]
-    keyfield = cfg["schema.keyfield"]
+    keyfield = cfg.schema_keyfield
     if keyfield:
-        fields = set(QUICKSTARTS[cfg["quickstart"]][0]().fieldNames())
+        fields = set(QUICKSTARTS[cfg.quickstart][0]().fieldNames())
         if keyfield not in fields:
             return [ConfigProblem("schema.keyfield", f"Invalid value {keyfield} for configuration schema.keyfield: "
                                                      f"quickstart {cfg['quickstart']} has fields "
@@ -202,16 +202,16 @@ class DatagenConnector(SourceConnector):
 
     @property
     def _tasks(self) -> int:
-        return self.config["tasks.max"]
+        return self.config.tasks_max
 
     def _keys(self) -> list[str]:
         return [partition_key({"task.id": i}) for i in range(self._tasks)]
 
     def _keyfield(self) -> str:
-        return self.config["schema.keyfield"] or QUICKSTARTS[self.config["quickstart"]][1]
+        return self.config.schema_keyfield or QUICKSTARTS[self.config.quickstart][1]
 
     def schema(self) -> Any:
-        value = QUICKSTARTS[self.config["quickstart"]][0]()
+        value = QUICKSTARTS[self.config.quickstart][0]()
         key = next(f.dataType for f in value.fields if f.name == self._keyfield())
         return record_schema(key, value)
 
@@ -219,9 +219,9 @@ class DatagenConnector(SourceConnector):
         return {k: {"current.iteration": 0} for k in self._keys()}
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
-        iterations = self.config["iterations"]
+        iterations = self.config.iterations
         cap = iterations if iterations > 0 else math.inf
-        rate = 1000.0 / self.config["max.interval"] if self.config["max.interval"] > 0 else None
+        rate = 1000.0 / self.config.max_interval if self.config.max_interval > 0 else None
         per_task = math.ceil(max_records / self._tasks) if max_records else None
         now = time.monotonic()
         cur = {k: int((start.get(k) or {"current.iteration": 0})["current.iteration"]) for k in self._keys()}
@@ -242,7 +242,7 @@ class DatagenConnector(SourceConnector):
         return out
 
     def lag(self, current: Offsets) -> int | None:
-        iterations = self.config["iterations"]
+        iterations = self.config.iterations
         if iterations <= 0:
             return None
         return sum(max(0, iterations - int(v["current.iteration"])) for v in current.values())
@@ -254,12 +254,12 @@ class DatagenConnector(SourceConnector):
         task = int(rng.partition["task.id"])
         lo = int(rng.start["current.iteration"]) if rng.start else 0
         hi = int(rng.end["current.iteration"])
-        _, _, gen = QUICKSTARTS[self.config["quickstart"]]
-        keyfield, topic = self._keyfield(), self.config["kafka.topic"]
+        _, _, gen = QUICKSTARTS[self.config.quickstart]
+        keyfield, topic = self._keyfield(), self.config.kafka_topic
         for a in range(lo, hi, _BATCH):
             idx = np.arange(a, min(hi, a + _BATCH), dtype=np.int64)
             n = len(idx)
-            cols, ts_ms = gen(_Gen(self.config["random.seed"], task, idx), task, self._tasks)
+            cols, ts_ms = gen(_Gen(self.config.random_seed, task, idx), task, self._tasks)
             value = pa.StructArray.from_arrays(list(cols.values()), names=list(cols))
             yield pa.RecordBatch.from_arrays(
                 [cols[keyfield], value, pa.repeat(pa.scalar(topic, pa.string()), n),

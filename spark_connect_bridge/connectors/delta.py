@@ -95,14 +95,14 @@ def _properties(value: list[str]) -> str | None:
 
 def _sink_checks(cfg: Any) -> list[ConfigProblem]:
     out = []
-    path, tdir = cfg["delta.table.path"], cfg["topics.dir"]
+    path, tdir = cfg.delta_table_path, cfg.topics_dir
     if not path and not tdir:
         out.append(ConfigProblem("delta.table.path", "Missing configuration delta.table.path (the Delta table to "
                                                      "write; ${topic} names one table per topic), or set "
                                                      "topics.dir"))
     if path and tdir:
         out.append(ConfigProblem("topics.dir", "topics.dir and delta.table.path are mutually exclusive"))
-    if cfg["delta.write.mode"] == "merge" and cfg["delta.table.columns"] == "record":
+    if cfg.delta_write_mode == "merge" and cfg.delta_table_columns == "record":
         out.append(ConfigProblem("delta.table.columns", "Invalid value record for configuration "
                                                         "delta.table.columns: delta.write.mode=merge writes rows "
                                                         "(value or auto)"))
@@ -168,7 +168,7 @@ class DeltaSinkConnector(SinkConnector):
         """The table of ``topic`` (the one table when the path does not depend on the topic); ``local=False``
         keeps an object-store URI as it is (the delta-spark engine writes those)."""
 
-        template = self.config["delta.table.path"] or os.path.join(self.config["topics.dir"], "${topic}")
+        template = self.config.delta_table_path or os.path.join(self.config.topics_dir, "${topic}")
         if "${topic}" in template:
             if topic is None or not _TOPIC_RE.match(topic) or topic in (".", ".."):
                 raise DataError(f"Record topic {topic!r} cannot name a Delta table under {template}: topics are "
@@ -179,17 +179,17 @@ class DeltaSinkConnector(SinkConnector):
     @property
     def per_topic(self) -> bool:
         """True when every record's topic names its own table (``${topic}`` in the path, or ``topics.dir``)."""
-        return "${topic}" in (self.config["delta.table.path"] or "${topic}")
+        return "${topic}" in (self.config.delta_table_path or "${topic}")
 
     def table_properties(self) -> dict[str, str]:
         """``delta.table.properties`` as a mapping: the properties a new table is created with."""
-        return dict(e.split("=", 1) for e in self.config["delta.table.properties"])
+        return dict(e.split("=", 1) for e in self.config.delta_table_properties)
 
     def validate_input(self, schema: Any) -> None:
         import pyarrow as pa
 
         require_deltalake()
-        if self.config["delta.engine"] == "delta-spark":
+        if self.config.delta_engine == "delta-spark":
             # A Python data source gets Arrow batches in Python workers, where no SparkSession (so no Delta JVM
             # writer) exists: the engine is chosen where the query is built.
             raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
@@ -217,7 +217,7 @@ class DeltaSinkConnector(SinkConnector):
             return None
         data = pa.Table.from_batches(nonempty)
         groups = self._by_topic(data)
-        if self.config["delta.write.mode"] == "merge":
+        if self.config.delta_write_mode == "merge":
             return _Message({path: self._stage(path, part, ctx) for path, part in groups.items()}, merge=True)
         return _Message({path: self._append(path, part, ctx) for path, part in groups.items()})
 
@@ -240,10 +240,10 @@ class DeltaSinkConnector(SinkConnector):
         rows, _ = rows_arrow(data, self.config)
         if rows.num_rows == 0:
             return []
-        plan = reconcile_schema(table_schema(path), rows.schema, evolve=self.config["delta.schema.evolution"],
+        plan = reconcile_schema(table_schema(path), rows.schema, evolve=self.config.delta_schema_evolution,
                                 where=path)
-        return write_files(path, cast_to(rows, plan.target), partition_by=self.config["delta.partition.by"],
-                           prefix=f"part-{ctx.partition_id:05d}", max_rows_per_file=self.config["delta.file.max.rows"])
+        return write_files(path, cast_to(rows, plan.target), partition_by=self.config.delta_partition_by,
+                           prefix=f"part-{ctx.partition_id:05d}", max_rows_per_file=self.config.delta_file_max_rows)
 
     def _stage(self, path: str, data: Any, ctx: WriteContext) -> list[tuple[str, tuple[str, ...]]]:
         import pyarrow as pa
@@ -274,8 +274,8 @@ class DeltaSinkConnector(SinkConnector):
                 self._merge(path, tables[path], ctx)
             else:
                 commit_files(path, tables[path], app_id=ctx.app_id, batch_id=ctx.batch_id,
-                             partition_by=self.config["delta.partition.by"],
-                             evolve=self.config["delta.schema.evolution"], overwrite=ctx.overwrite,
+                             partition_by=self.config.delta_partition_by,
+                             evolve=self.config.delta_schema_evolution, overwrite=ctx.overwrite,
                              configuration=self.table_properties(),
                              metadata={"kconnect.connector": self.name, "kconnect.batch": ctx.batch_id})
 
@@ -291,7 +291,7 @@ class DeltaSinkConnector(SinkConnector):
             changes = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="permissive")
             changes = last_per_key(changes, keys).drop_columns([c for c in _SORT if c in changes.column_names])
             merge_changes(path, changes, keys=keys, op_column=OP_COLUMN, app_id=ctx.app_id, batch_id=ctx.batch_id,
-                          partition_by=self.config["delta.partition.by"], evolve=self.config["delta.schema.evolution"],
+                          partition_by=self.config.delta_partition_by, evolve=self.config.delta_schema_evolution,
                           configuration=self.table_properties())
         finally:
             _discard_staged(paths)
@@ -328,7 +328,7 @@ def _is_record(schema: Any) -> bool:
 def _columns_mode(schema: Any, cfg: Any) -> str:
     import pyarrow as pa
 
-    mode = cfg["delta.table.columns"]
+    mode = cfg.delta_table_columns
     if not _is_record(schema):
         if mode == "value":
             raise ConfigError([ConfigProblem("delta.table.columns", "Invalid value value for configuration "
@@ -385,7 +385,7 @@ def _path(table: Any, value: Any, dotted: str) -> Any | None:
 def _merge_keys_of(rows: Any, cfg: Any, key: Any = None) -> list[str]:
     import pyarrow as pa
 
-    keys = list(cfg["delta.merge.keys"])
+    keys = list(cfg.delta_merge_keys)
     if not keys and key is not None and pa.types.is_struct(key.type):
         keys = [f.name for f in key.type]
     if not keys:
@@ -414,7 +414,7 @@ def rows_arrow(data: Any, cfg: Any) -> tuple[Any, list[str]]:
 
     mode = _columns_mode(data.schema, cfg)
     n = data.num_rows
-    if cfg["delta.write.mode"] == "append":
+    if cfg.delta_write_mode == "append":
         if mode == "columns":
             return data, []
         if mode == "record":
@@ -436,7 +436,7 @@ def rows_arrow(data: Any, cfg: Any) -> tuple[Any, list[str]]:
     key = data.column("key") if "key" in data.column_names else None
     if isinstance(key, pa.ChunkedArray):
         key = key.combine_chunks() if key.num_chunks else pa.array([], key.type)
-    fmt = cfg["delta.cdc.format"]
+    fmt = cfg.delta_cdc_format
     if value is None or not pa.types.is_struct(value.type):
         raise ConfigError([ConfigProblem("delta.write.mode", "delta.write.mode=merge needs struct values "
                                                              "(parse them with a value.converter first)")])
@@ -483,7 +483,7 @@ def rows_arrow(data: Any, cfg: Any) -> tuple[Any, list[str]]:
             if kv.type != col.type:
                 kv = kv.cast(col.type)
             rows = rows.set_column(rows.column_names.index(k), k, pc.coalesce(col, kv))
-    order_by = cfg["delta.merge.order.by"]
+    order_by = cfg.delta_merge_order_by
     if order_by:
         order = _path(data, value, order_by)
         if order is None:
@@ -535,15 +535,15 @@ def rows_frame(df: Any, cfg: Any) -> tuple[Any, list[str]]:
     names = df.columns
     is_record = "value" in names and "topic" in names
     value_struct = is_record and isinstance(df.schema["value"].dataType, StructType)
-    mode = cfg["delta.table.columns"]
+    mode = cfg.delta_table_columns
     if mode == "auto":
         mode = ("value" if value_struct else "record") if is_record else "columns"
-    if cfg["delta.write.mode"] == "append":
+    if cfg.delta_write_mode == "append":
         if mode == "value":
             return df.filter(F.col("value").isNotNull()).select("value.*"), []
         return df, []
     vt = df.schema["value"].dataType
-    envelope = "op" in vt.fieldNames() and "after" in vt.fieldNames() and cfg["delta.cdc.format"] != "row"
+    envelope = "op" in vt.fieldNames() and "after" in vt.fieldNames() and cfg.delta_cdc_format != "row"
     if envelope:
         is_delete = F.col("value.op") == "d"
         rows = df.filter(F.col("value").isNotNull() & F.col("value.op").isNotNull()) \
@@ -556,7 +556,7 @@ def rows_frame(df: Any, cfg: Any) -> tuple[Any, list[str]]:
         rows = df.withColumn("_kc_row", F.col("value")).withColumn(OP_COLUMN, F.when(deleted, "d").otherwise("u"))
     row_fields = [f for f in rows.schema["_kc_row"].dataType.fieldNames() if f != "__deleted"]
     kt = df.schema["key"].dataType if "key" in names else None
-    keys = list(cfg["delta.merge.keys"]) or (kt.fieldNames() if isinstance(kt, StructType) else [])
+    keys = list(cfg.delta_merge_keys) or (kt.fieldNames() if isinstance(kt, StructType) else [])
     if not keys or any(k not in row_fields for k in keys):
         raise ConfigError([ConfigProblem("delta.merge.keys", f"Invalid value {','.join(keys)} for configuration "
                                                              f"delta.merge.keys: the rows have columns "
@@ -570,7 +570,7 @@ def rows_frame(df: Any, cfg: Any) -> tuple[Any, list[str]]:
             elif not isinstance(kt, StructType) and len(keys) == 1:
                 c = F.coalesce(c, F.col("key").cast(rows.schema["_kc_row"].dataType[f].dataType))
         cols.append(c.alias(f))
-    order_by = cfg["delta.merge.order.by"]
+    order_by = cfg.delta_merge_order_by
     extra = [F.col(c) for c in ("partition", "offset") if c in names]
     if order_by:  # a path in the value first, then a record column (as rows_arrow resolves it)
         in_value = order_by.split(".")[0] in vt.fieldNames()
@@ -592,14 +592,14 @@ def rows_frame(df: Any, cfg: Any) -> tuple[Any, list[str]]:
 # ---------------------------------------------------------------------------------------------- source
 def _source_checks(cfg: Any) -> list[ConfigProblem]:
     out = []
-    if not cfg["delta.table.path"] and not cfg["topics.dir"]:
+    if not cfg.delta_table_path and not cfg.topics_dir:
         out.append(ConfigProblem("delta.table.path", "Missing configuration delta.table.path (the Delta table to "
                                                      "stream), or set topics.dir with topics/topics.regex"))
-    if cfg["delta.table.path"] and cfg["topics.dir"]:
+    if cfg.delta_table_path and cfg.topics_dir:
         out.append(ConfigProblem("topics.dir", "topics.dir and delta.table.path are mutually exclusive"))
-    if cfg["topics"] and cfg["topics.regex"]:
+    if cfg.topics and cfg.topics_regex:
         out.append(ConfigProblem("topics", "topics and topics.regex are mutually exclusive."))
-    if (cfg["topics"] or cfg["topics.regex"]) and not cfg["topics.dir"]:
+    if (cfg.topics or cfg.topics_regex) and not cfg.topics_dir:
         out.append(ConfigProblem("topics", "topics and topics.regex select tables under topics.dir; set "
                                            "topics.dir"))
     return out
@@ -646,14 +646,14 @@ class DeltaSourceConnector(SourceConnector):
     def tables(self) -> list[str]:
         """The tables this source reads now (sorted absolute paths)."""
 
-        if self.config["delta.table.path"]:
-            return [local_path(self.config["delta.table.path"])]
-        root = local_path(self.config["topics.dir"])
+        if self.config.delta_table_path:
+            return [local_path(self.config.delta_table_path)]
+        root = local_path(self.config.topics_dir)
         try:
             names = sorted(os.listdir(root))
         except FileNotFoundError:
             return []
-        topics, regex = self.config["topics"], self.config["topics.regex"]
+        topics, regex = self.config.topics, self.config.topics_regex
         pattern = re.compile(f"(?:{regex})\\Z") if regex else None
         out = []
         for n in names:
@@ -672,7 +672,7 @@ class DeltaSourceConnector(SourceConnector):
 
     def schema(self) -> Any:
         require_deltalake()
-        if self.config["delta.engine"] == "delta-spark":
+        if self.config.delta_engine == "delta-spark":
             raise ConfigError([ConfigProblem("delta.engine", "Invalid value delta-spark for configuration "
                                                              "delta.engine: the kconnect data source reads with "
                                                              "the deltalake engine; read with "
@@ -681,7 +681,7 @@ class DeltaSourceConnector(SourceConnector):
                                                              "config) for Delta's own source")])
         tables = self.tables()
         if not tables:
-            if self.config["delta.table.path"]:
+            if self.config.delta_table_path:
                 raise ConnectError(f"Delta source: there is no Delta table at {self.config['delta.table.path']}")
             return record_schema()  # an empty topic store: binary key/value records
         return self._schema_of(tables[0])
@@ -693,22 +693,22 @@ class DeltaSourceConnector(SourceConnector):
 
         s = self._arrow_table_schema(path)
         spark_schema = from_arrow_schema(s)
-        if all(c in s.names for c in RECORD_COLUMNS) and not self.config["delta.source.read.change.feed"]:
+        if all(c in s.names for c in RECORD_COLUMNS) and not self.config.delta_source_read_change_feed:
             return StructType([spark_schema[c] for c in RECORD_COLUMNS])
         row = spark_schema
-        if self.config["delta.source.read.change.feed"]:
+        if self.config.delta_source_read_change_feed:
             row = from_arrow_schema(pa.schema(list(s) + _cdf_fields()))
-        kf = self.config["delta.source.key.fields"]
+        kf = self.config.delta_source_key_fields
         key = StructType([row[k] for k in kf]) if kf else BinaryType()
         return record_schema(key, row)
 
     # -- offsets ------------------------------------------------------------------------------------
     def initial_offsets(self) -> Offsets:
-        start = int(self.config["delta.source.starting.version"]) - 1
+        start = int(self.config.delta_source_starting_version) - 1
         return {partition_key({"table": t}): {"version": start} for t in self.tables()}
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
-        first = int(self.config["delta.source.starting.version"]) - 1
+        first = int(self.config.delta_source_starting_version) - 1
         out: dict[str, Any] = {}
         budget = max_records
         for t in self.tables():
@@ -760,7 +760,7 @@ class DeltaSourceConnector(SourceConnector):
     # -- executor -----------------------------------------------------------------------------------
     def read_range(self, rng: ReadRange) -> Iterator[Any]:
         path = rng.partition["table"]
-        lo = int(rng.start["version"]) if rng.start else int(self.config["delta.source.starting.version"]) - 1
+        lo = int(rng.start["version"]) if rng.start else int(self.config.delta_source_starting_version) - 1
         hi = int(rng.end["version"])
         if hi <= lo:
             return
@@ -786,7 +786,7 @@ class DeltaSourceConnector(SourceConnector):
             if "protocol" in a and "columnMapping" in str(a["protocol"]):
                 raise ConnectError(f"Delta source: table {path} uses column mapping, which this source does "
                                    f"not read")
-        if self.config["delta.source.read.change.feed"]:
+        if self.config.delta_source_read_change_feed:
             from deltalake import DeltaTable
 
             reader = DeltaTable(path).load_cdf(starting_version=version, ending_version=version)
@@ -798,7 +798,7 @@ class DeltaSourceConnector(SourceConnector):
             return
         removes = [a["remove"] for a in actions if "remove" in a and a["remove"].get("dataChange", True)]
         if removes:
-            if self.config["delta.source.skip.change.commits"]:
+            if self.config.delta_source_skip_change_commits:
                 log.info("Delta source: skipping version %d of %s (it updates or deletes rows)", version, path)
                 return
             raise ConnectError(f"Delta source: version {version} of {path} updates or deletes rows (it removes "
@@ -838,7 +838,7 @@ class DeltaSourceConnector(SourceConnector):
                                              fields=list(key_type))
         else:
             key = pa.nulls(n, key_type)
-        topic = self.config["topic"] or os.path.basename(path.rstrip("/"))
+        topic = self.config.topic or os.path.basename(path.rstrip("/"))
         offsets = first_offset + np.arange(n, dtype=np.int64)
         batch = pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(topic, pa.string()), n), pa.array(np.zeros(n, dtype=np.int32)),

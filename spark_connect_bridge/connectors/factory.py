@@ -110,4 +110,4 @@ def build_connector(props: Mapping[str, Any] | str, *, kind: str | None = None, 
     if isinstance(props, str):
         props = load_config_file(props)
     cls, config = parse_connector_config(props, kind=kind, stages_applied=stages_applied, caller=caller)
-    return cls(config, name=config["name"])
+    return cls(config, name=config.name)

@@ -66,12 +66,12 @@ class FileStreamSourceConnector(SourceConnector):
 
     @property
     def _file(self) -> str:
-        return local_path(self.config["file"])
+        return local_path(self.config.file)
 
     @property
     def _key(self) -> str:
         # Kafka keys the partition by the file name as configured.
-        return partition_key({"filename": self.config["file"]})
+        return partition_key({"filename": self.config.file})
 
     def schema(self) -> Any:
         from pyspark.sql.types import StringType
@@ -116,8 +116,8 @@ class FileStreamSourceConnector(SourceConnector):
 
         start = int(rng.start["position"]) if rng.start else 0
         end = int(rng.end["position"])
-        topic = self.config["topic"]
-        step = self.config["batch.size"]
+        topic = self.config.topic
+        step = self.config.batch_size
         with open(self._file, "rb") as f:
             f.seek(start)
             data = f.read(end - start)
@@ -200,7 +200,7 @@ class FileStreamSinkConnector(SinkConnector):
 
     @property
     def _file(self) -> Path:
-        return Path(local_path(self.config["file"]))
+        return Path(local_path(self.config.file))
 
     @property
     def _state_dir(self) -> Path:

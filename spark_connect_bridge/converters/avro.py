@@ -363,7 +363,7 @@ class AvroConverter(Converter):
     )
 
     def validate(self) -> None:
-        if self.config["basic.auth.credentials.source"].upper() == "USER_INFO" and \
+        if self.config.basic_auth_credentials_source.upper() == "USER_INFO" and \
                 not self.config.password("basic.auth.user.info"):
             key = self.key_name("basic.auth.user.info")
             raise ConfigError([ConfigProblem(key, f"Missing {key}: basic.auth.credentials.source=USER_INFO needs "
@@ -374,9 +374,9 @@ class AvroConverter(Converter):
     @property
     def _reg(self) -> tuple[Any, ...]:
         info = None
-        if self.config["basic.auth.credentials.source"].upper() == "USER_INFO":
+        if self.config.basic_auth_credentials_source.upper() == "USER_INFO":
             info = self.config.password("basic.auth.user.info")
-        return tuple(self.config["schema.registry.url"]), info, self.config["schemas.cache.config"]
+        return tuple(self.config.schema_registry_url), info, self.config.schemas_cache_config
 
     def _client(self) -> Any:
         return client_for(*self._reg)
@@ -399,7 +399,7 @@ class AvroConverter(Converter):
 
     def default_parse_type(self, df: Any, column: str | None) -> tuple[DataType, dict[str, Any]]:
         keys = [self.key_name("spark.schema"), self.key_name("use.schema.id")]
-        sid = self.config["use.schema.id"]
+        sid = self.config.use_schema_id
         try:
             if sid >= 0:
                 text = self._client().get_schema(sid)
@@ -430,7 +430,7 @@ class AvroConverter(Converter):
 
     def _engine(self) -> str:
         """``native`` or ``fastavro`` as configured; ``auto``: native where spark-avro is loaded."""
-        choice = self.config["avro.engine"]
+        choice = self.config.avro_engine
         if choice != "auto":
             return choice
         return "native" if self._native_loaded() else "fastavro"
@@ -451,7 +451,7 @@ class AvroConverter(Converter):
         """The writer schemas by id that the native decode knows (from_avro needs each one as a literal):
         ``use.schema.id``'s, else every version of the subject. Empty when the subject is not known."""
         client = self._client()
-        sid = self.config["use.schema.id"]
+        sid = self.config.use_schema_id
         if sid >= 0:
             return {sid: client.get_schema(sid)}
         subject = self._plan_subject()
@@ -473,7 +473,7 @@ class AvroConverter(Converter):
         writers = self._native_writers()
         if writers:
             return engine, writers
-        if self.config["avro.engine"] == "native":
+        if self.config.avro_engine == "native":
             raise self._native_unavailable("the native engine needs the writer schemas when the query is planned "
                                            "(set use.schema.id, or a single topic in 'topics' whose subject has "
                                            "versions)")
@@ -519,18 +519,18 @@ class AvroConverter(Converter):
     # -- serialize --------------------------------------------------------------------------------------
     def _mode(self, data_type: DataType, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         try:
-            schema = spark_to_avro(data_type, metadata, False, connect_meta=self.config["connect.meta.data"])
+            schema = spark_to_avro(data_type, metadata, False, connect_meta=self.config.connect_meta_data)
         except DataError as e:
             raise ConfigError([ConfigProblem(self.prefix.rstrip(".") or "data_type", str(e))]) from e
         record = record_fullname(schema)
-        if self._strategy != "topic" and record is None and self.config["use.schema.id"] < 0:
+        if self._strategy != "topic" and record is None and self.config.use_schema_id < 0:
             key = self.key_name(f"{self.side}.subject.name.strategy")
             raise ConfigError([ConfigProblem(key, f"{key}: {self.config[f'{self.side}.subject.name.strategy']} "
                                                   f"needs a record schema; the {self.side} is "
                                                   f"{data_type.simpleString()}")])
         return {"schema": json.dumps(schema, separators=(",", ":")), "record": record, "strategy": self._strategy,
-                "is_key": self.is_key, "schema_id": self.config["use.schema.id"],
-                "use_latest": self.config["use.latest.version"], "auto_register": self.config["auto.register.schemas"]}
+                "is_key": self.is_key, "schema_id": self.config.use_schema_id,
+                "use_latest": self.config.use_latest_version, "auto_register": self.config.auto_register_schemas}
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
@@ -564,7 +564,7 @@ class AvroConverter(Converter):
             elif mode["use_latest"]:
                 single = self._single_topic()
                 if single is None and mode["strategy"] != "record":
-                    if self.config["avro.engine"] == "native":
+                    if self.config.avro_engine == "native":
                         raise self._native_unavailable("use.latest.version needs the topic when the query is "
                                                        "planned (a single topic in 'topics')")
                     return None

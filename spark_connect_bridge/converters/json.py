@@ -298,7 +298,7 @@ class JsonConverter(Converter):
 
     @property
     def schemas_enabled(self) -> bool:
-        return bool(self.config["schemas.enable"])
+        return bool(self.config.schemas_enable)
 
     def types_from_messages(self, column: str) -> bool:
         return self.schemas_enabled and column != "headers" and not self.config.get("spark.schema")
@@ -322,7 +322,7 @@ class JsonConverter(Converter):
             why = "schemas.enable=false" if not self.schemas_enabled else "no DataFrame to sample"
             raise ConfigError([ConfigProblem(key, f"Set {key}: JsonConverter needs the Spark type of the parsed "
                                                   f"{self.side} ({why}; a Spark DDL or JSON schema)")])
-        sample = None if self.sample_every_message else self.config["schemas.sample.size"]
+        sample = None if self.sample_every_message else self.config.schemas_sample_size
         dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key)
         self._union_type = dt if self._topic_types else None
         return dt, meta
@@ -422,7 +422,7 @@ class JsonConverter(Converter):
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
-        numeric = self.config["decimal.format"].upper() == "NUMERIC"
+        numeric = self.config.decimal_format.upper() == "NUMERIC"
         schema = None
         if self.schemas_enabled:
             try:

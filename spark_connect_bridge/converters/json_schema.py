@@ -320,7 +320,7 @@ class JsonSchemaConverter(Converter):
 
     def validate(self) -> None:
         problems = []
-        if self.config["basic.auth.credentials.source"].upper() == "USER_INFO" and \
+        if self.config.basic_auth_credentials_source.upper() == "USER_INFO" and \
                 not self.config.password("basic.auth.user.info"):
             key = self.key_name("basic.auth.user.info")
             problems.append(ConfigProblem(key, f"Missing {key}: basic.auth.credentials.source=USER_INFO needs "
@@ -336,15 +336,15 @@ class JsonSchemaConverter(Converter):
         if problems:
             raise ConfigError(problems)
         # The JSON text after the 5-byte header is what JsonConverter reads and writes without its envelope.
-        self._body = JsonConverter({"schemas.enable": False, "decimal.format": self.config["decimal.format"]})
+        self._body = JsonConverter({"schemas.enable": False, "decimal.format": self.config.decimal_format})
 
     # -- registry -----------------------------------------------------------------------------------
     @property
     def _reg(self) -> tuple[Any, ...]:
         info = None
-        if self.config["basic.auth.credentials.source"].upper() == "USER_INFO":
+        if self.config.basic_auth_credentials_source.upper() == "USER_INFO":
             info = self.config.password("basic.auth.user.info")
-        return tuple(self.config["schema.registry.url"]), info, self.config["schemas.cache.config"]
+        return tuple(self.config.schema_registry_url), info, self.config.schemas_cache_config
 
     @property
     def _strategy(self) -> str:
@@ -359,7 +359,7 @@ class JsonSchemaConverter(Converter):
     # -- parse ----------------------------------------------------------------------------------------
     def default_parse_type(self, df: Any, column: str | None) -> tuple[DataType, dict[str, Any]]:
         keys = [self.key_name("spark.schema"), self.key_name("use.schema.id")]
-        sid = self.config["use.schema.id"]
+        sid = self.config.use_schema_id
         client = client_for(*self._reg)
         try:
             if sid >= 0:
@@ -383,7 +383,7 @@ class JsonSchemaConverter(Converter):
                                                       f"{stype} schema; JsonSchemaConverter reads JSON Schema")])
         try:
             dt, _, meta = json_schema_to_spark(json.loads(text),
-                                               optional_for_nonrequired=self.config["use.optional.for.nonrequired"])
+                                               optional_for_nonrequired=self.config.use_optional_for_nonrequired)
         except (DataError, ValueError) as e:
             raise ConfigError([ConfigProblem(keys[0], f"Set {keys[0]}: the registry's {where} has no Spark "
                                                       f"equivalent ({e})")]) from e
@@ -447,24 +447,24 @@ class JsonSchemaConverter(Converter):
     def _mode(self, data_type: DataType, metadata: Mapping[str, Any] | None) -> dict[str, Any]:
         try:
             schema = spark_to_json_schema(data_type, metadata, False,
-                                          additional_properties=self.config["object.additional.properties"])
+                                          additional_properties=self.config.object_additional_properties)
         except DataError as e:
             raise ConfigError([ConfigProblem(self.prefix.rstrip(".") or "data_type", str(e))]) from e
         record = schema.get("title")
-        if self._strategy != "topic" and record is None and self.config["use.schema.id"] < 0:
+        if self._strategy != "topic" and record is None and self.config.use_schema_id < 0:
             key = self.key_name(f"{self.side}.subject.name.strategy")
             raise ConfigError([ConfigProblem(key, f"{key}: {self.config[f'{self.side}.subject.name.strategy']} "
                                                   f"needs a named schema (a title: the column's connect.name); the "
                                                   f"{self.side} is {data_type.simpleString()}")])
         return {"schema": json.dumps(schema, separators=(",", ":")), "record": record, "strategy": self._strategy,
-                "is_key": self.is_key, "use_latest": self.config["use.latest.version"],
-                "strict": self.config["latest.compatibility.strict"],
-                "auto_register": self.config["auto.register.schemas"], "normalize": self.config["normalize.schemas"]}
+                "is_key": self.is_key, "use_latest": self.config.use_latest_version,
+                "strict": self.config.latest_compatibility_strict,
+                "auto_register": self.config.auto_register_schemas, "normalize": self.config.normalize_schemas}
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
         mode = self._mode(data_type, metadata)
-        sid = self.config["use.schema.id"]
+        sid = self.config.use_schema_id
         if sid >= 0:
             header, header_error = F.lit(bytearray(_header(sid))), None
         else:

@@ -84,7 +84,7 @@ class StringConverter(_FixedTypeConverter):
 
     @property
     def _encoding(self) -> str:
-        enc = self.config["converter.encoding"].upper()
+        enc = self.config.converter_encoding.upper()
         return "UTF-8" if enc == "UTF8" else enc
 
     def parse_checked(self, col: Column, data_type: DataType = StringType(), *,

@@ -33,7 +33,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from ..connectors.base import CommitContext, WriteContext, stable_app_id
+from ..connectors.base import CommitContext, WriteContext, checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..connectors.offsets import canonical
 from ..core.records import arrow_schema
@@ -103,11 +103,11 @@ class KConnectDataSource(DataSource):
 def _app_id(options: Mapping[str, str]) -> str:
     """A stable identity for sink commits: the query's checkpoint location when Spark passes it."""
 
-    if options.get("kconnect.app.id"):
+    if options.get("kconnect.app.id"):  # the driver's checkpoint_app_id (write_stream and the worker pass it)
         return str(options["kconnect.app.id"])
     ckpt = options.get("checkpointlocation")
-    if ckpt:
-        return "ckpt-" + stable_app_id(str(ckpt).rstrip("/"))
+    if ckpt:  # the planner runs in a Python worker forked in the driver JVM's directory
+        return checkpoint_app_id(str(ckpt))
     name = options.get("queryname")
     return "query-" + stable_app_id(name) if name else "write-" + uuid.uuid4().hex[:16]
 

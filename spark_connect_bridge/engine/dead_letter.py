@@ -72,11 +72,11 @@ class ErrorPolicy:
         """The policy of a parsed connector config; ``kafka`` (Spark Kafka sink options) makes the dead-letter
         topic a Kafka topic."""
         sink = tuple(sorted((k, str(v)) for k, v in config.with_prefix("errors.deadletterqueue.sink.").items()))
-        dlq_topic = config["errors.deadletterqueue.topic.name"] or ""
-        policy = cls(config["name"], config["errors.tolerance"] == "all",
-                     config["errors.log.enable"], config["errors.log.include.messages"], dlq_topic,
-                     config["errors.deadletterqueue.topics.dir"], sink,
-                     config["errors.deadletterqueue.context.headers.enable"],
+        dlq_topic = config.errors_deadletterqueue_topic_name or ""
+        policy = cls(config.name, config.errors_tolerance == "all",
+                     config.errors_log_enable, config.errors_log_include_messages, dlq_topic,
+                     config.errors_deadletterqueue_topics_dir, sink,
+                     config.errors_deadletterqueue_context_headers_enable,
                      tuple(sorted(kafka.items())) if kafka and dlq_topic and not sink else ())
         problems = []
         if policy.dlq_topic and not policy.dlq_dir and not sink and not policy.dlq_kafka:

@@ -89,7 +89,7 @@ def _sink_for(spark: Any, config: Mapping[str, Any], engine: str | None) -> tupl
 
     props = dict(config)
     props.setdefault("connector.class", "spark_connect_bridge.connectors.delta.DeltaSinkConnector")
-    requested = engine or build_connector(props, kind="sink").config["delta.engine"]
+    requested = engine or build_connector(props, kind="sink").config.delta_engine
     chosen = choose_engine(spark, requested)
     props["delta.engine"] = chosen
     return props, build_connector(props, kind="sink"), chosen
@@ -162,7 +162,7 @@ def delta_spark_write(df: Any, sink: Any, *, app_id: str | None = None, batch_id
             groups = [(sink.table_path(None, local=False), df)]
         for path, part in groups:
             rows, keys = rows_frame(part, cfg)
-            if cfg["delta.write.mode"] == "append":
+            if cfg.delta_write_mode == "append":
                 _delta_spark_append(rows, path, sink, app_id, batch_id)
             else:
                 _delta_spark_merge(rows, keys, path, sink, app_id, batch_id)
@@ -220,12 +220,12 @@ def _delta_spark_append(rows: Any, path: str, sink: Any, app_id: str | None, bat
     if table is not None:
         rows = _cast_up_to_table(rows, table)
     writer = (rows.write.format("delta").mode("append")
-              .option("mergeSchema", "true" if cfg["delta.schema.evolution"] else "false")
-              .option("maxRecordsPerFile", str(cfg["delta.file.max.rows"])))
+              .option("mergeSchema", "true" if cfg.delta_schema_evolution else "false")
+              .option("maxRecordsPerFile", str(cfg.delta_file_max_rows)))
     for k, v in _txn_settings(app_id, batch_id).items():
         writer = writer.option(k, v)
-    if cfg["delta.partition.by"]:
-        writer = writer.partitionBy(*cfg["delta.partition.by"])
+    if cfg.delta_partition_by:
+        writer = writer.partitionBy(*cfg.delta_partition_by)
     if table is None:  # Delta takes a new table's properties from the writer's options
         for k, v in sink.table_properties().items():
             writer = writer.option(k, v)
@@ -253,7 +253,7 @@ def _delta_spark_merge(rows: Any, keys: list[str], path: str, sink: Any, app_id:
     spark = rows.sparkSession
     data_cols = [c for c in rows.columns if c != OP_COLUMN]
     if not SparkDeltaTable.isDeltaTable(spark, path):
-        _create_spark_table(spark, path, rows.drop(OP_COLUMN).schema, cfg["delta.partition.by"],
+        _create_spark_table(spark, path, rows.drop(OP_COLUMN).schema, cfg.delta_partition_by,
                             sink.table_properties())
     cond = " AND ".join(f"t.{quote_identifier(k)} = s.{quote_identifier(k)}" for k in keys)
     sets: dict[str, str | Column] = {quote_identifier(c): f"s.{quote_identifier(c)}" for c in data_cols}
@@ -261,7 +261,7 @@ def _delta_spark_merge(rows: Any, keys: list[str], path: str, sink: Any, app_id:
     # Delta's idempotent DML: the session's txnAppId/txnVersion go into the MERGE's commit, and a version already
     # committed for the app id makes Delta skip the command. The session's own values are restored after.
     settings = {f"spark.databricks.delta.write.{k}": v for k, v in _txn_settings(app_id, batch_id).items()}
-    if cfg["delta.schema.evolution"]:
+    if cfg.delta_schema_evolution:
         settings["spark.databricks.delta.schema.autoMerge.enabled"] = "true"
     before = {k: spark.conf.get(k, None) for k in settings}
     for k, v in settings.items():
@@ -292,7 +292,7 @@ def read_stream(spark: Any, config: Mapping[str, Any], *, engine: str | None = N
     props = dict(config)
     props.setdefault("connector.class", "spark_connect_bridge.connectors.delta.DeltaSourceConnector")
     source = build_connector(props, kind="source")
-    requested = (engine or source.config["delta.engine"]).lower()
+    requested = (engine or source.config.delta_engine).lower()
     if requested != "delta-spark":
         choose_engine(spark, requested)  # validates the name
         props["delta.engine"] = "deltalake"
@@ -314,29 +314,29 @@ def _delta_spark_records(spark: Any, source: Any) -> Any:
 
     cfg = source.config
     problems = []
-    if cfg["topics.dir"]:
+    if cfg.topics_dir:
         problems.append(ConfigProblem("topics.dir", "Configuration topics.dir is not applied by Delta's own source "
                                                     "(delta.engine=delta-spark reads one table): read the topic store "
                                                     "with delta.engine=deltalake"))
-    if cfg["max.records.per.trigger"] is not None:
+    if cfg.max_records_per_trigger is not None:
         problems.append(ConfigProblem("max.records.per.trigger", "Configuration max.records.per.trigger is not "
                                                                  "applied by Delta's own source, which bounds "
                                                                  "micro-batches by files; use delta.engine=deltalake"))
     if problems:
         raise ConfigError(problems)
-    path = cfg["delta.table.path"]
-    cdf = cfg["delta.source.read.change.feed"]
-    reader = spark.readStream.format("delta").option("startingVersion", str(cfg["delta.source.starting.version"]))
-    if cfg["delta.source.skip.change.commits"]:
+    path = cfg.delta_table_path
+    cdf = cfg.delta_source_read_change_feed
+    reader = spark.readStream.format("delta").option("startingVersion", str(cfg.delta_source_starting_version))
+    if cfg.delta_source_skip_change_commits:
         reader = reader.option("skipChangeCommits", "true")
     if cdf:
         reader = reader.option("readChangeFeed", "true")
     df = reader.load(path)
     if all(c in df.columns for c in RECORD_COLUMNS) and not cdf:  # a topic-store table holds records
         return df.select(*RECORD_COLUMNS)
-    key_fields = cfg["delta.source.key.fields"]
+    key_fields = cfg.delta_source_key_fields
     key = F.struct(*[F.col(quote_identifier(k)) for k in key_fields]) if key_fields else F.lit(None).cast(BinaryType())
-    topic = cfg["topic"] or os.path.basename(path.rstrip("/"))
+    topic = cfg.topic or os.path.basename(path.rstrip("/"))
     offset = (F.col("_commit_version") * VERSION_STRIDE) if cdf else F.lit(None)
     timestamp = F.col("_commit_timestamp") if cdf else F.lit(None)
     return df.select(key.alias("key"), F.struct(*[F.col(quote_identifier(c)) for c in df.columns]).alias("value"),

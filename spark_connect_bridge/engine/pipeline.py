@@ -36,7 +36,7 @@ import re
 import threading
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
-from ..config import load_config_file
+from ..config import Config, load_config_file
 from ..config.common import PLUGIN_PREFIXES
 from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
@@ -86,7 +86,12 @@ def _as_mapping(config: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str,
 
 @dataclass(frozen=True)
 class PreparedConfig:
-    """A config checked as a whole: the connector's own options, and the DataFrame stages around it."""
+    """A config checked as a whole, once, on the driver: the connector's typed settings, the DataFrame stages
+    around it (transforms, converters, error policy), and ``connector_options``: the connector's keys as the
+    strings Spark hands the ``kconnect`` data source (Spark passes data source options as strings, to a Python
+    process of its own, so the data source makes its settings from them there; they are the config's own
+    strings, already checked here). Every entry point (:func:`read_stream`, :func:`write_stream`, the bus's
+    ``source_stream``/``sink_stream``, the worker) takes it instead of a raw config and does not parse again."""
 
     kind: str
     connector_class: type[Any]
@@ -96,6 +101,11 @@ class PreparedConfig:
     has_converters: bool
     policy: ErrorPolicy
     name: str
+    settings: Config
+
+    def connector(self) -> Any:
+        """A connector object on the driver, from the settings parsed here (lag, schema, planning)."""
+        return self.connector_class(self.settings, name=self.name)
 
     def transforms(self, df: DataFrame) -> DataFrame:
         return self.chain.apply(df) if self.chain is not None else df
@@ -120,17 +130,26 @@ class PreparedConfig:
                    for column, conv in build_converters(self.props).items())
 
 
-def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
+Configish = Mapping[str, Any] | str | os.PathLike[str]
+
+
+def prepare(config: Configish | PreparedConfig, *, kind: str,
             dead_letter_kafka: Mapping[str, str] | None = None) -> PreparedConfig:
     """Validate a whole config (connector, transforms, converters, errors.*) and split it into its stages.
 
     ``dead_letter_kafka``: Spark Kafka sink options (``kafka.bootstrap.servers``, ...) when the dead-letter topic
     is a Kafka topic (:mod:`spark_connect_bridge.bus`). Raises one
-    :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part.
+    :class:`~spark_connect_bridge.errors.ConfigError` with every problem of every part. A config prepared
+    already is returned as it is (it was checked with the dead-letter sink it was prepared with).
     """
+    if isinstance(config, PreparedConfig):
+        if config.kind != kind:
+            raise ConfigError([ConfigProblem("connector.class", f"{config.connector_class.__name__} is a "
+                                                                f"{config.kind} connector, used here as a {kind}")])
+        return config
     props = _as_mapping(config)
     errors: list[ConfigError] = []
-    cls, policy, name = None, None, str(props.get("name") or "")
+    cls, policy, name, parsed = None, None, str(props.get("name") or ""), None
     try:
         cls, parsed = parse_connector_config(props, kind=kind, stages_applied=True)
         name = parsed["name"]
@@ -160,8 +179,8 @@ def prepare(config: Mapping[str, Any] | str | os.PathLike[str], *, kind: str,
     options = {k: str(v) for k, v in props.items()
                if k not in stage and not k.lower().startswith(PLUGIN_PREFIXES) and v is not None}
     options.setdefault("name", name)
-    assert cls is not None and policy is not None
-    return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name)
+    assert cls is not None and policy is not None and parsed is not None
+    return PreparedConfig(kind, cls, options, chain, props, has_converters, policy, name, parsed)
 
 
 def observe_batches(df: DataFrame, sink: PreparedConfig | None = None) -> DataFrame:
@@ -201,7 +220,7 @@ def unmatched_records(query: Any) -> int:
     return total
 
 
-def check_routes(spark: Any, source: Mapping[str, Any] | str, sinks: list[Mapping[str, Any] | str]) -> None:
+def check_routes(spark: Any, source: Configish | PreparedConfig, sinks: Sequence[Configish | PreparedConfig]) -> None:
     """Fail before any data moves when a sink's ``topics`` / ``topics.regex`` can match none of the topics the
     source writes (after the source's transforms, a RegexRouter say): every record would be dropped.
 
@@ -255,7 +274,7 @@ def _static_topics(spark: Any, src: PreparedConfig) -> set[str] | None:
     return out or None
 
 
-def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool,
+def _source_df(spark: Any, config: Configish | PreparedConfig, streaming: bool,
                dead_letter_kafka: Mapping[str, str] | None = None) -> DataFrame:
     p = prepare(config, kind="source", dead_letter_kafka=dead_letter_kafka)
     check_python_workers(spark)
@@ -268,14 +287,14 @@ def _source_df(spark: Any, config: Mapping[str, Any] | str, streaming: bool,
     return df
 
 
-def read_stream(spark: Any, config: Mapping[str, Any] | str, *,
+def read_stream(spark: Any, config: Configish | PreparedConfig, *,
                 dead_letter_kafka: Mapping[str, str] | None = None) -> DataFrame:
     """A streaming record DataFrame from a source connector config (connector → transforms → converters).
     ``dead_letter_kafka``: see :func:`prepare`."""
     return _source_df(spark, config, streaming=True, dead_letter_kafka=dead_letter_kafka)
 
 
-def read_batch(spark: Any, config: Mapping[str, Any] | str) -> DataFrame:
+def read_batch(spark: Any, config: Configish | PreparedConfig) -> DataFrame:
     """The same as :func:`read_stream`, as a batch DataFrame of everything available now."""
     return _source_df(spark, config, streaming=False)
 
@@ -361,7 +380,7 @@ def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy
     return df, source_policy, tolerant
 
 
-def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: str,
+def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoint: str,
                  trigger: Mapping[str, Any] | None = None, query_name: str | None = None,
                  dead_letter_kafka: Mapping[str, str] | None = None) -> Any:
     """Start a streaming query that runs a sink connector config over ``df`` (converters → transforms → sink).
@@ -386,8 +405,9 @@ def write_stream(df: DataFrame, config: Mapping[str, Any] | str, *, checkpoint: 
         out, source_policy, tolerant = _sink_side(df, p)
         out = observe_batches(out, p)
     if not tolerant:
+        app = {"kconnect.app.id": checkpoint_app_id(checkpoint)}  # made here, on the driver
         return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
-                            direct=lambda w: w.format("kconnect").options(**opts))
+                            direct=lambda w: w.format("kconnect").options(**opts, **app))
 
     rejects_dir = reports_dir(os.path.abspath(checkpoint))
 
@@ -433,7 +453,7 @@ def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, a
     return summary
 
 
-def write_batch(df: DataFrame, config: Mapping[str, Any] | str, *, mode: str = "append") -> None:
+def write_batch(df: DataFrame, config: Configish | PreparedConfig, *, mode: str = "append") -> None:
     """Write a batch DataFrame with a sink connector config (converters → transforms → sink)."""
     p = prepare(config, kind="sink")
     check_python_workers(df.sparkSession)

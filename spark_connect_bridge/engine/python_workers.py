@@ -102,7 +102,7 @@ def check_python_workers(spark: Any) -> None:
     if missing:
         raise WorkerPythonError(f"Spark's Python workers cannot import {', '.join(missing)}: they would fail with "
                                 f"ModuleNotFoundError inside PYTHON_DATA_SOURCE_ERROR. {_hint(found['executable'])}")
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package, above engine/
     there = os.path.dirname(found["modules"]["spark_connect_bridge"])
     if os.path.realpath(there) != os.path.realpath(here):
         log.warning("Spark's Python workers (%s) import spark_connect_bridge from %s, this program from %s: "

@@ -1,11 +1,13 @@
-"""Starting a streaming query: one place for the checkpoint, the trigger and the query name."""
+"""Starting and stopping a streaming query: one place for the checkpoint, the trigger, the query name and the
+graceful stop."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["start_query"]
+__all__ = ["start_query", "stop_query"]
 
 
 def start_query(writer: Any, checkpoint: str, trigger: Mapping[str, Any] | None = None,
@@ -21,3 +23,20 @@ def start_query(writer: Any, checkpoint: str, trigger: Mapping[str, Any] | None 
     if trigger:
         writer = writer.trigger(**trigger)
     return writer.start()
+
+
+def stop_query(query: Any, graceful_timeout_s: float) -> bool:
+    """Stop ``query`` as Kafka Connect stops a task: let the batch in flight finish and commit (for at most
+    ``graceful_timeout_s``, Kafka's ``task.shutdown.graceful.timeout.ms``), then stop. A batch still running at the
+    deadline is cancelled; its records are read again from the checkpoint by the next run, so nothing is lost
+    either way, but a finished batch is not written twice. Returns whether the stop was graceful.
+    """
+    deadline = time.monotonic() + graceful_timeout_s
+    graceful = True
+    while query.isActive and query.status.get("isTriggerActive"):
+        if time.monotonic() >= deadline:
+            graceful = False
+            break
+        time.sleep(0.1)
+    query.stop()
+    return graceful

@@ -98,7 +98,7 @@ class _Settings:
 
     def __init__(self, config: Any, scheme: str):
         self.scheme = scheme
-        self.max_body = int(config["rest.request.max.bytes"]) if config is not None else 1024 * 1024
+        self.max_body = int(config.rest_request_max_bytes) if config is not None else 1024 * 1024
         self.allowed_hosts = config.allowed_host_names if config is not None else None
         self.allowed_origins = config.allowed_origins if config is not None else ()
         self.allowed_methods = config.allowed_methods if config is not None else ("GET", "POST", "HEAD")

@@ -39,14 +39,13 @@ from ..connectors.delta_files import committed_version, latest_version, read_com
 from ..connectors.factory import connector_class
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
 from ..core import plugins
-from ..engine.pipeline import prepare
 from ..errors import ConfigError, PluginNotFoundError
 from ..version import __version__
 from . import offsets_store
 from .errors import AlreadyExistsError, BadRequestError, ConflictError, ForbiddenError, NotFoundError
 from .secrets import mask_config
 from .state import ConnectorState, StateStore
-from .validate import validate_connector_config
+from .validate import check_config, validate_connector_config
 from .worker import ConnectorRuntime, Worker
 from .worker_config import WorkerConfig
 
@@ -125,16 +124,14 @@ class ConnectService:
         """Validate a whole connector config as the worker will run it; return its kind."""
 
         try:
-            kind = connector_class(config).plugin_type
-            prepare(self.worker.effective_config(ConnectorState(config.get("name", ""), config)), kind=kind)
+            return check_config(config, self.worker.config).kind
         except ConfigError as e:
             raise BadRequestError(_config_error_message(e, None)) from e
-        return kind
 
     def _tasks_max(self, rt: ConnectorRuntime) -> int:
         try:
-            return max(1, int(rt.state.config.get("tasks.max", "1")))
-        except ValueError:
+            return max(1, self.worker.checked(rt).prepared.settings.tasks_max)
+        except ConfigError:  # a config that no longer checks (its status says why): one task
             return 1
 
     # -- configs ------------------------------------------------------------------------------------
@@ -355,7 +352,7 @@ class ConnectService:
     # -- topics -------------------------------------------------------------------------------------
     def topics(self, name: str) -> dict[str, Any]:
         """``GET /connectors/{name}/topics``: topics the connector wrote (source) or read (sink)."""
-        if not self.config["topic.tracking.enable"]:
+        if not self.config.topic_tracking_enable:
             raise ForbiddenError("Topic tracking is disabled.")
         rt = self._runtime(name)
         return {name: {"topics": self._active_topics(rt)}}
@@ -382,7 +379,7 @@ class ConnectService:
 
     def reset_topics(self, name: str) -> None:
         """``PUT /connectors/{name}/topics/reset``: forget the active topics seen so far."""
-        if not self.config["topic.tracking.enable"] or not self.config["topic.tracking.allow.reset"]:
+        if not self.config.topic_tracking_enable or not self.config.topic_tracking_allow_reset:
             raise ForbiddenError("Topic tracking reset is disabled.")
         with self._lock:
             rt = self._runtime(name)
@@ -559,7 +556,8 @@ class ConnectService:
     def validate(self, plugin: str, props: Mapping[str, Any]) -> dict[str, Any]:
         """``PUT /connector-plugins/{plugin}/config/validate``: Kafka's ConfigInfos (200 even when invalid)."""
 
-        return validate_connector_config(plugin, {str(k): ("" if v is None else str(v)) for k, v in props.items()})
+        return validate_connector_config(plugin, {str(k): ("" if v is None else str(v)) for k, v in props.items()},
+                                         lambda config: check_config(config, self.worker.config))
 
     # -- root ---------------------------------------------------------------------------------------
     def server_info(self) -> dict[str, Any]:

@@ -1,4 +1,12 @@
-"""``PUT /connector-plugins/{plugin}/config/validate``: Kafka's ConfigInfos, generated from the declarations.
+"""One check of a connector config, as it will run (:func:`check_config`), and its REST form.
+
+:func:`check_config` is the one validation function: ``kconnect plugins validate``, ``PUT
+/connector-plugins/{plugin}/config/validate``, ``POST/PUT /connectors`` and the worker's query start all call it,
+with the worker's config when a worker runs the connector (its converter defaults, its topic store or Kafka bus),
+so a config that validates is one that starts. Its result carries the typed settings on to the query.
+
+``PUT /connector-plugins/{plugin}/config/validate`` (:func:`validate_connector_config`): Kafka's ConfigInfos,
+generated from the declarations.
 
 Every declared key of the connector (its own and the common ones) gets a ``{"definition", "value"}`` entry;
 each transform and predicate alias gets its ``type`` entry and its own keys under group ``Transforms: <alias>``
@@ -13,19 +21,90 @@ config this endpoint accepts is one the worker accepts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from ..bus.kafka import KafkaSinkPlan, KafkaSourcePlan, plan_sink, plan_source
 from ..config import HIDDEN, Type
 from ..connectors.base import connector_config_def
 from ..connectors.factory import connector_class
 from ..core import plugins
-from ..engine.pipeline import prepare
-from ..errors import ConfigError
+from ..engine.pipeline import PreparedConfig, prepare
+from ..errors import ConfigError, ConfigProblem
 from .errors import BadRequestError
 from .secrets import mask_config
+from .worker_config import WorkerConfig
 
-__all__ = ["validate_connector_config"]
+__all__ = ["CheckedConfig", "check_config", "effective_config", "validate_connector_config"]
+
+
+@dataclass(frozen=True)
+class CheckedConfig:
+    """A connector config checked as it will run: made once by :func:`check_config`, then run without parsing
+    again (the worker hands ``prepared`` or the Kafka plan to the query)."""
+
+    kind: str
+    #: the config as it runs: the worker's converter defaults and dead-letter directory applied
+    config: Mapping[str, str]
+    prepared: PreparedConfig
+    #: the Kafka bus's plan when the worker has ``bootstrap.servers``
+    kafka: KafkaSinkPlan | KafkaSourcePlan | None = None
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """A sink's ``topics``."""
+        return tuple(self.prepared.settings.get("topics") or ())
+
+    @property
+    def topics_regex(self) -> str:
+        """A sink's ``topics.regex``."""
+        return str(self.prepared.settings.get("topics.regex") or "")
+
+
+def effective_config(config: Mapping[str, str], worker: WorkerConfig | None) -> dict[str, str]:
+    """The connector config as a worker runs it: its converter defaults for converters the connector does not
+    set, and its topic store as the dead-letter queue's directory."""
+    cfg = dict(config)
+    if worker is None:
+        return cfg
+    if cfg.get("errors.deadletterqueue.topic.name") and not cfg.get("errors.deadletterqueue.topics.dir"):
+        cfg["errors.deadletterqueue.topics.dir"] = worker.topics_dir  # dead letters live in the topic store
+    for conv in ("key.converter", "value.converter", "header.converter"):
+        if conv in cfg or conv not in worker.converter_defaults:
+            continue
+        for k, v in worker.converter_defaults.items():
+            if k == conv or k.startswith(conv + "."):
+                cfg.setdefault(k, v)
+    return cfg
+
+
+def check_config(config: Mapping[str, Any], worker: WorkerConfig | None = None, *,
+                 kind: str | None = None) -> CheckedConfig:
+    """Check a whole connector config (connector, transforms, predicates, converters, errors.*) as it will run:
+    by ``worker`` (with its converter defaults, topic store or Kafka bus; a sink there must name its topics), or,
+    without one, by ``kconnect run`` and the one-call API. Raises one :class:`ConfigError` with every problem."""
+    props = {str(k): v for k, v in config.items()}
+    if kind is None:
+        kind = connector_class(props).plugin_type
+    cfg = effective_config(props, worker)
+    kafka: KafkaSinkPlan | KafkaSourcePlan | None = None
+    if worker is not None and worker.bootstrap_servers:
+        plan = plan_sink if kind == "sink" else plan_source
+        kafka = plan(cfg, worker.bootstrap_servers)
+        prepared = kafka.prepared
+    else:
+        problems = []
+        if worker is not None and kind == "sink" and not any(
+                str(v).strip() for k, v in cfg.items() if k.lower() in ("topics", "topics.regex")):
+            problems.append(ConfigProblem("topics", "Must configure one of topics or topics.regex"))
+        try:
+            prepared = prepare(cfg, kind=kind)
+        except ConfigError as e:
+            raise ConfigError([*problems, *e.problems], context=e.context) from None
+        if problems:
+            raise ConfigError(problems, context=f"connector {prepared.name!r}")
+    return CheckedConfig(kind, cfg, prepared, kafka)
 
 
 def _norm(name: str) -> str:
@@ -77,9 +156,10 @@ def _type_entry(list_key: str, alias: str, group: str, props: Mapping[str, str],
                                        "errors": errors, "visible": True}}
 
 
-def validate_connector_config(plugin: str, props: Mapping[str, str]) -> dict[str, Any]:
+def validate_connector_config(plugin: str, props: Mapping[str, str],
+                              check: Callable[[Mapping[str, str]], Any] = check_config) -> dict[str, Any]:
     """Kafka's ConfigInfos for ``props``; raises BadRequestError when ``connector.class`` is missing or does not
-    name ``plugin``."""
+    name ``plugin``. ``check`` is the whole-config check (:func:`check_config` with the worker's config)."""
 
     cc = props.get("connector.class")
     if not cc:
@@ -115,7 +195,7 @@ def validate_connector_config(plugin: str, props: Mapping[str, str]) -> dict[str
     # Whatever else the whole-config check finds (unknown keys, converters, ...), under its key.
     by_name = {c["value"]["name"]: c for c in configs}
     try:
-        prepare(props, kind=cls.plugin_type)
+        check(props)
     except ConfigError as e:
         for p in e.problems:
             entry = by_name.get(p.key)

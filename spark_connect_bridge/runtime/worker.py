@@ -23,19 +23,21 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
-from ..bus.kafka import KafkaBus, sink_stream, source_stream
-from ..connectors.base import stable_app_id
+from ..bus.kafka import KafkaBus, KafkaSinkPlan, KafkaSourcePlan, sink_stream, source_stream
+from ..connectors.base import checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..engine.datasource import register
-from ..engine.pipeline import prepare, read_stream, write_stream, write_topic_store
+from ..engine.pipeline import read_stream, write_stream, write_topic_store
+from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from .state import ConnectorState, storage_name
+from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
 
 __all__ = ["Worker", "ConnectorRuntime", "Metrics"]
@@ -83,6 +85,8 @@ class ConnectorRuntime:
     #: A driver-side source connector whose read-only ``lag(offset)`` measures the backlog (never asked for
     #: its initial offsets: see :meth:`Worker._lag`).
     lag_source: Any = None
+    #: the config checked as this worker runs it, with the config mapping it was made from (see Worker.checked)
+    checked_config: tuple[dict[str, str], CheckedConfig] | None = None
     end_offset: Any = None  # the end offset of the query's last batch (JSON text, as Spark reports it)
     last_lag_check: float = 0.0
     #: The end offset the lag was last measured at: a new batch end is measured at once, not up to 2 s later.
@@ -114,7 +118,7 @@ class Worker:
         self._spark = spark
         self._owns_spark = spark is None
         self._registered = False
-        self.store = TopicStore(config.topics_dir, format=config["topic.store.format"])
+        self.store = TopicStore(config.topics_dir, format=config.topic_store_format)
         #: Kafka as the bus (worker bootstrap.servers): sources produce to it, sinks consume it.
         self.bus = KafkaBus(config.bootstrap_servers, tuple(sorted(config.kafka_client.items()))) \
             if config.bootstrap_servers else None
@@ -155,7 +159,7 @@ class Worker:
 
     def app_id(self, state: ConnectorState) -> str:
         """The Delta app id the topic store's sink uses for this connector's checkpoint (see datasource)."""
-        return "ckpt-" + stable_app_id(self.checkpoint(state).rstrip("/"))
+        return checkpoint_app_id(self.checkpoint(state))
 
     # -- the herder thread --------------------------------------------------------------------------
     def start(self) -> None:
@@ -181,7 +185,7 @@ class Worker:
             log.exception("Cannot start the worker's SparkSession")
             return
         self.started.set()
-        interval = int(self.config["status.interval.ms"]) / 1000
+        interval = self.config.status_interval_ms / 1000
         while not self._stopping.is_set():
             try:
                 item = self._tasks.get(timeout=interval)
@@ -242,7 +246,7 @@ class Worker:
             q, rt.query = rt.query, None
             self._quiet_cancellation()
             try:
-                q.stop()
+                stop_query(q, self.config.task_shutdown_graceful_timeout_ms / 1000)
                 release_group(q)  # a sink on the Kafka bus: its group matches the checkpoint, then is left alone
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
@@ -289,22 +293,21 @@ class Worker:
         rt.metrics = Metrics(records_in_total=old.records_in_total, records_out_total=old.records_out_total,
                              batches=old.batches, dead_lettered=old.dead_lettered)
         rt.end_offset = None
-        config = self.effective_config(rt.state)
         checkpoint = self.checkpoint(rt.state)
         os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
         try:
-            prepared = prepare(config, kind=rt.kind)
-            if self.bus is not None and rt.kind == "source":
-                rt.lag_source = self._driver_source(prepared.connector_options)
-                rt.query = source_stream(self.spark, config, bus=self.bus, checkpoint=checkpoint,
-                                         trigger=self.config.trigger, query_name=self._query_name(rt))
-            elif rt.kind == "source":
-                df = read_stream(self.spark, config)
-                rt.lag_source = self._driver_source(prepared.connector_options)
-                rt.query = write_topic_store(df, self.store, checkpoint=checkpoint, trigger=self.config.trigger,
-                                             query_name=self._query_name(rt))
+            checked = self.checked(rt)
+            if rt.kind == "source":
+                rt.lag_source = self._driver_source(checked.prepared.connector)
+                if isinstance(checked.kafka, KafkaSourcePlan) and self.bus is not None:
+                    rt.query = source_stream(self.spark, checked.kafka, bus=self.bus, checkpoint=checkpoint,
+                                             trigger=self.config.trigger, query_name=self._query_name(rt))
+                else:
+                    rt.query = write_topic_store(read_stream(self.spark, checked.prepared), self.store,
+                                                 checkpoint=checkpoint, trigger=self.config.trigger,
+                                                 query_name=self._query_name(rt))
             else:
-                topics, regex = self._sink_topics(config)
+                topics, regex = checked.topics, checked.topics_regex
                 if not self._has_topics(topics, regex):
                     rt.phase, rt.restarting = "RUNNING", False
                     if not rt.metrics.waiting_for_topics:  # a typo or a router upstream: say so, once
@@ -313,15 +316,15 @@ class Worker:
                                     ",".join(topics) or regex, ", ".join(self.store.topics()) or "none")
                     rt.metrics.waiting_for_topics = True  # started on a later poll, once a topic exists
                     return
-                if self.bus is not None:
-                    rt.query = sink_stream(self.spark, config, bus=self.bus, checkpoint=checkpoint,
+                if isinstance(checked.kafka, KafkaSinkPlan) and self.bus is not None:
+                    rt.query = sink_stream(self.spark, checked.kafka, bus=self.bus, checkpoint=checkpoint,
                                            trigger=self.config.trigger, query_name=self._query_name(rt))
                 else:
                     df = self.store.read_stream(self.spark, topics or None, regex or None)
                     if self.store.format == "delta":
-                        rt.lag_source = self._driver_source(self.store.source_options(topics or None,
-                                                                                      regex or None))
-                    rt.query = write_stream(df, config, checkpoint=checkpoint, trigger=self.config.trigger,
+                        options = self.store.source_options(topics or None, regex or None)
+                        rt.lag_source = self._driver_source(lambda: build_connector(options, kind="source"))
+                    rt.query = write_stream(df, checked.prepared, checkpoint=checkpoint, trigger=self.config.trigger,
                                             query_name=self._query_name(rt))
         except Exception as e:  # noqa: BLE001 - a failed start is the connector's FAILED status, with its trace
             rt.query = None
@@ -333,28 +336,18 @@ class Worker:
         rt.last_progress_at = _now()
         log.info("Connector %s started (query %s, checkpoint %s)", rt.name, rt.query.id, checkpoint)
 
+    def checked(self, rt: ConnectorRuntime) -> CheckedConfig:
+        """The connector's config checked as this worker runs it (:func:`~.validate.check_config`): once per
+        config, then kept with the runtime until the config changes. Raises ConfigError."""
+        if rt.checked_config is None or rt.checked_config[0] is not rt.state.config:
+            rt.checked_config = (rt.state.config, check_config(rt.state.config, self.config, kind=rt.kind))
+        return rt.checked_config[1]
+
     def _query_name(self, rt: ConnectorRuntime) -> str:
         # Query names are unique per session: a test run or notebook may run several workers.
         return f"kconnect-{rt.name}-{stable_app_id(self.config.checkpoint_root)[:6]}"
 
-    def effective_config(self, state: ConnectorState) -> dict[str, str]:
-        """The connector config with the worker's converter defaults for converters it does not set."""
-        cfg = dict(state.config)
-        if cfg.get("errors.deadletterqueue.topic.name") and not cfg.get("errors.deadletterqueue.topics.dir"):
-            cfg["errors.deadletterqueue.topics.dir"] = self.store.directory  # dead letters live in the topic store
-        for conv in ("key.converter", "value.converter", "header.converter"):
-            if conv in cfg or conv not in self.config.converter_defaults:
-                continue
-            for k, v in self.config.converter_defaults.items():
-                if k == conv or k.startswith(conv + "."):
-                    cfg.setdefault(k, v)
-        return cfg
-
-    def _sink_topics(self, config: dict[str, str]) -> tuple[list[str], str]:
-        topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
-        return topics, config.get("topics.regex", "").strip()
-
-    def _has_topics(self, topics: list[str], regex: str) -> bool:
+    def _has_topics(self, topics: Sequence[str], regex: str) -> bool:
         import re
 
         existing = kafka_topics(self.bus.admin_config()) if self.bus is not None else self.store.topics()
@@ -366,9 +359,9 @@ class Worker:
         return bool(existing)
 
     @staticmethod
-    def _driver_source(options: dict[str, str]) -> Any:
+    def _driver_source(make: Callable[[], Any]) -> Any:
         try:
-            return build_connector(options, kind="source")
+            return make()
         except Exception:  # lag is a nicety: never fail a connector over it
             log.debug("no driver-side source for lag", exc_info=True)
             return None
@@ -379,8 +372,8 @@ class Worker:
         self._restore_cancellation_logs()
         for rt in list(self.runtimes.values()):
             if rt.state.target_state == "STARTED" and rt.query is None and rt.metrics.waiting_for_topics:
-                topics, regex = self._sink_topics(self.effective_config(rt.state))
-                if self._has_topics(topics, regex):
+                waiting = rt.checked_config[1] if rt.checked_config is not None else None
+                if waiting is None or self._has_topics(waiting.topics, waiting.topics_regex):
                     self._start_query(rt)
                 continue
             q = rt.query
@@ -430,7 +423,7 @@ class Worker:
             if end is not None:
                 rt.end_offset = end
         idle = _now() - rt.last_progress_at
-        if idle > max(5.0, 3 * int(self.config["trigger.interval.ms"]) / 1000):
+        if idle > max(5.0, 3 * self.config.trigger_interval_ms / 1000):
             m.records_in_per_sec = m.records_out_per_sec = 0.0
         if _now() - rt.last_lag_check >= 2.0 or rt.end_offset != rt.lag_checked_end:
             rt.last_lag_check, rt.lag_checked_end = _now(), rt.end_offset
@@ -455,7 +448,8 @@ class Worker:
             return None
 
     def _dead_lettered(self, rt: ConnectorRuntime) -> int | None:
-        topic = rt.state.config.get("errors.deadletterqueue.topic.name", "").strip()
+        checked = rt.checked_config[1] if rt.checked_config is not None else None
+        topic = checked.prepared.policy.dlq_topic if checked is not None else None
         if not topic:
             return None
         if self.store.format != "delta" or self.bus is not None:

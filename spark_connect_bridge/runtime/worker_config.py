@@ -43,7 +43,7 @@ _CONVERTER_PREFIXES = ("key.converter.", "value.converter.", "header.converter."
 # Kafka worker keys that configure Kafka clients or the Kafka-based stores: accepted (so a Kafka
 # worker.properties loads unchanged) and logged as having no effect.
 KAFKA_ONLY_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms",
-                   "task.shutdown.graceful.timeout.ms", "plugin.discovery", "rest.advertised.host.name",
+                   "plugin.discovery", "rest.advertised.host.name",
                    "rest.advertised.port", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
                    "connector.client.config.override.policy", "group.id",
                    "config.storage.topic", "offset.storage.topic", "status.storage.topic",
@@ -119,6 +119,10 @@ WORKER_CONFIG = (
     .define("trigger.interval.ms", Type.LONG, 1000, Range.at_least(0), Importance.MEDIUM, group="Spark",
             doc="Micro-batch interval of every connector query (processingTime trigger); each batch commits "
                 "its offsets, so this is also the offset flush interval.")
+    .define("task.shutdown.graceful.timeout.ms", Type.LONG, 5000, Range.at_least(0), Importance.LOW, group="Spark",
+            doc="When a connector is paused, stopped, restarted or deleted, or the worker stops: how long its "
+                "batch in flight may take to finish and commit before it is cancelled (a cancelled batch is "
+                "read again from the checkpoint on the next start).")
     .define("status.interval.ms", Type.LONG, 500, Range.at_least(50), Importance.LOW, group="Spark",
             doc="How often the worker polls its queries for state changes and metrics.")
     .define("spark.master", Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",
@@ -163,7 +167,7 @@ class WorkerConfig:
     @property
     def allowed_host_names(self) -> tuple[str, ...] | None:
         """Host header names served (None: any)."""
-        names = self.config["rest.allowed.host.names"]
+        names = self.config.rest_allowed_host_names
         if names:
             return tuple(n.lower().strip("[]") for n in names)
         host = self.host.lower().strip("[]")
@@ -173,12 +177,12 @@ class WorkerConfig:
 
     @property
     def allowed_origins(self) -> tuple[str, ...]:
-        return tuple(o.strip().rstrip("/") for o in self.config["access.control.allow.origin"].split(",")
+        return tuple(o.strip().rstrip("/") for o in self.config.access_control_allow_origin.split(",")
                      if o.strip())
 
     @property
     def allowed_methods(self) -> tuple[str, ...]:
-        raw = self.config["access.control.allow.methods"] or "GET,POST,HEAD"
+        raw = self.config.access_control_allow_methods or "GET,POST,HEAD"
         return tuple(m.strip().upper() for m in raw.split(",") if m.strip())
     #: Kafka client settings shared by the bus's clients (security.protocol, ssl.*, sasl.*).
     kafka_client: dict[str, str] = field(default_factory=dict, repr=False)
@@ -186,7 +190,7 @@ class WorkerConfig:
     @property
     def bootstrap_servers(self) -> str | None:
         """The Kafka bus's bootstrap address (None: the Delta topic store)."""
-        servers = self.config["bootstrap.servers"]
+        servers = self.config.bootstrap_servers
         return ",".join(servers) if servers else None
 
     @property
@@ -197,12 +201,18 @@ class WorkerConfig:
     def trigger(self) -> dict[str, Any]:
         return {"processingTime": f"{int(self.config['trigger.interval.ms'])} milliseconds"}
 
+    def __getattr__(self, attribute: str) -> Any:
+        """The parsed worker config's values as attributes (``worker.trigger_interval_ms``)."""
+        if attribute.startswith("__") or "config" not in self.__dict__:
+            raise AttributeError(attribute)
+        return getattr(self.config, attribute)
+
     def __getitem__(self, key: str) -> Any:
         return self.config[key]
 
 
 def _bind(cfg: Config, problems: list[ConfigProblem]) -> tuple[str, str, int]:
-    listeners = cfg["listeners"]
+    listeners = cfg.listeners
     if listeners:
         first = listeners[0]
         u = urlsplit(first)
@@ -220,8 +230,8 @@ def _bind(cfg: Config, problems: list[ConfigProblem]) -> tuple[str, str, int]:
                                                        f"port"))
             return scheme, "127.0.0.1", 8083
         return scheme, (u.hostname or "127.0.0.1"), port
-    host = cfg["rest.host.name"] or "127.0.0.1"
-    port = cfg["rest.port"] if cfg["rest.port"] is not None else 8083
+    host = cfg.rest_host_name or "127.0.0.1"
+    port = cfg.rest_port if cfg.rest_port is not None else 8083
     return "http", host, int(port)
 
 
@@ -284,11 +294,11 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     kafka_client = {k: str(v) for k, v in props.items()
                     if (k == "security.protocol" or k.startswith(("ssl.", "sasl."))) and v is not None}
     for k in ignored:
-        if cfg["bootstrap.servers"] and k in kafka_client:
+        if cfg.bootstrap_servers and k in kafka_client:
             continue  # configures the Kafka bus's clients
         log.warning("worker config: %s has no effect here (it configures Kafka clients or Kafka's own stores; "
                     "offsets live in each query's Spark checkpoint)", k)
-    if cfg["plugin.path"]:
+    if cfg.plugin_path:
         log.warning("worker config: plugin.path is not applicable: plugins are Python classes (built-ins, dotted "
                     "paths, entry points)")
     problems: list[ConfigProblem] = []
@@ -296,14 +306,14 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     ssl = _ssl_settings(props, scheme, problems)
     base = base_dir or os.getcwd()
     providers = _provider_policy(props, base, problems)
-    state = cfg["offset.storage.dir"]
-    if not state and cfg["offset.storage.file.filename"]:
-        state = os.path.dirname(os.path.join(base, cfg["offset.storage.file.filename"])) or base
+    state = cfg.offset_storage_dir
+    if not state and cfg.offset_storage_file_filename:
+        state = os.path.dirname(os.path.join(base, cfg.offset_storage_file_filename)) or base
     if not state:
         problems.append(ConfigProblem("offset.storage.dir", 'Missing required configuration "offset.storage.dir" '
                                                             '(or Kafka\'s "offset.storage.file.filename", whose '
                                                             'directory is used) which has no default value.'))
-    auth = cfg["rest.basic.auth.file"]
+    auth = cfg.rest_basic_auth_file
     if auth and not os.path.isfile(os.path.join(base, auth)):
         problems.append(ConfigProblem("rest.basic.auth.file", f"Invalid value {auth} for configuration "
                                                               f"rest.basic.auth.file: no such file"))
@@ -312,18 +322,18 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     converters = {k: str(v) for k, v in props.items()
                   if v is not None and (k in ("key.converter", "value.converter", "header.converter")
                                         or k.startswith(_CONVERTER_PREFIXES))}
-    spark_conf["spark.master"] = cfg["spark.master"]
+    spark_conf["spark.master"] = cfg.spark_master
     state_dir = os.path.abspath(os.path.join(base, state))
     spark_env = _loopback_spark(cfg, spark_conf)
-    allowed = cfg["connector.allowed.paths"] or [base]
-    policy = ConnectorPolicy(tuple(cfg["plugin.allowed.modules"]),
+    allowed = cfg.connector_allowed_paths or [base]
+    policy = ConnectorPolicy(tuple(cfg.plugin_allowed_modules),
                              tuple(os.path.realpath(os.path.join(base, p)) for p in allowed),
                              (os.path.realpath(state_dir),), providers)
-    key_file = os.path.abspath(os.path.join(base, cfg["state.encryption.key.file"])) \
-        if cfg["state.encryption.key.file"] else os.path.join(state_dir, "_keys", "state.key")
-    return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg["topics.dir"])),
+    key_file = os.path.abspath(os.path.join(base, cfg.state_encryption_key_file)) \
+        if cfg.state_encryption_key_file else os.path.join(state_dir, "_keys", "state.key")
+    return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg.topics_dir)),
                         spark_conf, converters, scheme, ssl, policy, key_file, spark_env,
-                        kafka_client=kafka_client if cfg["bootstrap.servers"] else {})
+                        kafka_client=kafka_client if cfg.bootstrap_servers else {})
 
 
 _OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")
@@ -332,7 +342,7 @@ _OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")
 def _loopback_spark(cfg: Config, spark_conf: dict[str, str]) -> dict[str, str]:
     """Bind a local Spark driver to 127.0.0.1 unless the worker config says otherwise: RPC and block manager
     through spark.driver.bindAddress/host, the UI through SPARK_LOCAL_IP (Spark's UI reads only that)."""
-    if not cfg["spark.bind.loopback"] or not str(cfg["spark.master"]).startswith("local"):
+    if not cfg.spark_bind_loopback or not str(cfg.spark_master).startswith("local"):
         return {}
     if "spark.driver.bindAddress" in spark_conf or "spark.driver.host" in spark_conf:
         return {}
@@ -348,7 +358,7 @@ def load_worker_config(path: str) -> WorkerConfig:
 
 def basic_auth_users(cfg: WorkerConfig) -> dict[str, str] | None:
     """``{user: password}`` from ``rest.basic.auth.file`` (None: auth disabled)."""
-    path = cfg["rest.basic.auth.file"]
+    path = cfg.rest_basic_auth_file
     if not path:
         return None
     with open(path, encoding="utf-8") as f:

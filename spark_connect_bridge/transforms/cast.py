@@ -198,13 +198,13 @@ class Cast(KeyOrValue):
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:
-        _, _, problems = _parse_spec(config["spec"])
+        _, _, problems = _parse_spec(config.spec)
         return [ConfigProblem("spec", f"Invalid value {','.join(config['spec'])} for configuration spec: {p}")
                 for p in problems]
 
     def configure(self, config: Config) -> None:
-        self.whole, self.fields, _ = _parse_spec(config["spec"])
-        self.spec = ",".join(config["spec"])
+        self.whole, self.fields, _ = _parse_spec(config.spec)
+        self.spec = ",".join(config.spec)
 
     def lift_safe(self, column: str) -> bool:
         return self.whole is None or column != self.target  # a whole-value cast fails a struct

@@ -20,7 +20,7 @@ class DropHeaders(Transformation):
                                     importance=Importance.HIGH, doc="The name of the headers to be removed.")
 
     def configure(self, config: Config) -> None:
-        self.headers = list(dict.fromkeys(config["headers"]))
+        self.headers = list(dict.fromkeys(config.headers))
 
     def plan(self, df: DataFrame) -> Step:
         names = F.array(*[F.lit(h) for h in self.headers])

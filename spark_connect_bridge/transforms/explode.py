@@ -49,17 +49,17 @@ class Explode(KeyOrValue):
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:
-        if config["field"]:
+        if config.field:
             try:
-                parse_path(config["field"], config["field.syntax.version"])
+                parse_path(config.field, config.field_syntax_version)
             except ValueError as e:
                 return [ConfigProblem("field", f"Invalid value {config['field']} for configuration field: {e}")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.steps = parse_path(config["field"], config["field.syntax.version"]) if config["field"] else []
-        self.header = config["index.header"]
-        self.keep_empty = config["keep.empty"]
+        self.steps = parse_path(config.field, config.field_syntax_version) if config.field else []
+        self.header = config.index_header
+        self.keep_empty = config.keep_empty
 
     def _key(self, name: str) -> str:
         return f"transforms.{self.alias}.{name}" if self.alias else name

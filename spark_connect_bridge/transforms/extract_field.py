@@ -33,14 +33,14 @@ class ExtractField(KeyOrValue):
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         try:
-            parse_path(config["field"], config["field.syntax.version"])
+            parse_path(config.field, config.field_syntax_version)
         except ValueError as e:
             return [ConfigProblem("field", f"Invalid value {config['field']} for configuration field: {e}")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.path = config["field"]
-        self.steps = parse_path(config["field"], config["field.syntax.version"])
+        self.path = config.field
+        self.steps = parse_path(config.field, config.field_syntax_version)
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

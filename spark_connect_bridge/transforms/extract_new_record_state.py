@@ -120,7 +120,7 @@ class ExtractNewRecordState(Transformation):
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         problems = []
-        if config["delete.tombstone.handling.mode"] is not None:
+        if config.delete_tombstone_handling_mode is not None:
             for legacy in ("delete.handling.mode", "drop.tombstones"):
                 if config[legacy] is not None:
                     problems.append(ConfigProblem(legacy, (
@@ -134,10 +134,10 @@ class ExtractNewRecordState(Transformation):
         return problems
 
     def configure(self, config: Config) -> None:
-        mode = config["delete.tombstone.handling.mode"]
+        mode = config.delete_tombstone_handling_mode
         if mode is None:
-            legacy = config["delete.handling.mode"]
-            drop_tombstones = config["drop.tombstones"]
+            legacy = config.delete_handling_mode
+            drop_tombstones = config.drop_tombstones
             if legacy is None and drop_tombstones is None:
                 mode = "tombstone"
             else:
@@ -148,13 +148,13 @@ class ExtractNewRecordState(Transformation):
         self.mode = mode
         self.keep_tombstones = getattr(self, "_legacy_keep_tombstones", False) or mode == "rewrite-with-tombstone"
         self.rewrite = mode in ("rewrite", "rewrite-with-tombstone")
-        self.fields = [_Ref.parse(i.strip(), config["add.fields.prefix"]) for i in config["add.fields"]]
-        self.headers = [_Ref.parse(i.strip(), config["add.headers.prefix"]) for i in config["add.headers"]]
-        self.route = config["route.by.field"]
-        header = config["drop.fields.header.name"]
+        self.fields = [_Ref.parse(i.strip(), config.add_fields_prefix) for i in config.add_fields]
+        self.headers = [_Ref.parse(i.strip(), config.add_headers_prefix) for i in config.add_headers]
+        self.route = config.route_by_field
+        header = config.drop_fields_header_name
         self.drop_header = header if header and header.strip() else None
-        self.drop_from_key = config["drop.fields.from.key"]
-        self.drop_only_optional = config["drop.fields.keep.schema.compatible"]
+        self.drop_from_key = config.drop_fields_from_key
+        self.drop_only_optional = config.drop_fields_keep_schema_compatible
 
     def _null_listed(self, struct: Column, dtype: StructType, listed: Column, cond: Column,
                      skip: set[str]) -> Column:

@@ -26,7 +26,7 @@ class Flatten(KeyOrValue):
                                         "generating field names for the output record")
 
     def configure(self, config: Config) -> None:
-        self.delimiter = config["delimiter"]
+        self.delimiter = config.delimiter
 
     def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[Column]) -> None:
         for f in dtype.fields:

@@ -37,15 +37,15 @@ class HeaderFrom(KeyOrValue):
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:
-        if len(config["fields"]) != len(config["headers"]):
+        if len(config.fields) != len(config.headers):
             return [ConfigProblem("headers", f"Invalid value {','.join(config['headers'])} for configuration "
                                              f"headers: 'fields' config must have the same number of elements as "
                                              f"'headers' config.")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.fields, self.headers = config["fields"], config["headers"]
-        self.move = config["operation"] == "move"
+        self.fields, self.headers = config.fields, config.headers
+        self.move = config.operation == "move"
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

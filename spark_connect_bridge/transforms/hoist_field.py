@@ -23,7 +23,7 @@ class HoistField(KeyOrValue):
                                         "Struct or Map.")
 
     def configure(self, config: Config) -> None:
-        self.field = config["field"]
+        self.field = config.field
 
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema[self.target]

@@ -47,7 +47,7 @@ class InsertField(KeyOrValue):
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         problems = []
-        if config["static.field"] and config["static.value"] is None:
+        if config.static_field and config.static_value is None:
             problems.append(ConfigProblem("static.value", 'Missing required configuration "static.value": it is '
                                                           'required when "static.field" is set'))
         if not any(config[k] for k in self._FIELDS):
@@ -63,7 +63,7 @@ class InsertField(KeyOrValue):
                 if name.endswith(("!", "?")):
                     name = name[:-1]
                 self.inserts.append((k, name))
-        self.static_value = config["static.value"]
+        self.static_value = config.static_value
 
     def _value(self, key: str, df: DataFrame, schemaless: bool) -> tuple[Column, DataType]:
         if key == "topic.field":

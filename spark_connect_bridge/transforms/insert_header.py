@@ -41,8 +41,8 @@ class InsertHeader(Transformation):
     )
 
     def configure(self, config: Config) -> None:
-        self.header = config["header"]
-        self.text = parse_literal_to_string(config["value.literal"])
+        self.header = config.header
+        self.text = parse_literal_to_string(config.value_literal)
 
     def plan(self, df: DataFrame) -> Step:
         return Step({"headers": append_headers([(self.header, F.lit(self.text.encode("utf-8")))])})

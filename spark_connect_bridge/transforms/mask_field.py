@@ -99,8 +99,8 @@ class MaskField(KeyOrValue):
     )
 
     def configure(self, config: Config) -> None:
-        self.fields = list(dict.fromkeys(config["fields"]))
-        self.replacement = config["replacement"]
+        self.fields = list(dict.fromkeys(config.fields))
+        self.replacement = config.replacement
 
     def _mask(self, col: Column, dt: DataType, step: Step) -> Column:
         new: Column | str | None

@@ -25,7 +25,7 @@ class TopicNameMatches(Predicate):
         importance=Importance.MEDIUM, doc="A Java regular expression matched against the whole topic name.")
 
     def test(self, df: DataFrame) -> Column:
-        return F.col("topic").isNotNull() & F.col("topic").rlike(anchored(self.config["pattern"]))
+        return F.col("topic").isNotNull() & F.col("topic").rlike(anchored(self.config.pattern))
 
 
 class HasHeaderKey(Predicate):
@@ -37,7 +37,7 @@ class HasHeaderKey(Predicate):
                                     doc="The header name.")
 
     def test(self, df: DataFrame) -> Column:
-        name = self.config["name"]
+        name = self.config.name
         return F.coalesce(F.exists(F.col("headers"), lambda h: h["key"] == F.lit(name)), F.lit(False))
 
 

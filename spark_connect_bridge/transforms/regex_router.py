@@ -40,18 +40,18 @@ class RegexRouter(Transformation):
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:
-        reason = replacement_problem(config["replacement"], group_count(config["regex"]))
+        reason = replacement_problem(config.replacement, group_count(config.regex))
         if reason:
             return [ConfigProblem("replacement", f"Invalid value {config['replacement']} for configuration "
                                                  f"replacement: {reason}")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.regex = config["regex"]
-        self.pattern = anchored(config["regex"])
-        self.replacement = config["replacement"]
-        shape = simple_shape(config["regex"])
-        parts = replacement_parts(config["replacement"]) if shape else None
+        self.regex = config.regex
+        self.pattern = anchored(config.regex)
+        self.replacement = config.replacement
+        shape = simple_shape(config.regex)
+        parts = replacement_parts(config.replacement) if shape else None
         max_group = 1 if shape and shape[2] else 0
         self.fast: tuple[tuple[str, str, bool], list[str | int]] | None = None
         if shape is not None and parts is not None and all(not isinstance(p, int) or p <= max_group for p in parts):

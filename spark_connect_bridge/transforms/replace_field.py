@@ -39,16 +39,16 @@ class ReplaceField(KeyOrValue):
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:
-        bad = [r for r in config["renames"] if r.count(":") != 1]
+        bad = [r for r in config.renames if r.count(":") != 1]
         if bad:
             return [ConfigProblem("renames", f"Invalid value {','.join(config['renames'])} for configuration "
                                              f"renames: Invalid rename mapping: {bad[0]} (expected old:new)")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.exclude = set(config["exclude"])
-        self.include = set(config["include"])
-        self.renames = dict(r.split(":", 1) for r in config["renames"])
+        self.exclude = set(config.exclude)
+        self.include = set(config.include)
+        self.renames = dict(r.split(":", 1) for r in config.renames)
 
     def _keep(self, name: str) -> bool:
         return name not in self.exclude and (not self.include or name in self.include)

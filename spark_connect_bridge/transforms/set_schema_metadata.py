@@ -29,13 +29,13 @@ class SetSchemaMetadata(KeyOrValue):
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:
-        if config["schema.name"] is None and config["schema.version"] is None:
+        if config.schema_name is None and config.schema_version is None:
             return [ConfigProblem("", "Neither schema name nor version configured: set schema.name and/or "
                                       "schema.version")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.name, self.version = config["schema.name"], config["schema.version"]
+        self.name, self.version = config.schema_name, config.schema_version
 
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema[self.target]

@@ -82,14 +82,14 @@ class SqlTransform(Transformation):
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         problems = []
-        if not config["filter"].strip() and not config["select"].strip():
+        if not config.filter.strip() and not config.select.strip():
             problems.append(ConfigProblem("", "Nothing to do: set filter and/or select"))
-        if config["filter"].strip():
-            reason = _parse_problem(config["filter"])
+        if config.filter.strip():
+            reason = _parse_problem(config.filter)
             if reason:
                 problems.append(ConfigProblem("filter", f"Invalid value {config['filter']} for configuration "
                                                         f"filter: {reason}"))
-        for item in split_select(config["select"]):
+        for item in split_select(config.select):
             reason = _parse_problem(item)
             if reason:
                 problems.append(ConfigProblem("select", f"Invalid value {config['select']} for configuration "
@@ -97,8 +97,8 @@ class SqlTransform(Transformation):
         return problems
 
     def configure(self, config: Config) -> None:
-        self.filter = config["filter"].strip()
-        self.items = split_select(config["select"])
+        self.filter = config.filter.strip()
+        self.items = split_select(config.select)
 
     def _key(self, name: str) -> str:
         return f"transforms.{self.alias}.{name}" if self.alias else name

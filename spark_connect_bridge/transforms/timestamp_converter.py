@@ -79,8 +79,8 @@ class TimestampConverter(KeyOrValue):
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         problems = []
-        fmt = config["format"]
-        if config["target.type"] == "string" and not fmt:
+        fmt = config.format
+        if config.target_type == "string" and not fmt:
             problems.append(ConfigProblem("format", "Invalid value  for configuration format: TimestampConverter "
                                                     "requires format option to be specified when using string "
                                                     "timestamps"))
@@ -94,10 +94,10 @@ class TimestampConverter(KeyOrValue):
         return problems
 
     def configure(self, config: Config) -> None:
-        self.field = config["field"]
-        self.to = config["target.type"]
-        self.fmt = translate(config["format"]) if config["format"] else None
-        self.precision = config["unix.precision"]
+        self.field = config.field
+        self.to = config.target_type
+        self.fmt = translate(config.format) if config.format else None
+        self.precision = config.unix_precision
 
     # -- conversions -------------------------------------------------------------------------------
     def _to_ms(self, c: Column, src: str, step: Step) -> Column:

@@ -34,15 +34,15 @@ class TimestampRouter(Transformation):
 
     def validate(self, config: Config) -> list[ConfigProblem]:
         try:
-            translate(config["timestamp.format"])
+            translate(config.timestamp_format)
         except FormatError as e:
             return [ConfigProblem("timestamp.format", f"Invalid value {config['timestamp.format']} for "
                                                       f"configuration timestamp.format: {e}")]
         return []
 
     def configure(self, config: Config) -> None:
-        self.parts = re.split(r"(\$\{topic\}|\$\{timestamp\})", config["topic.format"])
-        self.fmt = translate(config["timestamp.format"])
+        self.parts = re.split(r"(\$\{topic\}|\$\{timestamp\})", config.topic_format)
+        self.fmt = translate(config.timestamp_format)
 
     def plan(self, df: DataFrame) -> Step:
         ts = F.col("timestamp")

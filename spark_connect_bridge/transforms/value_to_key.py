@@ -27,7 +27,7 @@ class ValueToKey(Transformation):
     )
 
     def configure(self, config: Config) -> None:
-        self.fields = config["fields"]
+        self.fields = config.fields
 
     def lift_safe(self, column: str) -> bool:
         return column == "value"  # it replaces the key

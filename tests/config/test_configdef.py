@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 import pytest
 
 from spark_connect_bridge.config import CaseInsensitiveValidString, ConfigDef, Password, Range, Type, ValidString
@@ -24,18 +26,38 @@ def test_values_are_parsed_once_into_types():
     cfg = _def().parse({"file": "a", "batch.size": "10", "ratio": "1.5", "enabled": "TRUE",
                         "fields": " a , b ,c", "offset": "9000000000", "connection.password": "s3cret"})
     assert (cfg["batch.size"], cfg["ratio"], cfg["enabled"], cfg["fields"], cfg["offset"]) == \
-        (10, 1.5, True, ["a", "b", "c"], 9000000000)
+        (10, 1.5, True, ("a", "b", "c"), 9000000000)
     assert isinstance(cfg["connection.password"], Password)
     assert cfg.password("connection.password") == "s3cret"
 
 
 def test_defaults_apply_and_python_values_are_accepted():
     cfg = _def().parse({"file": "a", "fields": ["x", "y"], "enabled": True, "batch.size": 3})
-    assert cfg["mode"] == "bulk" and cfg["fields"] == ["x", "y"] and cfg["enabled"] is True
+    assert cfg["mode"] == "bulk" and cfg["fields"] == ("x", "y") and cfg["enabled"] is True
 
 
 def test_empty_list_string_is_an_empty_list():
-    assert _def().parse({"file": "a", "fields": ""})["fields"] == []
+    assert _def().parse({"file": "a", "fields": ""})["fields"] == ()
+
+
+def test_settings_are_typed_read_only_and_read_as_attributes():
+    import pickle
+
+    cfg = _def().parse({"file": "a", "batch.size": "7", "fields": "x,y", "mode": "bulk", "connection.password": "pw"})
+    assert cfg.batch_size == 7 and cfg.fields == ("x", "y") and cfg.file == "a"
+    assert cfg.mode == "bulk" and isinstance(cfg.mode, enum.Enum) and cfg.mode.name == "BULK"
+    with pytest.raises(TypeError):
+        cfg.parsed["file"] = "b"  # type: ignore[index]
+    with pytest.raises(AttributeError, match="no configuration key is read as file_name"):
+        _ = cfg.file_name
+    again = pickle.loads(pickle.dumps(cfg))  # executors get the config pickled
+    assert again.batch_size == 7 and again.mode == "bulk" and dict(again) == dict(cfg)
+    assert isinstance(cfg.connection_password, Password) and repr(cfg.connection_password) == "[hidden]"
+
+
+def test_two_keys_read_as_one_attribute_fail_at_declaration():
+    with pytest.raises(ValueError, match="would both be read as a_b"):
+        ConfigDef().define("a.b", Type.STRING, "").define("a-b", Type.STRING, "")
 
 
 @pytest.mark.parametrize("props, key, text", [

@@ -163,14 +163,14 @@ class JdbcConnection:
         return masked_repr(self)
 
     def _dialect(self) -> Dialect:
-        return dialect_for(self._info, quote_identifiers=self.config["quote.sql.identifiers"] == "always",
-                           timezone=self.config["db.timezone"])
+        return dialect_for(self._info, quote_identifiers=self.config.quote_sql_identifiers == "always",
+                           timezone=self.config.db_timezone)
 
     def _open(self, connect: Callable[[], Any], what: str = "connect") -> Any:
         """A connection from ``connect`` within ``connection.attempts`` / ``connection.backoff.ms``."""
-        return connect_with_attempts(connect, self._dialect(), attempts=self.config["connection.attempts"],
-                                     backoff_ms=self.config["connection.backoff.ms"],
-                                     retry_timeout_ms=self.config["errors.retry.timeout"], what=what)
+        return connect_with_attempts(connect, self._dialect(), attempts=self.config.connection_attempts,
+                                     backoff_ms=self.config.connection_backoff_ms,
+                                     retry_timeout_ms=self.config.errors_retry_timeout, what=what)
 
 
 # ------------------------------------------------------------------------------------------------ retries

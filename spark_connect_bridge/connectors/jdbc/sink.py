@@ -94,17 +94,17 @@ def _arrow_kind(t: Any) -> str:
 
 
 def _check(cfg: Any) -> Any:
-    mode, pk = cfg["insert.mode"], cfg["pk.mode"]
-    if cfg["delete.enabled"] and pk != "record_key":
+    mode, pk = cfg.insert_mode, cfg.pk_mode
+    if cfg.delete_enabled and pk != "record_key":
         yield ConfigProblem("delete.enabled", "Invalid value true for configuration delete.enabled: deletes need "
                                               "pk.mode=record_key (the tombstone's key names the row)")
     if mode in ("upsert", "update") and pk == "none":
         yield ConfigProblem("pk.mode", f"Invalid value none for configuration pk.mode: insert.mode={mode} needs "
                                        "a primary key (kafka, record_key or record_value)")
-    if pk == "kafka" and cfg["pk.fields"] and len(cfg["pk.fields"]) != 3:
+    if pk == "kafka" and cfg.pk_fields and len(cfg.pk_fields) != 3:
         yield ConfigProblem("pk.fields", "Invalid value for configuration pk.fields: pk.mode=kafka takes exactly "
                                          "three names (topic, partition, offset columns)")
-    if pk == "record_value" and not cfg["pk.fields"]:
+    if pk == "record_value" and not cfg.pk_fields:
         yield ConfigProblem("pk.fields", "Invalid value for configuration pk.fields: pk.mode=record_value needs "
                                          "the value fields that form the primary key")
 
@@ -241,21 +241,21 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
-        self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
+        self._info = parse_jdbc_url(config.connection_url, config.get("connection.user"),
                                     config.get("connection.password"))
         self.last_rejected: list[RejectedRecord] = []
         self._layouts: dict[str, dict[str, Any]] | None = None  # per topic, when the input holds several schemas
 
     def _retry(self, fn: Any, what: str) -> Any:
-        timeout = self.config["errors.retry.timeout"]
+        timeout = self.config.errors_retry_timeout
         if timeout == 0:
-            timeout = self.config["max.retries"] * self.config["retry.backoff.ms"]
+            timeout = self.config.max_retries * self.config.retry_backoff_ms
         return with_retries(fn, self._dialect(), timeout_ms=timeout,
-                            max_delay_ms=self.config["errors.retry.delay.max.ms"], what=what)
+                            max_delay_ms=self.config.errors_retry_delay_max_ms, what=what)
 
     @property
     def _pk_mode(self) -> str:
-        return self.config["pk.mode"]
+        return self.config.pk_mode
 
     # -- driver: input checks -----------------------------------------------------------------------
     def validate_input(self, schema: Any) -> None:
@@ -278,7 +278,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 problems.append(f"value field {f.name!r} is {f.dataType.simpleString()}: only primitive fields "
                                 f"can be written to a column (flatten it with the Flatten transform)")
         pk = self._pk_mode
-        fields = self.config["pk.fields"]
+        fields = self.config.pk_fields
         if pk == "record_key":
             if "key" not in names:
                 problems.append("pk.mode=record_key needs a 'key' column")
@@ -301,7 +301,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
     # -- executor: stage --------------------------------------------------------------------------------
     def _table_name(self, topic: str) -> str:
-        return self.config["table.name.format"].replace("${topic}", topic)
+        return self.config.table_name_format.replace("${topic}", topic)
 
     def _rows(self, batch: Any, part: int, seq: int) -> dict[str, Any]:
         """Flatten one record batch into {table name: [(Arrow table of data + meta columns, pk, topic)]}; with
@@ -338,7 +338,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         kpart = col.get("partition", pa.nulls(n, pa.int32()))
         koff = col.get("offset", pa.nulls(n, pa.int64()))
         tomb = value.is_null()
-        if pc.any(tomb).as_py() and not self.config["delete.enabled"]:
+        if pc.any(tomb).as_py() and not self.config.delete_enabled:
             i = pc.index(tomb, True).as_py()
             raise RecordError("JDBC sink: a tombstone (null value) arrived and delete.enabled=false; "
                               "set delete.enabled=true (with pk.mode=record_key) or drop tombstones with "
@@ -346,7 +346,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                               partition=kpart[i].as_py(), offset=koff[i].as_py())
         out: dict[str, Any] = {}
         pk = self._pk_mode
-        fields = self.config["pk.fields"]
+        fields = self.config.pk_fields
         if pk == "kafka":
             names = fields or list(_KAFKA_PK)
             out.update({names[0]: topic, names[1]: kpart, names[2]: koff})
@@ -360,7 +360,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             else:
                 out[fields[0]] = key
         pk_cols = list(out) if pk in ("kafka", "record_key") else list(fields) if pk == "record_value" else []
-        white = set(self.config["fields.whitelist"])
+        white = set(self.config.fields_whitelist)
         for f, a in zip(value.type, value.flatten()):
             if f.name in out:
                 continue
@@ -444,9 +444,9 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
     def _direct(self, d: Dialect, batch_id: int | None) -> TypeGuard[PostgresDialect]:
         """Whether tasks write straight into the tables: only plain inserts, where the order of records across
         tasks does not matter and nothing has to be merged with the existing rows (PostgreSQL, micro-batches)."""
-        return (self.config["commit.scope"] == "task" and isinstance(d, PostgresDialect)
-                and batch_id is not None and self.config["insert.mode"] == "insert"
-                and not self.config["delete.enabled"])
+        return (self.config.commit_scope == "task" and isinstance(d, PostgresDialect)
+                and batch_id is not None and self.config.insert_mode == "insert"
+                and not self.config.delete_enabled)
 
     @staticmethod
     def _task_key(ctx: WriteContext) -> str:
@@ -456,7 +456,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
     def _task_done(self, cur: Any, d: Dialect, ctx: WriteContext, batch_id: int) -> tuple[int | None, tuple] | None:
         """``None`` when this task still has to write batch ``batch_id``; else (the rows it wrote, or None
         when the whole batch is committed, and the records it rejected)."""
-        off = d.table(self.config["offsets.table.name"])
+        off = d.table(self.config.offsets_table_name)
         cur.execute(d.sql(f"SELECT app_id, batch_id, rejected FROM {off} WHERE app_id IN ({{p}}, {{p}})"),
                     [ctx.app_id, self._task_key(ctx)])
         rows = {r[0]: r for r in cur.fetchall()}
@@ -506,7 +506,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             for name, st in tables.items():
                 self._flush_direct(cur, dd, ddl, name, st)
             rejected = tuple(r for st in tables.values() for r in st["rejected"])
-            off = dd.table(self.config["offsets.table.name"])
+            off = dd.table(self.config.offsets_table_name)
             info = json.dumps({"rows": rows, "rejected": [r.__dict__ for r in rejected]})
             cur.execute(dd.sql(f"INSERT INTO {off} (app_id, batch_id, rejected) VALUES ({{p}}, {{p}}, {{p}}) "
                                f"ON CONFLICT (app_id) DO UPDATE SET batch_id = excluded.batch_id, rejected = "
@@ -618,7 +618,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             return
         data = pa.concat_tables(st["buf"])
         st["buf"], st["bytes"] = [], 0
-        for chunk in data.to_batches(max_chunksize=max(self.config["batch.size"], 1 << 20)):
+        for chunk in data.to_batches(max_chunksize=max(self.config.batch_size, 1 << 20)):
             self._retry(lambda chunk=chunk: self._stage_rows(conn, d, st["stage"], chunk), "stage rows")
 
     @staticmethod
@@ -682,7 +682,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
         import pyarrow as pa
 
-        data = mysql_tsv(pa.Table.from_batches([chunk]), self.config["db.timezone"])
+        data = mysql_tsv(pa.Table.from_batches([chunk]), self.config.db_timezone)
         if data is None:
             return False
         with tempfile.NamedTemporaryFile(prefix="kc_load_", suffix=".tsv") as f:
@@ -699,7 +699,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         t = a.type
         if pa.types.is_timestamp(t):
             if t.tz is not None:
-                a = pc.local_timestamp(a.cast(pa.timestamp("us", tz=self.config["db.timezone"])))
+                a = pc.local_timestamp(a.cast(pa.timestamp("us", tz=self.config.db_timezone)))
             if d.info.kind == "sqlite":
                 return pc.strftime(a, format="%Y-%m-%d %H:%M:%S").to_pylist() if len(a) else []
             return a.to_pylist()
@@ -715,7 +715,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         try:
             self._retry(lambda: self._commit_once(d, stages, ctx, direct), "commit")
         finally:
-            if self.config["fault.injection.point"] != "after-stage":
+            if self.config.fault_injection_point != "after-stage":
                 self._retry(lambda: self._drop_stages(d, ctx, stages), "drop staging tables")
 
     def abort(self, messages: Sequence[_Staged], ctx: CommitContext) -> None:
@@ -724,7 +724,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
 
     def _ensure_offsets(self, conn: Any, d: Dialect) -> None:
         cur = conn.cursor()
-        off = d.table(self.config["offsets.table.name"])
+        off = d.table(self.config.offsets_table_name)
         try:
             cur.execute(f"CREATE TABLE IF NOT EXISTS {off} (app_id VARCHAR(255) NOT NULL PRIMARY KEY, "
                         "batch_id BIGINT NOT NULL, rejected TEXT)")
@@ -732,7 +732,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             if not d.is_data_error(e):
                 raise
             conn.rollback()
-        existing = self._existing_columns(cur, d, self.config["offsets.table.name"]) or {}
+        existing = self._existing_columns(cur, d, self.config.offsets_table_name) or {}
         if existing and "rejected" not in {c.lower() for c in existing}:
             cur.execute(f"ALTER TABLE {off} ADD COLUMN rejected TEXT")  # tables of earlier versions
         conn.commit()
@@ -753,7 +753,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                 by_table.setdefault(s.table, []).append(s)
             for table, ss in by_table.items():
                 self._ensure_table(conn, d, table, ss)  # DDL outside the data transaction (MySQL commits DDL)
-            if self.config["fault.injection.point"] == "after-stage":
+            if self.config.fault_injection_point == "after-stage":
                 raise ConnectError("fault injected after staging (fault.injection.point=after-stage)")
             self._begin(cur, d)
             if ctx.batch_id is not None and self._done(cur, d, ctx.app_id, ctx.batch_id, lock=True):
@@ -776,7 +776,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             raise
         finally:
             conn.close()
-        if self.config["fault.injection.point"] == "after-apply":
+        if self.config.fault_injection_point == "after-apply":
             raise ConnectError("fault injected after the commit transaction (fault.injection.point=after-apply)")
 
     def report_rejected(self, rejected: list[RejectedRecord], ctx: CommitContext) -> None:
@@ -797,7 +797,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         """True when ``batch_id`` of ``app_id`` was committed already; then :attr:`last_rejected` is what that commit
         rejected (kept in the offsets row, in the same transaction as the data), so a replay after a crash
         still dead-letters them."""
-        off = d.table(self.config["offsets.table.name"])
+        off = d.table(self.config.offsets_table_name)
         lock_sql = " FOR UPDATE" if lock and d.info.kind != "sqlite" else ""
         cur.execute(d.sql(f"SELECT batch_id, rejected FROM {off} WHERE app_id = {{p}}{lock_sql}"), (app_id,))
         row = cur.fetchone()
@@ -807,7 +807,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return done
 
     def _record(self, cur: Any, d: Dialect, ctx: CommitContext, rejected: Sequence[RejectedRecord] = ()) -> None:
-        off = d.table(self.config["offsets.table.name"])
+        off = d.table(self.config.offsets_table_name)
         text = json.dumps([r.__dict__ for r in rejected]) if rejected else None
         if d.info.kind == "mysql":
             cur.execute(f"INSERT INTO {off} (app_id, batch_id, rejected) VALUES (%s, %s, %s) "
@@ -846,7 +846,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         cur = conn.cursor()
         have = self._existing_columns(cur, d, table)
         if have is None:
-            if not self.config["auto.create"]:
+            if not self.config.auto_create:
                 raise ConnectError(f"Table {table!r} is missing and auto.create is disabled")
             defs = []
             for n, t in cols.items():
@@ -861,7 +861,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             conn.commit()
             return
         missing = [n for n in cols if n not in have]
-        if missing and not self.config["auto.evolve"]:
+        if missing and not self.config.auto_evolve:
             raise ConnectError(f"Table {table!r} is missing columns {missing} and auto.evolve is disabled")
         changed = False
         for n in missing:
@@ -869,7 +869,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             sql_t = d.sql_type(t) if t is not None else ("LONGTEXT" if d.info.kind == "mysql" else "TEXT")
             cur.execute(f"ALTER TABLE {d.table(table)} ADD COLUMN {d.quote(n)} {sql_t}")
             changed = True
-        if self.config["auto.evolve"]:
+        if self.config.auto_evolve:
             for n, t in cols.items():
                 if n in have and t is not None:
                     wider = d.widen(have[n], d.sql_type(t))
@@ -905,8 +905,8 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                     unique: bool = False) -> str:
         sel = ", ".join(d.quote(c) for c in cols + list(_META))
         union = " UNION ALL ".join(f"SELECT {sel}, {i} AS kc_si FROM {d.quote(s.stage)}" for i, s in enumerate(ss))
-        if not pk or unique or (self.config["insert.mode"] == "insert"
-                                and not self.config["delete.enabled"]):
+        if not pk or unique or (self.config.insert_mode == "insert"
+                                and not self.config.delete_enabled):
             # insert mode: every record is inserted (a duplicate key fails, as Confluent's); no dedup sort
             return f"SELECT * FROM ({union}) kc_u"
         part = ", ".join(d.quote(c) for c in pk)
@@ -932,10 +932,10 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         tgt = d.table(table)
         qcols = ", ".join(d.quote(c) for c in cols)
         ups = f"SELECT {qcols} FROM ({src}) kc_s WHERE {d.quote('__kc_op')} = 'u'{where}"
-        mode = self.config["insert.mode"]
+        mode = self.config.insert_mode
         stmts = []
         # A batch known to hold no tombstone (every task counted them) needs no DELETE.
-        if pk and self.config["delete.enabled"] and any(s.deletes != 0 for s in ss):
+        if pk and self.config.delete_enabled and any(s.deletes != 0 for s in ss):
             keys = ", ".join(d.quote(c) for c in pk)
             stmts.append(((f"DELETE FROM {tgt} WHERE ({keys}) IN (SELECT {keys} FROM ({src}) kc_s WHERE "
                            f"{d.quote('__kc_op')} = 'd'{where})"), params))
@@ -984,7 +984,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         rows = [(o, ss[si].topics[tix] if tix is not None and tix < len(ss[si].topics) else None, kp, ko)
                 for o, si, tix, kp, ko in cur.fetchall()]
         rejected: list[RejectedRecord] = []
-        tolerate = self.config["errors.tolerance"] == "all"
+        tolerate = self.config.errors_tolerance == "all"
 
         def attempt(lo: int, hi: int) -> None:
             def apply_range() -> None:

@@ -178,9 +178,9 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             raise ConfigError([ConfigProblem("query.suffix", "Invalid value for configuration query.suffix: raw "
                                                              "SQL suffixes are not supported (they would be pasted "
                                                              "into statements); leave it empty")])
-        self._info = parse_jdbc_url(config["connection.url"], config.get("connection.user"),
+        self._info = parse_jdbc_url(config.connection_url, config.get("connection.user"),
                                     config.get("connection.password"))
-        self._mode = config["mode"]
+        self._mode = config.mode
         self._tables: list[_Table] | None = None
         self._arrow_schema: Any = None
         # Driver-only visibility state (see _observe_pg): candidates not yet safe, the best safe one.
@@ -188,18 +188,18 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         self._time_cols: set[str] = set()
 
     def _retry(self, fn: Any, what: str) -> Any:
-        return with_retries(fn, self._dialect(), timeout_ms=max(self.config["errors.retry.timeout"],
-                                                                 (self.config["connection.attempts"] - 1)
-                                                                 * self.config["connection.backoff.ms"]),
-                            max_delay_ms=self.config["errors.retry.delay.max.ms"], what=what)
+        return with_retries(fn, self._dialect(), timeout_ms=max(self.config.errors_retry_timeout,
+                                                                 (self.config.connection_attempts - 1)
+                                                                 * self.config.connection_backoff_ms),
+                            max_delay_ms=self.config.errors_retry_delay_max_ms, what=what)
 
     # -- discovery ---------------------------------------------------------------------------------
     def _discover(self) -> list[_Table]:
         if self._tables is not None:
             return self._tables
         d = self._dialect()
-        prefix = self.config["topic.prefix"] or ""
-        ts_cols = tuple(self.config["timestamp.column.name"]) if self._mode.startswith("timestamp") else ()
+        prefix = self.config.topic_prefix or ""
+        ts_cols = tuple(self.config.timestamp_column_name) if self._mode.startswith("timestamp") else ()
         conn = self._open(d.connect)
         try:
             if self.config.get("query"):
@@ -219,12 +219,12 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                                                          else "incrementing.column.name",
                                                          f"column {c!r} does not exist in "
                                                          f"{n or 'the query result'}; columns: {schema.names}")])
-                if self.config["validate.non.null"] and n is not None:
+                if self.config.validate_non_null and n is not None:
                     self._validate_non_null(conn, d, n, ts_cols + ((id_col,) if id_col else ()))
                 naive = d.info.kind != "postgresql" or any(c in self._naive_cols for c in ts_cols)
                 key = partition_key({"query": "query"} if n is None else {"table": n})
                 split = self._split_col(conn, d, n, schema) if self._mode == "bulk" and n is not None and \
-                    self.config["tasks.max"] > 1 else None
+                    self.config.tasks_max > 1 else None
                 tables.append(_Table(key, n, prefix if n is None else prefix + n, i, ts_cols, id_col, naive,
                                      tuple((f.name, str(f.type)) for f in schema), split))
                 self._merge_schema(schema)
@@ -234,11 +234,11 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         return tables
 
     def _table_names(self, conn: Any, d: Dialect) -> list[str]:
-        white = self.config["table.whitelist"] or self.config["table.include.list"]
-        black = set(self.config["table.blacklist"] or self.config["table.exclude.list"])
+        white = self.config.table_whitelist or self.config.table_include_list
+        black = set(self.config.table_blacklist or self.config.table_exclude_list)
         if white:
             return sorted(white)
-        types = [t.upper() for t in self.config["table.types"]]
+        types = [t.upper() for t in self.config.table_types]
         cur = conn.cursor()
         if d.info.kind == "sqlite":
             kinds = [k for k, t in (("table", "TABLE"), ("view", "VIEW")) if t in types]
@@ -324,7 +324,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         doubles, as before: SQLite stores them as REAL or INTEGER)."""
         import re
 
-        if not (self.config.get("numeric.mapping") or self.config["numeric.precision.mapping"]):
+        if not (self.config.get("numeric.mapping") or self.config.numeric_precision_mapping):
             return None
         d = (decl or "").upper()
         if "DEC" not in d and "NUM" not in d:
@@ -336,7 +336,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         import pyarrow as pa
 
         mapping = (self.config.get("numeric.mapping") or
-                   ("precision_only" if self.config["numeric.precision.mapping"] else "none")).lower()
+                   ("precision_only" if self.config.numeric_precision_mapping else "none")).lower()
         if mapping.startswith("best_fit"):
             if p is not None and s == 0 and p <= 18:
                 return pa.int8() if p <= 2 else pa.int16() if p <= 4 else pa.int32() if p <= 9 else pa.int64()
@@ -347,7 +347,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         return pa.decimal128(p, s)
 
     def _id_col(self, conn: Any, d: Dialect, name: str | None, schema: Any) -> str:
-        col = self.config["incrementing.column.name"]
+        col = self.config.incrementing_column_name
         if col:
             return col
         if name is None:
@@ -377,7 +377,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         ``incrementing.column.name`` when set, else a single-column integer primary key (None: not split)."""
         import pyarrow as pa
 
-        col = self.config["incrementing.column.name"]
+        col = self.config.incrementing_column_name
         if not col:
             cur = conn.cursor()
             bare = name.split(".")[-1]
@@ -412,7 +412,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         cur.close()
         bad = [c for c in cols if c in nullable]
         # Confluent: several COALESCE'd timestamp columns may be nullable as long as the last one is not.
-        ts = self.config["timestamp.column.name"]
+        ts = self.config.timestamp_column_name
         if len(ts) > 1:
             bad = [c for c in bad if c not in ts[:-1]]
         if bad:
@@ -475,14 +475,14 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         tables = self._discover()
         start = {t.key: start.get(t.key) or self._initial_position() for t in tables}
         if self._mode == "bulk":
-            rnd = int(time.time() * 1000) // max(1, self.config["poll.interval.ms"]) + 1
+            rnd = int(time.time() * 1000) // max(1, self.config.poll_interval_ms) + 1
             end = {k: {"poll": max(int(v.get("poll", 0)), rnd)} for k, v in start.items()}
             if until is not None:
                 end = {k: until.get(k, v) for k, v in end.items()}
             return end
         per_table = None if max_records is None else max(1, -(-max_records // len(tables)))
         d = self._dialect()
-        wait_ms = self.config["visibility.wait.ms"]
+        wait_ms = self.config.visibility_wait_ms
         if d.info.kind != "postgresql":
             wait_ms = max(wait_ms, self._incr_delay_ms(d) + 100)
         deadline = time.monotonic() + wait_ms / 1000.0
@@ -579,7 +579,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
                 cur.execute("BEGIN")
                 now_us = int(time.time() * 1e6)
             guard = time.monotonic()
-        ts_upper = now_us - self.config["timestamp.delay.interval.ms"] * 1000
+        ts_upper = now_us - self.config.timestamp_delay_interval_ms * 1000
         cand = {}
         for t in tables:
             cand[t.key] = self._max_position(cur, d, t, start[t.key], limit, ts_upper) or start[t.key]
@@ -618,7 +618,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             return instant
         from zoneinfo import ZoneInfo
 
-        local = instant.astimezone(ZoneInfo(self.config["db.timezone"])).replace(tzinfo=None)
+        local = instant.astimezone(ZoneInfo(self.config.db_timezone)).replace(tzinfo=None)
         if d.info.kind == "sqlite":
             return local.strftime("%Y-%m-%d %H:%M:%S.") + f"{local.microsecond // 1000:03d}"
         return local
@@ -676,7 +676,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             if isinstance(v, dt.datetime) and v.tzinfo is None:
                 from zoneinfo import ZoneInfo
 
-                v = v.replace(tzinfo=ZoneInfo(self.config["db.timezone"]))
+                v = v.replace(tzinfo=ZoneInfo(self.config.db_timezone))
             pos.update(_ts_pos(_to_us(v)))
             i = 1
         if idc:
@@ -694,7 +694,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         tables = {t.key: t for t in self._discover()}
         ranges = [ReadRange(parse_partition_key(k), start.get(k), v) for k, v in end.items()
                   if start.get(k) != v and k in tables]
-        n = self.config["tasks.max"]
+        n = self.config.tasks_max
         if ranges and len(ranges) < n:
             per = max(1, n // len(ranges))
             split: list[ReadRange] = []
@@ -782,7 +782,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
             where, params = self._range_where(d, t, rng.start, rng.end)
             order = " ORDER BY " + self._order(d, t)
         sql = f"SELECT {cols} FROM {self._from(d, t.name)} WHERE {where}{order}"
-        rows = max(10_000, self.config["batch.max.rows"])
+        rows = max(10_000, self.config.batch_max_rows)
         seq = base
 
         def gen() -> Iterator[Any]:
@@ -809,7 +809,7 @@ class JdbcSourceConnector(JdbcConnection, SourceConnector):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        tz = self.config["db.timezone"]
+        tz = self.config.db_timezone
         arrays = []
         for f in read_schema:
             a = raw.column(raw.schema.get_field_index(f.name))

@@ -7,8 +7,8 @@ here (see :mod:`.binlog`).
 
 >>> config = CONFIG_DEF.parse({"database.hostname": "db", "database.user": "debezium", "topic.prefix": "shop",
 ...                            "database.server.id": "184054"})
->>> Settings.of(config, name="inventory", flavor="mariadb").snapshot_mode
-'initial'
+>>> Settings.of(config, name="inventory", flavor="mariadb").snapshot_mode == "initial"
+True
 """
 
 from __future__ import annotations
