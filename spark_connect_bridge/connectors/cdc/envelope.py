@@ -25,7 +25,7 @@ from ...core.topic_schemas import TABLES_META
 from .layout import Layout, Table, layout_meta, struct_names
 from .types import TypeSpec
 
-__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "record_type", "skip_rows"]
+__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "record_type", "skip_rows", "source_fields"]
 
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
@@ -34,6 +34,21 @@ def _struct_of(fields: Sequence[tuple[str, TypeSpec]]) -> Any:
     from pyspark.sql.types import StructField, StructType
 
     return StructType([StructField(f, s.spark_type(), True, s.metadata()) for f, s in fields])
+
+
+def source_fields() -> list[Any]:
+    """The fields every Debezium connector's ``source`` block starts with (``AbstractSourceInfo``); each
+    connector appends its own (PostgreSQL's ``schema``, ``txId``, ``lsn``; MySQL's ``server_id``, ``file``...)."""
+    from pyspark.sql import types as T
+
+    snap_meta = {"connect.name": "io.debezium.data.Enum", "connect.version": 1,
+                 "connect.parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,"
+                                                   "last,false,incremental"}}
+    return [T.StructField("version", T.StringType()), T.StructField("connector", T.StringType()),
+            T.StructField("name", T.StringType()), T.StructField("ts_ms", T.LongType()),
+            T.StructField("snapshot", T.StringType(), True, snap_meta), T.StructField("db", T.StringType()),
+            T.StructField("sequence", T.StringType()), T.StructField("ts_us", T.LongType()),
+            T.StructField("ts_ns", T.LongType())]
 
 
 def record_type(layout: Layout, source_type: Any, source_name: str) -> Any:
@@ -114,21 +129,24 @@ class EnvelopeBuilder:
         return pa.StructArray.from_arrays(arrays, fields=list(self.row_t), mask=mask), typed
 
     def source(self, n: int, t: Table, ts_us: Any, snapshot: Any, **fields: Any) -> Any:
-        """The ``source`` struct: the fields every connector has, ``fields`` (arrays by name), nulls else."""
+        """The ``source`` struct: the fields every connector has, ``fields`` (by name: arrays, cast to the
+        field's type where they differ, or one value for every row), nulls else."""
         import pyarrow.compute as pc
 
         pa = self.pa
-
-        def const(v: Any, ty: Any) -> Any:
-            return pa.repeat(pa.scalar(v, ty), n)
-
-        arrays = {"version": const(self.version, pa.string()), "connector": const(self.connector, pa.string()),
-                  "name": const(self.layout.prefix, pa.string()), "ts_ms": pc.divide(ts_us, 1000),
-                  "snapshot": snapshot, "db": const(self.db, pa.string()), "ts_us": ts_us,
-                  "ts_ns": pc.multiply(ts_us, 1000), "schema": const(t.schema, pa.string()),
-                  "table": const(t.table, pa.string()), **fields}
-        return pa.StructArray.from_arrays([arrays[f.name] if f.name in arrays else pa.nulls(n, f.type)
-                                           for f in self.source_t], fields=list(self.source_t))
+        values = {"version": self.version, "connector": self.connector, "name": self.layout.prefix,
+                  "ts_ms": pc.divide(ts_us, 1000), "snapshot": snapshot, "db": self.db, "ts_us": ts_us,
+                  "ts_ns": pc.multiply(ts_us, 1000), "schema": t.schema, "table": t.table, **fields}
+        arrays = []
+        for f in self.source_t:
+            v = values.get(f.name)
+            if v is None:
+                arrays.append(pa.nulls(n, f.type))
+            elif isinstance(v, (pa.Array, pa.ChunkedArray)):
+                arrays.append(v.cast(f.type) if v.type != f.type else v)
+            else:
+                arrays.append(pa.repeat(pa.scalar(v, f.type), n))
+        return pa.StructArray.from_arrays(arrays, fields=list(self.source_t))
 
     def key(self, t: Table, a_typed: dict, b_typed: dict, a_valid: Any, present: Any, n: int) -> Any:
         """The key struct: from the row after where there is one, else from the row before; null where not
@@ -178,8 +196,7 @@ class EnvelopeBuilder:
         after, a_typed = self.row_struct(t, texts, valid, n)
         ts = pa.array([ts_us] * n, pa.int64())
         pos = pa.array([offset] * n, pa.int64())
-        src = self.source(n, t, ts, snapshot, **{k: (v if isinstance(v, pa.Array) else pa.array([v] * n, pa.int64()))
-                                                 for k, v in source.items()})
+        src = self.source(n, t, ts, snapshot, **source)
         key = self.key(t, a_typed, {}, valid, np.ones(n, dtype=bool), n)
         return self.record(t, n, key, pa.nulls(n, self.row_t), after, src, pa.array(["r"] * n, pa.string()), ts,
                            np.zeros(n, dtype=bool), pos)

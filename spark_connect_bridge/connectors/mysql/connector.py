@@ -30,11 +30,12 @@ from typing import Any, ClassVar
 
 from ...version import __version__
 from ..base import ReadRange, ReadTask, SourceConnector
+from ..cdc.layout import Layout
 from ..offsets import Offsets, partition_key
 from .binlog import BinlogGone, checksum_size, file_number
 from .config import CONFIG_DEF, SNAPSHOTTING, Settings
 from .events import EventBuilder
-from .layout import Layout, record_type
+from .layout import record_type
 from .positions import check_available, stream_end, stream_position
 from .session import BinlogPosition, Session
 from .snapshot import SnapshotReader, snapshot_end

@@ -23,9 +23,9 @@ import logging
 import time
 from typing import Any
 
+from ..cdc.layout import Layout
 from .binlog import BinlogGone, file_number
 from .config import Settings
-from .layout import Layout
 from .session import BinlogPosition, Session
 
 __all__ = ["stream_position", "stream_end", "check_available", "SAMPLE_EVENTS"]

@@ -20,8 +20,8 @@ from typing import Any
 
 from ...core.retry import retry_call
 from ...errors import ConnectError
+from ..cdc.layout import Layout, build_layout
 from .config import Settings
-from .layout import Layout, build_layout
 from .types import type_spec
 
 __all__ = ["Session", "BinlogPosition", "pymysql_module", "INSTALL_HINT"]

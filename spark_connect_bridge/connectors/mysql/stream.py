@@ -25,6 +25,7 @@ from typing import Any
 
 from ...core.retry import count_retry
 from ...errors import DataError
+from ..cdc.layout import Layout, Table
 from .binlog import (
     BinlogGone,
     EventKind,
@@ -36,7 +37,6 @@ from .binlog import (
     read_chunks,
 )
 from .events import EventBuilder
-from .layout import Layout, Table
 from .rows import column_values, split_images
 from .session import Session, is_retriable
 
@@ -266,12 +266,12 @@ class StreamReader:
         table now: the batch fails until a restart takes the new schema), or dropped since (an old row of a
         replayed range: its values are not emitted, the column is no longer part of the table)."""
         known = {c.name for c in t.columns}
-        extra = [n for n in tmap.names if n not in known and self.settings.column_wanted(t.database, t.table, n)]
+        extra = [n for n in tmap.names if n not in known and self.settings.column_wanted(t.schema, t.table, n)]
         if not extra:
             return
         if t.id not in self._current:
             rows = self.session.query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
-                                      "AND TABLE_NAME = %s", (t.database, t.table))
+                                      "AND TABLE_NAME = %s", (t.schema, t.table))
             self._current[t.id] = {r[0].decode() if isinstance(r[0], bytes) else str(r[0]) for r in rows}
         dropped = [n for n in extra if n not in self._current[t.id]]
         if dropped:
