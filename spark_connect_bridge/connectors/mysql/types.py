@@ -41,7 +41,7 @@ from typing import Any
 from ...errors import DataError
 from ..cdc.types import TypeSpec
 
-__all__ = ["MySqlType", "type_spec", "to_debezium", "natural_type", "from_python"]
+__all__ = ["MySqlType", "from_python", "from_text", "natural_type", "sql_value", "to_debezium", "to_text", "type_spec"]
 
 _INTS = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
          "int": ("int32", "int64"), "integer": ("int32", "int64"), "bigint": ("int64", "int64")}
@@ -316,3 +316,40 @@ def from_python(spec: MySqlType, values: list[Any]) -> Any:
                                                  int(v).to_bytes((spec.precision + 7) // 8, "big"))
                          for v in values], typ)
     return pa.array(values, typ)
+
+
+def to_text(arr: Any) -> list[str | None]:
+    """Values in natural form (:func:`natural_type`) as text that :func:`from_text` reads back: binary as hex,
+    everything else Arrow's string cast. Incremental snapshot chunks travel in offsets in this form, and keys
+    are compared in it."""
+    import pyarrow as pa
+
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        return [None if v is None else v.hex() for v in arr.to_pylist()]
+    return arr.cast(pa.string()).to_pylist()
+
+
+def from_text(spec: MySqlType, values: list[str | None]) -> Any:
+    """The natural Arrow array of :func:`to_text`'s values."""
+    import pyarrow as pa
+
+    typ = natural_type(spec)
+    if pa.types.is_binary(typ):
+        return pa.array([None if v is None else bytes.fromhex(v) for v in values], typ)
+    return pa.array(values, pa.string()).cast(typ)
+
+
+def sql_value(spec: MySqlType, text: str) -> Any:
+    """A query parameter comparable with ``spec``'s column, from :func:`to_text`'s form of its value."""
+    import datetime as dt
+
+    f = spec.family
+    if f == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=int(text))
+    if f in ("datetime", "timestamp"):
+        return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=int(text))
+    if f == "time":
+        return dt.timedelta(microseconds=int(text))
+    if f in ("binary", "bit", "geometry"):
+        return bytes.fromhex(text)
+    return text
