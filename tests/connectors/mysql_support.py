@@ -3,8 +3,10 @@ GTIDs), a fresh database per test, connector configs and reading ranges without 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pymysql
@@ -12,6 +14,7 @@ import pymysql
 from spark_connect_bridge.connectors.factory import build_connector
 from spark_connect_bridge.connectors.offsets import canonical
 from tests.support import servers
+from tests.support.mariadb import MariaDBServer
 
 _server_ids = itertools.count(1000)
 
@@ -32,14 +35,30 @@ def execute(sql: str, params: Any = None, database: str | None = None) -> list[t
         return out
 
 
-def new_database(prefix: str = "cdc") -> str:
+def new_database(prefix: str = "cdc", execute: Callable[..., Any] = execute) -> str:
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     execute(f"CREATE DATABASE {name}")
     return name
 
 
-def config(db: str, **extra: Any) -> dict[str, str]:
-    host, port = server()
+@contextlib.contextmanager
+def restartable_mariadb() -> Iterator[MariaDBServer]:
+    """A MariaDB a test may stop and start again (same port and data): the run's own when this run started it
+    (saves a server's initialisation), else a private one."""
+    servers.mariadb()
+    shared = servers._started.get("mariadb")
+    if shared is not None:
+        yield shared
+        if shared.process is None:
+            shared.start()
+        return
+    with MariaDBServer() as private:
+        yield private
+
+
+def config(db: str, port: int | None = None, **extra: Any) -> dict[str, str]:
+    host, shared_port = server()
+    port = port or shared_port
     return {"connector.class": "io.debezium.connector.mariadb.MariaDbConnector", "database.hostname": host,
             "database.port": str(port), "database.user": "root", "database.server.id": str(next(_server_ids)),
             "topic.prefix": "shop", "database.include.list": db,

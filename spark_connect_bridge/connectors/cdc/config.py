@@ -93,9 +93,8 @@ def define_signals(definition: ConfigDef, container: str, how: str) -> ConfigDef
                 f"those captured tables; 'stop-snapshot' (data-collections: the tables to drop from it, none: "
                 f"all), 'pause-snapshot' and 'resume-snapshot' control it; 'log' logs data's message at INFO. "
                 f"additional-conditions filters must be plain conditions (<column> <op> <literal>, IS [NOT] "
-                f"NULL, [NOT] IN (...), joined by AND), never pasted SQL. {how} Its rows are never emitted. "
-                f"The connector writes its watermark rows (snapshot-window-open/-close) into it and deletes "
-                f"them again. Empty: no signals.", group="Snapshot")
+                f"NULL, [NOT] IN (...), joined by AND), never pasted SQL. Its rows are never emitted. {how} "
+                f"Empty: no signals.", group="Snapshot")
         .define("incremental.snapshot.chunk.size", Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
                 "Rows per incremental snapshot chunk (one chunk is read per micro-batch).", group="Snapshot")
     )

@@ -118,11 +118,12 @@ CONFIG_DEF = (
             "Accepted for compatibility; offsets record every GTID of the server.", group="Connector")
 )
 define_filters(CONFIG_DEF, "database")
-define_signals(CONFIG_DEF, "database", "The connector's user needs INSERT and DELETE on it (unless read.only).")
+define_signals(CONFIG_DEF, "database", "The connector only reads it (its inserts in the binlog): chunks are read "
+                                       "between binlog watermarks, as Debezium's read.only mode.")
 CONFIG_DEF.define("read.only", Type.BOOLEAN, False, importance=Importance.LOW,
-                  doc="Incremental snapshots without writing to the signal table: each chunk is read between "
-                      "two binlog positions (Debezium's GTID watermarks) and travels with the batch's offsets "
-                      "instead of the binlog; the signal table is only read (its inserts in the binlog).",
+                  doc="Accepted: incremental snapshots never write to the signal table (both values behave as "
+                      "Debezium's read.only=true): each chunk is read between two binlog positions (Debezium's "
+                      "GTID watermarks) and travels with the batch's offsets.",
                   group="Snapshot")
 _accepted(CONFIG_DEF, {
     "schema.history.internal.kafka.topic": (Type.STRING, None, _HISTORY_DOC),

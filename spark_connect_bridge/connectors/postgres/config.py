@@ -126,7 +126,8 @@ CONFIG_DEF = (
             "Accepted for compatibility; Spark's trigger interval sets the polling rate.", group="Connector")
 )
 define_filters(CONFIG_DEF, "schema")
-define_signals(CONFIG_DEF, "schema", "The table must be in the publication.")
+define_signals(CONFIG_DEF, "schema", "The table must be in the publication. The connector writes its watermark "
+                                     "rows (snapshot-window-open/-close) into it and deletes them again.")
 
 
 @dataclass(frozen=True)
