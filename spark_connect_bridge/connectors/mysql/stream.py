@@ -209,7 +209,7 @@ class StreamReader:
                                                 f"set binlog_row_image=FULL on the server")
                         p += width * images
                         rows.append((tmap, t, EventKind.ROWS[kind], p, body_end,
-                                     (file, log_pos - size, ts, server_id, txn.gtid, txn.thread, txn.query)))
+                                     (file, log_pos - size, ts, server_id, txn.gtid, txn.thread, txn.query, file_no)))
                 elif kind == EventKind.TABLE_MAP:
                     raw = bytes(data[body:body_end])
                     tmap = self._maps.get(raw)
@@ -375,22 +375,21 @@ class StreamReader:
         b_valid = np.isin(ops, ("u", "d"))
         a_valid = np.isin(ops, ("c", "u"))
         after_img = np.where(op[rec] == "u", img + 1, img)  # the after image of an update (or of a key change)
-        before = {k: v.take(pa.array(img)) for k, v in natural.items()}
+        before = {k: v.take(pa.array(img)) for k, v in natural.items()} if b_valid.any() else {}
         after = {k: v.take(pa.array(after_img)) for k, v in natural.items()}
         ev = images.event[img]
-        src = [events[i][5] for i in range(len(events))]
-        file_col = pa.array([src[i][0] for i in ev.tolist()], pa.string()) if len(src) else None
-        pos = np.array([s[1] for s in src], dtype=np.int64)[ev]
-        ts_us = pa.array(np.array([s[2] for s in src], dtype=np.int64)[ev] * 1_000_000)
+        take = pa.array(ev)
+        # the source fields, one value per event (a rows event may hold many rows), then one per row
+        file, pos, ts, server_id, gtid, thread, query, file_no = (list(c) for c in zip(*(e[5] for e in events)))
+        pos = np.array(pos, dtype=np.int64)[ev]
         row_no = images.row[img]
-        files = np.array([file_number(s[0]) for s in src], dtype=np.int64)[ev]
-        offsets = (files << 44) | (pos << 12) | np.minimum(row_no, 4095)
-        source = {"ts_us": ts_us, "snapshot": "false", "file": file_col, "pos": pa.array(pos),
+        offsets = (np.array(file_no, dtype=np.int64)[ev] << 44) | (pos << 12) | np.minimum(row_no, 4095)
+        source = {"ts_us": pa.array(np.array(ts, dtype=np.int64)[ev] * 1_000_000), "snapshot": "false",
+                  "file": pa.array(file, pa.string()).take(take), "pos": pa.array(pos),
                   "row": pa.array(row_no.astype(np.int32)),
-                  "server_id": pa.array(np.array([s[3] for s in src], dtype=np.int64)[ev]),
-                  "gtid": pa.array([src[i][4] for i in ev.tolist()], pa.string()),
-                  "thread": pa.array([src[i][5] for i in ev.tolist()], pa.int64()),
-                  "query": pa.array([src[i][6] for i in ev.tolist()], pa.string())}
+                  "server_id": pa.array(np.array(server_id, dtype=np.int64)[ev]),
+                  "gtid": pa.array(gtid, pa.string()).take(take), "thread": pa.array(thread, pa.int64()).take(take),
+                  "query": pa.array(query, pa.string()).take(take)}
         order = (index[ev] << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
         return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order)
 
