@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ...core.records import HEADERS_TYPE, arrow_schema, no_headers
@@ -25,7 +26,7 @@ from ...core.topic_schemas import TABLES_META
 from .layout import Layout, Table, layout_meta, struct_names
 from .types import TypeSpec
 
-__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "record_type", "skip_rows", "source_fields"]
+__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "SideTopic", "record_type", "skip_rows", "source_fields"]
 
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
@@ -51,22 +52,49 @@ def source_fields() -> list[Any]:
             T.StructField("ts_ns", T.LongType())]
 
 
-def record_type(layout: Layout, source_type: Any, source_name: str) -> Any:
+@dataclass(frozen=True)
+class SideTopic:
+    """Records of another kind sharing a connector's DataFrame with its change events (Debezium's schema change
+    topic): the topic, its key and value structs' fields (Spark ``StructField`` lists; the value fields that an
+    envelope also has, such as ``source`` and ``ts_ms``, are the envelope's) and their connect.names."""
+
+    topic: str
+    key_fields: tuple[Any, ...]
+    value_fields: tuple[Any, ...]
+    key_name: str
+    value_name: str
+
+
+def record_type(layout: Layout, source_type: Any, source_name: str, side: SideTopic | None = None) -> Any:
     """The Spark record schema for ``layout``: Debezium envelope values, union row structs, ``source_type``
-    (named ``source_name``) as the envelope's ``source``."""
+    (named ``source_name``) as the envelope's ``source``; with ``side``, ``key`` and ``value`` are the unions of
+    the envelope's and the side topic's structs, and the metadata says which fields each topic has."""
     from pyspark.sql import types as T
 
     env_name, row_name, key_name = struct_names(layout)
     row = _struct_of(layout.row_fields)
-    tables = json.dumps(layout_meta(layout))
+    meta = layout_meta(layout)
+    if side is not None:
+        for entry in meta.values():
+            entry["value_fields"] = list(ENVELOPE_FIELDS)
+        names = [f.name for f in side.value_fields]
+        meta[side.topic] = {"topic": side.topic, "columns": names, "fields": names, "envelope": False,
+                            "key": [f.name for f in side.key_fields], "value_fields": names,
+                            "names": {"value": side.value_name, "key": side.key_name}}
+    tables = json.dumps(meta)
     row_meta = {"connect.name": row_name, TABLES_META: tables}
-    value = T.StructType([
+    fields = [
         T.StructField("before", row, True, row_meta), T.StructField("after", row, True, row_meta),
         T.StructField("source", source_type, True, {"connect.name": source_name}),
         T.StructField("op", T.StringType()), T.StructField("ts_ms", T.LongType()), T.StructField("ts_us", T.LongType()),
         T.StructField("ts_ns", T.LongType()),
-    ])
-    key = _struct_of(layout.key_fields) if layout.key_fields else T.BinaryType()
+    ]
+    key_fields = list(_struct_of(layout.key_fields).fields) if layout.key_fields else []
+    if side is not None:
+        fields += [f for f in side.value_fields if f.name not in ENVELOPE_FIELDS]
+        key_fields += [f for f in side.key_fields if f.name not in {k.name for k in key_fields}]
+    value = T.StructType(fields)
+    key = T.StructType(key_fields) if key_fields else T.BinaryType()
     return T.StructType([
         T.StructField("key", key, True, {"connect.name": key_name, TABLES_META: tables}),
         T.StructField("value", value, True, {"connect.name": env_name, TABLES_META: tables}),
@@ -94,12 +122,13 @@ class EnvelopeBuilder:
     """
 
     def __init__(self, layout: Layout, *, source_type: Any, source_name: str, connector: str, db: str,
-                 version: str, batch_size: int, convert: Callable[[TypeSpec, Any], Any]):
+                 version: str, batch_size: int, convert: Callable[[TypeSpec, Any], Any],
+                 side: SideTopic | None = None):
         import pyarrow as pa
 
         self.pa = pa
         self.layout = layout
-        self.schema = arrow_schema(record_type(layout, source_type, source_name))
+        self.schema = arrow_schema(record_type(layout, source_type, source_name, side))
         self.value_t = self.schema.field("value").type
         self.row_t = self.value_t.field("before").type
         self.source_t = self.value_t.field("source").type
@@ -177,9 +206,9 @@ class EnvelopeBuilder:
         import pyarrow.compute as pc
 
         pa = self.pa
-        value = pa.StructArray.from_arrays(
-            [before, after, source, op, pc.divide(ts_us, 1000), ts_us, pc.multiply(ts_us, 1000)],
-            fields=list(self.value_t), mask=pa.array(tomb))
+        parts = [before, after, source, op, pc.divide(ts_us, 1000), ts_us, pc.multiply(ts_us, 1000)]
+        parts += [pa.nulls(n, f.type) for f in list(self.value_t)[len(parts):]]  # a side topic's fields
+        value = pa.StructArray.from_arrays(parts, fields=list(self.value_t), mask=pa.array(tomb))
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),

@@ -88,9 +88,11 @@ CONFIG_DEF = (
             "BINARY/VARBINARY/BLOB (and BIT(n>1)) as bytes or as base64/base64-url-safe/hex strings.",
             group="Events")
     .define("include.schema.changes", Type.BOOLEAN, True, importance=Importance.MEDIUM,
-            doc="Accepted; schema change events are not emitted (one DataFrame holds one record type). DDL on "
-                "captured tables is logged, and a column added while the query runs fails the batch with a "
-                "message to restart the query, which then takes the new schema.", group="Events")
+            doc="Emit Debezium's schema change events (key databaseName; value source, ts_ms, databaseName, "
+                "schemaName, ddl, tableChanges) on the topic <topic.prefix> for the DDL of the captured "
+                "databases, in binlog order with the change events (key and value columns hold the union of "
+                "both kinds; converters and sinks narrow each topic to its own fields). A column added while "
+                "the query runs still fails the batch with a message to restart the query.", group="Events")
     .define("include.query", Type.BOOLEAN, False, importance=Importance.LOW,
             doc="Put the statement that changed each row in source.query (MariaDB annotate rows events; MySQL "
                 "needs binlog_rows_query_log_events=ON).", group="Events")

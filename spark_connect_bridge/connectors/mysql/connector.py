@@ -108,7 +108,7 @@ class MySqlConnector(SourceConnector):
 
     # ---------------------------------------------------------------------------------- driver
     def schema(self) -> Any:
-        return record_type(self.layout(), self.flavor)
+        return record_type(self.layout(), self.flavor, self._settings.include_schema_changes)
 
     def _snapshot_start(self) -> dict[str, Any]:
         at = self.session.snapshot_position()

@@ -23,7 +23,7 @@ import numpy as np
 from ..cdc.envelope import EnvelopeBuilder
 from ..cdc.layout import Layout, Table
 from .config import Settings
-from .layout import source_name, source_type
+from .layout import schema_change_topic, source_name, source_type
 from .types import to_debezium
 
 __all__ = ["EventBuilder", "record_offset"]
@@ -37,8 +37,9 @@ class EventBuilder(EnvelopeBuilder):
     """Record batches of one layout's tables."""
 
     def __init__(self, settings: Settings, layout: Layout, *, connector: str, version: str):
+        side = schema_change_topic(layout.prefix, connector) if settings.include_schema_changes else None
         super().__init__(layout, source_type=source_type(), source_name=source_name(connector), connector=connector,
-                         db="", version=version, batch_size=settings.batch_size, convert=to_debezium)
+                         db="", version=version, batch_size=settings.batch_size, convert=to_debezium, side=side)
         self.tombstones = settings.tombstones
 
     def batch(self, t: Table, ops: Any, before: dict[str, Any] | None, after: dict[str, Any] | None,

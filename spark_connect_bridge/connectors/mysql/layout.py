@@ -5,6 +5,11 @@ row struct and the ``kconnect.cdc.tables`` metadata as for every CDC connector, 
 :func:`~..cdc.layout.table_events`, the converters and the sinks narrow the stream to one table alike). The
 ``source`` struct is Debezium's ``io.debezium.connector.mysql.Source`` (``...mariadb.Source`` for MariaDB).
 
+With ``include.schema.changes`` the DataFrame also holds Debezium's schema change events, on the topic
+``<topic.prefix>``: key ``SchemaChangeKey`` (``databaseName``), value ``SchemaChangeValue`` (``source``,
+``ts_ms``, ``databaseName``, ``schemaName``, ``ddl``, ``tableChanges``). ``key`` and ``value`` are then the
+unions of both kinds, and the metadata tells each topic's own fields (converters and sinks narrow to them).
+
 >>> record_type(layout, "mariadb")                                              # doctest: +SKIP
 """
 
@@ -12,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cdc.envelope import SideTopic, source_fields
 from ..cdc.envelope import record_type as envelope_type
-from ..cdc.envelope import source_fields
 from ..cdc.layout import Layout
 
-__all__ = ["record_type", "source_name", "source_type"]
+__all__ = ["record_type", "schema_change_topic", "source_name", "source_type"]
 
 
 def source_type() -> Any:
@@ -36,6 +41,38 @@ def source_name(flavor: str) -> str:
     return f"io.debezium.connector.{flavor}.Source"
 
 
-def record_type(layout: Layout, flavor: str) -> Any:
-    """The Spark record schema of ``layout``: Debezium envelope values over the union row structs."""
-    return envelope_type(layout, source_type(), source_name(flavor))
+def schema_change_topic(prefix: str, flavor: str) -> SideTopic:
+    """Debezium's schema change topic of a MySQL/MariaDB connector (``<topic.prefix>``)."""
+    from pyspark.sql import types as T
+
+    column = T.StructType([
+        T.StructField("name", T.StringType()), T.StructField("jdbcType", T.IntegerType()),
+        T.StructField("nativeType", T.IntegerType()), T.StructField("typeName", T.StringType()),
+        T.StructField("typeExpression", T.StringType()), T.StructField("charsetName", T.StringType()),
+        T.StructField("length", T.IntegerType()), T.StructField("scale", T.IntegerType()),
+        T.StructField("position", T.IntegerType()), T.StructField("optional", T.BooleanType()),
+        T.StructField("autoIncremented", T.BooleanType()), T.StructField("generated", T.BooleanType()),
+        T.StructField("comment", T.StringType()), T.StructField("defaultValueExpression", T.StringType()),
+        T.StructField("enumValues", T.ArrayType(T.StringType())),
+    ])
+    table = T.StructType([
+        T.StructField("defaultCharsetName", T.StringType()),
+        T.StructField("primaryKeyColumnNames", T.ArrayType(T.StringType())),
+        T.StructField("columns", T.ArrayType(column)), T.StructField("comment", T.StringType()),
+    ])
+    change = T.StructType([T.StructField("type", T.StringType()), T.StructField("id", T.StringType()),
+                           T.StructField("table", table)])
+    value = (T.StructField("source", source_type(), True, {"connect.name": source_name(flavor)}),
+             T.StructField("ts_ms", T.LongType()), T.StructField("databaseName", T.StringType()),
+             T.StructField("schemaName", T.StringType()), T.StructField("ddl", T.StringType()),
+             T.StructField("tableChanges", T.ArrayType(change)))
+    return SideTopic(prefix, (T.StructField("databaseName", T.StringType()),), value,
+                     f"io.debezium.connector.{flavor}.SchemaChangeKey",
+                     f"io.debezium.connector.{flavor}.SchemaChangeValue")
+
+
+def record_type(layout: Layout, flavor: str, schema_changes: bool = False) -> Any:
+    """The Spark record schema of ``layout``: Debezium envelope values over the union row structs (and the
+    schema change topic's records with ``schema_changes``)."""
+    side = schema_change_topic(layout.prefix, flavor) if schema_changes else None
+    return envelope_type(layout, source_type(), source_name(flavor), side)

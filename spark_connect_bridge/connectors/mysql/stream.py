@@ -38,8 +38,9 @@ from .binlog import (
     parse_table_map,
     read_chunks,
 )
-from .events import EventBuilder
+from .events import EventBuilder, record_offset
 from .rows import column_values, split_images
+from .schema_changes import SchemaChanges
 from .session import Session, is_retriable
 from .types import MySqlType, from_text, to_text
 
@@ -102,6 +103,8 @@ class StreamReader:
         self._maps: dict[bytes, TableMap] = {}
         self._current: dict[str, set[str]] = {}  # the tables' columns now, asked once per read
         self._signals: _Signals | None = None
+        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector) \
+            if builder is not None and self.settings.include_schema_changes else None
 
     def signal_rows(self, start: dict[str, Any], end: dict[str, Any]) -> list[dict[str, Any]]:
         """The signal table's inserts in the range, in binlog order: ``id``, ``type``, ``data``, and where
@@ -226,7 +229,17 @@ class StreamReader:
                     txn = _Txn()
                     txn.gtid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
                 elif kind == EventKind.QUERY:
-                    self._query(data, body, body_end, txn, file, log_pos - size)
+                    statement = self._query(data, body, body_end, txn, file, log_pos - size)
+                    if statement is not None and self._ddl is not None:
+                        db, text, thread = statement
+                        record = self._ddl.record(text, db, file=file, pos=log_pos - size, ts=ts, server_id=server_id,
+                                                  gtid=txn.gtid, thread=thread,
+                                                  offset=record_offset(file_no, log_pos - size, 0))
+                        if record is not None:
+                            if rows:
+                                yield from self._records(data, rows)
+                                rows = []
+                            yield record
                 elif kind == EventKind.ANNOTATE_ROWS:
                     txn.query = data[body:body_end].decode("utf-8", "replace")
                 elif kind in EventKind.MARIADB_COMPRESSED:
@@ -311,19 +324,23 @@ class StreamReader:
         if len(keys) == len(t.key):
             sig.windows.touch(t.id, zip(*keys))
 
-    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int) -> None:
+    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int
+               ) -> tuple[str, str, int] | None:
+        """A query event: the thread of a transaction's BEGIN, or a statement (DDL in ROW format) as its
+        default database, text and thread."""
         thread, _, db_len, _, status_len = struct.unpack_from("<IIBHH", data, body)
         text_at = body + 13 + status_len + db_len + 1
         head = bytes(data[text_at:min(text_at + 16, body_end)]).upper()
         if head.startswith(b"BEGIN"):
             txn.thread = thread
-            return
+            return None
         if head.startswith((b"COMMIT", b"XA ", b"SAVEPOINT", b"ROLLBACK")):
-            return
+            return None
         db = bytes(data[body + 13 + status_len:body + 13 + status_len + db_len]).decode("utf-8", "replace")
         statement = bytes(data[text_at:body_end]).decode("utf-8", "replace")
         log.info("%s: statement at %s:%d (database %s): %s", self.settings.name, file, pos, db or "-",
                  statement[:300])
+        return db, statement, thread
 
     # ---------------------------------------------------------------------------------- records
     def _records(self, data: Any, rows: list[tuple]) -> Iterator[Any]:
