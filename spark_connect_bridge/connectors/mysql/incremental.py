@@ -183,10 +183,8 @@ class IncrementalSnapshots:
         try:
             with conn.cursor() as cur:
                 if session.flavor() == "mariadb":
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-                    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-                    status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
-                    lo = {"file": status["binlog_snapshot_file"], "pos": int(status["binlog_snapshot_position"])}
+                    at = session.consistent_snapshot(cur)
+                    lo = {"file": at.file, "pos": at.pos}
                     cur.execute(sql, params)
                     rows = [tuple(r) for r in cur.fetchall()]
                     cur.execute("COMMIT")
