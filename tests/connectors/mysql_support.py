@@ -18,6 +18,25 @@ from tests.support.mariadb import MariaDBServer
 
 _server_ids = itertools.count(1000)
 
+#: a table with every MySQL type family, and a row of values for it (``TYPE_VALUES % id``)
+TYPES = """
+create table {db}.types (
+  id int primary key, ti tinyint, tiu tinyint unsigned, si smallint, siu smallint unsigned, mi mediumint,
+  miu mediumint unsigned, i int, iu int unsigned, bi bigint, biu bigint unsigned, f float, d double,
+  dec1 decimal(10, 2), dec2 decimal(30, 10), b1 bit(1), b10 bit(10), ch char(5), vc varchar(300), tx text,
+  bin binary(3), vb varbinary(10), bl blob, dt date, tm time(6), tm0 time, dtm datetime, dtm3 datetime(3),
+  dtm6 datetime(6), ts timestamp(6) null, yr year, en enum('a', 'b''c', 'z'), st set('x', 'y', 'z'), js json,
+  pt point)
+"""
+
+TYPE_VALUES = ("(%s, -128, 255, -32768, 65535, -8388608, 16777215, -2147483648, 4294967295, "
+                "-9223372036854775808, 18446744073709551615, 1.5, -2.25, -12345678.91, "
+                "-12345678901234567890.0123456789, 1, b'1000000011', 'ab', 'varchar ünïcode', 'long text', "
+                "x'010203', x'ff00', x'00ff10', '1999-12-31', '-838:59:59.000000', '12:34:56', "
+                "'2024-02-29 23:59:59', '2024-02-29 23:59:59.123', '1970-01-01 00:00:00.000001', "
+                "'2024-01-02 03:04:05.500000', 2155, 'b''c', 'x,z', '{\"k\": [1, 2]}', "
+                "ST_GeomFromText('POINT(1 2)', 4326))")
+
 
 def server() -> tuple[str, int]:
     return servers.mariadb()

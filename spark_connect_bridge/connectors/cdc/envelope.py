@@ -137,10 +137,13 @@ class EnvelopeBuilder:
         self.batch_size = max(batch_size, 1)
         self.convert = convert
 
-    def row_struct(self, t: Table, texts: dict[str, Any], valid: Any, n: int) -> tuple[Any, dict[str, Any]]:
+    def row_struct(self, t: Table, texts: dict[str, Any], valid: Any, n: int,
+                   convert: Callable[[TypeSpec, Any], Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """The union row struct of ``t``'s rows from text arrays per column name (missing: null), null where
-        not ``valid``; and the typed arrays per column name (for the key)."""
+        not ``valid``; and the typed arrays per column name (for the key). ``convert`` replaces the builder's
+        conversion for these rows."""
         pa = self.pa
+        convert = convert or self.convert
         typed = {}
         by_field = {c.field: c for c in t.columns}
         arrays = []
@@ -149,7 +152,7 @@ class EnvelopeBuilder:
             if col is None or texts.get(col.name) is None:
                 arrays.append(pa.nulls(n, f.type))
                 continue
-            arr = self.convert(col.spec, texts[col.name])
+            arr = convert(col.spec, texts[col.name])
             if arr.type != f.type:
                 arr = arr.cast(f.type)
             typed[col.name] = arr

@@ -33,6 +33,10 @@ def record_offset(file_no: int, pos: int, row: int) -> int:
     return (file_no << 44) | (pos << 12) | min(row, 4095)
 
 
+def _from_binlog(spec: Any, arr: Any) -> Any:
+    return to_debezium(spec, arr, binlog=True)
+
+
 class EventBuilder(EnvelopeBuilder):
     """Record batches of one layout's tables."""
 
@@ -43,10 +47,12 @@ class EventBuilder(EnvelopeBuilder):
         self.tombstones = settings.tombstones
 
     def batch(self, t: Table, ops: Any, before: dict[str, Any] | None, after: dict[str, Any] | None,
-              b_valid: Any, a_valid: Any, source: dict[str, Any], offsets: Any, order: Any) -> tuple[Any, Any]:
+              b_valid: Any, a_valid: Any, source: dict[str, Any], offsets: Any, order: Any, *,
+              binlog: bool = False) -> tuple[Any, Any]:
         """One record batch of ``t``'s events, tombstones after deletes included (``ops``: numpy array of
         'c'/'u'/'d'/'r'; ``before``/``after``: natural arrays per column; ``source``: arrays or one value per
-        field, ``ts_us`` an int64 array), and the records' sort keys (``order`` * 2, + 1 for a tombstone)."""
+        field, ``ts_us`` an int64 array), and the records' sort keys (``order`` * 2, + 1 for a tombstone).
+        ``binlog``: values decoded from the binlog (Debezium formats a few of them differently there)."""
         pa = self.pa
         n = len(ops)
         keys = np.asarray(order, dtype=np.int64) * 2
@@ -64,8 +70,9 @@ class EventBuilder(EnvelopeBuilder):
             ops, b_valid, a_valid, offsets = ops[take], b_valid[take], a_valid[take], offsets[take]
             keys = keys[take] + tomb
             n = len(take)
-        b_struct, b_typed = self.row_struct(t, before or {}, b_valid, n)
-        a_struct, a_typed = self.row_struct(t, after or {}, a_valid, n)
+        convert = _from_binlog if binlog else None
+        b_struct, b_typed = self.row_struct(t, before or {}, b_valid, n, convert)
+        a_struct, a_typed = self.row_struct(t, after or {}, a_valid, n, convert)
         key = self.key(t, a_typed, b_typed, a_valid, np.ones(n, dtype=bool), n)
         fields = dict(source)
         ts_us, snapshot = fields.pop("ts_us"), fields.pop("snapshot")

@@ -124,8 +124,8 @@ class SnapshotReader:
         size = max(min(self.settings.fetch_size, self.settings.batch_size), 1)
         ts_us = int(start.get("ts_sec", 0)) * 1_000_000
         offset = record_offset(file_number(start["file"]), int(start["pos"]), 0)
-        source_fixed = {"file": start["file"], "pos": int(start["pos"]), "row": 0,
-                        "gtid": None}
+        source_fixed = {"file": start["file"], "pos": int(start["pos"]), "row": 0, "server_id": 0,
+                        "gtid": None}  # Debezium's snapshot events: server 0, no GTID
         buffered: list[tuple] | None = None
         table_first = not lo
         with conn.cursor(pymysql.cursors.SSCursor) as cur:

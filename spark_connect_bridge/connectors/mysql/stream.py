@@ -408,7 +408,7 @@ class StreamReader:
                   "gtid": pa.array(gtid, pa.string()).take(take), "thread": pa.array(thread, pa.int64()).take(take),
                   "query": pa.array(query, pa.string()).take(take)}
         order = (index[ev] << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
-        return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order)
+        return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order, binlog=True)
 
     def _check_columns(self, tmap: TableMap, t: Table) -> None:
         """A column of the table map that the query's schema lacks: added after the query started (it is in the

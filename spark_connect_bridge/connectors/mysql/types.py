@@ -26,7 +26,8 @@ SET as strings, BIT as big-endian bytes, JSON as text, spatial values as MySQL's
 | YEAR | ``io.debezium.time.Year`` int32 |
 | ENUM / SET | ``io.debezium.data.Enum`` / ``io.debezium.data.EnumSet`` string, ``allowed`` values |
 | JSON | ``io.debezium.data.Json`` string |
-| GEOMETRY, POINT, ... | ``io.debezium.data.geometry.Geometry`` struct ``wkb``, ``srid`` |
+| POINT | ``io.debezium.data.geometry.Point`` struct ``x``, ``y``, ``wkb``, ``srid`` |
+| GEOMETRY, LINESTRING, ... | ``io.debezium.data.geometry.Geometry`` struct ``wkb``, ``srid`` |
 
 >>> type_spec("int", "int(10) unsigned", None, None, None, Settings(...))             # doctest: +SKIP
 MySqlType(kind='int64', ..., family='int', unsigned=True, ...)
@@ -142,6 +143,8 @@ def type_spec(data_type: str, column_type: str, precision: int | None, scale: in
                         db_type=ct, values=members)
     if dt == "json":
         return _spec("json", "string", "io.debezium.data.Json", db_type=ct)
+    if dt == "point":
+        return _spec("geometry", "point", "io.debezium.data.geometry.Point", db_type=ct)
     if dt in _SPATIAL:
         return _spec("geometry", "geometry", "io.debezium.data.geometry.Geometry", db_type=ct)
     # MariaDB's uuid, inet4, inet6 and anything else: its text form (the snapshot reads it as text; the binlog
@@ -171,20 +174,22 @@ def natural_type(spec: MySqlType) -> Any:
     return pa.int64()  # time, datetime, timestamp
 
 
-def _zoned(us: Any) -> Any:
-    """ISO-8601 strings in UTC from microseconds since the epoch: ``2024-01-02T03:04:05.5Z`` (the fraction's
-    trailing zeros dropped, as Java's ISO_OFFSET_DATE_TIME prints it)."""
+def _zoned(us: Any, width: int = 0) -> Any:
+    """ISO-8601 strings in UTC from microseconds since the epoch: ``2024-01-02T03:04:05.5Z``, the fraction's
+    trailing zeros dropped (as Java's ISO_OFFSET_DATE_TIME prints it); with ``width``, always that many fraction
+    digits (``2024-01-02T03:04:05.500000Z``, as Debezium prints a TIMESTAMP(width) read from the binlog)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     seconds = pc.strftime(us.cast(pa.timestamp("us")), format="%Y-%m-%dT%H:%M:%S")
-    # strftime of a microsecond timestamp appends the fraction to %S: cut it off and add the trimmed one
+    # strftime of a microsecond timestamp appends the fraction to %S: cut it off and add the wanted one
     seconds = pc.utf8_slice_codeunits(seconds, 0, 19)
     frac = pc.subtract(us, pc.multiply(pc.floor(pc.divide(us.cast(pa.float64()), 1e6)).cast(pa.int64()), 1_000_000))
-    digits = pc.utf8_rtrim(pc.utf8_slice_codeunits(pc.cast(pc.add(frac, 1_000_000), pa.string()), 1, 7),
-                           characters="0")
+    six = pc.utf8_slice_codeunits(pc.cast(pc.add(frac, 1_000_000), pa.string()), 1, 7)
+    if width:
+        return pc.binary_join_element_wise(seconds, ".", pc.utf8_slice_codeunits(six, 0, width), "Z", "")
     with_frac = pc.if_else(pc.equal(frac, 0), pa.scalar("", pa.string()),
-                           pc.binary_join_element_wise(".", digits, ""))
+                           pc.binary_join_element_wise(".", pc.utf8_rtrim(six, characters="0"), ""))
     return pc.binary_join_element_wise(seconds, with_frac, "Z", "")
 
 
@@ -205,14 +210,18 @@ def _encode_binary(arr: Any, mode: str) -> Any:
     return pa.array(out, pa.string())
 
 
-def _geometry(arr: Any) -> Any:
-    """MySQL's internal geometry (4-byte little-endian SRID, then WKB) as Debezium's struct."""
+def _geometry(arr: Any, point: bool) -> Any:
+    """MySQL's internal geometry (4-byte little-endian SRID, then WKB) as Debezium's Geometry struct, or its
+    Point struct (``x``, ``y`` read from the WKB too)."""
+    import struct
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(arr)
     srid = np.zeros(n, dtype=np.int32)
+    xy = np.zeros((n, 2), dtype=np.float64)
     wkb: list[bytes | None] = []
     for i, v in enumerate(arr.to_pylist()):
         if v is None:
@@ -220,13 +229,19 @@ def _geometry(arr: Any) -> Any:
             continue
         srid[i] = int.from_bytes(v[:4], "little", signed=True)
         wkb.append(v[4:])
-    fields = [pa.field("wkb", pa.binary(), False), pa.field("srid", pa.int32())]
-    return pa.StructArray.from_arrays([pa.array(wkb, pa.binary()), pa.array(srid)], fields=fields,
-                                      mask=pc.is_null(arr))
+        if point and len(v) >= 25:
+            xy[i] = struct.unpack_from("<dd" if v[4] == 1 else ">dd", v, 9)
+    fields = [pa.field("wkb", pa.binary(), not point), pa.field("srid", pa.int32())]
+    arrays = [pa.array(wkb, pa.binary()), pa.array(srid)]
+    if point:
+        fields = [pa.field("x", pa.float64(), False), pa.field("y", pa.float64(), False), *fields]
+        arrays = [pa.array(xy[:, 0]), pa.array(xy[:, 1]), *arrays]
+    return pa.StructArray.from_arrays(arrays, fields=fields, mask=pc.is_null(arr))
 
 
-def to_debezium(spec: MySqlType, arr: Any) -> Any:
-    """``arr`` (natural form, see :func:`natural_type`) as Debezium represents ``spec``'s column."""
+def to_debezium(spec: MySqlType, arr: Any, binlog: bool = False) -> Any:
+    """``arr`` (natural form, see :func:`natural_type`) as Debezium represents ``spec``'s column (``binlog``:
+    decoded from the binlog, where Debezium prints TIMESTAMP(n) with n fraction digits)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -275,9 +290,9 @@ def to_debezium(spec: MySqlType, arr: Any) -> Any:
                             mask=pc.is_null(us).to_numpy(zero_copy_only=False))
         return us
     if f == "timestamp":
-        return _zoned(arr.cast(pa.int64()))
+        return _zoned(arr.cast(pa.int64()), spec.scale if binlog else 0)
     if f == "geometry":
-        return _geometry(arr.cast(pa.binary()))
+        return _geometry(arr.cast(pa.binary()), spec.kind == "point")
     raise DataError(f"no conversion for column type {spec.db_type}")
 
 
