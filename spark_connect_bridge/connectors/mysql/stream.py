@@ -231,10 +231,9 @@ class StreamReader:
                 elif kind == EventKind.QUERY:
                     statement = self._query(data, body, body_end, txn, file, log_pos - size)
                     if statement is not None and self._ddl is not None:
-                        db, text, thread = statement
+                        db, text = statement
                         record = self._ddl.record(text, db, file=file, pos=log_pos - size, ts=ts, server_id=server_id,
-                                                  gtid=txn.gtid, thread=thread,
-                                                  offset=record_offset(file_no, log_pos - size, 0))
+                                                  gtid=txn.gtid, offset=record_offset(file_no, log_pos - size, 0))
                         if record is not None:
                             if rows:
                                 yield from self._records(data, rows)
@@ -324,10 +323,9 @@ class StreamReader:
         if len(keys) == len(t.key):
             sig.windows.touch(t.id, zip(*keys))
 
-    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int
-               ) -> tuple[str, str, int] | None:
+    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int) -> tuple[str, str] | None:
         """A query event: the thread of a transaction's BEGIN, or a statement (DDL in ROW format) as its
-        default database, text and thread."""
+        default database and text."""
         thread, _, db_len, _, status_len = struct.unpack_from("<IIBHH", data, body)
         text_at = body + 13 + status_len + db_len + 1
         head = bytes(data[text_at:min(text_at + 16, body_end)]).upper()
@@ -340,7 +338,7 @@ class StreamReader:
         statement = bytes(data[text_at:body_end]).decode("utf-8", "replace")
         log.info("%s: statement at %s:%d (database %s): %s", self.settings.name, file, pos, db or "-",
                  statement[:300])
-        return db, statement, thread
+        return db, statement
 
     # ---------------------------------------------------------------------------------- records
     def _records(self, data: Any, rows: list[tuple]) -> Iterator[Any]:
