@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import DataError
+from ..cdc.types import TypeSpec
 from .binlog import TableMap
-from .types import MySqlType, natural_type
+from .types import mysql_type, natural_type
 
 __all__ = ["Images", "split_images", "column_values", "decimal_size"]
 
@@ -335,11 +336,12 @@ def _temporal(buf: Any, starts: Any, nulls: Any, column_type: int, meta: int) ->
     raise DataError(f"binlog column type {column_type} is not a temporal type")
 
 
-def column_values(buf: Any, tmap: TableMap, j: int, spec: MySqlType, spans: tuple[Any, Any, Any]) -> Any:
+def column_values(buf: Any, tmap: TableMap, j: int, spec: TypeSpec, spans: tuple[Any, Any, Any]) -> Any:
     """Column ``j`` of the images as an Arrow array of ``spec``'s natural type (:func:`~.types.natural_type`)."""
     import numpy as np
     import pyarrow as pa
 
+    spec = mysql_type(spec)
     starts, lengths, nulls = spans
     t, meta = tmap.types[j], tmap.meta[j]
     name = f"{tmap.database}.{tmap.table}.{tmap.names[j]}"

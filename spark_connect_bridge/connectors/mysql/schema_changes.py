@@ -116,6 +116,7 @@ class SchemaChanges:
         ddl = parse_ddl(statement, default_db)
         if ddl is None or not self.captures(ddl.database):
             return None
+        events: list[tuple[str, list[tuple[str, str, str]], str | None]]
         if ddl.changes and ddl.changes[0][0] == "DROP":  # Debezium: one event per dropped table, its own statement
             events = [(f"DROP TABLE `{db}`.`{table}`", [(kind, db, table)], table) for kind, db, table in ddl.changes]
         else:

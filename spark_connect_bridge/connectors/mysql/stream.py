@@ -344,6 +344,8 @@ class StreamReader:
     def _records(self, data: Any, rows: list[tuple]) -> Iterator[Any]:
         import numpy as np
 
+        assert self.builder is not None  # reading signals only, nothing is captured
+
         buf = np.frombuffer(data, dtype=np.uint8)
         groups: dict[int, list[int]] = {}
         for i, r in enumerate(rows):
@@ -406,6 +408,7 @@ class StreamReader:
                   "gtid": pa.array(gtid, pa.string()).take(take), "thread": pa.array(thread, pa.int64()).take(take),
                   "query": pa.array(query, pa.string()).take(take)}
         order = (index[ev] << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
+        assert self.builder is not None
         return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order, binlog=True)
 
     def _check_columns(self, tmap: TableMap, t: Table) -> None:

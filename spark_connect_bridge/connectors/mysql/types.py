@@ -42,7 +42,8 @@ from typing import Any
 from ...errors import DataError
 from ..cdc.types import TypeSpec
 
-__all__ = ["MySqlType", "from_python", "from_text", "natural_type", "sql_value", "to_debezium", "to_text", "type_spec"]
+__all__ = ["MySqlType", "from_python", "from_text", "mysql_type", "natural_type", "sql_value", "to_debezium", "to_text",
+           "type_spec"]
 
 _INTS = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
          "int": ("int32", "int64"), "integer": ("int32", "int64"), "bigint": ("int64", "int64")}
@@ -67,6 +68,12 @@ class MySqlType(TypeSpec):
 def _spec(family: str, kind: str, connect_name: str | None = None, parameters: tuple[tuple[str, str], ...] = (),
           **more: Any) -> MySqlType:
     return MySqlType(kind, connect_name, parameters, family=family, **more)
+
+
+def mysql_type(spec: TypeSpec) -> MySqlType:
+    """A captured column's spec, made by :func:`type_spec` (the shared layout holds it as a TypeSpec)."""
+    assert isinstance(spec, MySqlType), spec
+    return spec
 
 
 def _members(column_type: str) -> tuple[str, ...]:
@@ -152,8 +159,9 @@ def type_spec(data_type: str, column_type: str, precision: int | None, scale: in
     return _spec("string", "string", db_type=ct)
 
 
-def natural_type(spec: MySqlType) -> Any:
+def natural_type(spec: TypeSpec) -> Any:
     """The Arrow type values of ``spec`` have before :func:`to_debezium`."""
+    spec = mysql_type(spec)
     import pyarrow as pa
 
     f = spec.family
@@ -239,9 +247,10 @@ def _geometry(arr: Any, point: bool) -> Any:
     return pa.StructArray.from_arrays(arrays, fields=fields, mask=pc.is_null(arr))
 
 
-def to_debezium(spec: MySqlType, arr: Any, binlog: bool = False) -> Any:
+def to_debezium(spec: TypeSpec, arr: Any, binlog: bool = False) -> Any:
     """``arr`` (natural form, see :func:`natural_type`) as Debezium represents ``spec``'s column (``binlog``:
     decoded from the binlog, where Debezium prints TIMESTAMP(n) with n fraction digits)."""
+    spec = mysql_type(spec)
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -304,8 +313,9 @@ def _days(value: Any) -> int | None:
     return None  # a zero date ('0000-00-00') pymysql leaves as text
 
 
-def from_python(spec: MySqlType, values: list[Any]) -> Any:
+def from_python(spec: TypeSpec, values: list[Any]) -> Any:
     """Python values of a snapshot query (pymysql's conversions, session time zone UTC) in their natural form."""
+    spec = mysql_type(spec)
     import datetime as dt
 
     import pyarrow as pa
@@ -344,8 +354,9 @@ def to_text(arr: Any) -> list[str | None]:
     return arr.cast(pa.string()).to_pylist()
 
 
-def from_text(spec: MySqlType, values: list[str | None]) -> Any:
+def from_text(spec: TypeSpec, values: list[str | None]) -> Any:
     """The natural Arrow array of :func:`to_text`'s values."""
+    spec = mysql_type(spec)
     import pyarrow as pa
 
     typ = natural_type(spec)
@@ -354,8 +365,9 @@ def from_text(spec: MySqlType, values: list[str | None]) -> Any:
     return pa.array(values, pa.string()).cast(typ)
 
 
-def sql_value(spec: MySqlType, text: str) -> Any:
+def sql_value(spec: TypeSpec, text: str) -> Any:
     """A query parameter comparable with ``spec``'s column, from :func:`to_text`'s form of its value."""
+    spec = mysql_type(spec)
     import datetime as dt
 
     f = spec.family
