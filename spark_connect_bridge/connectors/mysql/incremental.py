@@ -16,8 +16,10 @@ window at the low watermark and, at the high one, emits the rows whose key the s
 the window (:class:`~..cdc.signals.ChunkWindows`), as op ``r`` with ``source.snapshot=incremental``. A batch
 holding a chunk always reaches its high watermark. ``read.only`` is accepted: both values behave alike.
 
-One chunk per micro-batch; under ``Trigger.AvailableNow`` a run ends with the binlog it found and delivers at
-most one new chunk.
+One chunk per micro-batch, and a batch holding one reaches the binlog's head (where the chunk is read), as the
+PostgreSQL connector's. The driver reads each batch's range of the binlog for signals (decoding only the signal
+table's rows); under ``Trigger.AvailableNow`` a run ends with the binlog it found and delivers at most one new
+chunk.
 
 >>> IncrementalSnapshots(session, settings, signal_reader).end(pos, end, layout)   # doctest: +SKIP
 """
@@ -96,22 +98,20 @@ class IncrementalSnapshots:
     def end(self, pos: dict[str, Any], end: dict[str, Any], layout: Layout,
             position: Callable[[BinlogPosition], dict[str, Any]]) -> dict[str, Any]:
         """``end`` with the incremental snapshot folded over the signals of ``(pos, end]`` and, when a snapshot
-        runs and is not paused, the next chunk (``end`` moved to its high watermark when that is later)."""
-        head = self.session.binlog_position()
-        upto = max(_at(end), (file_number(head.file), head.pos))
-        upto_pos = end if upto == _at(end) else {"file": head.file, "pos": head.pos}
-        signals = self.signal_rows(pos, upto_pos)
+        runs there and is not paused, the next chunk: ``end`` then moves to the chunk's high watermark (at the
+        binlog's head), and the signals up to it are folded too."""
+        signals = self.signal_rows(pos, end)
         state = fold(state_of(pos), signals, layout, name=self.settings.name, quiet=True)
         chunk = None
         if state is not None and not state.get("paused"):
             chunk = self._chunk(state, layout)
-            if _at(chunk["hi"]) > _at(end):
-                hi = chunk["hi"]
-                end = position(BinlogPosition(hi["file"], int(hi["pos"]), self.session.gtids_at(hi["file"],
-                                                                                               int(hi["pos"]))))
-                if _at(end) > upto:
-                    signals += self.signal_rows(upto_pos, end)
-        rows = [s for s in signals if _at(s) < _at(end)]
+            hi = chunk["hi"]
+            if _at(hi) > _at(end):
+                moved = position(BinlogPosition(hi["file"], int(hi["pos"]), self.session.gtids_at(hi["file"],
+                                                                                                 int(hi["pos"]))))
+                signals += self.signal_rows(end, moved)
+                end = moved
+        rows = list(signals)
         if chunk is not None:
             rows.append({**chunk["signal"], "id": chunk["window"]})
         state = fold(state_of(pos), rows, layout, name=self.settings.name)
