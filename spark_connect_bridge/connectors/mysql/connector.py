@@ -9,8 +9,9 @@ checkpoint's position fails with a clear error, or takes a new snapshot under ``
 Debezium runs one task; so does this connector (``tasks.max`` is accepted).
 
 Debezium's signals and incremental snapshots (``signal.data.collection``) run through the shared state machine
-(:mod:`..cdc.signals`), with chunks read between binlog watermarks (:mod:`.incremental`). Not implemented:
-transaction metadata topics.
+(:mod:`..cdc.signals`), with chunks read between binlog watermarks (:mod:`.incremental`); the DDL of the
+captured databases becomes Debezium's schema change events (:mod:`.schema_changes`). Not implemented:
+transaction metadata topics, ``tableChanges.table`` of schema change events (no schema history is kept).
 
 >>> df = (spark.readStream.format("kconnect")                                          # doctest: +SKIP
 ...       .options(**{"connector.class": "io.debezium.connector.mysql.MySqlConnector",
