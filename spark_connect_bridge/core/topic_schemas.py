@@ -9,6 +9,9 @@ reading many topics of JSON envelopes meets one schema per topic. The representa
 * the column metadata ``kconnect.cdc.tables`` (on ``key``, ``value``, and the envelope's ``before``/``after``)
   maps each schema to its topic and exact field list: ``{"<id>": {"topic": ..., "columns": [names],
   "fields": [union fields holding them], "key": [key column names], "names": {"value": connect.name, ...}}}``;
+  when an envelope shares the DataFrame with another kind of value (a CDC connector's schema change topic), an
+  entry says which top-level ``value`` fields its topic has (``"value_fields"``), and the other kind's entry
+  says ``"envelope": false`` (its ``columns`` are then its value's top-level fields);
 * the ``topic`` column says which schema a row has.
 
 Whoever needs one topic's exact shape narrows the union with that metadata: the source-side converters
@@ -79,13 +82,16 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
         cols = [c for c in cols if field_of.get(c, c) in data_type.names]
         new, new_t = _row(col, data_type, cols, [field_of.get(c, c) for c in cols])
         return new, new_t, {"connect.name": names.get("key", f"{topic}.Key")}
-    if is_envelope_type(data_type):
+    if is_envelope_type(data_type) and info.get("envelope", True):
         row_t = data_type["after"].dataType
+        own = info.get("value_fields")
         assert isinstance(row_t, StructType), f"{topic}: an envelope's after is not a struct: {row_t}"
         row_name = names.get("row", f"{topic}.Value")
         parts, out_fields = [], []
         part_t: DataType
         for f in data_type.fields:
+            if own is not None and f.name not in own:
+                continue  # another kind of value's field
             if f.name in ("before", "after"):
                 part, part_t = _row(col[f.name], row_t, info["columns"], info["fields"])
                 meta = {"connect.name": row_name}
@@ -142,9 +148,14 @@ def narrow_arrow(data: Any, info: Mapping[str, Any]) -> Any:
     out = data
     if "value" in data.column_names:
         value = data.column("value").combine_chunks()
-        if pa.types.is_struct(value.type) and {"before", "after", "op"} <= {f.name for f in value.type}:
+        envelope = {"before", "after", "op"} <= {f.name for f in value.type} if pa.types.is_struct(value.type) \
+            else False
+        if envelope and info.get("envelope", True):
+            own = info.get("value_fields")
             kids, kfields = [], []
             for f in value.type:
+                if own is not None and f.name not in own:
+                    continue
                 kid = value.field(f.name)
                 if f.name in ("before", "after"):
                     kid = row(kid, info["columns"])

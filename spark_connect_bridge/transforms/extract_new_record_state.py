@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
+from ..core.topic_schemas import TABLES_META
 from ..errors import ConfigProblem
 from .base import Step, Transformation, coerce_to_type, unify_types
 from .columns import q
@@ -77,7 +79,10 @@ class ExtractNewRecordState(Transformation):
     """Unwrap Debezium change events: the value becomes the ``after`` row (``before`` for deletes in the
     rewrite modes). ``delete.tombstone.handling.mode`` decides deletes and tombstones (see the table in the
     docs); ``t`` (truncate) events are always dropped; records whose value is not an envelope (a different
-    schema name, a Map, a primitive) pass through untouched. ``delete-to-tombstone`` behaves like
+    schema name, a Map, a primitive) pass through untouched. A CDC connector's DataFrame may also hold another
+    topic's records whose values are no envelopes (Debezium's schema change events, see ``kconnect.cdc.tables``):
+    Debezium passes them on unchanged, which the unwrapped ``value`` column (the row type) cannot hold, so they
+    are dropped here; read them before this transform. ``delete-to-tombstone`` behaves like
     ``tombstone`` here: a Spark column keeps its type, so the schema cannot become null. Legacy keys
     ``delete.handling.mode``/``drop.tombstones`` are honoured when the new key is not set.
     """
@@ -189,6 +194,7 @@ class ExtractNewRecordState(Transformation):
         before = coerce_to_type(value.getField("before"), before_t, row_t) if isinstance(before_t, StructType) else \
             F.lit(None).cast(row_t)
         tomb = value.isNull()
+        other = F.col("topic").isin(side) if (side := _side_topics(sf)) and "topic" in df.columns else F.lit(False)
         op = F.coalesce(value.getField("op"), F.lit(""))
         delete = ~tomb & (op == F.lit("d"))
         known = ~tomb & op.isin("c", "u", "r", "d", "t")
@@ -234,15 +240,24 @@ class ExtractNewRecordState(Transformation):
             else:
                 src = F.when(delete, before.getField(self.route)).otherwise(after.getField(self.route))
                 step.updates["topic"] = F.coalesce(src.cast("string"), F.col("topic"))
-        step.fail(~tomb & ~known, F.concat(F.lit("Unsupported change event operation: "),
+        step.fail(~tomb & ~known & ~other, F.concat(F.lit("Unsupported change event operation: "),
                                            F.coalesce(value.getField("op"), F.lit("null"))))
-        drops = (op == F.lit("t")) & ~tomb
+        drops = ((op == F.lit("t")) | other) & ~tomb
         if not self.keep_tombstones:
             drops = drops | tomb
         if self.mode == "drop":
             drops = drops | delete
         step.drop = drops
         return step
+
+
+def _side_topics(field: StructField) -> list[str]:
+    """Topics whose records share the envelope's column but are no envelopes (``"envelope": false`` in the
+    ``kconnect.cdc.tables`` metadata)."""
+    text = (field.metadata or {}).get(TABLES_META)
+    if not text:
+        return []
+    return sorted(info["topic"] for info in json.loads(text).values() if info.get("envelope", True) is False)
 
 
 def _listed_fields(header: str) -> Column:

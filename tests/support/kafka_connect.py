@@ -50,7 +50,8 @@ _TASK_TRACE = """logger.sourcetask.name=org.apache.kafka.connect.runtime.Abstrac
 logger.sourcetask.level=TRACE
 """
 # Plugin directories of plugin.path: pom.xml profile -> what they hold.
-PLUGINS = {"debezium": "Debezium's PostgreSQL connector", "debezium-jdbc": "Debezium's JDBC sink connector"}
+PLUGINS = {"debezium": "Debezium's PostgreSQL connector", "debezium-jdbc": "Debezium's JDBC sink connector",
+           "debezium-mariadb": "Debezium's MariaDB connector"}
 
 
 class ConnectorFailed(AssertionError):

@@ -39,4 +39,4 @@ install_packages() {
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}" install_packages
 fi
-step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc
+step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc debezium-mariadb

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ...core.records import HEADERS_TYPE, arrow_schema, no_headers
@@ -25,7 +26,7 @@ from ...core.topic_schemas import TABLES_META
 from .layout import Layout, Table, layout_meta, struct_names
 from .types import TypeSpec
 
-__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "record_type", "skip_rows"]
+__all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "SideTopic", "record_type", "skip_rows", "source_fields"]
 
 ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
 
@@ -36,22 +37,64 @@ def _struct_of(fields: Sequence[tuple[str, TypeSpec]]) -> Any:
     return StructType([StructField(f, s.spark_type(), True, s.metadata()) for f, s in fields])
 
 
-def record_type(layout: Layout, source_type: Any, source_name: str) -> Any:
+def source_fields() -> list[Any]:
+    """The fields every Debezium connector's ``source`` block starts with (``AbstractSourceInfo``); each
+    connector appends its own (PostgreSQL's ``schema``, ``txId``, ``lsn``; MySQL's ``server_id``, ``file``...)."""
+    from pyspark.sql import types as T
+
+    snap_meta = {"connect.name": "io.debezium.data.Enum", "connect.version": 1,
+                 "connect.parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,"
+                                                   "last,false,incremental"}}
+    return [T.StructField("version", T.StringType()), T.StructField("connector", T.StringType()),
+            T.StructField("name", T.StringType()), T.StructField("ts_ms", T.LongType()),
+            T.StructField("snapshot", T.StringType(), True, snap_meta), T.StructField("db", T.StringType()),
+            T.StructField("sequence", T.StringType()), T.StructField("ts_us", T.LongType()),
+            T.StructField("ts_ns", T.LongType())]
+
+
+@dataclass(frozen=True)
+class SideTopic:
+    """Records of another kind sharing a connector's DataFrame with its change events (Debezium's schema change
+    topic): the topic, its key and value structs' fields (Spark ``StructField`` lists; the value fields that an
+    envelope also has, such as ``source`` and ``ts_ms``, are the envelope's) and their connect.names."""
+
+    topic: str
+    key_fields: tuple[Any, ...]
+    value_fields: tuple[Any, ...]
+    key_name: str
+    value_name: str
+
+
+def record_type(layout: Layout, source_type: Any, source_name: str, side: SideTopic | None = None) -> Any:
     """The Spark record schema for ``layout``: Debezium envelope values, union row structs, ``source_type``
-    (named ``source_name``) as the envelope's ``source``."""
+    (named ``source_name``) as the envelope's ``source``; with ``side``, ``key`` and ``value`` are the unions of
+    the envelope's and the side topic's structs, and the metadata says which fields each topic has."""
     from pyspark.sql import types as T
 
     env_name, row_name, key_name = struct_names(layout)
     row = _struct_of(layout.row_fields)
-    tables = json.dumps(layout_meta(layout))
+    meta = layout_meta(layout)
+    if side is not None:
+        for entry in meta.values():
+            entry["value_fields"] = list(ENVELOPE_FIELDS)
+        names = [f.name for f in side.value_fields]
+        meta[side.topic] = {"topic": side.topic, "columns": names, "fields": names, "envelope": False,
+                            "key": [f.name for f in side.key_fields], "value_fields": names,
+                            "names": {"value": side.value_name, "key": side.key_name}}
+    tables = json.dumps(meta)
     row_meta = {"connect.name": row_name, TABLES_META: tables}
-    value = T.StructType([
+    fields = [
         T.StructField("before", row, True, row_meta), T.StructField("after", row, True, row_meta),
         T.StructField("source", source_type, True, {"connect.name": source_name}),
         T.StructField("op", T.StringType()), T.StructField("ts_ms", T.LongType()), T.StructField("ts_us", T.LongType()),
         T.StructField("ts_ns", T.LongType()),
-    ])
-    key = _struct_of(layout.key_fields) if layout.key_fields else T.BinaryType()
+    ]
+    key_fields = list(_struct_of(layout.key_fields).fields) if layout.key_fields else []
+    if side is not None:
+        fields += [f for f in side.value_fields if f.name not in ENVELOPE_FIELDS]
+        key_fields += [f for f in side.key_fields if f.name not in {k.name for k in key_fields}]
+    value = T.StructType(fields)
+    key = T.StructType(key_fields) if key_fields else T.BinaryType()
     return T.StructType([
         T.StructField("key", key, True, {"connect.name": key_name, TABLES_META: tables}),
         T.StructField("value", value, True, {"connect.name": env_name, TABLES_META: tables}),
@@ -79,12 +122,13 @@ class EnvelopeBuilder:
     """
 
     def __init__(self, layout: Layout, *, source_type: Any, source_name: str, connector: str, db: str,
-                 version: str, batch_size: int, convert: Callable[[TypeSpec, Any], Any]):
+                 version: str, batch_size: int, convert: Callable[[TypeSpec, Any], Any],
+                 side: SideTopic | None = None):
         import pyarrow as pa
 
         self.pa = pa
         self.layout = layout
-        self.schema = arrow_schema(record_type(layout, source_type, source_name))
+        self.schema = arrow_schema(record_type(layout, source_type, source_name, side))
         self.value_t = self.schema.field("value").type
         self.row_t = self.value_t.field("before").type
         self.source_t = self.value_t.field("source").type
@@ -93,10 +137,13 @@ class EnvelopeBuilder:
         self.batch_size = max(batch_size, 1)
         self.convert = convert
 
-    def row_struct(self, t: Table, texts: dict[str, Any], valid: Any, n: int) -> tuple[Any, dict[str, Any]]:
+    def row_struct(self, t: Table, texts: dict[str, Any], valid: Any, n: int,
+                   convert: Callable[[TypeSpec, Any], Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """The union row struct of ``t``'s rows from text arrays per column name (missing: null), null where
-        not ``valid``; and the typed arrays per column name (for the key)."""
+        not ``valid``; and the typed arrays per column name (for the key). ``convert`` replaces the builder's
+        conversion for these rows."""
         pa = self.pa
+        convert = convert or self.convert
         typed = {}
         by_field = {c.field: c for c in t.columns}
         arrays = []
@@ -105,7 +152,7 @@ class EnvelopeBuilder:
             if col is None or texts.get(col.name) is None:
                 arrays.append(pa.nulls(n, f.type))
                 continue
-            arr = self.convert(col.spec, texts[col.name])
+            arr = convert(col.spec, texts[col.name])
             if arr.type != f.type:
                 arr = arr.cast(f.type)
             typed[col.name] = arr
@@ -114,21 +161,24 @@ class EnvelopeBuilder:
         return pa.StructArray.from_arrays(arrays, fields=list(self.row_t), mask=mask), typed
 
     def source(self, n: int, t: Table, ts_us: Any, snapshot: Any, **fields: Any) -> Any:
-        """The ``source`` struct: the fields every connector has, ``fields`` (arrays by name), nulls else."""
+        """The ``source`` struct: the fields every connector has, ``fields`` (by name: arrays, cast to the
+        field's type where they differ, or one value for every row), nulls else."""
         import pyarrow.compute as pc
 
         pa = self.pa
-
-        def const(v: Any, ty: Any) -> Any:
-            return pa.repeat(pa.scalar(v, ty), n)
-
-        arrays = {"version": const(self.version, pa.string()), "connector": const(self.connector, pa.string()),
-                  "name": const(self.layout.prefix, pa.string()), "ts_ms": pc.divide(ts_us, 1000),
-                  "snapshot": snapshot, "db": const(self.db, pa.string()), "ts_us": ts_us,
-                  "ts_ns": pc.multiply(ts_us, 1000), "schema": const(t.schema, pa.string()),
-                  "table": const(t.table, pa.string()), **fields}
-        return pa.StructArray.from_arrays([arrays[f.name] if f.name in arrays else pa.nulls(n, f.type)
-                                           for f in self.source_t], fields=list(self.source_t))
+        values = {"version": self.version, "connector": self.connector, "name": self.layout.prefix,
+                  "ts_ms": pc.divide(ts_us, 1000), "snapshot": snapshot, "db": self.db, "ts_us": ts_us,
+                  "ts_ns": pc.multiply(ts_us, 1000), "schema": t.schema, "table": t.table, **fields}
+        arrays = []
+        for f in self.source_t:
+            v = values.get(f.name)
+            if v is None:
+                arrays.append(pa.nulls(n, f.type))
+            elif isinstance(v, (pa.Array, pa.ChunkedArray)):
+                arrays.append(v.cast(f.type) if v.type != f.type else v)
+            else:
+                arrays.append(pa.repeat(pa.scalar(v, f.type), n))
+        return pa.StructArray.from_arrays(arrays, fields=list(self.source_t))
 
     def key(self, t: Table, a_typed: dict, b_typed: dict, a_valid: Any, present: Any, n: int) -> Any:
         """The key struct: from the row after where there is one, else from the row before; null where not
@@ -159,9 +209,9 @@ class EnvelopeBuilder:
         import pyarrow.compute as pc
 
         pa = self.pa
-        value = pa.StructArray.from_arrays(
-            [before, after, source, op, pc.divide(ts_us, 1000), ts_us, pc.multiply(ts_us, 1000)],
-            fields=list(self.value_t), mask=pa.array(tomb))
+        parts = [before, after, source, op, pc.divide(ts_us, 1000), ts_us, pc.multiply(ts_us, 1000)]
+        parts += [pa.nulls(n, f.type) for f in list(self.value_t)[len(parts):]]  # a side topic's fields
+        value = pa.StructArray.from_arrays(parts, fields=list(self.value_t), mask=pa.array(tomb))
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
@@ -178,8 +228,7 @@ class EnvelopeBuilder:
         after, a_typed = self.row_struct(t, texts, valid, n)
         ts = pa.array([ts_us] * n, pa.int64())
         pos = pa.array([offset] * n, pa.int64())
-        src = self.source(n, t, ts, snapshot, **{k: (v if isinstance(v, pa.Array) else pa.array([v] * n, pa.int64()))
-                                                 for k, v in source.items()})
+        src = self.source(n, t, ts, snapshot, **source)
         key = self.key(t, a_typed, {}, valid, np.ones(n, dtype=bool), n)
         return self.record(t, n, key, pa.nulls(n, self.row_t), after, src, pa.array(["r"] * n, pa.string()), ts,
                            np.zeros(n, dtype=bool), pos)

@@ -149,7 +149,10 @@ def table_events(df: Any, table: str) -> Any:
         cols = [info["columns"]]
         row_meta = {"connect.name": f"{prefix}.Value"}
         fields = []
+        own = info.get("value_fields")
         for f in value_t.fields:
+            if own is not None and f.name not in own:
+                continue  # a field of another topic's kind of value (schema changes)
             if f.name in ("before", "after"):
                 fields.append(narrow(F.col("value")[f.name], row_t, cols[0], f.name).alias(f.name, metadata=row_meta))
             else:

@@ -53,6 +53,14 @@ class TypeSpec:
         if k == "varscale":
             return T.StructType([T.StructField("scale", T.IntegerType(), False),
                                  T.StructField("value", T.BinaryType(), False)])
+        if k == "geometry":  # io.debezium.data.geometry.Geometry (and Geography)
+            return T.StructType([T.StructField("wkb", T.BinaryType(), False),
+                                 T.StructField("srid", T.IntegerType(), True)])
+        if k == "point":  # io.debezium.data.geometry.Point
+            return T.StructType([T.StructField("x", T.DoubleType(), False),
+                                 T.StructField("y", T.DoubleType(), False),
+                                 T.StructField("wkb", T.BinaryType(), True),
+                                 T.StructField("srid", T.IntegerType(), True)])
         if k == "array":
             assert self.element is not None
             return T.ArrayType(self.element.spark_type(), True)

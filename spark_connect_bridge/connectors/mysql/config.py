@@ -13,12 +13,11 @@ True
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
-from ...errors import ConfigProblem
+from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
+from ..cdc.config import REGEX_LIST, SKIPPED_OPERATIONS, define_filters, define_signals, matches, split_table
 
 __all__ = ["CONFIG_DEF", "SNAPSHOT_MODES", "Settings"]
 
@@ -26,35 +25,6 @@ SNAPSHOT_MODES = ("initial", "initial_only", "no_data", "when_needed", "never", 
                   "schema_only", "schema_only_recovery")
 #: the modes that read the tables' rows before streaming (when there is no position yet)
 SNAPSHOTTING = ("initial", "initial_only", "when_needed", "always")
-
-
-def _regex_list(values: list[str]) -> str | None:
-    for item in values:
-        try:
-            re.compile(item)
-        except re.error as e:
-            return f"'{item}' is not a valid regular expression: {e}"
-    return None
-
-
-def _exclusive(cfg: Any) -> list[ConfigProblem]:
-    out = []
-    for what in ("database", "table", "column"):
-        if cfg[f"{what}.include.list"] and cfg[f"{what}.exclude.list"]:
-            out.append(ConfigProblem(f"{what}.exclude.list",
-                                     f"{what}.include.list and {what}.exclude.list are mutually exclusive "
-                                     f"(Debezium allows only one of them)"))
-    return out
-
-
-def _filters(definition: ConfigDef) -> ConfigDef:
-    for what, doc in (("database", "database names"), ("table", "<database>.<table> names"),
-                      ("column", "<database>.<table>.<column> names")):
-        for way in ("include", "exclude"):
-            definition.define(f"{what}.{way}.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-                              Importance.MEDIUM, f"Regular expressions of {doc} to {way} (matched in full, "
-                                                 f"case-insensitively).", group="Filters")
-    return definition
 
 
 def _accepted(definition: ConfigDef, keys: dict[str, tuple[Type, Any, str]]) -> ConfigDef:
@@ -118,18 +88,19 @@ CONFIG_DEF = (
             "BINARY/VARBINARY/BLOB (and BIT(n>1)) as bytes or as base64/base64-url-safe/hex strings.",
             group="Events")
     .define("include.schema.changes", Type.BOOLEAN, True, importance=Importance.MEDIUM,
-            doc="Accepted; schema change events are not emitted (one DataFrame holds one record type). DDL on "
-                "captured tables is logged, and a column added while the query runs fails the batch with a "
-                "message to restart the query, which then takes the new schema.", group="Events")
+            doc="Emit Debezium's schema change events (key databaseName; value source, ts_ms, databaseName, "
+                "schemaName, ddl, tableChanges) on the topic <topic.prefix> for the DDL of the captured "
+                "databases, in binlog order with the change events (key and value columns hold the union of "
+                "both kinds; converters and sinks narrow each topic to its own fields, and Spark spends about "
+                "twice the CPU per change event on the wider columns: false keeps the change events' own shape). "
+                "A column added while the query runs still fails the batch with a message to restart the "
+                "query.", group="Events")
     .define("include.query", Type.BOOLEAN, False, importance=Importance.LOW,
             doc="Put the statement that changed each row in source.query (MariaDB annotate rows events; MySQL "
                 "needs binlog_rows_query_log_events=ON).", group="Events")
     .define("tombstones.on.delete", Type.BOOLEAN, True, importance=Importance.MEDIUM,
             doc="Emit a tombstone (same key, null value) after each delete event.", group="Events")
-    .define("skipped.operations", Type.LIST, ["t"],
-            Lambda(lambda v: None if set(v) <= {"c", "u", "d", "t", "none"} else
-                   f"unknown operations {', '.join(sorted(set(v) - {'c', 'u', 'd', 't', 'none'}))}",
-                   "c, u, d, t or none"),
+    .define("skipped.operations", Type.LIST, ["t"], SKIPPED_OPERATIONS,
             Importance.LOW, "Operations not emitted: c (insert), u (update), d (delete), t (truncate: never "
                             "emitted by this connector, as Debezium's MySQL connector), none.", group="Events")
     .define("heartbeat.interval.ms", Type.INT, 0, Range.at_least(0), Importance.MEDIUM,
@@ -145,13 +116,19 @@ CONFIG_DEF = (
             "Accepted for compatibility (Debezium's in-memory queue); no effect.", group="Connector")
     .define("poll.interval.ms", Type.LONG, 500, Range.at_least(0), Importance.LOW,
             "Accepted for compatibility; Spark's trigger interval sets the polling rate.", group="Connector")
-    .define("gtid.source.includes", Type.LIST, [], Lambda(_regex_list, "regular expressions"), Importance.LOW,
+    .define("gtid.source.includes", Type.LIST, [], REGEX_LIST, Importance.LOW,
             "Accepted for compatibility; offsets record every GTID of the server.", group="Connector")
-    .define("gtid.source.excludes", Type.LIST, [], Lambda(_regex_list, "regular expressions"), Importance.LOW,
+    .define("gtid.source.excludes", Type.LIST, [], REGEX_LIST, Importance.LOW,
             "Accepted for compatibility; offsets record every GTID of the server.", group="Connector")
-    .check(_exclusive)
 )
-_filters(CONFIG_DEF)
+define_filters(CONFIG_DEF, "database")
+define_signals(CONFIG_DEF, "database", "The connector only reads it (its inserts in the binlog): chunks are read "
+                                       "between binlog watermarks, as Debezium's read.only mode.")
+CONFIG_DEF.define("read.only", Type.BOOLEAN, False, importance=Importance.LOW,
+                  doc="Accepted: incremental snapshots never write to the signal table (both values behave as "
+                      "Debezium's read.only=true): each chunk is read between two binlog positions (Debezium's "
+                      "GTID watermarks) and travels with the batch's offsets.",
+                  group="Snapshot")
 _accepted(CONFIG_DEF, {
     "schema.history.internal.kafka.topic": (Type.STRING, None, _HISTORY_DOC),
     "schema.history.internal.kafka.bootstrap.servers": (Type.STRING, None, _HISTORY_DOC),
@@ -165,10 +142,6 @@ _accepted(CONFIG_DEF, {
                                                                     "fails the batch naming its position."),
     "connect.keep.alive": (Type.BOOLEAN, True, "Accepted; every read opens its own binlog connection."),
 })
-
-
-def _lower(value: str) -> str:
-    return value.lower()
 
 
 @dataclass(frozen=True)
@@ -207,6 +180,11 @@ class Settings:
     column_exclude: tuple[str, ...]
     retry_timeout_ms: int
     retry_delay_max_ms: int
+    #: ``signal.data.collection`` as (database, table), or None without a signal table
+    signal_table: tuple[str, str] | None = None
+    incremental_chunk_size: int = 1024
+    read_only: bool = False
+    include_schema_changes: bool = False
 
     @classmethod
     def of(cls, config: Any, *, name: str, flavor: str) -> Settings:
@@ -230,27 +208,29 @@ class Settings:
             column_include=tuple(config["column.include.list"]),
             column_exclude=tuple(config["column.exclude.list"]),
             retry_timeout_ms=config.get("errors.retry.timeout", 0) or 0,
-            retry_delay_max_ms=config.get("errors.retry.delay.max.ms", 60000) or 60000)
+            retry_delay_max_ms=config.get("errors.retry.delay.max.ms", 60000) or 60000,
+            signal_table=split_table(config["signal.data.collection"]),
+            incremental_chunk_size=config["incremental.snapshot.chunk.size"], read_only=config["read.only"],
+            include_schema_changes=config["include.schema.changes"])
 
     # ---- filters (Debezium's: regular expressions matched in full, case-insensitively)
-    @staticmethod
-    def _match(patterns: tuple[str, ...], value: str) -> bool:
-        return any(re.fullmatch(p, value, re.IGNORECASE) for p in patterns)
-
     def table_wanted(self, database: str, table: str) -> bool:
         if database.lower() in ("mysql", "information_schema", "performance_schema", "sys"):
             return False
-        if self.database_include and not self._match(self.database_include, database):
+        if self.signal_table is not None and (database.lower(), table.lower()) == (
+                self.signal_table[0].lower(), self.signal_table[1].lower()):
+            return False  # the signal table is read, never emitted
+        if self.database_include and not matches(self.database_include, database):
             return False
-        if self._match(self.database_exclude, database):
+        if matches(self.database_exclude, database):
             return False
         tid = f"{database}.{table}"
-        if self.table_include and not self._match(self.table_include, tid):
+        if self.table_include and not matches(self.table_include, tid):
             return False
-        return not self._match(self.table_exclude, tid)
+        return not matches(self.table_exclude, tid)
 
     def column_wanted(self, database: str, table: str, column: str) -> bool:
         cid = f"{database}.{table}.{column}"
-        if self.column_include and not self._match(self.column_include, cid):
+        if self.column_include and not matches(self.column_include, cid):
             return False
-        return not self._match(self.column_exclude, cid)
+        return not matches(self.column_exclude, cid)

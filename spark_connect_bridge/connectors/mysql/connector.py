@@ -8,9 +8,10 @@ acknowledge: the position is committed by Spark's checkpoint, after Spark's comm
 checkpoint's position fails with a clear error, or takes a new snapshot under ``snapshot.mode=when_needed``.
 Debezium runs one task; so does this connector (``tasks.max`` is accepted).
 
-Not implemented yet: Debezium's signals and incremental snapshots (they will reuse the PostgreSQL connector's
-parts once those are shared), schema change events (``include.schema.changes``: one DataFrame holds one record
-type), transaction metadata topics.
+Debezium's signals and incremental snapshots (``signal.data.collection``) run through the shared state machine
+(:mod:`..cdc.signals`), with chunks read between binlog watermarks (:mod:`.incremental`); the DDL of the
+captured databases becomes Debezium's schema change events (:mod:`.schema_changes`). Not implemented:
+transaction metadata topics, ``tableChanges.table`` of schema change events (no schema history is kept).
 
 >>> df = (spark.readStream.format("kconnect")                                          # doctest: +SKIP
 ...       .options(**{"connector.class": "io.debezium.connector.mysql.MySqlConnector",
@@ -30,11 +31,14 @@ from typing import Any, ClassVar
 
 from ...version import __version__
 from ..base import ReadRange, ReadTask, SourceConnector
+from ..cdc.layout import Layout
+from ..cdc.signals import state_of
 from ..offsets import Offsets, partition_key
 from .binlog import BinlogGone, checksum_size, file_number
 from .config import CONFIG_DEF, SNAPSHOTTING, Settings
 from .events import EventBuilder
-from .layout import Layout, record_type
+from .incremental import IncrementalSnapshots
+from .layout import record_type
 from .positions import check_available, stream_end, stream_position
 from .session import BinlogPosition, Session
 from .snapshot import SnapshotReader, snapshot_end
@@ -70,9 +74,10 @@ class MySqlConnector(SourceConnector):
         self._initial: Offsets | None = None
         self._started = False
         self._last_heartbeat = time.monotonic()
+        self._incremental: IncrementalSnapshots | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_session": None}
+        return {**self.__dict__, "_session": None, "_incremental": None}
 
     @property
     def _key(self) -> str:
@@ -84,6 +89,18 @@ class MySqlConnector(SourceConnector):
             self._session = Session(self._settings)
         return self._session
 
+    @property
+    def incremental(self) -> IncrementalSnapshots:
+        """The driver's half of incremental snapshots (with a signal table)."""
+        if self._incremental is None:
+            def signal_rows(start: dict[str, Any], end: dict[str, Any]) -> list[dict[str, Any]]:
+                nothing = Layout(self._settings.prefix, (), (), ())  # only the signal table is decoded
+                reader = StreamReader(self.session, nothing, None, checksum_size(self.session))
+                return reader.signal_rows(start, end)
+
+            self._incremental = IncrementalSnapshots(self.session, self._settings, signal_rows)
+        return self._incremental
+
     def layout(self) -> Layout:
         """The captured tables and their fields (read once per process)."""
         if self._layout is None:
@@ -92,7 +109,7 @@ class MySqlConnector(SourceConnector):
 
     # ---------------------------------------------------------------------------------- driver
     def schema(self) -> Any:
-        return record_type(self.layout(), self.flavor)
+        return record_type(self.layout(), self.flavor, self._settings.include_schema_changes)
 
     def _snapshot_start(self) -> dict[str, Any]:
         at = self.session.snapshot_position()
@@ -106,6 +123,8 @@ class MySqlConnector(SourceConnector):
     def initial_offsets(self) -> Offsets:
         if self._initial is None:
             self.session.check_binlog()
+            if self._settings.signal_table is not None:
+                self.incremental.check_table()
             mode = self._settings.snapshot_mode
             if mode in SNAPSHOTTING:
                 pos = self._snapshot_start()
@@ -120,6 +139,7 @@ class MySqlConnector(SourceConnector):
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
         pos = dict(start.get(self._key) or self.initial_offsets()[self._key])
+        pos.pop("chunk", None)  # a chunk belongs to the batch that ended here
         mode = self._settings.snapshot_mode
         if mode == "always" and not self._started:
             self._started = True
@@ -147,6 +167,8 @@ class MySqlConnector(SourceConnector):
             return {self._key: self._snapshot_start()}
         if due and end != pos:
             self._last_heartbeat = now
+        if self._settings.signal_table is not None and not end.get("snapshot"):
+            end = self.incremental.end(pos, end, self.layout(), stream_position)
         return {self._key: end}
 
     def lag(self, current: Offsets) -> int | None:
@@ -197,9 +219,11 @@ class MySqlConnector(SourceConnector):
                 yield from SnapshotReader(session, layout, builder).read(start, end)
             if end.get("snapshot") or settings.snapshot_mode == "initial_only":
                 return
-            if (file_number(start["file"]), int(start["pos"])) >= (file_number(end["file"]), int(end["pos"])):
+            if (file_number(start["file"]), int(start["pos"])) >= (file_number(end["file"]), int(end["pos"])) \
+                    and "chunk" not in end:
                 return
-            reader = StreamReader(session, layout, builder, checksum_size(session))
+            reader = StreamReader(session, layout, builder, checksum_size(session), incremental=state_of(start),
+                                  chunk=end.get("chunk"))
             yield from reader.read(start, end)
 
 

@@ -23,9 +23,9 @@ import logging
 import time
 from typing import Any
 
+from ..cdc.layout import Layout
 from .binlog import BinlogGone, file_number
 from .config import Settings
-from .layout import Layout
 from .session import BinlogPosition, Session
 
 __all__ = ["stream_position", "stream_end", "check_available", "SAMPLE_EVENTS"]
@@ -88,6 +88,8 @@ def stream_end(session: Session, settings: Settings, pos: dict[str, Any], max_re
     if int(pos["pos"]) >= file_end:
         return _position(session, last["file"], last["pos"])
     captured = {t.id.lower() for t in layout.tables}
+    if settings.signal_table is not None:  # signals are read from the binlog like captured changes
+        captured.add(".".join(settings.signal_table).lower())
     start, skipped = int(pos["pos"]), 0
     while True:  # the first events holding captured rows (traffic of other tables is passed over here)
         sample = [e for e in session.binlog_events(pos["file"], start, skipped, SAMPLE_EVENTS) if e[0] < file_end]

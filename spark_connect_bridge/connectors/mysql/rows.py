@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import DataError
+from ..cdc.types import TypeSpec
 from .binlog import TableMap
-from .types import TypeSpec, natural_type
+from .types import mysql_type, natural_type
 
 __all__ = ["Images", "split_images", "column_values", "decimal_size"]
 
@@ -170,12 +171,37 @@ def _uint_be(m: Any) -> Any:
 
 
 def binary_array(buf: Any, starts: Any, lengths: Any, nulls: Any) -> Any:
-    """An Arrow binary array of the spans (null where ``nulls``)."""
+    """An Arrow binary array of the spans (null where ``nulls``): ``binary_view`` values pointing into ``buf``
+    itself (12 bytes per value gathered here; Arrow copies the rest when the array is cast to ``binary`` or
+    ``string``), or a gathered ``binary`` array when ``buf`` is beyond a view's 2 GiB reach."""
     import numpy as np
     import pyarrow as pa
 
     n = len(starts)
     lengths = np.where(nulls, 0, lengths).astype(np.int64)
+    validity = pa.array(~nulls).buffers()[1] if nulls.any() else None
+    if len(buf) >= 2**31 or n == 0:
+        return _gathered(buf, starts, lengths, nulls, validity)
+    # Arrow's view layout, 16 bytes a value: int32 length, then the value inline when it has at most 12 bytes,
+    # else its first 4 bytes, the data buffer's index (0) and the int32 offset of the value in it
+    views = np.zeros((n, 4), dtype="<i4")
+    views[:, 0] = lengths
+    head = buf[np.minimum(np.asarray(starts)[:, None] + np.arange(12), len(buf) - 1)]
+    short = lengths <= 12
+    head[short] = np.where(np.arange(12)[None, :] < lengths[short][:, None], head[short], 0)
+    views.view(np.uint8)[:, 4:16] = head
+    far = ~short
+    views[far, 2] = 0
+    views[far, 3] = np.asarray(starts)[far]
+    return pa.Array.from_buffers(pa.binary_view(), n, [validity, pa.py_buffer(views), pa.py_buffer(buf)],
+                                 null_count=int(nulls.sum()))
+
+
+def _gathered(buf: Any, starts: Any, lengths: Any, nulls: Any, validity: Any) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(starts)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     total = int(offsets[-1])
@@ -184,7 +210,6 @@ def binary_array(buf: Any, starts: Any, lengths: Any, nulls: Any) -> Any:
         data = buf[idx]
     else:
         data = np.zeros(0, dtype=np.uint8)
-    validity = pa.array(~nulls).buffers()[1] if nulls.any() else None
     kind = pa.large_binary() if total >= 2**31 else pa.binary()
     off = offsets if kind == pa.large_binary() else offsets.astype(np.int32)
     return pa.Array.from_buffers(kind, n, [validity, pa.py_buffer(off), pa.py_buffer(data)],
@@ -316,6 +341,7 @@ def column_values(buf: Any, tmap: TableMap, j: int, spec: TypeSpec, spans: tuple
     import numpy as np
     import pyarrow as pa
 
+    spec = mysql_type(spec)
     starts, lengths, nulls = spans
     t, meta = tmap.types[j], tmap.meta[j]
     name = f"{tmap.database}.{tmap.table}.{tmap.names[j]}"
@@ -365,9 +391,7 @@ def column_values(buf: Any, tmap: TableMap, j: int, spec: TypeSpec, spans: tuple
     if arr.type == want:
         return arr
     try:
-        if pa.types.is_string(want) and pa.types.is_binary(arr.type):
-            return arr.cast(pa.string())  # utf8mb4/utf8mb3 text; invalid UTF-8 raises below
-        return arr.cast(want)
+        return arr.cast(want)  # text as utf8mb4/utf8mb3: invalid UTF-8 raises below
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise DataError(f"Column {name} (binlog type {t}) cannot be read as {spec.db_type}: {e}. Its type changed "
                         f"after the query started: restart the query to pick up the new schema") from e

@@ -20,8 +20,8 @@ from typing import Any
 
 from ...core.retry import retry_call
 from ...errors import ConnectError
+from ..cdc.layout import Layout, build_layout
 from .config import Settings
-from .layout import Layout, build_layout
 from .types import type_spec
 
 __all__ = ["Session", "BinlogPosition", "pymysql_module", "INSTALL_HINT"]
@@ -216,6 +216,15 @@ class Session:
         return layout
 
     # ---------------------------------------------------------------------------------- snapshots
+    @staticmethod
+    def consistent_snapshot(cur: Any) -> BinlogPosition:
+        """MariaDB: start a read-only consistent-snapshot transaction on ``cur``'s connection and return the
+        binlog position it is consistent with (``binlog_snapshot_file``/``_position``; gtids left out)."""
+        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+        cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+        status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+        return BinlogPosition(status["binlog_snapshot_file"], int(status["binlog_snapshot_position"]))
+
     def snapshot_position(self) -> BinlogPosition:
         """The binlog position of a consistent snapshot taken now.
 
@@ -226,12 +235,9 @@ class Session:
         try:
             with conn.cursor() as cur:
                 if self.flavor() == "mariadb":
-                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-                    status = {str(k).lower(): str(v) for k, v in cur.fetchall()}
+                    at = self.consistent_snapshot(cur)
                     cur.execute("ROLLBACK")
-                    file, pos = status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-                    return BinlogPosition(file, pos, self.gtids_at(file, pos))
+                    return BinlogPosition(at.file, at.pos, self.gtids_at(at.file, at.pos))
                 locked = self.settings.locking_mode != "none"
                 if locked:
                     cur.execute("FLUSH TABLES WITH READ LOCK")

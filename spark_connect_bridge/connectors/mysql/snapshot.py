@@ -21,9 +21,9 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from ..cdc.layout import Layout, Table
 from .binlog import file_number
 from .events import EventBuilder, record_offset
-from .layout import Layout, Table
 from .session import Session
 from .types import from_python
 
@@ -59,7 +59,7 @@ def snapshot_end(session: Session, layout: Layout, pos: dict[str, Any], budget: 
     left = budget
     while i < len(ids):
         t = layout.tables[i]
-        table = f"{quote(t.database)}.{quote(t.table)}"
+        table = f"{quote(t.schema)}.{quote(t.table)}"
         cols, where, params = _key_predicate(t, key, None)
         if cols:
             rows = session.query(f"SELECT {', '.join(f'CAST({c} AS CHAR)' for c in cols)} FROM {table} {where} "
@@ -120,12 +120,12 @@ class SnapshotReader:
         cols, where, params = _key_predicate(t, lo, hi)
         select = ", ".join(quote(c.name) for c in t.columns)
         order = f" ORDER BY {', '.join(cols)}" if cols else ""
-        sql = f"SELECT {select} FROM {quote(t.database)}.{quote(t.table)} {where}{order}"
+        sql = f"SELECT {select} FROM {quote(t.schema)}.{quote(t.table)} {where}{order}"
         size = max(min(self.settings.fetch_size, self.settings.batch_size), 1)
         ts_us = int(start.get("ts_sec", 0)) * 1_000_000
         offset = record_offset(file_number(start["file"]), int(start["pos"]), 0)
-        source_fixed = {"file": start["file"], "pos": int(start["pos"]), "row": 0,
-                        "gtid": None}
+        source_fixed = {"file": start["file"], "pos": int(start["pos"]), "row": 0, "server_id": 0,
+                        "gtid": None}  # Debezium's snapshot events: server 0, no GTID
         buffered: list[tuple] | None = None
         table_first = not lo
         with conn.cursor(pymysql.cursors.SSCursor) as cur:

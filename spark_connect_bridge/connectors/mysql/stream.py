@@ -17,6 +17,7 @@ binlog time, seconds).
 
 from __future__ import annotations
 
+import json
 import logging
 import struct
 import time
@@ -25,6 +26,8 @@ from typing import Any
 
 from ...core.retry import count_retry
 from ...errors import DataError
+from ..cdc.layout import Layout, Table
+from ..cdc.signals import OPEN, ChunkWindows, State
 from .binlog import (
     BinlogGone,
     EventKind,
@@ -35,10 +38,11 @@ from .binlog import (
     parse_table_map,
     read_chunks,
 )
-from .events import EventBuilder
-from .layout import Layout, Table
+from .events import EventBuilder, record_offset
 from .rows import column_values, split_images
+from .schema_changes import SchemaChanges
 from .session import Session, is_retriable
+from .types import MySqlType, from_text, to_text
 
 __all__ = ["StreamReader"]
 
@@ -56,15 +60,60 @@ class _Txn:
         self.query: str | None = None
 
 
-class StreamReader:
-    """Reads ranges of the binlog into record batches of ``layout``'s tables."""
+def _at(file: str, pos: int) -> tuple[int, int]:
+    return file_number(file), int(pos)
 
-    def __init__(self, session: Session, layout: Layout, builder: EventBuilder, checksum: int):
+
+class _Signals:
+    """The signal table's inserts met in a pass over a range, and the range's incremental snapshot chunk: its
+    window opens at the chunk's low watermark position and closes at its high one (:mod:`.incremental`)."""
+
+    def __init__(self, reader: StreamReader, collect: bool):
+        settings = reader.settings
+        self.table = settings.signal_table
+        self.windows = ChunkWindows(reader.incremental, reader.layout, name=settings.name)
+        self.collected: list[dict[str, Any]] | None = [] if collect else None
+        self.pending: list[tuple[tuple[int, int], dict[str, Any]]] = []
+        chunk = reader.chunk
+        if chunk is not None and not collect:
+            lo, hi = chunk["lo"], chunk["hi"]
+            where = {"file": hi["file"], "pos": int(hi["pos"]), "ts_usec": int(chunk["ts_sec"]) * 1_000_000}
+            self.pending = [(_at(lo["file"], lo["pos"]), {"type": OPEN, "data": json.dumps(
+                                {"window": chunk["window"], "table": chunk["table"]}), **where}),
+                            (_at(hi["file"], hi["pos"]), {**chunk["signal"], **where})]
+
+    def is_signal(self, tmap: TableMap) -> bool:
+        return self.table is not None and (tmap.database.lower(), tmap.table.lower()) == (
+            self.table[0].lower(), self.table[1].lower())
+
+
+class StreamReader:
+    """Reads ranges of the binlog into record batches of ``layout``'s tables.
+
+    With a signal table (``signal.data.collection``) its inserts drive the incremental snapshot from
+    ``incremental`` (the state at the range's start), and ``chunk`` (the range end's chunk) is emitted where
+    its window closes, but for the rows whose key the stream changed inside the window."""
+
+    def __init__(self, session: Session, layout: Layout, builder: EventBuilder | None, checksum: int, *,
+                 incremental: State | None = None, chunk: dict[str, Any] | None = None):
         self.session, self.layout, self.builder = session, layout, builder
         self.settings = session.settings
         self.checksum = checksum
+        self.incremental, self.chunk = incremental, chunk
         self._maps: dict[bytes, TableMap] = {}
         self._current: dict[str, set[str]] = {}  # the tables' columns now, asked once per read
+        self._signals: _Signals | None = None
+        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector) \
+            if builder is not None and self.settings.include_schema_changes else None
+
+    def signal_rows(self, start: dict[str, Any], end: dict[str, Any]) -> list[dict[str, Any]]:
+        """The signal table's inserts in the range, in binlog order: ``id``, ``type``, ``data``, and where
+        (``file``, ``pos`` of the row event, ``ts_usec``). Nothing else is decoded."""
+        self._signals = _Signals(self, collect=True)
+        for _ in self._read_once(start, end):
+            pass
+        assert self._signals.collected is not None
+        return self._signals.collected
 
     # ---------------------------------------------------------------------------------- retries
     def read(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
@@ -99,9 +148,14 @@ class StreamReader:
 
     # ---------------------------------------------------------------------------------- one pass
     def _read_once(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
+        if self._signals is None or self._signals.collected is None:
+            self._signals = _Signals(self, collect=False) if self.settings.signal_table is not None else None
+        sig = self._signals
         end_file, end_pos = end["file"], int(end["pos"])
         end_no = file_number(end_file)
         if (file_number(start["file"]), int(start["pos"])) >= (end_no, end_pos):
+            if sig is not None:
+                yield from self._watermarks(sig, None)
             return
         file = start["file"]
         file_no = file_number(file)
@@ -117,6 +171,11 @@ class StreamReader:
             for off, size in zip(chunk.starts, chunk.sizes):
                 ts, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(data, off)
                 body, body_end = off + 19, off + size - crc
+                if sig is not None and sig.pending and (file_no, log_pos - size) >= sig.pending[0][0]:
+                    if rows:  # the changes before a window's edge, in order
+                        yield from self._records(data, rows)
+                        rows = []
+                    yield from self._watermarks(sig, (file_no, log_pos - size))
                 if kind == EventKind.ROTATE:
                     file = data[body + 8:body_end].decode()
                     file_no = file_number(file)
@@ -134,7 +193,12 @@ class StreamReader:
                         t = captured[id(tmap)]
                     else:
                         t = captured[id(tmap)] = self.layout.table(tmap.database, tmap.table)
-                    if t is not None:
+                    if t is None and sig is not None and sig.is_signal(tmap):
+                        if rows:
+                            yield from self._records(data, rows)
+                            rows = []
+                        yield from self._signal(sig, data, tmap, kind, body, body_end, file, log_pos - size, ts)
+                    elif t is not None:
                         p = body + 8
                         if kind >= EventKind.WRITE_V2:
                             p += struct.unpack_from("<H", data, p)[0]
@@ -148,7 +212,7 @@ class StreamReader:
                                                 f"set binlog_row_image=FULL on the server")
                         p += width * images
                         rows.append((tmap, t, EventKind.ROWS[kind], p, body_end,
-                                     (file, log_pos - size, ts, server_id, txn.gtid, txn.thread, txn.query)))
+                                     (file, log_pos - size, ts, server_id, txn.gtid, txn.thread, txn.query, file_no)))
                 elif kind == EventKind.TABLE_MAP:
                     raw = bytes(data[body:body_end])
                     tmap = self._maps.get(raw)
@@ -165,7 +229,16 @@ class StreamReader:
                     txn = _Txn()
                     txn.gtid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
                 elif kind == EventKind.QUERY:
-                    self._query(data, body, body_end, txn, file, log_pos - size)
+                    statement = self._query(data, body, body_end, txn, file, log_pos - size)
+                    if statement is not None and self._ddl is not None:
+                        db, text = statement
+                        record = self._ddl.record(text, db, file=file, pos=log_pos - size, ts=ts, server_id=server_id,
+                                                  gtid=txn.gtid, offset=record_offset(file_no, log_pos - size, 0))
+                        if record is not None:
+                            if rows:
+                                yield from self._records(data, rows)
+                                rows = []
+                            yield record
                 elif kind == EventKind.ANNOTATE_ROWS:
                     txn.query = data[body:body_end].decode("utf-8", "replace")
                 elif kind in EventKind.MARIADB_COMPRESSED:
@@ -177,25 +250,101 @@ class StreamReader:
             if rows:
                 yield from self._records(data, rows)
             if finished:
-                return
+                break
+        if sig is not None:
+            yield from self._watermarks(sig, None)
 
-    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int) -> None:
+    # ---------------------------------------------------------------------------------- signals
+    def _signal(self, sig: _Signals, data: Any, tmap: TableMap, kind: int, body: int, body_end: int, file: str,
+                pos: int, ts: int) -> Iterator[Any]:
+        """Inserts into the signal table: collected (driver), or folded into the incremental snapshot."""
+        import numpy as np
+
+        if EventKind.ROWS[kind] != "c":
+            return  # Debezium reads inserted signals only
+        p = body + 8
+        if kind >= EventKind.WRITE_V2:
+            p += struct.unpack_from("<H", data, p)[0]
+        ncols, p = lenenc(data, p)
+        p += (ncols + 7) // 8
+        buf = np.frombuffer(data, dtype=np.uint8)
+        images = split_images(buf, tmap, np.array([p]), np.array([body_end]), np.array([1]))
+        text = MySqlType("string", family="string")
+        values = {name: column_values(buf, tmap, j, text, images.columns[j]).to_pylist()
+                  for j, name in enumerate(tmap.names) if name in ("id", "type", "data")}
+        where = {"file": file, "pos": pos, "ts_usec": ts * 1_000_000}
+        for i in range(len(images.event)):
+            row = {name: values[name][i] for name in values}
+            if sig.collected is not None:
+                sig.collected.append({**row, **where})
+            else:
+                yield from self._fold(sig, {**row, **where})
+
+    def _watermarks(self, sig: _Signals, upto: tuple[int, int] | None) -> Iterator[Any]:
+        """The chunk's watermarks at or before ``upto`` (all left at the range's end)."""
+        while sig.pending and (upto is None or sig.pending[0][0] <= upto):
+            _, row = sig.pending.pop(0)
+            yield from self._fold(sig, row)
+
+    def _fold(self, sig: _Signals, row: dict[str, Any]) -> Iterator[Any]:
+        closed = sig.windows.signal(row, f"{row['file']}:{row['pos']}")
+        if closed is None:
+            return
+        t, names, rows = closed
+        if not rows:
+            return
+        import numpy as np
+        import pyarrow as pa
+
+        assert self.builder is not None
+        n = len(rows)
+        columns = list(zip(*rows))
+        natural = {col.name: from_text(col.spec, list(columns[names.index(col.name)]))
+                   for col in t.columns if col.name in names}
+        file_no, pos = file_number(row["file"]), int(row["pos"])
+        offsets = (file_no << 44) | (pos << 12) | np.minimum(np.arange(n), 4095)
+        ones = np.ones(n, dtype=bool)
+        source = {"ts_us": pa.array(np.full(n, int(row["ts_usec"]), dtype=np.int64)), "snapshot": "incremental",
+                  "file": row["file"], "pos": pos, "row": 0}
+        for lo in range(0, n, max(self.settings.batch_size, 1)):
+            part = slice(lo, lo + max(self.settings.batch_size, 1))
+            m = len(range(n)[part])
+            batch, _ = self.builder.batch(t, np.array(["r"] * m), None, {k: v[part] for k, v in natural.items()},
+                                          ~ones[part], ones[part], {**source, "ts_us": source["ts_us"][part]},
+                                          offsets[part], np.arange(m))
+            yield batch
+
+    def _touch(self, t: Table, natural: dict[str, Any]) -> None:
+        """Keys of changes made inside an open incremental snapshot window of ``t`` (every image)."""
+        sig = self._signals
+        if sig is None or not sig.windows.watches(t.id) or not t.key:
+            return
+        keys = [to_text(natural[c.name]) for c in t.key if c.name in natural]
+        if len(keys) == len(t.key):
+            sig.windows.touch(t.id, zip(*keys))
+
+    def _query(self, data: Any, body: int, body_end: int, txn: _Txn, file: str, pos: int) -> tuple[str, str] | None:
+        """A query event: the thread of a transaction's BEGIN, or a statement (DDL in ROW format) as its
+        default database and text."""
         thread, _, db_len, _, status_len = struct.unpack_from("<IIBHH", data, body)
         text_at = body + 13 + status_len + db_len + 1
         head = bytes(data[text_at:min(text_at + 16, body_end)]).upper()
         if head.startswith(b"BEGIN"):
             txn.thread = thread
-            return
+            return None
         if head.startswith((b"COMMIT", b"XA ", b"SAVEPOINT", b"ROLLBACK")):
-            return
+            return None
         db = bytes(data[body + 13 + status_len:body + 13 + status_len + db_len]).decode("utf-8", "replace")
         statement = bytes(data[text_at:body_end]).decode("utf-8", "replace")
         log.info("%s: statement at %s:%d (database %s): %s", self.settings.name, file, pos, db or "-",
                  statement[:300])
+        return db, statement
 
     # ---------------------------------------------------------------------------------- records
     def _records(self, data: Any, rows: list[tuple]) -> Iterator[Any]:
         import numpy as np
+
+        assert self.builder is not None  # reading signals only, nothing is captured
 
         buf = np.frombuffer(data, dtype=np.uint8)
         groups: dict[int, list[int]] = {}
@@ -224,6 +373,7 @@ class StreamReader:
             if col.name in tmap.names:
                 j = tmap.names.index(col.name)
                 natural[col.name] = column_values(buf, tmap, j, col.spec, images.columns[j])
+        self._touch(t, natural)
         first = np.flatnonzero(images.image == 0)
         op = kinds[images.event[first]]
         changed = self._key_changed(t, natural, first, op)
@@ -242,36 +392,36 @@ class StreamReader:
         b_valid = np.isin(ops, ("u", "d"))
         a_valid = np.isin(ops, ("c", "u"))
         after_img = np.where(op[rec] == "u", img + 1, img)  # the after image of an update (or of a key change)
-        before = {k: v.take(pa.array(img)) for k, v in natural.items()}
+        before = {k: v.take(pa.array(img)) for k, v in natural.items()} if b_valid.any() else {}
         after = {k: v.take(pa.array(after_img)) for k, v in natural.items()}
         ev = images.event[img]
-        src = [events[i][5] for i in range(len(events))]
-        file_col = pa.array([src[i][0] for i in ev.tolist()], pa.string()) if len(src) else None
-        pos = np.array([s[1] for s in src], dtype=np.int64)[ev]
-        ts_us = pa.array(np.array([s[2] for s in src], dtype=np.int64)[ev] * 1_000_000)
+        take = pa.array(ev)
+        # the source fields, one value per event (a rows event may hold many rows), then one per row
+        file, pos, ts, server_id, gtid, thread, query, file_no = (list(c) for c in zip(*(e[5] for e in events)))
+        pos = np.array(pos, dtype=np.int64)[ev]
         row_no = images.row[img]
-        files = np.array([file_number(s[0]) for s in src], dtype=np.int64)[ev]
-        offsets = (files << 44) | (pos << 12) | np.minimum(row_no, 4095)
-        source = {"ts_us": ts_us, "snapshot": "false", "file": file_col, "pos": pa.array(pos),
+        offsets = (np.array(file_no, dtype=np.int64)[ev] << 44) | (pos << 12) | np.minimum(row_no, 4095)
+        source = {"ts_us": pa.array(np.array(ts, dtype=np.int64)[ev] * 1_000_000), "snapshot": "false",
+                  "file": pa.array(file, pa.string()).take(take), "pos": pa.array(pos),
                   "row": pa.array(row_no.astype(np.int32)),
-                  "server_id": pa.array(np.array([s[3] for s in src], dtype=np.int64)[ev]),
-                  "gtid": pa.array([src[i][4] for i in ev.tolist()], pa.string()),
-                  "thread": pa.array([src[i][5] for i in ev.tolist()], pa.int64()),
-                  "query": pa.array([src[i][6] for i in ev.tolist()], pa.string())}
+                  "server_id": pa.array(np.array(server_id, dtype=np.int64)[ev]),
+                  "gtid": pa.array(gtid, pa.string()).take(take), "thread": pa.array(thread, pa.int64()).take(take),
+                  "query": pa.array(query, pa.string()).take(take)}
         order = (index[ev] << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
-        return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order)
+        assert self.builder is not None
+        return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order, binlog=True)
 
     def _check_columns(self, tmap: TableMap, t: Table) -> None:
         """A column of the table map that the query's schema lacks: added after the query started (it is in the
         table now: the batch fails until a restart takes the new schema), or dropped since (an old row of a
         replayed range: its values are not emitted, the column is no longer part of the table)."""
         known = {c.name for c in t.columns}
-        extra = [n for n in tmap.names if n not in known and self.settings.column_wanted(t.database, t.table, n)]
+        extra = [n for n in tmap.names if n not in known and self.settings.column_wanted(t.schema, t.table, n)]
         if not extra:
             return
         if t.id not in self._current:
             rows = self.session.query("SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s "
-                                      "AND TABLE_NAME = %s", (t.database, t.table))
+                                      "AND TABLE_NAME = %s", (t.schema, t.table))
             self._current[t.id] = {r[0].decode() if isinstance(r[0], bytes) else str(r[0]) for r in rows}
         dropped = [n for n in extra if n not in self._current[t.id]]
         if dropped:

@@ -1,6 +1,6 @@
 """Debezium's type mapping for MySQL and MariaDB columns, and the Arrow conversions to it.
 
-A column's :class:`TypeSpec` is made from its catalog entry (``information_schema.COLUMNS``) and the settings
+A column's :class:`MySqlType` is made from its catalog entry (``information_schema.COLUMNS``) and the settings
 (``bigint.unsigned.handling.mode``, ``decimal.handling.mode``, ``time.precision.mode``,
 ``binary.handling.mode``). Values reach :func:`to_debezium` in a *natural* Arrow form, the same whether they came
 from a snapshot query or from the binlog decoder: integers as int64 (uint64 for BIGINT UNSIGNED), DECIMAL as
@@ -26,10 +26,11 @@ SET as strings, BIT as big-endian bytes, JSON as text, spatial values as MySQL's
 | YEAR | ``io.debezium.time.Year`` int32 |
 | ENUM / SET | ``io.debezium.data.Enum`` / ``io.debezium.data.EnumSet`` string, ``allowed`` values |
 | JSON | ``io.debezium.data.Json`` string |
-| GEOMETRY, POINT, ... | ``io.debezium.data.geometry.Geometry`` struct ``wkb``, ``srid`` |
+| POINT | ``io.debezium.data.geometry.Point`` struct ``x``, ``y``, ``wkb``, ``srid`` |
+| GEOMETRY, LINESTRING, ... | ``io.debezium.data.geometry.Geometry`` struct ``wkb``, ``srid`` |
 
 >>> type_spec("int", "int(10) unsigned", None, None, None, Settings(...))             # doctest: +SKIP
-TypeSpec(kind='int64', family='int', ...)
+MySqlType(kind='int64', ..., family='int', unsigned=True, ...)
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...errors import DataError
+from ..cdc.types import TypeSpec
 
-__all__ = ["TypeSpec", "type_spec", "to_debezium", "natural_type", "from_python"]
+__all__ = ["MySqlType", "from_python", "from_text", "mysql_type", "natural_type", "sql_value", "to_debezium", "to_text",
+           "type_spec"]
 
 _INTS = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
          "int": ("int32", "int64"), "integer": ("int32", "int64"), "bigint": ("int64", "int64")}
@@ -51,50 +54,26 @@ _SPATIAL = ("geometry", "point", "linestring", "polygon", "multipoint", "multili
 
 
 @dataclass(frozen=True)
-class TypeSpec:
-    """One column: ``family`` (how the database stores it, and so its natural Arrow form), ``kind`` (its
-    Debezium representation), ``connect_name``/``parameters`` (the Spark field's ``connect.*`` metadata), and
-    what the conversion needs (precision, scale, fractional digits, allowed values, unsigned)."""
+class MySqlType(TypeSpec):
+    """One column: the shared :class:`~..cdc.types.TypeSpec` (``kind``, ``connect_name``/``parameters``,
+    precision, scale) plus what the binlog decoder and the conversion need: ``family`` (how the database stores
+    it, and so its natural Arrow form), ``unsigned``, ``binary_mode``, ``values`` (ENUM/SET members)."""
 
-    family: str
-    kind: str
-    connect_name: str | None = None
-    parameters: tuple[tuple[str, str], ...] = ()
-    precision: int = 0
-    scale: int = 0
+    family: str = ""
     unsigned: bool = False
-    db_type: str = ""
     binary_mode: str = "bytes"
-    values: tuple[str, ...] = ()  # ENUM/SET members
+    values: tuple[str, ...] = ()
 
-    def spark_type(self) -> Any:
-        from pyspark.sql import types as T
 
-        simple = {"int16": T.ShortType(), "int32": T.IntegerType(), "int64": T.LongType(),
-                  "float32": T.FloatType(), "float64": T.DoubleType(), "boolean": T.BooleanType(),
-                  "string": T.StringType(), "bytes": T.BinaryType(), "date": T.DateType(),
-                  "timestamp_ms": T.TimestampType()}
-        if self.kind in simple:
-            return simple[self.kind]
-        if self.kind == "decimal":
-            return T.DecimalType(self.precision, self.scale)
-        if self.kind == "geometry":
-            return T.StructType([T.StructField("wkb", T.BinaryType(), False),
-                                 T.StructField("srid", T.IntegerType(), True)])
-        raise DataError(f"no Spark type for {self}")
+def _spec(family: str, kind: str, connect_name: str | None = None, parameters: tuple[tuple[str, str], ...] = (),
+          **more: Any) -> MySqlType:
+    return MySqlType(kind, connect_name, parameters, family=family, **more)
 
-    def metadata(self) -> dict[str, Any]:
-        meta: dict[str, Any] = {}
-        if self.connect_name:
-            meta["connect.name"] = self.connect_name
-            meta["connect.version"] = 1
-        if self.parameters:
-            meta["connect.parameters"] = dict(self.parameters)
-        return meta
 
-    def union_key(self) -> tuple:
-        """What two columns of one name must share to be one field of the union row."""
-        return (self.kind, self.connect_name, self.parameters, self.precision, self.scale)
+def mysql_type(spec: TypeSpec) -> MySqlType:
+    """A captured column's spec, made by :func:`type_spec` (the shared layout holds it as a TypeSpec)."""
+    assert isinstance(spec, MySqlType), spec
+    return spec
 
 
 def _members(column_type: str) -> tuple[str, ...]:
@@ -104,7 +83,7 @@ def _members(column_type: str) -> tuple[str, ...]:
 
 
 def type_spec(data_type: str, column_type: str, precision: int | None, scale: int | None, fsp: int | None,
-              settings: Any) -> TypeSpec:
+              settings: Any) -> MySqlType:
     """The spec of a column from ``information_schema.COLUMNS`` (``DATA_TYPE``, ``COLUMN_TYPE``,
     ``NUMERIC_PRECISION``, ``NUMERIC_SCALE``, ``DATETIME_PRECISION``)."""
     dt, ct = data_type.lower(), column_type.lower()
@@ -112,73 +91,77 @@ def type_spec(data_type: str, column_type: str, precision: int | None, scale: in
     tmode = settings.time_mode
     if dt in _INTS:
         if dt == "bigint" and unsigned and settings.bigint_mode == "precise":
-            return TypeSpec("int", "decimal", "org.apache.kafka.connect.data.Decimal",
-                            (("scale", "0"), ("connect.decimal.precision", "20")), 20, 0, True, ct)
-        return TypeSpec("int", _INTS[dt][1 if unsigned else 0], unsigned=unsigned, db_type=ct)
+            return _spec("int", "decimal", "org.apache.kafka.connect.data.Decimal",
+                         (("scale", "0"), ("connect.decimal.precision", "20")), precision=20, unsigned=True,
+                         db_type=ct)
+        return _spec("int", _INTS[dt][1 if unsigned else 0], unsigned=unsigned, db_type=ct)
     if dt == "float":
-        return TypeSpec("float", "float32", db_type=ct)
+        return _spec("float", "float32", db_type=ct)
     if dt in ("double", "real", "double precision"):
-        return TypeSpec("float", "float64", db_type=ct)
+        return _spec("float", "float64", db_type=ct)
     if dt in ("decimal", "numeric"):
         p, s = int(precision or 10), int(scale or 0)
         if settings.decimal_mode == "double":
-            return TypeSpec("decimal", "float64", precision=p, scale=s, db_type=ct)
+            return _spec("decimal", "float64", precision=p, scale=s, db_type=ct)
         if settings.decimal_mode == "string" or p > 38:
-            return TypeSpec("decimal", "string", precision=p, scale=s, db_type=ct)
-        return TypeSpec("decimal", "decimal", "org.apache.kafka.connect.data.Decimal",
-                        (("scale", str(s)), ("connect.decimal.precision", str(p))), p, s, db_type=ct)
+            return _spec("decimal", "string", precision=p, scale=s, db_type=ct)
+        return _spec("decimal", "decimal", "org.apache.kafka.connect.data.Decimal",
+                     (("scale", str(s)), ("connect.decimal.precision", str(p))), precision=p, scale=s, db_type=ct)
     if dt == "bit":
         n = int(precision or 1)
         if n == 1:
-            return TypeSpec("bit", "boolean", precision=1, db_type=ct)
-        return TypeSpec("bit", "bytes", "io.debezium.data.Bits", (("length", str(n)),), n, db_type=ct)
+            return _spec("bit", "boolean", precision=1, db_type=ct)
+        return _spec("bit", "bytes", "io.debezium.data.Bits", (("length", str(n)),), precision=n, db_type=ct)
     if dt in _STRINGS:
-        return TypeSpec("string", "string", db_type=ct)
+        return _spec("string", "string", db_type=ct)
     if dt in _BINARIES:
         mode = settings.binary_mode
-        return TypeSpec("binary", "bytes" if mode == "bytes" else "string", db_type=ct, binary_mode=mode)
+        return _spec("binary", "bytes" if mode == "bytes" else "string", db_type=ct, binary_mode=mode)
     if dt == "date":
         if tmode == "connect":
-            return TypeSpec("date", "date", "org.apache.kafka.connect.data.Date", db_type=ct)
-        return TypeSpec("date", "int32", "io.debezium.time.Date", db_type=ct)
+            return _spec("date", "date", "org.apache.kafka.connect.data.Date", db_type=ct)
+        return _spec("date", "int32", "io.debezium.time.Date", db_type=ct)
     if dt == "time":
         f = int(fsp or 0)
         if tmode == "connect":
-            return TypeSpec("time", "int32", "org.apache.kafka.connect.data.Time", scale=f, db_type=ct)
+            return _spec("time", "int32", "org.apache.kafka.connect.data.Time", scale=f, db_type=ct)
         if tmode == "adaptive" and f <= 3:
-            return TypeSpec("time", "int32", "io.debezium.time.Time", scale=f, db_type=ct)
-        return TypeSpec("time", "int64", "io.debezium.time.MicroTime", scale=f, db_type=ct)
+            return _spec("time", "int32", "io.debezium.time.Time", scale=f, db_type=ct)
+        return _spec("time", "int64", "io.debezium.time.MicroTime", scale=f, db_type=ct)
     if dt == "datetime":
         f = int(fsp or 0)
         if tmode == "connect":
-            return TypeSpec("datetime", "timestamp_ms", "org.apache.kafka.connect.data.Timestamp", scale=f,
+            return _spec("datetime", "timestamp_ms", "org.apache.kafka.connect.data.Timestamp", scale=f,
                             db_type=ct)
         if f <= 3:
-            return TypeSpec("datetime", "int64", "io.debezium.time.Timestamp", scale=f, db_type=ct)
-        return TypeSpec("datetime", "int64", "io.debezium.time.MicroTimestamp", scale=f, db_type=ct)
+            return _spec("datetime", "int64", "io.debezium.time.Timestamp", scale=f, db_type=ct)
+        return _spec("datetime", "int64", "io.debezium.time.MicroTimestamp", scale=f, db_type=ct)
     if dt == "timestamp":
-        return TypeSpec("timestamp", "string", "io.debezium.time.ZonedTimestamp", scale=int(fsp or 0), db_type=ct)
+        return _spec("timestamp", "string", "io.debezium.time.ZonedTimestamp", scale=int(fsp or 0), db_type=ct)
     if dt == "year":
-        return TypeSpec("year", "int32", "io.debezium.time.Year", db_type=ct)
+        return _spec("year", "int32", "io.debezium.time.Year", db_type=ct)
     if dt == "enum":
         members = _members(column_type)
-        return TypeSpec("enum", "string", "io.debezium.data.Enum", (("allowed", ",".join(members)),),
+        return _spec("enum", "string", "io.debezium.data.Enum", (("allowed", ",".join(members)),),
                         db_type=ct, values=members)
     if dt == "set":
         members = _members(column_type)
-        return TypeSpec("set", "string", "io.debezium.data.EnumSet", (("allowed", ",".join(members)),),
+        return _spec("set", "string", "io.debezium.data.EnumSet", (("allowed", ",".join(members)),),
                         db_type=ct, values=members)
     if dt == "json":
-        return TypeSpec("json", "string", "io.debezium.data.Json", db_type=ct)
+        return _spec("json", "string", "io.debezium.data.Json", db_type=ct)
+    if dt == "point":
+        return _spec("geometry", "point", "io.debezium.data.geometry.Point", db_type=ct)
     if dt in _SPATIAL:
-        return TypeSpec("geometry", "geometry", "io.debezium.data.geometry.Geometry", db_type=ct)
+        return _spec("geometry", "geometry", "io.debezium.data.geometry.Geometry", db_type=ct)
     # MariaDB's uuid, inet4, inet6 and anything else: its text form (the snapshot reads it as text; the binlog
     # decoder refuses what it cannot turn into that text, naming the column)
-    return TypeSpec("string", "string", db_type=ct)
+    return _spec("string", "string", db_type=ct)
 
 
 def natural_type(spec: TypeSpec) -> Any:
     """The Arrow type values of ``spec`` have before :func:`to_debezium`."""
+    spec = mysql_type(spec)
     import pyarrow as pa
 
     f = spec.family
@@ -199,20 +182,22 @@ def natural_type(spec: TypeSpec) -> Any:
     return pa.int64()  # time, datetime, timestamp
 
 
-def _zoned(us: Any) -> Any:
-    """ISO-8601 strings in UTC from microseconds since the epoch: ``2024-01-02T03:04:05.5Z`` (the fraction's
-    trailing zeros dropped, as Java's ISO_OFFSET_DATE_TIME prints it)."""
+def _zoned(us: Any, width: int = 0) -> Any:
+    """ISO-8601 strings in UTC from microseconds since the epoch: ``2024-01-02T03:04:05.5Z``, the fraction's
+    trailing zeros dropped (as Java's ISO_OFFSET_DATE_TIME prints it); with ``width``, always that many fraction
+    digits (``2024-01-02T03:04:05.500000Z``, as Debezium prints a TIMESTAMP(width) read from the binlog)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     seconds = pc.strftime(us.cast(pa.timestamp("us")), format="%Y-%m-%dT%H:%M:%S")
-    # strftime of a microsecond timestamp appends the fraction to %S: cut it off and add the trimmed one
+    # strftime of a microsecond timestamp appends the fraction to %S: cut it off and add the wanted one
     seconds = pc.utf8_slice_codeunits(seconds, 0, 19)
     frac = pc.subtract(us, pc.multiply(pc.floor(pc.divide(us.cast(pa.float64()), 1e6)).cast(pa.int64()), 1_000_000))
-    digits = pc.utf8_rtrim(pc.utf8_slice_codeunits(pc.cast(pc.add(frac, 1_000_000), pa.string()), 1, 7),
-                           characters="0")
+    six = pc.utf8_slice_codeunits(pc.cast(pc.add(frac, 1_000_000), pa.string()), 1, 7)
+    if width:
+        return pc.binary_join_element_wise(seconds, ".", pc.utf8_slice_codeunits(six, 0, width), "Z", "")
     with_frac = pc.if_else(pc.equal(frac, 0), pa.scalar("", pa.string()),
-                           pc.binary_join_element_wise(".", digits, ""))
+                           pc.binary_join_element_wise(".", pc.utf8_rtrim(six, characters="0"), ""))
     return pc.binary_join_element_wise(seconds, with_frac, "Z", "")
 
 
@@ -233,14 +218,18 @@ def _encode_binary(arr: Any, mode: str) -> Any:
     return pa.array(out, pa.string())
 
 
-def _geometry(arr: Any) -> Any:
-    """MySQL's internal geometry (4-byte little-endian SRID, then WKB) as Debezium's struct."""
+def _geometry(arr: Any, point: bool) -> Any:
+    """MySQL's internal geometry (4-byte little-endian SRID, then WKB) as Debezium's Geometry struct, or its
+    Point struct (``x``, ``y`` read from the WKB too)."""
+    import struct
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     n = len(arr)
     srid = np.zeros(n, dtype=np.int32)
+    xy = np.zeros((n, 2), dtype=np.float64)
     wkb: list[bytes | None] = []
     for i, v in enumerate(arr.to_pylist()):
         if v is None:
@@ -248,13 +237,20 @@ def _geometry(arr: Any) -> Any:
             continue
         srid[i] = int.from_bytes(v[:4], "little", signed=True)
         wkb.append(v[4:])
-    fields = [pa.field("wkb", pa.binary(), False), pa.field("srid", pa.int32())]
-    return pa.StructArray.from_arrays([pa.array(wkb, pa.binary()), pa.array(srid)], fields=fields,
-                                      mask=pc.is_null(arr))
+        if point and len(v) >= 25:
+            xy[i] = struct.unpack_from("<dd" if v[4] == 1 else ">dd", v, 9)
+    fields = [pa.field("wkb", pa.binary(), not point), pa.field("srid", pa.int32())]
+    arrays = [pa.array(wkb, pa.binary()), pa.array(srid)]
+    if point:
+        fields = [pa.field("x", pa.float64(), False), pa.field("y", pa.float64(), False), *fields]
+        arrays = [pa.array(xy[:, 0]), pa.array(xy[:, 1]), *arrays]
+    return pa.StructArray.from_arrays(arrays, fields=fields, mask=pc.is_null(arr))
 
 
-def to_debezium(spec: TypeSpec, arr: Any) -> Any:
-    """``arr`` (natural form, see :func:`natural_type`) as Debezium represents ``spec``'s column."""
+def to_debezium(spec: TypeSpec, arr: Any, binlog: bool = False) -> Any:
+    """``arr`` (natural form, see :func:`natural_type`) as Debezium represents ``spec``'s column (``binlog``:
+    decoded from the binlog, where Debezium prints TIMESTAMP(n) with n fraction digits)."""
+    spec = mysql_type(spec)
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -303,9 +299,9 @@ def to_debezium(spec: TypeSpec, arr: Any) -> Any:
                             mask=pc.is_null(us).to_numpy(zero_copy_only=False))
         return us
     if f == "timestamp":
-        return _zoned(arr.cast(pa.int64()))
+        return _zoned(arr.cast(pa.int64()), spec.scale if binlog else 0)
     if f == "geometry":
-        return _geometry(arr.cast(pa.binary()))
+        return _geometry(arr.cast(pa.binary()), spec.kind == "point")
     raise DataError(f"no conversion for column type {spec.db_type}")
 
 
@@ -319,6 +315,7 @@ def _days(value: Any) -> int | None:
 
 def from_python(spec: TypeSpec, values: list[Any]) -> Any:
     """Python values of a snapshot query (pymysql's conversions, session time zone UTC) in their natural form."""
+    spec = mysql_type(spec)
     import datetime as dt
 
     import pyarrow as pa
@@ -344,3 +341,42 @@ def from_python(spec: TypeSpec, values: list[Any]) -> Any:
                                                  int(v).to_bytes((spec.precision + 7) // 8, "big"))
                          for v in values], typ)
     return pa.array(values, typ)
+
+
+def to_text(arr: Any) -> list[str | None]:
+    """Values in natural form (:func:`natural_type`) as text that :func:`from_text` reads back: binary as hex,
+    everything else Arrow's string cast. Incremental snapshot chunks travel in offsets in this form, and keys
+    are compared in it."""
+    import pyarrow as pa
+
+    if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        return [None if v is None else v.hex() for v in arr.to_pylist()]
+    return arr.cast(pa.string()).to_pylist()
+
+
+def from_text(spec: TypeSpec, values: list[str | None]) -> Any:
+    """The natural Arrow array of :func:`to_text`'s values."""
+    spec = mysql_type(spec)
+    import pyarrow as pa
+
+    typ = natural_type(spec)
+    if pa.types.is_binary(typ):
+        return pa.array([None if v is None else bytes.fromhex(v) for v in values], typ)
+    return pa.array(values, pa.string()).cast(typ)
+
+
+def sql_value(spec: TypeSpec, text: str) -> Any:
+    """A query parameter comparable with ``spec``'s column, from :func:`to_text`'s form of its value."""
+    spec = mysql_type(spec)
+    import datetime as dt
+
+    f = spec.family
+    if f == "date":
+        return dt.date(1970, 1, 1) + dt.timedelta(days=int(text))
+    if f in ("datetime", "timestamp"):
+        return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=int(text))
+    if f == "time":
+        return dt.timedelta(microseconds=int(text))
+    if f in ("binary", "bit", "geometry"):
+        return bytes.fromhex(text)
+    return text

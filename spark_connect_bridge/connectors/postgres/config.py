@@ -13,13 +13,12 @@ lower-cased (``snapshot.mode=schema_only`` is ``no_data``), lists as tuples, the
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ...config.definition import Password
-from ...errors import ConfigProblem
+from ..cdc.config import SKIPPED_OPERATIONS, define_filters, define_signals, split_table
 from ..offsets import partition_key
 
 __all__ = ["CONFIG_DEF", "SNAPSHOT_MODES", "PostgresSettings", "PublicationMode", "SnapshotMode"]
@@ -52,30 +51,6 @@ class PublicationMode(str, enum.Enum):
 
 
 SNAPSHOT_MODES = tuple(m.value for m in SnapshotMode) + ("schema_only",)
-
-
-def _regex_list(v: list[str]) -> str | None:
-    for item in v:
-        try:
-            re.compile(item)
-        except re.error as e:
-            return f"'{item}' is not a valid regular expression: {e}"
-    return None
-
-
-def _skipped_ops(v: list[str]) -> str | None:
-    bad = [x for x in v if x not in ("c", "u", "d", "t", "none")]
-    return f"unknown operations {', '.join(bad)}; allowed: c, u, d, t, none" if bad else None
-
-
-def _exclusive(cfg: Any) -> list[ConfigProblem]:
-    out = []
-    for what in ("schema", "table", "column"):
-        if cfg[f"{what}.include.list"] and cfg[f"{what}.exclude.list"]:
-            out.append(ConfigProblem(f"{what}.exclude.list",
-                                     f"{what}.include.list and {what}.exclude.list are mutually exclusive "
-                                     f"(Debezium allows only one of them)"))
-    return out
 
 
 CONFIG_DEF = (
@@ -114,21 +89,6 @@ CONFIG_DEF = (
             "all_tables: create the publication FOR ALL TABLES if missing; filtered: create/update it for "
             "the captured tables; disabled: it must exist; no_tables: create it empty.",
             group="Replication")
-    .define("schema.include.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-            Importance.MEDIUM, "Regular expressions of schema names to capture.", group="Filters")
-    .define("schema.exclude.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-            Importance.MEDIUM, "Regular expressions of schema names not to capture.", group="Filters")
-    .define("table.include.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-            Importance.MEDIUM, "Regular expressions of <schema>.<table> names to capture.", group="Filters")
-    .define("table.exclude.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-            Importance.MEDIUM, "Regular expressions of <schema>.<table> names not to capture.",
-            group="Filters")
-    .define("column.include.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-            Importance.MEDIUM, "Regular expressions of <schema>.<table>.<column> names to emit.",
-            group="Filters")
-    .define("column.exclude.list", Type.LIST, [], Lambda(_regex_list, "regular expressions"),
-            Importance.MEDIUM, "Regular expressions of <schema>.<table>.<column> names not to emit.",
-            group="Filters")
     .define("snapshot.mode", Type.STRING, "initial", CaseInsensitiveValidString(*SNAPSHOT_MODES),
             Importance.HIGH,
             "initial: snapshot when the query has no checkpoint, then stream; always: snapshot at every "
@@ -137,7 +97,7 @@ CONFIG_DEF = (
             group="Snapshot")
     .define("tombstones.on.delete", Type.BOOLEAN, True, importance=Importance.MEDIUM,
             doc="Emit a tombstone (same key, null value) after each delete event.", group="Events")
-    .define("skipped.operations", Type.LIST, ["t"], Lambda(_skipped_ops, "c, u, d, t or none"),
+    .define("skipped.operations", Type.LIST, ["t"], SKIPPED_OPERATIONS,
             Importance.LOW, "Operations not emitted: c (insert), u (update), d (delete), t (truncate), "
                             "none. Debezium's default skips truncates.", group="Events")
     .define("decimal.handling.mode", Type.STRING, "precise",
@@ -157,21 +117,6 @@ CONFIG_DEF = (
             group="Replication")
     .define("max.batch.size", Type.INT, 2048, Range.at_least(1), Importance.LOW,
             "Events per Arrow record batch handed to Spark.", group="Connector")
-    .define("signal.data.collection", Type.STRING, "",
-            Lambda(lambda v: None if not v or re.fullmatch(r"[^.\s]+\.[^.\s]+", v) else
-                   "expected <schema>.<table>", "<schema>.<table> or empty"),
-            Importance.MEDIUM,
-            "<schema>.<table> of Debezium's signal table (id varchar primary key, type varchar, data "
-            "varchar). Inserting type 'execute-snapshot' with data '{\"data-collections\": "
-            "[\"public.orders\"], \"type\": \"incremental\"}' starts an incremental snapshot of those "
-            "captured tables; 'stop-snapshot' (data-collections: the tables to drop from it, none: all), "
-            "'pause-snapshot' and 'resume-snapshot' control it; 'log' logs data's message at INFO. "
-            "additional-conditions filters must be plain conditions (<column> <op> <literal>, IS [NOT] "
-            "NULL, [NOT] IN (...), joined by AND), never pasted SQL. The table must be in the publication; "
-            "its rows are never emitted. The connector writes its watermark rows (snapshot-window-open/"
-            "-close) into it and deletes them again. Empty: no signals.", group="Snapshot")
-    .define("incremental.snapshot.chunk.size", Type.INT, 1024, Range.at_least(1), Importance.MEDIUM,
-            "Rows per incremental snapshot chunk (one chunk is read per micro-batch).", group="Snapshot")
     .define("snapshot.fetch.size", Type.INT, 10240, Range.at_least(1), Importance.LOW,
             "Accepted for compatibility; snapshot chunks are bounded by max.records.per.trigger.",
             group="Snapshot")
@@ -179,8 +124,10 @@ CONFIG_DEF = (
             "Accepted for compatibility (Debezium's in-memory queue); no effect.", group="Connector")
     .define("poll.interval.ms", Type.LONG, 500, Range.at_least(0), Importance.LOW,
             "Accepted for compatibility; Spark's trigger interval sets the polling rate.", group="Connector")
-    .check(_exclusive)
 )
+define_filters(CONFIG_DEF, "schema")
+define_signals(CONFIG_DEF, "schema", "The table must be in the publication. The connector writes its watermark "
+                                     "rows (snapshot-window-open/-close) into it and deletes them again.")
 
 
 @dataclass(frozen=True)
@@ -223,7 +170,6 @@ class PostgresSettings:
     def from_config(cls, config: Any, *, name: str) -> PostgresSettings:
         """The settings of a config parsed with :data:`CONFIG_DEF` (plus the common source keys)."""
         mode = config["snapshot.mode"].lower()
-        signal = config["signal.data.collection"]
         password = config.get("database.password")
         return cls(
             name=name, hostname=config["database.hostname"], port=int(config["database.port"]),
@@ -242,7 +188,7 @@ class PostgresSettings:
             decimal_mode=config["decimal.handling.mode"].lower(), time_mode=config["time.precision.mode"].lower(),
             unavailable_placeholder=config["unavailable.value.placeholder"],
             heartbeat_interval_ms=int(config["heartbeat.interval.ms"]), max_batch_size=int(config["max.batch.size"]),
-            signal_table=(signal.split(".", 1)[0], signal.split(".", 1)[1]) if signal else None,
+            signal_table=split_table(config["signal.data.collection"]),
             incremental_chunk_size=int(config["incremental.snapshot.chunk.size"]),
             retry_timeout_ms=int(config.get("errors.retry.timeout", 0)),
             retry_delay_max_ms=int(config.get("errors.retry.delay.max.ms", 60000)))

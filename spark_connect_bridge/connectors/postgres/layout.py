@@ -14,11 +14,10 @@ envelope's ``source`` is Debezium's ``io.debezium.connector.postgresql.Source``.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Sequence
 from typing import Any
 
-from ..cdc.envelope import record_type
+from ..cdc.config import matches
+from ..cdc.envelope import record_type, source_fields
 from ..cdc.layout import Layout, build_layout
 from ..cdc.types import TypeSpec
 from .config import PostgresSettings, PublicationMode
@@ -33,10 +32,6 @@ SOURCE_NAME = "io.debezium.connector.postgresql.Source"
 _SYSTEM_SCHEMAS = ("pg_catalog", "information_schema")
 
 
-def _match(patterns: Sequence[str], value: str) -> bool:
-    return any(re.fullmatch(p, value, re.IGNORECASE) for p in patterns)
-
-
 def table_wanted(settings: PostgresSettings, schema: str, table: str) -> bool:
     """Whether the filters capture ``schema.table`` (never a system table, never the signal table)."""
     s = settings
@@ -44,22 +39,22 @@ def table_wanted(settings: PostgresSettings, schema: str, table: str) -> bool:
         return False
     if (schema, table) == s.signal_table:
         return False  # the signal table is read, never emitted
-    if s.schema_include and not _match(s.schema_include, schema):
+    if s.schema_include and not matches(s.schema_include, schema):
         return False
-    if _match(s.schema_exclude, schema):
+    if matches(s.schema_exclude, schema):
         return False
     tid = f"{schema}.{table}"
-    if s.table_include and not _match(s.table_include, tid):
+    if s.table_include and not matches(s.table_include, tid):
         return False
-    return not _match(s.table_exclude, tid)
+    return not matches(s.table_exclude, tid)
 
 
 def column_wanted(settings: PostgresSettings, schema: str, table: str, column: str) -> bool:
     """Whether the column filters emit ``schema.table.column``."""
     cid = f"{schema}.{table}.{column}"
-    if settings.column_include and not _match(settings.column_include, cid):
+    if settings.column_include and not matches(settings.column_include, cid):
         return False
-    return not _match(settings.column_exclude, cid)
+    return not matches(settings.column_exclude, cid)
 
 
 def _catalog(session: PgSession, settings: PostgresSettings) -> list[tuple[str, str, list[tuple[str, TypeSpec, int]]]]:
@@ -109,17 +104,9 @@ def source_type() -> Any:
     """Debezium's PostgreSQL ``source`` struct."""
     from pyspark.sql import types as T
 
-    snap_meta = {"connect.name": "io.debezium.data.Enum", "connect.version": 1,
-                 "connect.parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,"
-                                                   "last,false,incremental"}}
     return T.StructType([
-        T.StructField("version", T.StringType()), T.StructField("connector", T.StringType()),
-        T.StructField("name", T.StringType()), T.StructField("ts_ms", T.LongType()),
-        T.StructField("snapshot", T.StringType(), True, snap_meta), T.StructField("db", T.StringType()),
-        T.StructField("sequence", T.StringType()), T.StructField("ts_us", T.LongType()),
-        T.StructField("ts_ns", T.LongType()), T.StructField("schema", T.StringType()),
-        T.StructField("table", T.StringType()), T.StructField("txId", T.LongType()),
-        T.StructField("lsn", T.LongType()), T.StructField("xmin", T.LongType()),
+        *source_fields(), T.StructField("schema", T.StringType()), T.StructField("table", T.StringType()),
+        T.StructField("txId", T.LongType()), T.StructField("lsn", T.LongType()), T.StructField("xmin", T.LongType()),
     ])
 
 
