@@ -32,9 +32,20 @@ from .layout import SOURCE_NAME, column_wanted, source_type
 from .pgoutput import UNCHANGED, Change, Relation
 from .types import text_array, to_arrow
 
-__all__ = ["ChangeEvents"]
+__all__ = ["ChangeEvents", "sequence"]
 
 log = logging.getLogger(__name__)
+
+
+def sequence(lsn: Any, n: int) -> Any:
+    """Debezium's ``source.sequence``: the JSON text ``[<last committed LSN>, <this event's LSN>]``, LSNs as
+    strings. The first is what a Debezium task read from its committed offsets when it started, null for a new
+    connector; here always null (a replay must give the same bytes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lsns = lsn if isinstance(lsn, pa.Array) else pa.array([lsn] * n, pa.int64())
+    return pc.binary_join_element_wise('[null,"', pc.cast(lsns, pa.string()), '"]', "")
 
 
 class ChangeEvents:
@@ -126,7 +137,8 @@ class ChangeEvents:
         after, a_typed = self.envelope.row_struct(t, texts(g.new, a_valid), a_valid, n)
         lsn = pa.array(g.lsn[src])
         ts = pa.array(g.ts_us[src])
-        source = self.envelope.source(n, t, ts, pa.repeat(pa.scalar("false"), n), txId=pa.array(g.xid[src]), lsn=lsn)
+        source = self.envelope.source(n, t, ts, pa.repeat(pa.scalar("false"), n), txId=pa.array(g.xid[src]), lsn=lsn,
+                                      sequence=sequence(lsn, n))
         ops = np.array(["c", "u", "d"], dtype=object)[np.where(is_i, 0, np.where(is_u, 1, 2))[src]]
         key = self.envelope.key(t, a_typed, b_typed, a_valid, np.ones(n, dtype=bool), n)
         record = self.envelope.record(t, n, key, before, after, source, pa.array(ops, pa.string()), ts, tomb,
@@ -241,8 +253,9 @@ class ChangeEvents:
         before, b_typed = row_struct(t, self._columns(rel, t, list(befores), list(b_valid)), b_valid, n)
         after, a_typed = row_struct(t, self._columns(rel, t, list(afters), list(a_valid)), a_valid, n)
         ts = pa.array(tss, pa.int64())
+        lsn = pa.array(lsns, pa.int64())
         source = self.envelope.source(n, t, ts, pa.array(["false"] * n, pa.string()), txId=pa.array(xids, pa.int64()),
-                                      lsn=pa.array(lsns, pa.int64()))
+                                      lsn=lsn, sequence=sequence(lsn, n))
         tomb = np.array(tombs, dtype=bool)
         truncate = np.array([o == "t" for o in ops], dtype=bool)
         key = self.envelope.key(t, a_typed, b_typed, a_valid, ~truncate, n)
