@@ -67,6 +67,8 @@ class TypeSpec:
             meta["connect.version"] = 1
         if self.parameters:
             meta["connect.parameters"] = dict(self.parameters)
+        if self.connect_name == "io.debezium.data.VariableScaleDecimal":
+            meta["connect.doc"] = "Variable scaled decimal"  # Debezium's schema doc
         return meta
 
     def union_key(self) -> tuple:
