@@ -27,7 +27,7 @@ import uuid
 import pytest
 from pyspark.sql import functions as F
 
-from spark_connect_bridge.bus.kafka import write_kafka
+from spark_connect_bridge.bus.kafka import sink_stream, write_kafka
 from spark_connect_bridge.core.records import HEADERS_TYPE
 from spark_connect_bridge.engine.pipeline import read_stream
 from tests.support import servers
@@ -146,13 +146,15 @@ def _slot(side: str, name: str, database: str) -> str:
 
 def _drop_slots(pg: tuple[str, int], database: str, timeout: float = 30) -> None:
     """Drop the run's slots (they would keep WAL for ever); a stopped Debezium task lets go of its own shortly."""
+    import psycopg
+
     deadline = time.monotonic() + timeout
     while True:
         try:
             _sql(pg, database, "select pg_drop_replication_slot(slot_name) from pg_replication_slots "
                                "where database = current_database()")
             return
-        except Exception:  # an active slot: its reader is still stopping
+        except psycopg.errors.ObjectInUse:  # an active slot: its reader is still stopping
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
@@ -353,3 +355,84 @@ def test_required_column_of_a_key_only_delete_is_null_here(outputs):
                       if r.value and json.loads(r.value)["payload"]["op"] == "d"]
     assert (deleted_theirs["id"], deleted_theirs["name"], deleted_theirs["amount"]) == (2, "", None)
     assert (deleted_ours["id"], deleted_ours["name"], deleted_ours["amount"]) == (2, None, None)
+
+
+# -- Debezium's JDBC sink and ours, from the same topics ----------------------------------------------------------
+#: The JDBC sink configs: Debezium's (it reads change events itself) and ours (Confluent's JDBC sink, after
+#: ExtractNewRecordState, whose tombstones delete). Both upsert by the record key and create their tables. One
+#: topic, orders (inserts, an update with its before image, a key change, deletes and tombstones). Not yet: several
+#: topics of Debezium envelopes with schemas in one sink of ours (the per-topic parse fails to place an envelope's
+#: narrowed before/after in the union struct: an AnalysisException), and the customers topic (ours fails to read
+#: one of Debezium's JSON envelopes of it with a record error "invalid Decimal"): both are bugs of ours.
+SINK_TOPICS = ["dbz-env.public.orders"]
+
+
+def _theirs_sink(pg: tuple[str, int], database: str) -> dict[str, str]:
+    return {"name": "dbz-jdbc-sink", "connector.class": "io.debezium.connector.jdbc.JdbcSinkConnector",
+            "topics": ",".join(SINK_TOPICS), "connection.url": f"jdbc:postgresql://{pg[0]}:{pg[1]}/{database}",
+            "connection.username": "postgres", "connection.password": "", "insert.mode": "upsert",
+            "delete.enabled": "true", "primary.key.mode": "record_key", "schema.evolution": "basic",
+            "key.converter": JSON, "value.converter": JSON}
+
+
+def _ours_sink(pg: tuple[str, int], database: str) -> dict[str, str]:
+    return {"name": "ours-jdbc-sink", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+            "topics": ",".join(SINK_TOPICS), "connection.url": f"jdbc:postgresql://{pg[0]}:{pg[1]}/{database}",
+            "connection.user": "postgres", "insert.mode": "upsert", "delete.enabled": "true",
+            "pk.mode": "record_key", "auto.create": "true", "key.converter": JSON, "value.converter": JSON,
+            "transforms": "unwrap", "transforms.unwrap.type": UNWRAP,
+            # Debezium's default collection naming: the topic with its dots as underscores. (Not with a RegexRouter
+            # before ours: its records reach no table, silently: a bug of ours, not fixed here.)
+            "table.name.format": SINK_TOPICS[0].replace(".", "_")}
+
+
+def _sink_done(connect, name: str, bootstrap: str):
+    def done() -> bool:
+        committed = {o["partition"]["kafka_topic"]: o["offset"]["kafka_offset"] for o in connect.offsets(name)}
+        return all(committed.get(t) == _records_in(bootstrap, [t]) for t in SINK_TOPICS)
+    return done
+
+
+def _tables(pg: tuple[str, int], database: str) -> dict[str, tuple[list, list]]:
+    """table -> ([(column, data type)], rows as text, ordered), for every table of the database's public schema."""
+    import psycopg
+
+    out = {}
+    with psycopg.connect(host=pg[0], port=pg[1], user="postgres", dbname=database, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("select table_name from information_schema.tables "
+                                             "where table_schema = 'public' and table_name not like '\\_\\_%' "
+                                             "order by 1")]
+        for table in tables:
+            columns = conn.execute("select column_name, data_type from information_schema.columns where "
+                                   "table_schema = 'public' and table_name = %s order by ordinal_position",
+                                   (table,)).fetchall()
+            names = ", ".join(f'"{c}"::text' for c, _ in columns)
+            rows = conn.execute(f'select {names} from "{table}" order by 1').fetchall()
+            out[table] = (columns, rows)
+    return out
+
+
+@pytest.fixture(scope="module")
+def sink_tables(spark, connect, reference_kafka, outputs, tmp_path_factory):
+    """Debezium's topics (``dbz-env``, complete once ``outputs`` is) through Debezium's JDBC sink and through ours
+    into two databases: {"theirs": tables, "ours": tables}."""
+    pg = servers.postgres()
+    theirs_db, ours_db = (f"sink_{side}_{uuid.uuid4().hex[:8]}" for side in ("theirs", "ours"))
+    for db in (theirs_db, ours_db):
+        _sql(pg, "postgres", f'create database "{db}"')
+    config = _theirs_sink(pg, theirs_db)
+    connect.run(config, done=_sink_done(connect, config["name"], reference_kafka.bootstrap), timeout=120)
+    checkpoint = os.path.join(str(tmp_path_factory.mktemp("jdbc-sink")), "ckpt")
+    query = sink_stream(spark, _ours_sink(pg, ours_db), bus=reference_kafka.bootstrap, checkpoint=checkpoint,
+                        trigger={"availableNow": True}, query_name="differential-jdbc-sink")
+    query.awaitTermination()
+    assert query.exception() is None
+    return {"theirs": _tables(pg, theirs_db), "ours": _tables(pg, ours_db)}
+
+
+def test_jdbc_sinks_give_the_same_rows(sink_tables):
+    theirs, ours = sink_tables["theirs"], sink_tables["ours"]
+    assert sorted(ours) == sorted(theirs) == sorted(t.replace(".", "_") for t in SINK_TOPICS)
+    for table in theirs:
+        assert ours[table][0] == theirs[table][0], f"{table}: column names and types"
+        assert ours[table][1] == theirs[table][1], f"{table}: rows"
