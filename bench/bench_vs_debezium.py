@@ -51,6 +51,22 @@ def _cpu(roots: set[int]) -> float:
     return sum(procs[p][2] for p in descendants(roots, procs) if p in procs)
 
 
+def _cpu_split(roots: set[int]) -> dict[str, float]:
+    """CPU seconds of ``roots``' process trees by kind: the JVM (``java``), Python (the driver, Spark's workers)."""
+    procs = proc_table(reaped=True)
+    out = {"jvm": 0.0, "python": 0.0}
+    for pid in descendants(roots, procs):
+        if pid in procs:
+            out["jvm" if procs[pid][1] == "java" else "python"] += procs[pid][2]
+    return out
+
+
+def _split_line(before: dict[str, float], after: dict[str, float], n: int) -> None:
+    jvm, python = after["jvm"] - before["jvm"], after["python"] - before["python"]
+    print(f"{'  ours CPU by process':<42} JVM {jvm / n:.3g} s/record, Python (driver + workers) {python / n:.3g} "
+          f"s/record", flush=True)
+
+
 def _spark():
     from pyspark.sql import SparkSession
 
@@ -99,9 +115,10 @@ def _wait_records(bootstrap: str, topic: str, n: int, timeout: float = 1800) -> 
     return time.monotonic()
 
 
-def _row(what: str, theirs: float, ours: float, unit: str, higher_is_better: bool = True) -> None:
+def _row(what: str, theirs: float, ours: float, unit: str, higher_is_better: bool = True,
+         them: str = "Debezium") -> None:
     ratio = (ours / theirs if higher_is_better else theirs / ours) if theirs and ours else float("nan")
-    print(f"{what:<42} Debezium {theirs:12.4g} {unit:<14} ours {ours:12.4g} {unit:<14} ratio {ratio:6.2f}x  "
+    print(f"{what:<42} {them} {theirs:12.4g} {unit:<14} ours {ours:12.4g} {unit:<14} ratio {ratio:6.2f}x  "
           f"({_load()})", flush=True)
 
 
@@ -139,12 +156,12 @@ def snapshot(n: int) -> None:
             first, last = _first_and_last(theirs_kafka.bootstrap, "theirs.public.big")
             connect.delete("theirs")
         roots = _ours_roots(spark)
-        cpu0, t2 = _cpu(roots), time.monotonic()
+        split0, cpu0, t2 = _cpu_split(roots), _cpu(roots), time.monotonic()
         query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", "big"), ours_kafka.bootstrap,
                             trigger={"availableNow": True})
         query.awaitTermination()
         t3 = time.monotonic()
-        ours_cpu = _cpu(roots) - cpu0
+        ours_cpu, split1 = _cpu(roots) - cpu0, _cpu_split(roots)
         batches = sum(p["durationMs"]["triggerExecution"] for p in query.recentProgress) / 1000
         assert _records_in(ours_kafka.bootstrap, ["ours.public.big"]) == n
         cpu1, t4 = _cpu(roots), time.monotonic()
@@ -158,6 +175,7 @@ def snapshot(n: int) -> None:
         _row("events/s, start-up included", n / (t1 - t0), n / (t3 - t2), "ev/s")
         _row("events/s, start-up excluded", n / max(last - first, 1e-3), n / batches, "ev/s")
         _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
+        _split_line(split0, split1, n)
         _row("ours -> Delta: events/s, start-up included", n / (t1 - t0), n / (t5 - t4), "ev/s")
         _row("ours -> Delta: events/s, start-up excluded", n / max(last - first, 1e-3), n / delta_batches, "ev/s")
         _row("ours -> Delta: CPU s/record", theirs_cpu / n, delta_cpu / n, "s", higher_is_better=False)

@@ -29,7 +29,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-from bench_vs_debezium import _cpu, _first_and_last, _ours_roots, _row, _spark, _wait_records
+from bench_vs_debezium import (
+    _cpu,
+    _cpu_split,
+    _first_and_last,
+    _ours_roots,
+    _row,
+    _spark,
+    _split_line,
+    _wait_records,
+)
 
 from tests.differential.test_filestream_smts import CASES
 from tests.support.kafka import KafkaBroker
@@ -59,18 +68,19 @@ def filestream(n: int) -> None:
             theirs_cpu = _cpu({connect.process.pid}) - cpu0
             first, last = _first_and_last(theirs_kafka.bootstrap, routed)
         roots = _ours_roots(spark)
-        cpu0, t2 = _cpu(roots), time.monotonic()
+        split0, cpu0, t2 = _cpu_split(roots), _cpu(roots), time.monotonic()
         query = write_kafka(read_stream(spark, config), ours_kafka.bootstrap,
                             checkpoint=f"/tmp/bench-filestream-{uuid.uuid4().hex[:8]}", trigger={"availableNow": True})
         query.awaitTermination()
         t3 = time.monotonic()
-        ours_cpu = _cpu(roots) - cpu0
+        ours_cpu, split1 = _cpu(roots) - cpu0, _cpu_split(roots)
         batches = sum(p["durationMs"]["triggerExecution"] for p in query.recentProgress) / 1000
         assert _records_in(ours_kafka.bootstrap, [routed]) == n
         print(f"FileStreamSource, {n} lines, eight SMTs, JsonConverter with schemas -> Kafka")
-        _row("records/s, start-up included", n / (t1 - t0), n / (t3 - t2), "rec/s")
-        _row("records/s, start-up excluded", n / max(last - first, 1e-3), n / batches, "rec/s")
-        _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
+        _row("records/s, start-up included", n / (t1 - t0), n / (t3 - t2), "rec/s", them="Kafka Connect")
+        _row("records/s, start-up excluded", n / max(last - first, 1e-3), n / batches, "rec/s", them="Kafka Connect")
+        _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False, them="Kafka Connect")
+        _split_line(split0, split1, n)
         spark.stop()
 
 
