@@ -8,7 +8,9 @@ Connect: > 1 means ours is faster; for CPU, Kafka Connect's / ours) and CPU seco
   its first record's CreateTime to its last.
 * ``jdbc-sink N``: a topic of N Debezium change events (JSON with schemas, made once by ours) into PostgreSQL
   by Debezium's JDBC sink 3.5 (upsert by key) and by ours (ExtractNewRecordState, Confluent's JDBC sink, upsert
-  by key), each from its own copy of the topic; until every row is in its table.
+  by key), each from its own copy of the topic; until every row is in its table. Fails today on our side: our
+  JsonConverter rejects these envelopes in a batch with "invalid Decimal" (a bug, see the README's "Compared
+  with Kafka Connect"); the command is kept to measure once it is fixed.
 
 CPU: the Kafka Connect JVM; for ours the Spark JVM, its Python workers and this driver (brokers and PostgreSQL
 not counted on either side). The machine is shared: the load average is printed with each figure.
