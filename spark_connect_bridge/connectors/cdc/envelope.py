@@ -164,8 +164,9 @@ class EnvelopeBuilder:
         return pa.StructArray.from_arrays(arrays, fields=list(self.key_t), mask=mask)
 
     def record(self, t: Table, n: int, key: Any, before: Any, after: Any, source: Any, op: Any, ts_us: Any,
-               tomb: Any, offset: Any) -> Any:
-        """A record batch of ``t``'s events (``tomb``: a tombstone, null value, in that row)."""
+               tomb: Any, offset: Any, headers: Any = None) -> Any:
+        """A record batch of ``t``'s events (``tomb``: a tombstone, null value, in that row; ``headers``: the
+        rows' header lists, none by default)."""
         import pyarrow.compute as pc
 
         pa = self.pa
@@ -176,7 +177,7 @@ class EnvelopeBuilder:
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
-             offset, ts, no_headers(n)], schema=self.schema)
+             offset, ts, no_headers(n) if headers is None else headers], schema=self.schema)
 
     def read_events(self, t: Table, texts: dict[str, Any], n: int, *, ts_us: int, offset: int, snapshot: Any,
                     **source: Any) -> Any:
