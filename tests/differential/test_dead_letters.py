@@ -65,9 +65,10 @@ def dead_letters(spark, connect, reference_kafka, bootstrap, tmp_path_factory):
     def done() -> bool:  # every input record consumed (committed), the file flushed with them
         committed = [o["offset"]["kafka_offset"] for o in connect.offsets("dlq-sink")]
         return committed == [len(MESSAGES)] and os.path.exists(f"{root}/theirs.txt")
-    connect.run(_config(f"{root}/theirs.txt"), done=done, timeout=120)
+    # both sides at once: ours runs in the background while Kafka Connect's task starts
     query = sink_stream(spark, _config(f"{root}/ours.txt"), bus=bootstrap, checkpoint=f"{root}/ckpt",
                         trigger={"availableNow": True}, query_name="differential-dead-letters")
+    connect.run(_config(f"{root}/theirs.txt"), done=done, timeout=120)
     query.awaitTermination()
     assert query.exception() is None
     deadline = time.monotonic() + 30
