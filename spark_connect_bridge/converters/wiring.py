@@ -99,6 +99,8 @@ def _serialize_per_topic(df: DataFrame, column: str, conv: Converter, data_type:
     union = conv.serialize_checked(F.col(column), data_type, metadata=metadata, topic=topic)
     for name, info in sorted(layouts.items()):
         narrowed, narrowed_t, narrowed_meta = narrow(F.col(column), data_type, info, column)
+        if "connect.version" in metadata and "connect.version" not in narrowed_meta:  # a Debezium envelope's 2
+            narrowed_meta = {**narrowed_meta, "connect.version": metadata["connect.version"]}
         c = conv.serialize_checked(narrowed, narrowed_t, metadata=narrowed_meta, topic=topic)
         is_topic = topic == F.lit(name)
         value = (F.when(is_topic, c.value) if value is None else value.when(is_topic, c.value))

@@ -53,7 +53,13 @@ def topic_layouts(schema: StructType, column: str) -> dict[str, dict[str, Any]] 
     meta = _meta_of(schema[column])
     if not meta:
         return None
-    return {info["topic"]: info for info in meta.values()}
+    # Fields a transform added after the source (ExtractNewRecordState's add.fields: __op, __table, ...) belong
+    # to every topic: each topic's narrowed struct keeps them, after its own columns.
+    struct = schema[column].dataType
+    held = {f for info in meta.values() for f in info["fields"]}
+    added = [] if not isinstance(struct, StructType) or is_envelope_type(struct) else \
+        [f.name for f in struct.fields if f.name not in held]
+    return {info["topic"]: {**info, "added": added} for info in meta.values()}
 
 
 def is_envelope_type(data_type: DataType) -> bool:
@@ -78,7 +84,7 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
     if not isinstance(data_type, StructType):
         return col, data_type, {}
     if column == "key":
-        cols = list(info.get("key") or [])
+        cols = list(info.get("key") or []) + list(info.get("added") or [])
         cols = [c for c in cols if field_of.get(c, c) in data_type.names]
         new, new_t = _row(col, data_type, cols, [field_of.get(c, c) for c in cols])
         return new, new_t, {"connect.name": names.get("key", f"{topic}.Key")}
@@ -102,7 +108,8 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
         out_t = StructType(out_fields)
         new = F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t)
         return new, out_t, {"connect.name": names.get("value", f"{topic}.Envelope")}
-    new, new_t = _row(col, data_type, info["columns"], info["fields"])
+    added = list(info.get("added") or [])
+    new, new_t = _row(col, data_type, info["columns"] + added, info["fields"] + added)
     name = names.get("value", f"{topic}.Value")
     return new, new_t, {"connect.name": name} if name else {}
 
@@ -163,10 +170,10 @@ def narrow_arrow(data: Any, info: Mapping[str, Any]) -> Any:
                 kfields.append(pa.field(f.name, kid.type, f.nullable, f.metadata))
             new = pa.StructArray.from_arrays(kids, fields=kfields, mask=value.is_null())
         else:
-            new = row(value, info["columns"])
+            new = row(value, info["columns"] + list(info.get("added") or []))
         out = out.set_column(out.column_names.index("value"), "value", new)
     if "key" in data.column_names and info.get("key"):
-        key = row(data.column("key"), list(info["key"]))
+        key = row(data.column("key"), list(info["key"]) + list(info.get("added") or []))
         out = out.set_column(out.column_names.index("key"), "key", key)
     return out
 

@@ -201,12 +201,12 @@ class ExtractNewRecordState(Transformation):
 
         step = Step()
         row = F.when(delete, before if self.rewrite else F.lit(None).cast(row_t)).otherwise(after)
+        if self.rewrite:  # Debezium 3.6 adds __deleted first, before the add.fields fields (seen side by side)
+            row = row.withField("__deleted", F.when(delete, F.lit("true")).otherwise(F.lit("false")))
         for ref in self.fields:
             found = ref.column(value, env)
             if found is not None:
                 row = row.withField(q(ref.name), found[0])
-        if self.rewrite:  # Debezium adds __deleted last, after the add.fields fields
-            row = row.withField("__deleted", F.when(delete, F.lit("true")).otherwise(F.lit("false")))
         if self.drop_header:
             # Debezium drops the listed fields after add.fields and before __deleted, never from a delete's row.
             listed = _listed_fields(self.drop_header)

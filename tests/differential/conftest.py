@@ -19,8 +19,9 @@ def reference_kafka():
 
 @pytest.fixture(scope="session")
 def connect(reference_kafka):
-    """The reference Kafka Connect worker (one JVM for the whole run: every case is a connector of it)."""
-    with KafkaConnectWorker(reference_kafka.bootstrap) as worker:
+    """The reference Kafka Connect worker (one JVM for the whole run: every case is a connector of it), with
+    Debezium's PostgreSQL connector and JDBC sink as plugins."""
+    with KafkaConnectWorker(reference_kafka.bootstrap, plugins=("debezium", "debezium-jdbc")) as worker:
         yield worker
 
 

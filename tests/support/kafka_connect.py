@@ -112,11 +112,17 @@ class KafkaConnectWorker(ProcessServer):
         return f"http://127.0.0.1:{self.port}"
 
     def _plugin_dirs(self) -> None:
-        """One directory per plugin, its jars linked into it: Connect gives each directory its own class loader."""
+        """One directory per plugin, its jars linked into it: Connect gives each directory its own class loader.
+        Jars of artifacts the worker has itself (kafka-clients, jackson, slf4j) are left out, as a plugin's
+        package leaves out what the runtime provides: two jackson-databind copies make the JDBC sink's
+        ServiceLoader find the worker's jackson modules for the plugin's own Module class ("not a subtype")."""
+        provided = {_artifact(jar) for jar in classpath("kafka-connect")}
         for profile in self.plugins:
             target = os.path.join(self.root, "plugins", profile)
             os.makedirs(target, exist_ok=True)
             for jar in classpath(profile):
+                if _artifact(jar) in provided:
+                    continue
                 link = os.path.join(target, os.path.basename(jar))
                 if not os.path.exists(link):
                     os.symlink(jar, link)
@@ -254,6 +260,13 @@ class KafkaConnectWorker(ProcessServer):
                     except RuntimeError:
                         pass  # a connector that could not be deleted leaves nothing a later run sees by name
         return failures
+
+
+def _artifact(jar: str) -> str:
+    """A jar's artifact id: its file name without the version (``jackson-databind-2.19.0.jar``: jackson-databind)."""
+    name = os.path.basename(jar)
+    match = re.match(r"(.+?)-\d[^-]*(?:-[A-Za-z][\w.]*)?\.jar$", name)
+    return match.group(1) if match else name
 
 
 def _ready(check: Callable[[], bool]) -> bool:

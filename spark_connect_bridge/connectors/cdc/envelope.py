@@ -1,9 +1,10 @@
 """Debezium's change event envelope: the record schema of a layout, and its Arrow columns built in bulk.
 
 A record's ``key`` is the table's primary-key struct (the union of every captured table's key columns);
-``value`` the envelope ``before``/``after``/``source``/``op``/``ts_ms``/``ts_us``/``ts_ns`` (null for a
-tombstone); ``topic`` ``<topic.prefix>.<schema>.<table>``; ``offset`` the event's position in the database's
-log. Envelope ``ts_ms`` is the commit time, not the processing time (that would make replays differ).
+``value`` the envelope ``before``/``after``/``source``/``transaction``/``op``/``ts_ms``/``ts_us``/``ts_ns``
+(Debezium 3's schema version 2; null for a tombstone; ``transaction`` always null); ``topic``
+``<topic.prefix>.<schema>.<table>``; ``offset`` the event's position in the database's log. Envelope ``ts_ms``
+is the commit time, not the processing time (that would make replays differ).
 ``source`` is each connector's own struct (``io.debezium.connector.<db>.Source``); the fields every connector
 has are filled here, the others are given by the connector or null.
 
@@ -28,7 +29,11 @@ from .types import TypeSpec
 
 __all__ = ["ENVELOPE_FIELDS", "EnvelopeBuilder", "SideTopic", "record_type", "skip_rows", "source_fields"]
 
-ENVELOPE_FIELDS = ("before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns")
+ENVELOPE_FIELDS = ("before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns")
+#: Debezium 3's envelope schema version, and its ``transaction`` block (``event.block``, null unless
+#: ``provide.transaction.metadata``, which is not supported here)
+ENVELOPE_VERSION = 2
+TRANSACTION_NAME = "event.block"
 
 
 def _struct_of(fields: Sequence[tuple[str, TypeSpec]]) -> Any:
@@ -83,9 +88,13 @@ def record_type(layout: Layout, source_type: Any, source_name: str, side: SideTo
                             "names": {"value": side.value_name, "key": side.key_name}}
     tables = json.dumps(meta)
     row_meta = {"connect.name": row_name, TABLES_META: tables}
+    transaction = T.StructType([T.StructField("id", T.StringType(), False),
+                                T.StructField("total_order", T.LongType(), False),
+                                T.StructField("data_collection_order", T.LongType(), False)])
     fields = [
         T.StructField("before", row, True, row_meta), T.StructField("after", row, True, row_meta),
-        T.StructField("source", source_type, True, {"connect.name": source_name}),
+        T.StructField("source", source_type, True, {"connect.name": source_name, "connect.version": 1}),
+        T.StructField("transaction", transaction, True, {"connect.name": TRANSACTION_NAME, "connect.version": 1}),
         T.StructField("op", T.StringType()), T.StructField("ts_ms", T.LongType()), T.StructField("ts_us", T.LongType()),
         T.StructField("ts_ns", T.LongType()),
     ]
@@ -97,7 +106,8 @@ def record_type(layout: Layout, source_type: Any, source_name: str, side: SideTo
     key = T.StructType(key_fields) if key_fields else T.BinaryType()
     return T.StructType([
         T.StructField("key", key, True, {"connect.name": key_name, TABLES_META: tables}),
-        T.StructField("value", value, True, {"connect.name": env_name, TABLES_META: tables}),
+        T.StructField("value", value, True, {"connect.name": env_name, "connect.version": ENVELOPE_VERSION,
+                                             TABLES_META: tables}),
         T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
         T.StructField("offset", T.LongType()), T.StructField("timestamp", T.TimestampType()),
         T.StructField("headers", HEADERS_TYPE),
@@ -204,18 +214,20 @@ class EnvelopeBuilder:
         return pa.StructArray.from_arrays(arrays, fields=list(self.key_t), mask=mask)
 
     def record(self, t: Table, n: int, key: Any, before: Any, after: Any, source: Any, op: Any, ts_us: Any,
-               tomb: Any, offset: Any) -> Any:
-        """A record batch of ``t``'s events (``tomb``: a tombstone, null value, in that row)."""
+               tomb: Any, offset: Any, headers: Any = None) -> Any:
+        """A record batch of ``t``'s events (``tomb``: a tombstone, null value, in that row; ``headers``: the
+        rows' header lists, none by default)."""
         import pyarrow.compute as pc
 
         pa = self.pa
-        parts = [before, after, source, op, pc.divide(ts_us, 1000), ts_us, pc.multiply(ts_us, 1000)]
-        parts += [pa.nulls(n, f.type) for f in list(self.value_t)[len(parts):]]  # a side topic's fields
-        value = pa.StructArray.from_arrays(parts, fields=list(self.value_t), mask=pa.array(tomb))
+        parts = {"before": before, "after": after, "source": source, "op": op, "ts_ms": pc.divide(ts_us, 1000),
+                 "ts_us": ts_us, "ts_ns": pc.multiply(ts_us, 1000)}
+        value = pa.StructArray.from_arrays([parts[f.name] if f.name in parts else pa.nulls(n, f.type)
+                                            for f in self.value_t], fields=list(self.value_t), mask=pa.array(tomb))
         ts = ts_us.cast(pa.timestamp("us", tz="UTC"))
         return pa.RecordBatch.from_arrays(
             [key, value, pa.repeat(pa.scalar(t.topic, pa.string()), n), pa.repeat(pa.scalar(0, pa.int32()), n),
-             offset, ts, no_headers(n)], schema=self.schema)
+             offset, ts, no_headers(n) if headers is None else headers], schema=self.schema)
 
     def read_events(self, t: Table, texts: dict[str, Any], n: int, *, ts_us: int, offset: int, snapshot: Any,
                     **source: Any) -> Any:

@@ -45,7 +45,8 @@ class TypeSpec:
                   "string": T.StringType(), "bytes": T.BinaryType(), "date": T.DateType(),
                   "timestamp_ms": T.TimestampType(), "date_days": T.IntegerType(), "time_ms": T.IntegerType(),
                   "time_us": T.LongType(), "ts_ms": T.LongType(), "ts_us": T.LongType(),
-                  "zoned": T.StringType(), "zoned_time": T.StringType(), "iso_ts": T.StringType()}
+                  "zoned": T.StringType(), "zoned_time": T.StringType(), "iso_ts": T.StringType(),
+                  "interval_us": T.LongType()}
         if k in simple:
             return simple[k]
         if k == "decimal":
@@ -74,6 +75,8 @@ class TypeSpec:
             meta["connect.version"] = 1
         if self.parameters:
             meta["connect.parameters"] = dict(self.parameters)
+        if self.connect_name == "io.debezium.data.VariableScaleDecimal":
+            meta["connect.doc"] = "Variable scaled decimal"  # Debezium's schema doc
         return meta
 
     def union_key(self) -> tuple:

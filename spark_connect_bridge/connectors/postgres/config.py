@@ -107,6 +107,9 @@ CONFIG_DEF = (
             CaseInsensitiveValidString("adaptive", "adaptive_time_microseconds", "connect", "isostring"),
             Importance.MEDIUM, "How date, time and timestamp columns are represented (Debezium's modes).",
             group="Events")
+    .define("interval.handling.mode", Type.STRING, "numeric", CaseInsensitiveValidString("numeric", "string"),
+            Importance.MEDIUM, "interval columns as MicroDuration (numeric: int64 microseconds, a month counted as "
+                               "30.4375 days) or as an ISO-8601 string (string).", group="Events")
     .define("unavailable.value.placeholder", Type.STRING, "__debezium_unavailable_value",
             importance=Importance.LOW,
             doc="Value of an unchanged TOASTed string/bytes column PostgreSQL did not send (tables without "
@@ -157,6 +160,7 @@ class PostgresSettings:
     skipped_operations: frozenset[str]
     decimal_mode: str
     time_mode: str
+    interval_mode: str
     unavailable_placeholder: str
     heartbeat_interval_ms: int
     max_batch_size: int
@@ -186,6 +190,7 @@ class PostgresSettings:
             tombstones_on_delete=bool(config["tombstones.on.delete"]),
             skipped_operations=frozenset(config["skipped.operations"]) - {"none"},
             decimal_mode=config["decimal.handling.mode"].lower(), time_mode=config["time.precision.mode"].lower(),
+            interval_mode=config["interval.handling.mode"].lower(),
             unavailable_placeholder=config["unavailable.value.placeholder"],
             heartbeat_interval_ms=int(config["heartbeat.interval.ms"]), max_batch_size=int(config["max.batch.size"]),
             signal_table=split_table(config["signal.data.collection"]),

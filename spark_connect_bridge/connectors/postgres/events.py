@@ -32,9 +32,41 @@ from .layout import SOURCE_NAME, column_wanted, source_type
 from .pgoutput import UNCHANGED, Change, Relation
 from .types import text_array, to_arrow
 
-__all__ = ["ChangeEvents"]
+__all__ = ["ChangeEvents", "sequence"]
 
 log = logging.getLogger(__name__)
+
+
+def sequence(lsn: Any, n: int) -> Any:
+    """Debezium's ``source.sequence``: the JSON text ``[<last committed LSN>, <this event's LSN>]``, LSNs as
+    strings. The first is what a Debezium task read from its committed offsets when it started, null for a new
+    connector; here always null (a replay must give the same bytes)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    lsns = lsn if isinstance(lsn, pa.Array) else pa.array([lsn] * n, pa.int64())
+    return pc.binary_join_element_wise('[null,"', pc.cast(lsns, pa.string()), '"]', "")
+
+
+def _key_json(t: Table, rel: Relation, row: Sequence[Any]) -> bytes:
+    """A row's primary key as Kafka's SimpleHeaderConverter writes a key struct: ``{"id":10}``. Numbers and
+    booleans bare, anything else as a JSON string of its text (rare: only the events of a key change)."""
+    import json
+
+    pos = {n: i for i, n in enumerate(rel.names)}
+    parts = []
+    for col in t.key:
+        text = row[pos[col.name]]
+        if text is None:
+            value = "null"
+        elif col.spec.kind in ("int16", "int32", "int64", "float32", "float64", "decimal"):
+            value = text.decode() if isinstance(text, bytes) else str(text)
+        elif col.spec.kind == "boolean":
+            value = "true" if text in ("t", b"t") else "false"
+        else:
+            value = json.dumps(text.decode() if isinstance(text, bytes) else str(text), ensure_ascii=False)
+        parts.append(f"{json.dumps(col.name)}:{value}")
+    return ("{" + ",".join(parts) + "}").encode()
 
 
 class ChangeEvents:
@@ -126,7 +158,8 @@ class ChangeEvents:
         after, a_typed = self.envelope.row_struct(t, texts(g.new, a_valid), a_valid, n)
         lsn = pa.array(g.lsn[src])
         ts = pa.array(g.ts_us[src])
-        source = self.envelope.source(n, t, ts, pa.repeat(pa.scalar("false"), n), txId=pa.array(g.xid[src]), lsn=lsn)
+        source = self.envelope.source(n, t, ts, pa.repeat(pa.scalar("false"), n), txId=pa.array(g.xid[src]), lsn=lsn,
+                                      sequence=sequence(lsn, n))
         ops = np.array(["c", "u", "d"], dtype=object)[np.where(is_i, 0, np.where(is_u, 1, 2))[src]]
         key = self.envelope.key(t, a_typed, b_typed, a_valid, np.ones(n, dtype=bool), n)
         record = self.envelope.record(t, n, key, before, after, source, pa.array(ops, pa.string()), ts, tomb,
@@ -157,21 +190,21 @@ class ChangeEvents:
         yield from self.envelope.in_order(parts, order)
 
     def _expand(self, ch: Change, rel: Relation, t: Table) -> Iterator[tuple]:
-        """(op, lsn, xid, ts, before, after, tombstone) events of one change, Debezium's way."""
+        """(op, lsn, xid, ts, before, after, tombstone, headers) events of one change, Debezium's way."""
         op = ch.op
         if op == "t":
             if "t" not in self.skipped:
-                yield ("t", ch.lsn, ch.xid, ch.ts_us, None, None, False)
+                yield ("t", ch.lsn, ch.xid, ch.ts_us, None, None, False, None)
             return
         if op == "c":
             if "c" not in self.skipped:
-                yield ("c", ch.lsn, ch.xid, ch.ts_us, None, ch.new, False)
+                yield ("c", ch.lsn, ch.xid, ch.ts_us, None, ch.new, False, None)
             return
         if op == "d":
             if "d" not in self.skipped:
-                yield ("d", ch.lsn, ch.xid, ch.ts_us, ch.old, None, False)
+                yield ("d", ch.lsn, ch.xid, ch.ts_us, ch.old, None, False, None)
                 if self.tombstones:
-                    yield ("d", ch.lsn, ch.xid, ch.ts_us, ch.old, None, True)
+                    yield ("d", ch.lsn, ch.xid, ch.ts_us, ch.old, None, True, None)
             return
         new, old = ch.new, ch.old
         assert new is not None  # an update always carries the new row
@@ -181,16 +214,19 @@ class ChangeEvents:
             names = rel.names
             keyidx = [names.index(c.name) for c in t.key if c.name in names]
             if keyidx and any(old[i] != new[i] for i in keyidx):
-                # A changed primary key: Debezium emits a delete (+ tombstone) of the old key and a create.
+                # A changed primary key: Debezium emits a delete (+ tombstone) of the old key, marked with the
+                # new key, and a create marked with the old key.
+                marks = {side: [(f"__debezium.{side}key", _key_json(t, rel, row))]
+                         for side, row in (("new", new), ("old", old))}
                 if "d" not in self.skipped:
-                    yield ("d", ch.lsn, ch.xid, ch.ts_us, old, None, False)
+                    yield ("d", ch.lsn, ch.xid, ch.ts_us, old, None, False, marks["new"])
                     if self.tombstones:
-                        yield ("d", ch.lsn, ch.xid, ch.ts_us, old, None, True)
+                        yield ("d", ch.lsn, ch.xid, ch.ts_us, old, None, True, marks["new"])
                 if "c" not in self.skipped:
-                    yield ("c", ch.lsn, ch.xid, ch.ts_us, None, new, False)
+                    yield ("c", ch.lsn, ch.xid, ch.ts_us, None, new, False, marks["old"])
                 return
         if "u" not in self.skipped:
-            yield ("u", ch.lsn, ch.xid, ch.ts_us, old if ch.old_kind == "O" else None, new, False)
+            yield ("u", ch.lsn, ch.xid, ch.ts_us, old if ch.old_kind == "O" else None, new, False, None)
 
     def _columns(self, rel: Relation, t: Table, tuples: list, valid: list[bool]) -> dict[str, Any]:
         """Text arrays per captured column of ``t`` from ``rel``-shaped tuples (None rows -> nulls)."""
@@ -234,17 +270,22 @@ class ChangeEvents:
     def _relation_batch(self, rel: Relation, t: Table, evs: list[tuple]) -> Any:
         pa = self.pa
         n = len(evs)
-        _, ops, lsns, xids, tss, befores, afters, tombs = zip(*evs)
+        _, ops, lsns, xids, tss, befores, afters, tombs, marks = zip(*evs)
         b_valid = np.fromiter((b is not None for b in befores), dtype=bool, count=n)
         a_valid = np.fromiter((a is not None for a in afters), dtype=bool, count=n)
         row_struct = self.envelope.row_struct
         before, b_typed = row_struct(t, self._columns(rel, t, list(befores), list(b_valid)), b_valid, n)
         after, a_typed = row_struct(t, self._columns(rel, t, list(afters), list(a_valid)), a_valid, n)
         ts = pa.array(tss, pa.int64())
+        lsn = pa.array(lsns, pa.int64())
         source = self.envelope.source(n, t, ts, pa.array(["false"] * n, pa.string()), txId=pa.array(xids, pa.int64()),
-                                      lsn=pa.array(lsns, pa.int64()))
+                                      lsn=lsn, sequence=sequence(lsn, n))
         tomb = np.array(tombs, dtype=bool)
         truncate = np.array([o == "t" for o in ops], dtype=bool)
         key = self.envelope.key(t, a_typed, b_typed, a_valid, ~truncate, n)
+        headers = None
+        if any(m is not None for m in marks):  # a key change: its marks, else no headers
+            header_t = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+            headers = pa.array([[{"key": k, "value": v} for k, v in (m or ())] for m in marks], header_t)
         return self.envelope.record(t, n, key, before, after, source, pa.array(ops, pa.string()), ts, tomb,
-                                    pa.array(lsns, pa.int64()))
+                                    pa.array(lsns, pa.int64()), headers)

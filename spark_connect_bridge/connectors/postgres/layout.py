@@ -80,7 +80,8 @@ def _catalog(session: PgSession, settings: PostgresSettings) -> list[tuple[str, 
         if not column_wanted(settings, schema, table, col) and not keypos:
             continue
         spec = type_spec(typname, typmod, category=cat, element=(eltype, typmod) if eltype else None,
-                         is_enum=bool(is_enum), decimal_mode=settings.decimal_mode, time_mode=settings.time_mode)
+                         is_enum=bool(is_enum), decimal_mode=settings.decimal_mode, time_mode=settings.time_mode,
+                         interval_mode=settings.interval_mode)
         cols.append((col, spec, int(keypos)))
     return [(s, t, cols) for (s, t), cols in tables.items()]
 
@@ -107,6 +108,9 @@ def source_type() -> Any:
     return T.StructType([
         *source_fields(), T.StructField("schema", T.StringType()), T.StructField("table", T.StringType()),
         T.StructField("txId", T.LongType()), T.StructField("lsn", T.LongType()), T.StructField("xmin", T.LongType()),
+        # Debezium 3.6's logical replication origin of the change: none here (pgoutput's origin messages are
+        # not decoded), null as in Debezium for changes made on this server
+        T.StructField("origin", T.StringType()), T.StructField("origin_lsn", T.LongType()),
     ])
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 from ..cdc.layout import Layout, Table
 from .config import PostgresSettings
-from .events import ChangeEvents
+from .events import ChangeEvents, sequence
 from .session import PgSession, psycopg_module
 
 __all__ = ["Snapshots", "key_predicate"]
@@ -219,8 +219,10 @@ class Snapshots:
             flags = ["true"] * n
             if table_first and s == 0:
                 flags[0] = "first" if overall_first else "first_in_data_collection"
-            if table_last and s + n == n_all:
+            # Debezium's precedence for a row that is both: last, first, last_in_data_collection, first_in_...
+            if table_last and s + n == n_all and (overall_last or flags[-1] != "first"):
                 flags[-1] = "last" if overall_last else "last_in_data_collection"
             xids = pa.nulls(n, pa.int64()) if txid is None else int(txid)
             yield events.envelope.read_events(t, texts, n, ts_us=ts_us, offset=snap_lsn,
-                                              snapshot=pa.array(flags, pa.string()), txId=xids, lsn=snap_lsn)
+                                              snapshot=pa.array(flags, pa.string()), txId=xids, lsn=snap_lsn,
+                                              sequence=sequence(snap_lsn, n))

@@ -31,7 +31,7 @@ from ..cdc.layout import Layout
 from ..cdc.signals import ChunkWindows, State
 from . import pgoutput_bulk
 from .config import PostgresSettings
-from .events import ChangeEvents
+from .events import ChangeEvents, sequence
 from .pgoutput import Change, Decoder
 from .session import (
     CONNECTION_LOST,
@@ -262,6 +262,6 @@ class SlotReader:
             texts = {name: pa.array(cols[i], pa.string()) for i, name in enumerate(names)}
             yield events.envelope.read_events(t, texts, n, ts_us=ch.ts_us, offset=ch.lsn,
                                               snapshot=pa.array(["incremental"] * n, pa.string()), txId=ch.xid,
-                                              lsn=ch.lsn)
+                                              lsn=ch.lsn, sequence=sequence(ch.lsn, n))
 
 

@@ -8,9 +8,12 @@ Type mapping (Debezium's, ``decimal.handling.mode`` and ``time.precision.mode`` 
 int16/int32/int64; float4/float8; boolean; text types → string; numeric(p,s) → Decimal (``precise``), or
 VariableScaleDecimal without a declared precision, or float64/string; date → ``io.debezium.time.Date``
 (int32 days; Connect Date in ``connect`` mode); time → MicroTime/Time; timestamp → MicroTimestamp/Timestamp
-(Connect Timestamp in ``connect`` mode); timestamptz → ZonedTimestamp ISO-8601 string in UTC; uuid, json,
-jsonb, xml, interval (ISO-8601) → named strings; bytea → bytes; one-dimensional arrays → arrays; any other
-type → its text form.
+(Connect Timestamp in ``connect`` mode); timestamptz → ZonedTimestamp ISO-8601 string in UTC with as many
+fraction digits as the column's precision (``2024-01-02T03:04:05.500000Z`` for timestamptz(6), no fraction for
+timestamptz(0)); interval → MicroDuration (int64 microseconds, a month counted as 365.25/12 days, as
+Debezium's ``interval.handling.mode=numeric``) or, in ``string`` mode, an Interval string (PostgreSQL's
+ISO-8601 text, not compared with Debezium's); uuid, json, jsonb, xml → named strings; bytea → bytes;
+one-dimensional arrays → arrays; any other type → its text form.
 
 Value text is produced by PostgreSQL's output functions in the decoding session, which the connector sets
 to ``TimeZone=UTC``, ``DateStyle=ISO``, ``IntervalStyle=iso_8601`` and ``bytea_output=hex``
@@ -45,8 +48,9 @@ _STRINGS = {"text", "varchar", "bpchar", "name", "char", "citext", "inet", "cidr
             "ltree", "hstore", "bit", "varbit", "int4range", "int8range", "numrange", "tsrange", "tstzrange",
             "daterange", "regclass", "pg_lsn", "txid_snapshot"}
 _NAMED_STRINGS = {"uuid": "io.debezium.data.Uuid", "json": "io.debezium.data.Json",
-                  "jsonb": "io.debezium.data.Json", "xml": "io.debezium.data.Xml",
-                  "interval": "io.debezium.time.Interval"}
+                  "jsonb": "io.debezium.data.Json", "xml": "io.debezium.data.Xml"}
+#: Debezium's PostgreSQL MicroDuration counts a month as the average month of a Julian year.
+DAYS_PER_MONTH_AVG = 365.25 / 12
 
 
 def _numeric_typmod(typmod: int) -> tuple[int, int] | None:
@@ -61,10 +65,12 @@ def _time_precision(typmod: int) -> int:
 
 
 def type_spec(typname: str, typmod: int, *, category: str = "", element: tuple[str, int] | None = None,
-              is_enum: bool = False, decimal_mode: str = "precise", time_mode: str = "adaptive") -> TypeSpec:
+              is_enum: bool = False, decimal_mode: str = "precise", time_mode: str = "adaptive",
+              interval_mode: str = "numeric") -> TypeSpec:
     """Debezium's PostgreSQL type mapping for a column of type ``typname`` (``pg_type.typname``)."""
     if category == "A" and element is not None:
-        el = type_spec(element[0], typmod, decimal_mode=decimal_mode, time_mode=time_mode)
+        el = type_spec(element[0], typmod, decimal_mode=decimal_mode, time_mode=time_mode,
+                       interval_mode=interval_mode)
         return TypeSpec("array", element=el, db_type=f"{element[0]}[]")
     t = typname
     if t in _INTS:
@@ -113,7 +119,11 @@ def type_spec(typname: str, typmod: int, *, category: str = "", element: tuple[s
             return TypeSpec("ts_ms", "io.debezium.time.Timestamp", db_type=t)
         return TypeSpec("ts_us", "io.debezium.time.MicroTimestamp", db_type=t)
     if t == "timestamptz":
-        return TypeSpec("zoned", "io.debezium.time.ZonedTimestamp", db_type=t)
+        return TypeSpec("zoned", "io.debezium.time.ZonedTimestamp", precision=_time_precision(typmod), db_type=t)
+    if t == "interval":
+        if interval_mode == "string":
+            return TypeSpec("string", "io.debezium.time.Interval", db_type=t)
+        return TypeSpec("interval_us", "io.debezium.time.MicroDuration", db_type=t)
     if t in _NAMED_STRINGS:
         return TypeSpec("string", _NAMED_STRINGS[t], db_type=t)
     if is_enum:
@@ -163,9 +173,9 @@ def to_arrow(spec: TypeSpec, text: Any) -> Any:
             us = ts.cast(pa.int64())
             return us if k == "time_us" else _floor_div(us, 1000).cast(pa.int32())
         if k == "zoned":
-            # '2024-01-02 03:04:05.123+00' -> '2024-01-02T03:04:05.123Z' (the session runs in UTC)
-            s = pc.replace_substring_regex(text, pattern=r"^(\d{4,}-\d\d-\d\d) ", replacement=r"\1T")
-            return pc.replace_substring_regex(s, pattern=r"\+00$", replacement="Z")
+            return _zoned(text, spec.precision)
+        if k == "interval_us":
+            return _micro_duration(text)
         if k == "zoned_time":
             return pc.replace_substring_regex(text, pattern=r"\+00$", replacement="Z")
         if k == "iso_ts":
@@ -178,6 +188,45 @@ def to_arrow(spec: TypeSpec, text: Any) -> Any:
     except (pa.ArrowInvalid, ValueError) as e:
         raise _fail(spec, text, e) from e
     raise DataError(f"no conversion for {spec}")
+
+
+def _zoned(text: Any, digits: int) -> Any:
+    """'2024-01-02 03:04:05.5+00' -> '2024-01-02T03:04:05.500000Z' for ``digits`` = 6: Debezium writes the
+    column's precision in fraction digits, zeros included (the session runs in UTC)."""
+    import pyarrow.compute as pc
+
+    s = pc.replace_substring_regex(text, pattern=r"^(\d{4,}-\d\d-\d\d) ", replacement=r"\1T")
+    s = pc.replace_substring_regex(s, pattern=r"\+00$", replacement="")
+    if digits > 0:
+        # a value without a fraction gets one; then every fraction is padded to the column's digits
+        s = pc.replace_substring_regex(s, pattern=r"(T\d\d:\d\d:\d\d)$", replacement=r"\1.")
+        parts = pc.split_pattern(s, ".", max_splits=1)
+        whole, frac = pc.list_element(parts, 0), pc.list_element(parts, 1)
+        frac = pc.utf8_slice_codeunits(pc.utf8_rpad(frac, width=digits, padding="0"), 0, digits)
+        s = pc.if_else(pc.match_substring_regex(s, r"T\d\d:\d\d:\d\d\."), pc.binary_join_element_wise(
+            whole, frac, "."), s)
+    return pc.binary_join_element_wise(s, "Z", "")
+
+
+_INTERVAL = (r"^P(?:(?P<y>-?\d+)Y)?(?:(?P<mo>-?\d+)M)?(?:(?P<d>-?\d+)D)?"
+             r"(?:T(?:(?P<h>-?\d+)H)?(?:(?P<mi>-?\d+)M)?(?:(?P<s>-?[\d.]+)S)?)?$")
+
+
+def _micro_duration(text: Any) -> Any:
+    """PostgreSQL's ISO-8601 interval text (``IntervalStyle=iso_8601``: 'P1Y2M3DT4H5M6.5S') as Debezium's
+    MicroDuration: MicroDuration.durationMicros's arithmetic, in doubles, truncated to a long."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    parts = pc.extract_regex(text, _INTERVAL)
+    nums = {name: pc.fill_null(pc.cast(pc.if_else(pc.equal(parts.field(name), ""), None, parts.field(name)),
+                                       pa.float64()), 0.0)
+            for name in ("y", "mo", "d", "h", "mi", "s")}
+    days = pc.add(pc.multiply(pc.add(pc.multiply(nums["y"], 12.0), nums["mo"]), DAYS_PER_MONTH_AVG), nums["d"])
+    secs = pc.add(pc.multiply(pc.add(pc.multiply(pc.add(pc.multiply(days, 24.0), nums["h"]), 60.0), nums["mi"]),
+                              60.0), nums["s"])
+    micros = pc.cast(pc.trunc(pc.multiply(secs, 1e6)), pa.int64())
+    return pc.if_else(pc.is_null(text), pa.scalar(None, pa.int64()), micros)
 
 
 def _floor_div(arr: Any, d: int) -> Any:

@@ -1,0 +1,282 @@
+"""Debezium's PostgreSQL connector in Kafka Connect 4.3 against ours, side by side in one run: the same connector
+config, the same PostgreSQL, one Kafka broker per side; each figure printed for both with the ratio (ours /
+Debezium: > 1 means ours is faster, for CPU < 1 means ours uses less) and CPU seconds per record.
+
+* ``snapshot N``: the initial snapshot of an N-row table into Kafka (both), and into Delta (ours). Time from the
+  config submitted to the last record in the topic (Debezium) or the query's end (ours, ``availableNow``);
+  start-up included, then again without it (ours: the sum of the batches' ``triggerExecution``; Debezium: from
+  its first record to its last).
+* ``stream RATE SECONDS``: a sustained change stream at a fixed rate (single-row INSERT transactions from one
+  writer), both sides running; end-to-end latency = Kafka record's CreateTime - the change's commit time
+  (``source.ts_ms``), p50/p99 over every event; ours with a 500 ms trigger.
+* ``startup``: config submitted -> first record in the topic, one-row table, worker/Spark session already up.
+
+CPU: the Kafka Connect JVM (``/proc``) for Debezium; for ours the Spark JVM, its Python workers and this driver.
+PostgreSQL's own CPU (each side's walsender decoding the same WAL) and the brokers' are not counted on either side.
+The machine is shared: the load average is printed with each figure.
+
+    .venv/bin/python bench/bench_vs_debezium.py snapshot 200000
+    .venv/bin/python bench/bench_vs_debezium.py stream 5000 20
+    .venv/bin/python bench/bench_vs_debezium.py startup
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+from _proctree import descendants, proc_table
+
+from tests.support.kafka import KafkaBroker
+from tests.support.kafka_connect import KafkaConnectWorker, _records_in
+from tests.support.postgres import PostgresCluster
+
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+
+
+def _load() -> str:
+    return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _cpu(roots: set[int]) -> float:
+    procs = proc_table(reaped=True)
+    return sum(procs[p][2] for p in descendants(roots, procs) if p in procs)
+
+
+def _cpu_split(roots: set[int]) -> dict[str, float]:
+    """CPU seconds of ``roots``' process trees by kind: the JVM (``java``), Python (the driver, Spark's workers)."""
+    procs = proc_table(reaped=True)
+    out = {"jvm": 0.0, "python": 0.0}
+    for pid in descendants(roots, procs):
+        if pid in procs:
+            out["jvm" if procs[pid][1] == "java" else "python"] += procs[pid][2]
+    return out
+
+
+def _split_line(before: dict[str, float], after: dict[str, float], n: int) -> None:
+    jvm, python = after["jvm"] - before["jvm"], after["python"] - before["python"]
+    print(f"{'  ours CPU by process':<42} JVM {jvm / n:.3g} s/record, Python (driver + workers) {python / n:.3g} "
+          f"s/record", flush=True)
+
+
+def _spark():
+    from pyspark.sql import SparkSession
+
+    from spark_connect_bridge.jvm import configure_spark
+
+    builder = configure_spark(SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                              .config("spark.sql.shuffle.partitions", "2")
+                              .config("spark.sql.session.timeZone", "UTC"))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _ours_roots(spark) -> set[int]:
+    """This driver and the Spark JVM (its launcher's process tree: the JVM and its Python workers)."""
+    return {os.getpid(), spark.sparkContext._gateway.proc.pid}
+
+
+def _config(pg: PostgresCluster, db: str, prefix: str, slot: str, table: str) -> dict[str, str]:
+    return {"name": prefix, "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+            **pg.connector_config(db), "topic.prefix": prefix, "plugin.name": "pgoutput", "slot.name": slot,
+            "table.include.list": f"public.{table}", "key.converter": JSON, "value.converter": JSON,
+            "key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
+
+
+def _ours_query(spark, config: dict, bootstrap: str, *, trigger: dict, delta: str | None = None):
+    from spark_connect_bridge.bus.kafka import write_kafka
+    from spark_connect_bridge.engine.pipeline import read_stream, write_stream
+
+    ckpt = f"/tmp/bench-vs-dbz-{uuid.uuid4().hex[:8]}"
+    if delta:  # the events as Spark structs, no converter: the envelope's fields are the table's columns
+        df = read_stream(spark, {k: v for k, v in config.items() if not k.endswith("converter") and
+                                 ".converter." not in k})
+        return write_stream(df, {"name": "delta-sink", "connector.class": "delta-sink", "delta.table.path": delta},
+                            checkpoint=ckpt, trigger=trigger)
+    df = read_stream(spark, config)
+    return write_kafka(df, bootstrap, checkpoint=ckpt, trigger=trigger, query_name=config["name"])
+
+
+def _wait_records(bootstrap: str, topic: str, n: int, timeout: float = 1800) -> float:
+    deadline = time.monotonic() + timeout
+    while _records_in(bootstrap, [topic]) < n:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: fewer than {n} records after {timeout}s")
+        time.sleep(0.05)
+    return time.monotonic()
+
+
+def _row(what: str, theirs: float, ours: float, unit: str, higher_is_better: bool = True,
+         them: str = "Debezium") -> None:
+    ratio = (ours / theirs if higher_is_better else theirs / ours) if theirs and ours else float("nan")
+    print(f"{what:<42} {them} {theirs:12.4g} {unit:<14} ours {ours:12.4g} {unit:<14} ratio {ratio:6.2f}x  "
+          f"({_load()})", flush=True)
+
+
+def _first_and_last(bootstrap: str, topic: str) -> tuple[float, float]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        stamps = []
+        for offset in (low, high - 1):
+            consumer.assign([TopicPartition(topic, 0, offset)])
+            msg = consumer.poll(30)
+            stamps.append(msg.timestamp()[1] / 1000)
+        return stamps[0], stamps[1]
+    finally:
+        consumer.close()
+
+
+def snapshot(n: int) -> None:
+    with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
+        db = pg.new_database("bench")
+        pg.execute("create table big (id bigint primary key, name text, amount numeric(12,2), at timestamptz, "
+                   "flag boolean)", database=db)
+        pg.execute(f"insert into big select g, 'name ' || g, g * 0.01, timestamptz '2024-01-01 00:00:00+00' + "
+                   f"g * interval '1 second', g % 2 = 0 from generate_series(1, {n}) g", database=db)
+        pg.execute("create publication dbz_publication for all tables", database=db)
+        spark = _spark()
+        with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False,
+                                worker={"offset.flush.interval.ms": 10000}) as connect:
+            cpu0, t0 = _cpu({connect.process.pid}), time.monotonic()
+            connect.create(_config(pg, db, "theirs", "theirs_slot", "big"))
+            t1 = _wait_records(theirs_kafka.bootstrap, "theirs.public.big", n)
+            theirs_cpu = _cpu({connect.process.pid}) - cpu0
+            first, last = _first_and_last(theirs_kafka.bootstrap, "theirs.public.big")
+            connect.delete("theirs")
+        roots = _ours_roots(spark)
+        split0, cpu0, t2 = _cpu_split(roots), _cpu(roots), time.monotonic()
+        query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", "big"), ours_kafka.bootstrap,
+                            trigger={"availableNow": True})
+        query.awaitTermination()
+        t3 = time.monotonic()
+        ours_cpu, split1 = _cpu(roots) - cpu0, _cpu_split(roots)
+        batches = sum(p["durationMs"]["triggerExecution"] for p in query.recentProgress) / 1000
+        assert _records_in(ours_kafka.bootstrap, ["ours.public.big"]) == n
+        cpu1, t4 = _cpu(roots), time.monotonic()
+        delta = _ours_query(spark, _config(pg, db, "ours", "ours_delta_slot", "big"), "",
+                            trigger={"availableNow": True}, delta=f"/tmp/bench-vs-dbz-delta-{uuid.uuid4().hex[:8]}")
+        delta.awaitTermination()
+        t5 = time.monotonic()
+        delta_cpu = _cpu(roots) - cpu1
+        delta_batches = sum(p["durationMs"]["triggerExecution"] for p in delta.recentProgress) / 1000
+        print(f"snapshot of {n} rows (5 columns), PostgreSQL -> Kafka (JsonConverter, schemas off)")
+        _row("events/s, start-up included", n / (t1 - t0), n / (t3 - t2), "ev/s")
+        _row("events/s, start-up excluded", n / max(last - first, 1e-3), n / batches, "ev/s")
+        _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
+        _split_line(split0, split1, n)
+        _row("ours -> Delta: events/s, start-up included", n / (t1 - t0), n / (t5 - t4), "ev/s")
+        _row("ours -> Delta: events/s, start-up excluded", n / max(last - first, 1e-3), n / delta_batches, "ev/s")
+        _row("ours -> Delta: CPU s/record", theirs_cpu / n, delta_cpu / n, "s", higher_is_better=False)
+        spark.stop()
+
+
+def _latencies(bootstrap: str, topic: str) -> list[float]:
+    """Per event: Kafka CreateTime - source.ts_ms (ms)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex,
+                         "enable.partition.eof": True})
+    out = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        while True:
+            msg = consumer.poll(10)
+            if msg is None or msg.error():
+                break
+            if msg.value() is None:
+                continue
+            value = json.loads(msg.value())
+            if value and value.get("op") == "c":
+                out.append(msg.timestamp()[1] - value["source"]["ts_ms"])
+    finally:
+        consumer.close()
+    return sorted(out)
+
+
+def stream(rate: int, seconds: int) -> None:
+    import psycopg
+
+    with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
+        db = pg.new_database("bench")
+        pg.execute("create table events (id bigint primary key, name text, amount numeric(12,2), "
+                   "at timestamptz default now())", database=db)
+        pg.execute("create publication dbz_publication for all tables", database=db)
+        spark = _spark()
+        with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False,
+                                worker={"offset.flush.interval.ms": 10000}) as connect:
+            connect.create(_config(pg, db, "theirs", "theirs_slot", "events"))
+            query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", "events"), ours_kafka.bootstrap,
+                                trigger={"processingTime": "500 milliseconds"})
+            time.sleep(15)  # both streaming (empty snapshot done, first batches planned)
+            roots = _ours_roots(spark)
+            theirs0, ours0 = _cpu({connect.process.pid}), _cpu(roots)
+            n = rate * seconds
+            with psycopg.connect(pg.dsn(db), autocommit=True) as conn:
+                start = time.monotonic()
+                for i in range(n):
+                    conn.execute("insert into events (id, name, amount) values (%s, %s, %s)",
+                                 (i, f"event {i}", i * 0.01))
+                    ahead = start + (i + 1) / rate - time.monotonic()
+                    if ahead > 0:
+                        time.sleep(ahead)
+                achieved = n / (time.monotonic() - start)
+            _wait_records(theirs_kafka.bootstrap, "theirs.public.events", n, timeout=600)
+            _wait_records(ours_kafka.bootstrap, "ours.public.events", n, timeout=600)
+            theirs_cpu, ours_cpu = _cpu({connect.process.pid}) - theirs0, _cpu(roots) - ours0
+            query.stop()
+            connect.delete("theirs")
+        theirs_lat, ours_lat = (_latencies(k.bootstrap, f"{side}.public.events")
+                                for k, side in ((theirs_kafka, "theirs"), (ours_kafka, "ours")))
+        print(f"sustained stream: {n} single-row transactions at {rate}/s asked, {achieved:.0f}/s achieved; "
+              f"ours with a 500 ms trigger")
+        for q in (0.5, 0.99):
+            _row(f"latency p{int(q * 100)} (commit -> Kafka)", theirs_lat[int(q * (len(theirs_lat) - 1))],
+                 ours_lat[int(q * (len(ours_lat) - 1))], "ms", higher_is_better=False)
+        _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
+        spark.stop()
+
+
+def startup() -> None:
+    with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
+        db = pg.new_database("bench")
+        pg.execute("create table one (id int primary key, name text); insert into one values (1, 'x')", database=db)
+        pg.execute("create publication dbz_publication for all tables", database=db)
+        spark = _spark()
+        spark.range(1).collect()  # the session is up, as the worker is
+        with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False) as connect:
+            t0 = time.monotonic()
+            connect.create(_config(pg, db, "theirs", "theirs_slot", "one"))
+            theirs = _wait_records(theirs_kafka.bootstrap, "theirs.public.one", 1) - t0
+            connect.delete("theirs")
+        t0 = time.monotonic()
+        query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", "one"), ours_kafka.bootstrap,
+                            trigger={"processingTime": "500 milliseconds"})
+        ours = _wait_records(ours_kafka.bootstrap, "ours.public.one", 1) - t0
+        query.stop()
+        _row("start-up: config submitted -> first record", theirs, ours, "s", higher_is_better=False)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    threading.stack_size(16 << 20)
+    command = sys.argv[1] if len(sys.argv) > 1 else "snapshot"
+    if command == "snapshot":
+        snapshot(int(sys.argv[2]) if len(sys.argv) > 2 else 200_000)
+    elif command == "stream":
+        stream(int(sys.argv[2]) if len(sys.argv) > 2 else 5000, int(sys.argv[3]) if len(sys.argv) > 3 else 20)
+    elif command == "startup":
+        startup()
+    else:
+        raise SystemExit(f"unknown command {command!r}: snapshot N | stream RATE SECONDS | startup")
