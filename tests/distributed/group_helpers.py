@@ -1,0 +1,126 @@
+"""A group of ``kconnect distributed`` workers as real processes on loopback, sharing one directory (checkpoints,
+topic store, key file) and one PostgreSQL group store, each driven over HTTP."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from tests.support.postgres import free_port
+
+
+def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str) -> Any:
+    """Poll ``predicate`` until it returns a truthy value; fail with the last value seen."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            value = predicate()
+        except (requests.RequestException, OSError, ValueError, KeyError) as e:
+            last = e
+        else:
+            if value:
+                return value
+            last = value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+
+
+def worker_properties(shared: Path, store_url: str, port: int, group: str) -> str:
+    """A Kafka Connect distributed worker config as connect-distributed.properties writes it, plus the group
+    store, the shared directories and a light Spark driver."""
+    return "\n".join([
+        "# Kafka's connect-distributed.properties keys, unchanged",
+        f"group.id={group}", "key.converter=org.apache.kafka.connect.json.JsonConverter",
+        "value.converter=org.apache.kafka.connect.json.JsonConverter", "key.converter.schemas.enable=true",
+        "value.converter.schemas.enable=true", "offset.storage.topic=connect-offsets",
+        "offset.storage.replication.factor=1", "config.storage.topic=connect-configs",
+        "config.storage.replication.factor=1", "status.storage.topic=connect-status",
+        "status.storage.replication.factor=1", "offset.flush.interval.ms=10000", f"listeners=http://127.0.0.1:{port}",
+        "rest.advertised.host.name=127.0.0.1", f"rest.advertised.port={port}", "heartbeat.interval.ms=500",
+        "session.timeout.ms=4000", "scheduled.rebalance.max.delay.ms=0",
+        "# the group store and the storage every worker reaches",
+        f"group.store.url={store_url}", f"offset.storage.dir={shared / 'state'}", f"topics.dir={shared / 'topics'}",
+        f"connector.allowed.paths={shared}", "trigger.interval.ms=500",
+        "# a light Spark driver per worker",
+        "spark.master=local[1]", "spark.sql.shuffle.partitions=1", "spark.ui.enabled=false",
+        "spark.driver.memory=512m", "spark.python.authenticate.socketTimeout=300s", ""])
+
+
+class GroupWorker:
+    """One ``kconnect distributed`` process and a JSON client of its REST API."""
+
+    def __init__(self, shared: Path, store_url: str, group: str, name: str):
+        self.name, self.shared = name, shared
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.worker_id = f"127.0.0.1:{self.port}"
+        self.props = shared / f"{name}.properties"
+        self.props.write_text(worker_properties(shared, store_url, self.port, group))
+        self.stderr_path = shared / f"{name}.stderr"
+        self.proc: subprocess.Popen | None = None
+        self._stderr: Any = None
+
+    def start(self) -> GroupWorker:
+        kconnect = Path(sys.executable).with_name("kconnect")
+        cmd = [str(kconnect)] if kconnect.exists() else [sys.executable, "-m", "spark_connect_bridge.cli"]
+        self._stderr = open(self.stderr_path, "a")
+        self.proc = subprocess.Popen(cmd + ["-v", "distributed", str(self.props), "--no-live"], cwd=self.shared,
+                                     stdout=subprocess.DEVNULL, stderr=self._stderr)
+        return self
+
+    def wait_healthy(self) -> None:
+        until(lambda: self.alive() and requests.get(self.url + "/health", timeout=5).status_code == 200,
+              timeout=300, what=f"{self.name}'s /health")
+
+    def alive(self) -> bool:
+        assert self.proc is not None and self.proc.poll() is None, self.stderr()[-3000:]
+        return True
+
+    def call(self, method: str, path: str, body: Any = None) -> requests.Response:
+        self.alive()
+        return requests.request(method, self.url + path, json=body, timeout=60)
+
+    def get(self, path: str) -> Any:
+        r = self.call("GET", path)
+        assert r.status_code == 200, (r.status_code, r.text)
+        return r.json()
+
+    def status(self, name: str) -> dict:
+        return self.get(f"/connectors/{name}/status")
+
+    def stderr(self) -> str:
+        if self._stderr is not None:
+            self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
+    def signal(self, sig: int) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def kill(self) -> None:
+        """``kill -9``: no clean leave, no query stop; its lease runs out."""
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait(30)
+
+    def stop(self) -> None:
+        """A clean stop (SIGINT, as Ctrl-C): queries stopped, the group left."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
