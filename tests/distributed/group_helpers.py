@@ -33,7 +33,7 @@ def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str) ->
     raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
-def worker_properties(shared: Path, store_url: str, port: int, group: str) -> str:
+def worker_properties(shared: Path, store_url: str, port: int, group: str, session_timeout_ms: int = 4000) -> str:
     """A Kafka Connect distributed worker config as connect-distributed.properties writes it, plus the group
     store, the shared directories and a light Spark driver."""
     return "\n".join([
@@ -44,8 +44,9 @@ def worker_properties(shared: Path, store_url: str, port: int, group: str) -> st
         "offset.storage.replication.factor=1", "config.storage.topic=connect-configs",
         "config.storage.replication.factor=1", "status.storage.topic=connect-status",
         "status.storage.replication.factor=1", "offset.flush.interval.ms=10000", f"listeners=http://127.0.0.1:{port}",
-        "rest.advertised.host.name=127.0.0.1", f"rest.advertised.port={port}", "heartbeat.interval.ms=500",
-        "session.timeout.ms=4000", "scheduled.rebalance.max.delay.ms=0",
+        "rest.advertised.host.name=127.0.0.1", f"rest.advertised.port={port}",
+        f"heartbeat.interval.ms={max(100, session_timeout_ms // 8)}", f"session.timeout.ms={session_timeout_ms}",
+        "scheduled.rebalance.max.delay.ms=0",
         "# the group store and the storage every worker reaches",
         f"group.store.url={store_url}", f"offset.storage.dir={shared / 'state'}", f"topics.dir={shared / 'topics'}",
         f"connector.allowed.paths={shared}", "trigger.interval.ms=500",
@@ -57,13 +58,13 @@ def worker_properties(shared: Path, store_url: str, port: int, group: str) -> st
 class GroupWorker:
     """One ``kconnect distributed`` process and a JSON client of its REST API."""
 
-    def __init__(self, shared: Path, store_url: str, group: str, name: str):
+    def __init__(self, shared: Path, store_url: str, group: str, name: str, *, session_timeout_ms: int = 4000):
         self.name, self.shared = name, shared
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.worker_id = f"127.0.0.1:{self.port}"
         self.props = shared / f"{name}.properties"
-        self.props.write_text(worker_properties(shared, store_url, self.port, group))
+        self.props.write_text(worker_properties(shared, store_url, self.port, group, session_timeout_ms))
         self.stderr_path = shared / f"{name}.stderr"
         self.proc: subprocess.Popen | None = None
         self._stderr: Any = None

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
+import pyarrow as pa
 import pytest
 
+from spark_connect_bridge.connectors.base import WriteContext
+from spark_connect_bridge.connectors.factory import build_connector
 from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
+from spark_connect_bridge.engine.datasource import _Message, _StreamWriter
 from spark_connect_bridge.errors import FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
 from spark_connect_bridge.runtime.group.fencing import FenceFile
@@ -97,13 +102,13 @@ def test_a_commit_under_a_lost_epoch_is_fenced(store, url, monkeypatch):
         store.join("w2:1", "http://w2:1", 60_000)
         store.leave("w1:1")
         store.rebalance(plan)  # w2 takes the connector over under a new epoch
-        with pytest.raises(FencedError, match="lost connector sink.*w2:1"):
+        with pytest.raises(FencedError, match=r"lost connector sink.*w2:1"):
             before_commit("ckpt-0001")
         with pytest.raises(FencedError):
             before_commit("dlq-ckpt-0001")  # its dead-letter writes too
     finally:
         fence.remove()
-    assert FENCE_ENV not in __import__("os").environ
+    assert FENCE_ENV not in os.environ
 
 
 def test_the_store_never_shows_its_url(url):
@@ -112,3 +117,32 @@ def test_the_store_never_shows_its_url(url):
         assert "s3cret" not in repr(s)
     finally:
         s.close()
+
+
+def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
+    out = tmp_path / "out.txt"
+    sink = build_connector({"connector.class": "FileStreamSink", "file": str(out)}, kind="sink")
+    writer = _StreamWriter(sink, None, False, "ckpt-sink")
+    store.join("w1:1", "http://w1:1", 60_000)
+    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.rebalance(plan)
+    fence = FenceFile(url, None, store.group_id, "w1:1")
+    try:
+        fence.install()
+        fence.hold("ckpt-sink", "sink", store.assignments()["sink"].epoch)
+
+        def batch(batch_id: int, values: list[str]) -> list:
+            staged = sink.write(iter([pa.record_batch({"value": pa.array(values)})]),
+                                WriteContext("ckpt-sink", batch_id, 0, 0))
+            return [_Message(staged)]
+
+        writer.commit(batch(0, ["a", "b"]), 0)
+        assert out.read_text().splitlines() == ["a", "b"]
+        store.join("w2:1", "http://w2:1", 60_000)
+        store.leave("w1:1")
+        store.rebalance(plan)
+        with pytest.raises(FencedError):
+            writer.commit(batch(1, ["c"]), 1)
+        assert out.read_text().splitlines() == ["a", "b"]
+    finally:
+        fence.remove()
