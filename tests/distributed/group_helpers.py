@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,11 @@ def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str) ->
     raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
-def worker_properties(shared: Path, store_url: str, port: int, group: str, session_timeout_ms: int = 4000) -> str:
+def worker_properties(shared: Path, store_url: str, port: int, group: str, session_timeout_ms: int = 4000,
+                      spark: Mapping[str, str] | None = None) -> str:
     """A Kafka Connect distributed worker config as connect-distributed.properties writes it, plus the group
-    store, the shared directories and a light Spark driver."""
+    store, the shared directories and a light Spark driver (``spark``: other spark.* keys, e.g. a cluster's)."""
+    spark = dict(spark or {"spark.master": "local[1]", "spark.driver.memory": "512m"})
     return "\n".join([
         "# Kafka's connect-distributed.properties keys, unchanged",
         f"group.id={group}", "key.converter=org.apache.kafka.connect.json.JsonConverter",
@@ -51,20 +53,22 @@ def worker_properties(shared: Path, store_url: str, port: int, group: str, sessi
         f"group.store.url={store_url}", f"offset.storage.dir={shared / 'state'}", f"topics.dir={shared / 'topics'}",
         f"connector.allowed.paths={shared}", "trigger.interval.ms=500",
         "# a light Spark driver per worker",
-        "spark.master=local[1]", "spark.sql.shuffle.partitions=1", "spark.ui.enabled=false",
-        "spark.driver.memory=512m", "spark.python.authenticate.socketTimeout=300s", ""])
+        "spark.sql.shuffle.partitions=1", "spark.ui.enabled=false", "spark.python.authenticate.socketTimeout=300s",
+        *(f"{k}={v}" for k, v in spark.items()), ""])
 
 
 class GroupWorker:
     """One ``kconnect distributed`` process and a JSON client of its REST API."""
 
-    def __init__(self, shared: Path, store_url: str, group: str, name: str, *, session_timeout_ms: int = 4000):
+    def __init__(self, shared: Path, store_url: str, group: str, name: str, *, session_timeout_ms: int = 4000,
+                 spark: Mapping[str, str] | None = None):
         self.name, self.shared = name, shared
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.worker_id = f"127.0.0.1:{self.port}"
         self.props = shared / f"{name}.properties"
-        self.props.write_text(worker_properties(shared, store_url, self.port, group, session_timeout_ms))
+        self.props.write_text(worker_properties(shared, store_url, self.port, group, session_timeout_ms,
+                                                  spark))
         self.stderr_path = shared / f"{name}.stderr"
         self.proc: subprocess.Popen | None = None
         self._stderr: Any = None

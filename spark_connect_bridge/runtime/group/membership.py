@@ -1,6 +1,7 @@
 """Membership: a worker's heartbeat thread, which renews its lease, rebalances and applies its assignments.
 
-Every ``heartbeat.interval.ms`` (or at once after :meth:`GroupMember.wake`, e.g. when a connector was created):
+A worker joins once its Spark session is up. Then every ``heartbeat.interval.ms`` (or at once after
+:meth:`GroupMember.wake`, e.g. when a connector was created):
 
 1. renew the lease (``session.timeout.ms``); when it had run out (the worker was paused, or cut off from the
    store), join again: connectors still assigned under the same epoch keep running, those given to others are
@@ -41,11 +42,11 @@ class GroupMember:
         self._thread: threading.Thread | None = None
         self._last_ok = time.monotonic()
         self._fenced = False
+        self._joined = False
 
     def start(self) -> None:
-        self.store.join(self.service.worker_id, self.service.url, self.session_ms)
-        self._last_ok = time.monotonic()
-        log.info("Worker %s joined group %s", self.service.worker_id, self.service.group_id)
+        """Join once the worker's Spark session is up (a worker still starting would hold connectors it cannot
+        run yet), then heartbeat until :meth:`stop`."""
         self._thread = threading.Thread(target=self._loop, name="kconnect-group-member", daemon=True)
         self._thread.start()
 
@@ -60,6 +61,9 @@ class GroupMember:
             self._thread.join(timeout=30)
 
     def _loop(self) -> None:
+        while not self._stopping.is_set() and not self.service.wait_ready(timeout=1.0):
+            pass
+        self._last_ok = time.monotonic()
         while not self._stopping.is_set():
             self.tick()
             self._wake.wait(self.heartbeat_s)
@@ -69,7 +73,11 @@ class GroupMember:
         """One heartbeat: renew the lease, rebalance, apply the assignments."""
         me = self.service.worker_id
         try:
-            if not self.store.heartbeat(me, self.session_ms):
+            if not self._joined:
+                self.store.join(me, self.service.url, self.session_ms)
+                self._joined = True
+                log.info("Worker %s joined group %s", me, self.service.group_id)
+            elif not self.store.heartbeat(me, self.session_ms):
                 log.warning("Worker %s: its lease in group %s had run out; joining again", me,
                             self.service.group_id)
                 self.store.join(me, self.service.url, self.session_ms)
