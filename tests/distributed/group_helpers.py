@@ -51,7 +51,7 @@ def worker_properties(shared: Path, store_url: str, port: int, group: str, sessi
         "scheduled.rebalance.max.delay.ms=0",
         "# the group store and the storage every worker reaches",
         f"group.store.url={store_url}", f"offset.storage.dir={shared / 'state'}", f"topics.dir={shared / 'topics'}",
-        f"connector.allowed.paths={shared}", "trigger.interval.ms=500",
+        f"connector.allowed.paths={shared}", "trigger.interval.ms=500", "status.interval.ms=200",
         "# a light Spark driver per worker",
         "spark.sql.shuffle.partitions=1", "spark.ui.enabled=false", "spark.python.authenticate.socketTimeout=300s",
         *(f"{k}={v}" for k, v in spark.items()), ""])

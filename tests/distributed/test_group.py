@@ -239,5 +239,3 @@ def test_a_restarted_group_finds_every_connector_in_its_target_state(group):
           what="every connector back in its target state")
     group.append(100)
     until(lambda: group.sinks_hold_everything(JDBC_SINK), what="the JDBC sink to go on after the restart")
-    assert via.call("PUT", f"/connectors/{FILE_SINK}/resume").status_code == 202
-    until(lambda: group.sinks_hold_everything(FILE_SINK), what="the resumed file sink to catch up")

@@ -313,7 +313,8 @@ class GroupService(ConnectService):
         if name in self.owned:
             return super().status(name)
         a = self.store.assignments().get(name)
-        phase = a.state if a is not None and a.state else "UNASSIGNED"  # as its owner last reported
+        live = a is not None and a.worker_id in {m.worker_id for m in self.store.members()}
+        phase = a.state if live and a is not None and a.state else "UNASSIGNED"  # as its live owner last reported
         worker = a.worker_id if a is not None and a.worker_id else self.worker_id
         conn: dict[str, Any] = {"state": phase, "worker_id": worker}
         if phase == "FAILED" and a is not None and a.trace:
