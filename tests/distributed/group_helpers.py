@@ -33,28 +33,24 @@ def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str) ->
     raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
 def worker_properties(shared: Path, store_url: str, port: int, group: str, session_timeout_ms: int = 4000,
                       spark: Mapping[str, str] | None = None) -> str:
-    """A Kafka Connect distributed worker config as connect-distributed.properties writes it, plus the group
-    store, the shared directories and a light Spark driver (``spark``: other spark.* keys, e.g. a cluster's)."""
+    """The README's ``conf/connect-distributed.properties`` (Kafka's connect-distributed.properties plus the group
+    store) as it is, then this worker's settings: its port, the group, the store, the shared directories, short
+    timeouts and a light Spark driver (``spark``: other spark.* keys, e.g. a cluster's). Later keys win."""
     spark = dict(spark or {"spark.master": "local[1]", "spark.driver.memory": "512m"})
-    return "\n".join([
-        "# Kafka's connect-distributed.properties keys, unchanged",
-        f"group.id={group}", "key.converter=org.apache.kafka.connect.json.JsonConverter",
-        "value.converter=org.apache.kafka.connect.json.JsonConverter", "key.converter.schemas.enable=true",
-        "value.converter.schemas.enable=true", "offset.storage.topic=connect-offsets",
-        "offset.storage.replication.factor=1", "config.storage.topic=connect-configs",
-        "config.storage.replication.factor=1", "status.storage.topic=connect-status",
-        "status.storage.replication.factor=1", "offset.flush.interval.ms=10000", f"listeners=http://127.0.0.1:{port}",
-        "rest.advertised.host.name=127.0.0.1", f"rest.advertised.port={port}",
-        f"heartbeat.interval.ms={max(100, session_timeout_ms // 8)}", f"session.timeout.ms={session_timeout_ms}",
-        "scheduled.rebalance.max.delay.ms=0",
-        "# the group store and the storage every worker reaches",
-        f"group.store.url={store_url}", f"offset.storage.dir={shared / 'state'}", f"topics.dir={shared / 'topics'}",
-        f"connector.allowed.paths={shared}", "trigger.interval.ms=500", "status.interval.ms=200",
-        "# a light Spark driver per worker",
-        "spark.sql.shuffle.partitions=1", "spark.ui.enabled=false", "spark.python.authenticate.socketTimeout=300s",
-        *(f"{k}={v}" for k, v in spark.items()), ""])
+    own = {"group.id": group, "listeners": f"http://127.0.0.1:{port}", "rest.advertised.host.name": "127.0.0.1",
+           "rest.advertised.port": str(port), "heartbeat.interval.ms": str(max(100, session_timeout_ms // 8)),
+           "session.timeout.ms": str(session_timeout_ms), "scheduled.rebalance.max.delay.ms": "0",
+           "group.store.url": store_url, "offset.storage.dir": str(shared / "state"),
+           "topics.dir": str(shared / "topics"), "connector.allowed.paths": str(shared),
+           "trigger.interval.ms": "500", "status.interval.ms": "200", "spark.sql.shuffle.partitions": "1",
+           "spark.ui.enabled": "false", "spark.python.authenticate.socketTimeout": "300s", **spark}
+    readme = (ROOT / "conf" / "connect-distributed.properties").read_text()
+    return readme + "\n# --- this test worker ---\n" + "".join(f"{k}={v}\n" for k, v in own.items())
 
 
 class GroupWorker:
