@@ -3,8 +3,8 @@ worker config unchanged plus the group store (PostgreSQL): one group, started on
 
 One FileStreamSource writes numbered lines into the topic store; three exactly-once sinks (file, JDBC on
 PostgreSQL, Delta) read them. The tests run in order on the same group: create through one worker and read
-through the others; pause, resume and restart through a worker that does not own the connector; a fourth worker
-takes its share, moving one connector only; ``kill -9`` of a worker mid-stream loses and duplicates nothing; a
+through the others; a fourth worker takes its share, moving one connector only; pause, resume and restart
+through a worker that does not own the connector; ``kill -9`` of a worker mid-stream loses and duplicates nothing; a
 worker paused (SIGSTOP) past its lease is fenced and leaves the data intact; the whole group restarted finds every
 connector in its target state.
 """
@@ -36,15 +36,20 @@ class Group:
         self.workers: list[GroupWorker] = []
         self.lines_written = 0
         self._names = 0
+        #: the owners when the fourth worker was started (its Spark starts while the first data flows)
+        self.owners_before_fourth: dict[str, str] = {}
+
+    def start_worker(self) -> GroupWorker:
+        """Start one more worker process (it joins the group once its Spark session is up)."""
+        worker = GroupWorker(self.shared, self.store_url, self.group_id, f"w{self._names}").start()
+        self._names += 1
+        self.workers.append(worker)
+        return worker
 
     def add_workers(self, n: int) -> list[GroupWorker]:
-        new = []
-        for _ in range(n):
-            new.append(GroupWorker(self.shared, self.store_url, self.group_id, f"w{self._names}").start())
-            self._names += 1
+        new = [self.start_worker() for _ in range(n)]
         for w in new:
             w.wait_healthy()
-        self.workers += new
         return new
 
     def live(self) -> list[GroupWorker]:
@@ -157,7 +162,20 @@ def test_connectors_created_through_one_worker_are_read_through_the_others(group
     owners = until(group.running_on_live_workers, what="every connector RUNNING")
     assert sorted(Counter(owners.values()).values()) == [1, 1, 2]  # spread evenly over three workers
     assert w2.status(SOURCE)["connector"]["worker_id"] == w1.status(SOURCE)["connector"]["worker_id"]
+    group.owners_before_fourth = owners
+    group.start_worker()  # the next test's fourth worker: its Spark starts while the first lines flow
     until(group.sinks_hold_everything, what="the first 200 lines in every sink")
+
+
+def test_a_fourth_worker_takes_its_share_moving_one_connector(group):
+    before, w3 = group.owners_before_fourth, group.workers[3]
+    w3.wait_healthy()
+    after = until(lambda: (o := group.running_on_live_workers()) and w3.worker_id in o.values() and o,
+                  what="the fourth worker to run a connector")
+    assert sorted(Counter(after.values()).values()) == [1, 1, 1, 1]
+    assert sum(before[n] != after[n] for n in CONNECTORS) == 1  # incremental: only what must move
+    group.append(50)
+    until(group.sinks_hold_everything, what="50 more lines")
 
 
 def test_pause_resume_and_restart_reach_the_owner(group):
@@ -176,17 +194,6 @@ def test_pause_resume_and_restart_reach_the_owner(group):
           what="the owner to restart the query")
     group.append(50)
     until(lambda: group.running_on_live_workers() and group.sinks_hold_everything(), what="50 more lines")
-
-
-def test_a_fourth_worker_takes_its_share_moving_one_connector(group):
-    before = group.owners()
-    (w3,) = group.add_workers(1)
-    after = until(lambda: (o := group.running_on_live_workers()) and w3.worker_id in o.values() and o,
-                  what="the fourth worker to run a connector")
-    assert sorted(Counter(after.values()).values()) == [1, 1, 1, 1]
-    assert sum(before[n] != after[n] for n in CONNECTORS) == 1  # incremental: only what must move
-    group.append(50)
-    until(group.sinks_hold_everything, what="50 more lines")
 
 
 def test_kill_9_mid_stream_loses_and_duplicates_nothing(group):

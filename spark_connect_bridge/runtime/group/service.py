@@ -111,10 +111,7 @@ class GroupService(ConnectService):
             own_host, _, own_port = self.worker_id.rpartition(":")
             self.worker_id = f"{host or own_host}:{port or own_port}"
         self.fence.set_worker(self.worker_id)
-        with self._lock:
-            self._sync()
-            for name, stored in ((s.name, s) for s in self.store.connectors()):
-                self._restarts_seen[name] = stored.restarts  # restarts asked before we joined are done
+        self._sync()  # restarts asked for before this worker started are not replayed: their counts are seen
         self.worker.start()
         self.member.start()
 
