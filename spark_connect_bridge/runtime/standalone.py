@@ -152,6 +152,9 @@ def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bo
     except (ConnectError, OSError) as e:
         print(f"error: {e}", flush=True)
         return 2
+    if config["group.id"] and service_class is ConnectService:
+        log.warning("worker config: group.id and the group keys have no effect on a standalone worker: run "
+                    "`kconnect distributed %s` to join group %s", worker_properties, config["group.id"])
     try:
         worker = RunningWorker.start(config, service_class=service_class)
     except OSError as e:
