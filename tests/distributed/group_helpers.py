@@ -16,8 +16,9 @@ import requests
 from tests.support.postgres import free_port
 
 
-def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str) -> Any:
-    """Poll ``predicate`` until it returns a truthy value; fail with the last value seen."""
+def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str,
+          explain: Callable[[], str] | None = None) -> Any:
+    """Poll ``predicate`` until it returns a truthy value; fail with the last value seen (and ``explain()``)."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while time.monotonic() < deadline:
@@ -30,7 +31,8 @@ def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str) ->
                 return value
             last = value
         time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}"
+                         + (f"\n{explain()}" if explain is not None else ""))
 
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,6 +15,7 @@ import signal
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,6 +52,18 @@ class Group:
         for w in new:
             w.wait_healthy()
         return new
+
+    def until(self, predicate: Any, *, what: str, timeout: float = 300.0) -> Any:
+        return until(predicate, what=what, timeout=timeout, explain=self.explain)
+
+    def explain(self) -> str:
+        """What each sink holds and the end of each worker's log, for a failed wait."""
+        held = {name: len(rows()) for name, rows in ((FILE_SINK, self.file_rows), (JDBC_SINK, self.jdbc_rows),
+                                                     (DELTA_SINK, self.delta_rows))}
+        logs = "\n".join(f"--- {w.name} ({w.worker_id}):\n" + "\n".join(
+            line for line in w.stderr().splitlines() if "spark_connect_bridge" in line or "Error" in line)[-3000:]
+            for w in self.workers)
+        return f"{self.lines_written} lines written; sinks hold {held}\n{logs}"
 
     def live(self) -> list[GroupWorker]:
         return [w for w in self.workers if w.proc is not None and w.proc.poll() is None]
@@ -159,23 +172,23 @@ def test_connectors_created_through_one_worker_are_read_through_the_others(group
     assert sorted(w1.get("/connectors")) == sorted(CONNECTORS)
     assert w2.get(f"/connectors/{JDBC_SINK}/config")["connection.password"] != "secret-not-needed"
     group.append(200)
-    owners = until(group.running_on_live_workers, what="every connector RUNNING")
+    owners = group.until(group.running_on_live_workers, what="every connector RUNNING")
     assert sorted(Counter(owners.values()).values()) == [1, 1, 2]  # spread evenly over three workers
     assert w2.status(SOURCE)["connector"]["worker_id"] == w1.status(SOURCE)["connector"]["worker_id"]
     group.owners_before_fourth = owners
     group.start_worker()  # the next test's fourth worker: its Spark starts while the first lines flow
-    until(group.sinks_hold_everything, what="the first 200 lines in every sink")
+    group.until(group.sinks_hold_everything, what="the first 200 lines in every sink")
 
 
 def test_a_fourth_worker_takes_its_share_moving_one_connector(group):
     before, w3 = group.owners_before_fourth, group.workers[3]
     w3.wait_healthy()
-    after = until(lambda: (o := group.running_on_live_workers()) and w3.worker_id in o.values() and o,
+    after = group.until(lambda: (o := group.running_on_live_workers()) and w3.worker_id in o.values() and o,
                   what="the fourth worker to run a connector")
     assert sorted(Counter(after.values()).values()) == [1, 1, 1, 1]
     assert sum(before[n] != after[n] for n in CONNECTORS) == 1  # incremental: only what must move
     group.append(50)
-    until(group.sinks_hold_everything, what="50 more lines")
+    group.until(group.sinks_hold_everything, what="50 more lines")
 
 
 def test_pause_resume_and_restart_reach_the_owner(group):
@@ -183,29 +196,29 @@ def test_pause_resume_and_restart_reach_the_owner(group):
     other = next(w for w in group.live() if w.worker_id != owner_id)
     owner = next(w for w in group.live() if w.worker_id == owner_id)
     assert other.call("PUT", f"/connectors/{FILE_SINK}/pause").status_code == 202
-    until(lambda: owner.status(FILE_SINK)["connector"]["state"] == "PAUSED", what="the owner to pause it")
-    until(lambda: other.status(FILE_SINK)["connector"] == {"state": "PAUSED", "worker_id": owner_id},
+    group.until(lambda: owner.status(FILE_SINK)["connector"]["state"] == "PAUSED", what="the owner to pause it")
+    group.until(lambda: other.status(FILE_SINK)["connector"] == {"state": "PAUSED", "worker_id": owner_id},
           what="the owner's PAUSED status through another worker")
     stopped_before = owner.stderr().count(f"Connector {FILE_SINK}: query stopped")
     assert other.call("PUT", f"/connectors/{FILE_SINK}/resume").status_code == 202
-    until(lambda: other.status(FILE_SINK)["connector"]["state"] == "RUNNING", what="the owner to resume it")
+    group.until(lambda: other.status(FILE_SINK)["connector"]["state"] == "RUNNING", what="the owner to resume it")
     assert other.call("POST", f"/connectors/{FILE_SINK}/restart").status_code == 204
-    until(lambda: owner.stderr().count(f"Connector {FILE_SINK}: query stopped") > stopped_before,
+    group.until(lambda: owner.stderr().count(f"Connector {FILE_SINK}: query stopped") > stopped_before,
           what="the owner to restart the query")
     group.append(50)
-    until(lambda: group.running_on_live_workers() and group.sinks_hold_everything(), what="50 more lines")
+    group.until(lambda: group.running_on_live_workers() and group.sinks_hold_everything(), what="50 more lines")
 
 
 def test_kill_9_mid_stream_loses_and_duplicates_nothing(group):
     owners = group.owners()
     victim = next(w for w in group.live() if w.worker_id == owners[JDBC_SINK])
     group.append(300)
-    until(lambda: len(group.jdbc_rows()) > len(group.expected()) - 300, what="the JDBC sink mid-stream")
+    group.until(lambda: len(group.jdbc_rows()) > len(group.expected()) - 300, what="the JDBC sink mid-stream")
     victim.kill()
     group.append(100)
-    moved = until(group.running_on_live_workers, what="the killed worker's connectors RUNNING elsewhere")
+    moved = group.until(group.running_on_live_workers, what="the killed worker's connectors RUNNING elsewhere")
     assert victim.worker_id not in moved.values()
-    until(group.sinks_hold_everything, what="every line exactly once after the kill")
+    group.until(group.sinks_hold_everything, what="every line exactly once after the kill")
 
 
 def test_a_worker_paused_past_its_lease_is_fenced(group):
@@ -215,25 +228,28 @@ def test_a_worker_paused_past_its_lease_is_fenced(group):
     zombie.signal(signal.SIGSTOP)
     try:
         others = [w for w in group.live() if w is not zombie]
-        until(lambda: others[0].status(FILE_SINK)["connector"]["worker_id"] != zombie.worker_id
+        group.until(lambda: others[0].status(FILE_SINK)["connector"]["worker_id"] != zombie.worker_id
               and others[0].status(FILE_SINK)["connector"]["state"] == "RUNNING",
               what="another worker to take the paused worker's file sink over")
         group.append(100)
-        until(lambda: group.sinks_hold_everything(FILE_SINK), what="the new owner to write the lines")
+        group.until(lambda: group.sinks_hold_everything(FILE_SINK), what="the new owner to write the lines")
     finally:
         zombie.signal(signal.SIGCONT)
-    until(lambda: "lease in group" in zombie.stderr() and (f"Connector {FILE_SINK} now belongs to" in zombie.stderr()
-                                                           or "fenced" in zombie.stderr()),
-          what="the woken worker to find its lease lost and stop the connector")
+
+    def fenced() -> bool:
+        log = zombie.stderr()
+        return "lease in group" in log and (f"Connector {FILE_SINK} now belongs to" in log or "fenced" in log)
+
+    group.until(fenced, what="the woken worker to find its lease lost and stop the connector")
     group.append(100)
-    until(group.sinks_hold_everything, what="every line exactly once after the fenced worker woke")
+    group.until(group.sinks_hold_everything, what="every line exactly once after the fenced worker woke")
 
 
 def test_a_restarted_group_finds_every_connector_in_its_target_state(group):
     via = group.live()[0]
     assert via.call("PUT", f"/connectors/{FILE_SINK}/pause").status_code == 202
     assert via.call("PUT", f"/connectors/{DELTA_SINK}/stop").status_code == 204
-    until(lambda: via.status(FILE_SINK)["connector"]["state"] == "PAUSED"
+    group.until(lambda: via.status(FILE_SINK)["connector"]["state"] == "PAUSED"
           and via.status(DELTA_SINK)["connector"]["state"] == "STOPPED", what="paused and stopped")
     for w in group.live():
         w.signal(signal.SIGINT)
@@ -242,7 +258,7 @@ def test_a_restarted_group_finds_every_connector_in_its_target_state(group):
     group.add_workers(2)  # a smaller group: the connectors are spread over what there is
     want = {SOURCE: "RUNNING", JDBC_SINK: "RUNNING", FILE_SINK: "PAUSED", DELTA_SINK: "STOPPED"}
     via = group.live()[0]
-    until(lambda: {n: via.status(n)["connector"]["state"] for n in CONNECTORS} == want,
+    group.until(lambda: {n: via.status(n)["connector"]["state"] for n in CONNECTORS} == want,
           what="every connector back in its target state")
     group.append(100)
-    until(lambda: group.sinks_hold_everything(JDBC_SINK), what="the JDBC sink to go on after the restart")
+    group.until(lambda: group.sinks_hold_everything(JDBC_SINK), what="the JDBC sink to go on after the restart")

@@ -169,7 +169,7 @@ class GroupService(ConnectService):
         self.fence.drop(name)
 
         def remove() -> None:
-            self.worker.stop_query(rt)
+            self._stop_query(rt)
             new = self.worker.runtimes.get(name)
             self.worker.remove_checkpoints(name, keep=self.worker.checkpoint(new.state) if new else None)
 
@@ -214,8 +214,7 @@ class GroupService(ConnectService):
 
         def stop_then_release() -> None:
             try:
-                self.worker.stop_query(rt)
-                rt.phase = "UNASSIGNED"
+                self._stop_query(rt)
                 if self.store.release(name, self.worker_id, epoch):
                     log.info("Connector %s handed over to %s", name, a.pending_worker)
             finally:
@@ -227,11 +226,14 @@ class GroupService(ConnectService):
         self.owned.pop(rt.name, None)
         self.fence.drop(rt.name)
 
-        def stop() -> None:
-            self.worker.stop_query(rt)
-            rt.phase, rt.trace = "UNASSIGNED", None
+        self.worker.submit(lambda: self._stop_query(rt))
 
-        self.worker.submit(stop)
+    def _stop_query(self, rt: ConnectorRuntime) -> None:
+        """Stop a query this worker no longer owns (herder thread), including a sink still waiting for its
+        topics, which the worker's poll would otherwise start once they appear."""
+        self.worker.stop_query(rt)
+        rt.metrics.waiting_for_topics = False
+        rt.phase, rt.trace = "UNASSIGNED", None
 
     def fence_all(self) -> None:
         """This worker cannot reach the store for longer than its session: others may own its connectors now."""
