@@ -28,6 +28,7 @@ from .engine.queries import stop_query
 from .engine.topic_store import TopicStore
 from .errors import ConfigError, ConnectError
 from .rest.client import Client
+from .runtime.group import run_distributed
 from .runtime.standalone import run
 from .runtime.validate import check_config
 from .runtime.worker_config import load_worker_config
@@ -157,6 +158,10 @@ def cmd_standalone(args: argparse.Namespace) -> int:
     return run(args.worker_config, args.connector_configs, live=not args.no_live)
 
 
+def cmd_distributed(args: argparse.Namespace) -> int:
+    return run_distributed(args.worker_config, live=not args.no_live)
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     return run(args.worker_config, (), live=not args.no_live)
 
@@ -254,6 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
     wk.add_argument("worker_config", help="worker.properties")
     wk.add_argument("--no-live", action="store_true", help="no live status table")
     wk.set_defaults(func=cmd_worker)
+
+    di = sub.add_parser("distributed", help="run a worker of a group (like connect-distributed): group.id and "
+                                            "group.store.url in the worker config")
+    di.add_argument("worker_config", help="worker.properties")
+    di.add_argument("--no-live", action="store_true", help="no live status table")
+    di.set_defaults(func=cmd_distributed)
 
     url_help = "the worker's REST API (default: $KCONNECT_URL or http://127.0.0.1:8083; basic auth from " \
                "$KCONNECT_REST_USER / $KCONNECT_REST_PASSWORD)"

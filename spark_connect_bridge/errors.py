@@ -18,6 +18,7 @@ __all__ = [
     "RecordError",
     "RetriableError",
     "DataError",
+    "FencedError",
 ]
 
 
@@ -69,6 +70,11 @@ class ConfigError(ConnectError, ValueError):
 
 class PluginNotFoundError(ConfigError):
     """A connector, transform, predicate or converter class could not be resolved."""
+
+
+class FencedError(ConnectError):
+    """A worker of a distributed group tried to commit for a connector whose lease it lost: another worker owns
+    the connector under a newer epoch, so this commit must not happen."""
 
 
 class DataError(ConnectError):

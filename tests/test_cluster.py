@@ -11,9 +11,13 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.distributed.group_helpers import GroupWorker, until
+from tests.support import servers
 
 pytestmark = pytest.mark.cluster
 
@@ -105,3 +109,28 @@ def test_datagen_to_file_sink_on_a_standalone_cluster(cluster, tmp_path):
     viewtimes = sorted(int(v) for v in out.read_text().split())
     # pageviews keys: viewtime = 1 + (iteration * tasks + task) * 10, 5,000 iterations per task.
     assert viewtimes == [1 + i * 10 for i in range(10_000)]
+
+
+def test_a_group_worker_runs_its_queries_on_the_cluster_named_by_spark_master(cluster, tmp_path):
+    """``spark.master`` in a (distributed) worker config: the worker's Spark application registers with the
+    standalone master and its connector's query runs on the cluster's executors."""
+    import deltalake
+
+    url, _env, work = cluster
+    host, port = servers.postgres()
+    (tmp_path / "in.txt").write_text("".join(f"line {i}\n" for i in range(50)))
+    worker = GroupWorker(tmp_path, f"postgresql://postgres@{host}:{port}/test", "cluster-" + uuid.uuid4().hex[:6],
+                         "w0", spark={"spark.master": url, "spark.driver.host": "127.0.0.1",
+                                      "spark.executor.memory": "512m", "spark.executor.cores": "1",
+                                      "spark.cores.max": "2"}).start()
+    table = tmp_path / "topics" / "lines"
+    try:
+        worker.wait_healthy()
+        config = {"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "lines"}
+        assert worker.call("POST", "/connectors", {"name": "src", "config": config}).status_code == 201
+        until(lambda: (table / "_delta_log").is_dir() and deltalake.DeltaTable(str(table)).count() == 50,
+              what="the lines in the topic store, through the cluster")
+        assert worker.status("src")["connector"] == {"state": "RUNNING", "worker_id": worker.worker_id}
+        assert "Registering app kconnect-worker" in (work / "master.log").read_text()
+    finally:
+        worker.stop()

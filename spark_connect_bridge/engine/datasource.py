@@ -36,6 +36,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, Supp
 from ..connectors.base import CommitContext, WriteContext, checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..connectors.offsets import canonical
+from ..core.fencing import before_commit
 from ..core.records import arrow_schema
 from ..core.retry import retries_so_far
 
@@ -311,6 +312,7 @@ class _WriteMixin:
     def _commit_and_report(self, messages: list, batch_id: int | None) -> None:
         before = retries_so_far()
         _report_unmatched(self.sink, messages, batch_id)
+        before_commit(self.app_id)  # a distributed worker that lost this connector's lease stops here
         self.sink.commit(self._payloads(messages), CommitContext(self.app_id, batch_id, self.overwrite))
         if self.rejects_dir:
             retries = retries_so_far() - before + sum(m.retries for m in messages if m is not None)

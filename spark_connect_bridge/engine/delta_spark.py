@@ -34,6 +34,7 @@ from ..connectors.base import checkpoint_app_id
 from ..connectors.delta import OP_COLUMN, VERSION_STRIDE, rows_frame
 from ..connectors.delta_files import quote_identifier, widens
 from ..connectors.factory import build_connector
+from ..core.fencing import before_commit
 from ..core.records import HEADERS_TYPE, RECORD_COLUMNS
 from ..errors import ConfigError, ConfigProblem, ConnectError
 from .queries import start_query
@@ -162,6 +163,7 @@ def delta_spark_write(df: Any, sink: Any, *, app_id: str | None = None, batch_id
             groups = [(sink.table_path(None, local=False), df)]
         for path, part in groups:
             rows, keys = rows_frame(part, cfg)
+            before_commit(app_id)  # each table's write is its own commit
             if cfg.delta_write_mode == "append":
                 _delta_spark_append(rows, path, sink, app_id, batch_id)
             else:

@@ -38,14 +38,16 @@ class RunningWorker:
         self.service, self.server = service, server
 
     @classmethod
-    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None) -> RunningWorker:
-        """Start the REST API first (so clients can poll ``/health`` while Spark starts), then the worker."""
+    def start(cls, config: WorkerConfig | Mapping[str, Any] | str, *, spark: Any = None,
+              service_class: type[ConnectService] = ConnectService) -> RunningWorker:
+        """Start the REST API first (so clients can poll ``/health`` while Spark starts), then the worker
+        (``service_class``: a group worker's service, see :mod:`spark_connect_bridge.runtime.group`)."""
 
         if isinstance(config, str):
             config = load_worker_config(config)
         elif not isinstance(config, WorkerConfig):
             config = parse_worker_config(config)
-        service = ConnectService(config, spark=spark)
+        service = service_class(config, spark=spark)
         server = RestServer(service, users=basic_auth_users(config)).start()
         service.worker_id = f"{config.host}:{server.port}"
         service.start()
@@ -141,7 +143,8 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
             time.sleep(interval)
 
 
-def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bool = True) -> int:
+def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bool = True,
+        service_class: type[ConnectService] = ConnectService) -> int:
     """``kconnect standalone``: exit codes as connect-standalone (2 startup failure, 3 connector creation)."""
 
     try:
@@ -149,10 +152,16 @@ def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bo
     except (ConnectError, OSError) as e:
         print(f"error: {e}", flush=True)
         return 2
+    if config.group_id and service_class is ConnectService:
+        log.warning("worker config: group.id and the group keys have no effect on a standalone worker: run "
+                    "`kconnect distributed %s` to join group %s", worker_properties, config.group_id)
     try:
-        worker = RunningWorker.start(config)
+        worker = RunningWorker.start(config, service_class=service_class)
     except OSError as e:
         print(f"error: cannot serve the REST API on {config.host}:{config.port}: {e}", flush=True)
+        return 2
+    except ConnectError as e:  # a group worker that cannot reach its group store
+        print(f"error: {e}", flush=True)
         return 2
     print(f"kconnect worker: REST API on {worker.url}, state in {config.state_dir}, topics in {config.topics_dir}",
           flush=True)

@@ -43,10 +43,15 @@ _CONVERTER_PREFIXES = ("key.converter.", "value.converter.", "header.converter."
 # Kafka worker keys that configure Kafka clients or the Kafka-based stores: accepted (so a Kafka
 # worker.properties loads unchanged) and logged as having no effect.
 KAFKA_ONLY_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms",
-                   "plugin.discovery", "rest.advertised.host.name",
-                   "rest.advertised.port", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
-                   "connector.client.config.override.policy", "group.id",
+                   "plugin.discovery", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
+                   "connector.client.config.override.policy",
                    "config.storage.topic", "offset.storage.topic", "status.storage.topic",
+                   "config.storage.replication.factor", "offset.storage.replication.factor",
+                   "status.storage.replication.factor", "offset.storage.partitions", "status.storage.partitions",
+                   "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms", "connect.protocol",
+                   "exactly.once.source.support", "inter.worker.key.generation.algorithm",
+                   "inter.worker.key.size", "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm",
+                   "inter.worker.verification.algorithms",
                    "internal.key.converter", "internal.value.converter", "key.converter.schema.registry.url")
 KAFKA_ONLY_PREFIXES = ("producer.", "consumer.", "admin.", "sasl.", "security.",
                        "internal.key.converter.", "internal.value.converter.")
@@ -138,6 +143,31 @@ WORKER_CONFIG = (
     .define("plugin.path", Type.LIST, None, importance=Importance.LOW, group="Plugins",
             doc="Kafka's plugin directories: not applicable (plugins are Python classes: built-ins, the "
                 "spark_connect_bridge.* entry points and plugin.allowed.modules); accepted and warned about.")
+    .define("group.id", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
+            doc="Kafka Connect's distributed worker group: workers with the same group.id and group store share "
+                "connector configs, target states and statuses, spread the connectors among themselves and take "
+                "over a dead worker's (kconnect distributed). Needs group.store.url.")
+    .define("group.store.url", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
+            doc="Where the group coordinates: a PostgreSQL URL (postgresql://user@host:5432/db; libpq URL "
+                "parameters such as sslmode apply). Kafka's config/offset/status storage topics are replaced by "
+                "tables keyed by group.id; offsets stay in each query's checkpoint under offset.storage.dir, "
+                "which every worker of the group must reach.")
+    .define("group.store.password", Type.PASSWORD, None, importance=Importance.HIGH, group="Distributed",
+            doc="Password of the group store (use a config provider: ${file:/secrets/group.properties:pass}).")
+    .define("heartbeat.interval.ms", Type.INT, 3000, Range.at_least(10), Importance.HIGH, group="Distributed",
+            doc="How often a worker renews its lease in the group store and checks its assignments.")
+    .define("session.timeout.ms", Type.INT, 10000, Range.at_least(100), Importance.HIGH, group="Distributed",
+            doc="A worker's lease: one that has not renewed it for this long is out of the group, and its "
+                "connectors go to the others (after scheduled.rebalance.max.delay.ms).")
+    .define("scheduled.rebalance.max.delay.ms", Type.INT, 300000, Range.at_least(0), Importance.MEDIUM,
+            group="Distributed",
+            doc="How long the connectors of a worker whose lease ran out wait for it to come back before they are "
+                "given to others (KIP-415). A worker that left cleanly frees its connectors at once.")
+    .define("rest.advertised.host.name", Type.STRING, None, importance=Importance.LOW, group="Distributed",
+            doc="Host name the other workers and clients reach this worker's REST API under (its worker_id); "
+                "default: the listener's host.")
+    .define("rest.advertised.port", Type.INT, None, Range.between(0, 65535), Importance.LOW, group="Distributed",
+            doc="Port the other workers reach this worker's REST API under; default: the listener's port.")
     .define("topic.tracking.enable", Type.BOOLEAN, True, importance=Importance.LOW, group="REST",
             doc="Serve GET /connectors/{name}/topics (403 when false).")
     .define("topic.tracking.allow.reset", Type.BOOLEAN, True, importance=Importance.LOW, group="REST",
@@ -317,6 +347,7 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     if auth and not os.path.isfile(os.path.join(base, auth)):
         problems.append(ConfigProblem("rest.basic.auth.file", f"Invalid value {auth} for configuration "
                                                               f"rest.basic.auth.file: no such file"))
+    _check_group(cfg, problems)
     if problems:
         raise ConfigError(problems, context="worker config")
     converters = {k: str(v) for k, v in props.items()
@@ -334,6 +365,25 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg.topics_dir)),
                         spark_conf, converters, scheme, ssl, policy, key_file, spark_env,
                         kafka_client=kafka_client if cfg.bootstrap_servers else {})
+
+
+def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
+    if cfg.group_id and not cfg.group_store_url:
+        problems.append(ConfigProblem("group.store.url", "Missing required configuration \"group.store.url\" for a "
+                                                         "worker group (group.id is set): a PostgreSQL URL; the "
+                                                         "group does not coordinate through Kafka topics yet"))
+    if cfg.group_store_url and not cfg.group_id:
+        problems.append(ConfigProblem("group.id", "Missing required configuration \"group.id\": group.store.url "
+                                                  "is set"))
+    url = cfg.group_store_url
+    if url and not str(url).startswith(("postgresql://", "postgres://")):
+        problems.append(ConfigProblem("group.store.url", "Invalid value for configuration group.store.url: a "
+                                                         "postgresql:// URL"))
+    if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
+        problems.append(ConfigProblem("heartbeat.interval.ms", f"Invalid value {cfg['heartbeat.interval.ms']} for "
+                                                               f"configuration heartbeat.interval.ms: it must be "
+                                                               f"less than session.timeout.ms "
+                                                               f"({cfg['session.timeout.ms']})"))
 
 
 _OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")

@@ -188,30 +188,30 @@ class Settings:
 
     @classmethod
     def of(cls, config: Any, *, name: str, flavor: str) -> Settings:
-        mode = config["snapshot.mode"]
+        mode = config.snapshot_mode
         mode = {"schema_only": "no_data", "schema_only_recovery": "recovery"}.get(mode, mode)
         return cls(
-            name=name, flavor=flavor, host=config["database.hostname"], port=config["database.port"],
-            user=config["database.user"], password=config.get("database.password"),
-            server_id=config["database.server.id"], ssl_mode=config["database.ssl.mode"],
-            connect_timeout_s=config["connect.timeout.ms"] / 1000.0, prefix=config["topic.prefix"],
-            snapshot_mode=mode, locking_mode=config["snapshot.locking.mode"],
-            fetch_size=config["snapshot.fetch.size"], bigint_mode=config["bigint.unsigned.handling.mode"],
-            decimal_mode=config["decimal.handling.mode"], time_mode=config["time.precision.mode"],
-            binary_mode=config["binary.handling.mode"], include_query=config["include.query"],
-            tombstones=config["tombstones.on.delete"], skipped=frozenset(config["skipped.operations"]) - {"none"},
-            heartbeat_ms=config["heartbeat.interval.ms"], read_timeout_s=config["binlog.read.timeout.ms"] / 1000.0,
-            batch_size=config["max.batch.size"],
-            database_include=tuple(config["database.include.list"]),
-            database_exclude=tuple(config["database.exclude.list"]),
-            table_include=tuple(config["table.include.list"]), table_exclude=tuple(config["table.exclude.list"]),
-            column_include=tuple(config["column.include.list"]),
-            column_exclude=tuple(config["column.exclude.list"]),
+            name=name, flavor=flavor, host=config.database_hostname, port=config.database_port,
+            user=config.database_user, password=config.get("database.password"),
+            server_id=config.database_server_id, ssl_mode=config.database_ssl_mode,
+            connect_timeout_s=config.connect_timeout_ms / 1000.0, prefix=config.topic_prefix,
+            snapshot_mode=mode, locking_mode=config.snapshot_locking_mode,
+            fetch_size=config.snapshot_fetch_size, bigint_mode=config.bigint_unsigned_handling_mode,
+            decimal_mode=config.decimal_handling_mode, time_mode=config.time_precision_mode,
+            binary_mode=config.binary_handling_mode, include_query=config.include_query,
+            tombstones=config.tombstones_on_delete, skipped=frozenset(config.skipped_operations) - {"none"},
+            heartbeat_ms=config.heartbeat_interval_ms, read_timeout_s=config.binlog_read_timeout_ms / 1000.0,
+            batch_size=config.max_batch_size,
+            database_include=tuple(config.database_include_list),
+            database_exclude=tuple(config.database_exclude_list),
+            table_include=tuple(config.table_include_list), table_exclude=tuple(config.table_exclude_list),
+            column_include=tuple(config.column_include_list),
+            column_exclude=tuple(config.column_exclude_list),
             retry_timeout_ms=config.get("errors.retry.timeout", 0) or 0,
             retry_delay_max_ms=config.get("errors.retry.delay.max.ms", 60000) or 60000,
-            signal_table=split_table(config["signal.data.collection"]),
-            incremental_chunk_size=config["incremental.snapshot.chunk.size"], read_only=config["read.only"],
-            include_schema_changes=config["include.schema.changes"])
+            signal_table=split_table(config.signal_data_collection),
+            incremental_chunk_size=config.incremental_snapshot_chunk_size, read_only=config.read_only,
+            include_schema_changes=config.include_schema_changes)
 
     # ---- filters (Debezium's: regular expressions matched in full, case-insensitively)
     def table_wanted(self, database: str, table: str) -> bool:

@@ -173,28 +173,28 @@ class PostgresSettings:
     @classmethod
     def from_config(cls, config: Any, *, name: str) -> PostgresSettings:
         """The settings of a config parsed with :data:`CONFIG_DEF` (plus the common source keys)."""
-        mode = config["snapshot.mode"].lower()
+        mode = config.snapshot_mode.lower()
         password = config.get("database.password")
         return cls(
-            name=name, hostname=config["database.hostname"], port=int(config["database.port"]),
-            user=config["database.user"],
+            name=name, hostname=config.database_hostname, port=int(config.database_port),
+            user=config.database_user,
             password=password if isinstance(password, Password) and password.value() else None,
-            dbname=config["database.dbname"], sslmode=config["database.sslmode"].lower(),
-            topic_prefix=config["topic.prefix"], slot_name=config["slot.name"],
-            slot_drop_on_stop=bool(config["slot.drop.on.stop"]), publication_name=config["publication.name"],
-            publication_mode=PublicationMode(config["publication.autocreate.mode"].lower()),
-            schema_include=tuple(config["schema.include.list"]), schema_exclude=tuple(config["schema.exclude.list"]),
-            table_include=tuple(config["table.include.list"]), table_exclude=tuple(config["table.exclude.list"]),
-            column_include=tuple(config["column.include.list"]), column_exclude=tuple(config["column.exclude.list"]),
+            dbname=config.database_dbname, sslmode=config.database_sslmode.lower(),
+            topic_prefix=config.topic_prefix, slot_name=config.slot_name,
+            slot_drop_on_stop=bool(config.slot_drop_on_stop), publication_name=config.publication_name,
+            publication_mode=PublicationMode(config.publication_autocreate_mode.lower()),
+            schema_include=tuple(config.schema_include_list), schema_exclude=tuple(config.schema_exclude_list),
+            table_include=tuple(config.table_include_list), table_exclude=tuple(config.table_exclude_list),
+            column_include=tuple(config.column_include_list), column_exclude=tuple(config.column_exclude_list),
             snapshot_mode=SnapshotMode("no_data" if mode == "schema_only" else mode),
-            tombstones_on_delete=bool(config["tombstones.on.delete"]),
-            skipped_operations=frozenset(config["skipped.operations"]) - {"none"},
-            decimal_mode=config["decimal.handling.mode"].lower(), time_mode=config["time.precision.mode"].lower(),
-            interval_mode=config["interval.handling.mode"].lower(),
-            unavailable_placeholder=config["unavailable.value.placeholder"],
-            heartbeat_interval_ms=int(config["heartbeat.interval.ms"]), max_batch_size=int(config["max.batch.size"]),
-            signal_table=split_table(config["signal.data.collection"]),
-            incremental_chunk_size=int(config["incremental.snapshot.chunk.size"]),
+            tombstones_on_delete=bool(config.tombstones_on_delete),
+            skipped_operations=frozenset(config.skipped_operations) - {"none"},
+            decimal_mode=config.decimal_handling_mode.lower(), time_mode=config.time_precision_mode.lower(),
+            interval_mode=config.interval_handling_mode.lower(),
+            unavailable_placeholder=config.unavailable_value_placeholder,
+            heartbeat_interval_ms=int(config.heartbeat_interval_ms), max_batch_size=int(config.max_batch_size),
+            signal_table=split_table(config.signal_data_collection),
+            incremental_chunk_size=int(config.incremental_snapshot_chunk_size),
             retry_timeout_ms=int(config.get("errors.retry.timeout", 0)),
             retry_delay_max_ms=int(config.get("errors.retry.delay.max.ms", 60000)))
 

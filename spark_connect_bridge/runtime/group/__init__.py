@@ -1,0 +1,28 @@
+"""Distributed mode: a group of kconnect workers that share configs, target states and statuses, spread the
+connectors among themselves, and take over a dead worker's connectors from their checkpoints.
+
+``kconnect distributed worker.properties`` runs one worker of the group named by ``group.id``; the workers
+coordinate through the group store (``group.store.url``, PostgreSQL) behind one small interface
+(:class:`~.store.GroupStore`). See the README's "Running a group of workers".
+"""
+
+from __future__ import annotations
+
+from ...errors import ConfigError, ConfigProblem
+from ..standalone import run
+from ..worker_config import load_worker_config
+from .service import GroupService
+from .store import GroupStore
+
+__all__ = ["GroupService", "GroupStore", "run_distributed"]
+
+
+def run_distributed(worker_properties: str, *, live: bool = True) -> int:
+    """``kconnect distributed worker.properties`` (like ``connect-distributed``): exit code 2 on a startup
+    failure."""
+    config = load_worker_config(worker_properties)
+    if not config.group_id:
+        raise ConfigError([ConfigProblem("group.id", 'Missing required configuration "group.id" for a distributed '
+                                                     'worker (and group.store.url, the group store)')],
+                          context="worker config")
+    return run(worker_properties, (), live=live, service_class=GroupService)

@@ -1,0 +1,148 @@
+"""The PostgreSQL group store and the commit fence, against the run's PostgreSQL (no Spark)."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from spark_connect_bridge.connectors.base import WriteContext
+from spark_connect_bridge.connectors.factory import build_connector
+from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
+from spark_connect_bridge.engine.datasource import _Message, _StreamWriter
+from spark_connect_bridge.errors import FencedError
+from spark_connect_bridge.runtime.group.assignment import plan
+from spark_connect_bridge.runtime.group.fencing import FenceFile
+from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
+from tests.support import servers
+
+
+@pytest.fixture(scope="module")
+def url():
+    host, port = servers.postgres()
+    return f"postgresql://postgres@{host}:{port}/test"
+
+
+@pytest.fixture
+def store(url):
+    s = PostgresGroupStore(url, "g-" + uuid.uuid4().hex[:8])
+    yield s
+    s.close()
+
+
+def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
+    store.join("w1:1", "http://w1:1", 100)
+    assert [m.worker_id for m in store.members()] == ["w1:1"]
+    time.sleep(0.3)  # let the 100 ms lease run out
+    assert store.members() == []
+    assert store.heartbeat("w1:1", 100) is False
+    store.join("w1:1", "http://w1:1", 60_000)
+    assert store.heartbeat("w1:1", 60_000) is True
+
+
+def test_connector_states_are_shared_and_created_once(store):
+    assert store.put_connector("a", {"name": "a", "config": {"x": "1"}}, create=True)
+    assert not store.put_connector("a", {"name": "a", "config": {"x": "2"}}, create=True)
+    store.put_connector("a", {"name": "a", "config": {"x": "3"}})
+    assert store.get_connector("a").doc["config"] == {"x": "3"}
+    store.request_restart("a", only_failed=True)
+    got = store.get_connector("a")
+    assert (got.restarts, got.only_failed) == (1, True)
+    store.delete_connector("a")
+    assert store.get_connector("a") is None and store.connectors() == []
+
+
+def test_each_new_owner_gets_a_larger_epoch_and_only_the_current_one_reports(store):
+    store.join("w1:1", "http://w1:1", 60_000)
+    store.put_connector("c", {"name": "c", "config": {}})
+    store.rebalance(plan)
+    first = store.assignments()["c"]
+    assert first.worker_id == "w1:1"
+    store.join("w2:1", "http://w2:1", 60_000)
+    store.leave("w1:1")  # a clean leave frees its connectors at once
+    store.rebalance(plan)
+    second = store.assignments()["c"]
+    assert second.worker_id == "w2:1" and second.epoch > first.epoch
+    assert not store.report("c", "w1:1", first.epoch, "RUNNING", None, {})
+    assert store.report("c", "w2:1", second.epoch, "RUNNING", None, {"batches": 1})
+    assert store.assignments()["c"].state == "RUNNING"
+
+
+def test_a_hand_over_waits_for_the_owner_to_release(store):
+    store.join("w1:1", "http://w1:1", 60_000)
+    for name in ("c1", "c2"):
+        store.put_connector(name, {"name": name, "config": {}})
+    store.rebalance(plan)
+    store.join("w2:1", "http://w2:1", 60_000)
+    moves = store.rebalance(plan)
+    assert [(m.worker_id, m.pending) for m in moves] == [("w2:1", True)]
+    moved = store.assignments()[moves[0].connector]
+    assert (moved.worker_id, moved.pending_worker) == ("w1:1", "w2:1")
+    assert store.rebalance(plan) == []  # nothing more while the hand-over is under way
+    assert store.release(moved.connector, "w1:1", moved.epoch)
+    after = store.assignments()[moved.connector]
+    assert (after.worker_id, after.pending_worker) == ("w2:1", None) and after.epoch > moved.epoch
+
+
+def test_a_commit_under_a_lost_epoch_is_fenced(store, url, monkeypatch):
+    store.join("w1:1", "http://w1:1", 60_000)
+    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.rebalance(plan)
+    held = store.assignments()["sink"]
+    fence = FenceFile(url, None, store.group_id, "w1:1")
+    try:
+        fence.install()
+        fence.hold("ckpt-0001", "sink", held.epoch)
+        before_commit("ckpt-0001")  # still the owner: passes
+        before_commit("dlq-ckpt-0001")
+        before_commit("ckpt-other")  # not a fenced query
+        store.join("w2:1", "http://w2:1", 60_000)
+        store.leave("w1:1")
+        store.rebalance(plan)  # w2 takes the connector over under a new epoch
+        with pytest.raises(FencedError, match=r"lost connector sink.*w2:1"):
+            before_commit("ckpt-0001")
+        with pytest.raises(FencedError):
+            before_commit("dlq-ckpt-0001")  # its dead-letter writes too
+    finally:
+        fence.remove()
+    assert FENCE_ENV not in os.environ
+
+
+def test_the_store_never_shows_its_url(url):
+    s = PostgresGroupStore(url.replace("postgres@", "postgres:s3cret@"), "g-" + uuid.uuid4().hex[:8])
+    try:
+        assert "s3cret" not in repr(s)
+    finally:
+        s.close()
+
+
+def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
+    out = tmp_path / "out.txt"
+    sink = build_connector({"connector.class": "FileStreamSink", "file": str(out)}, kind="sink")
+    writer = _StreamWriter(sink, None, False, "ckpt-sink")
+    store.join("w1:1", "http://w1:1", 60_000)
+    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.rebalance(plan)
+    fence = FenceFile(url, None, store.group_id, "w1:1")
+    try:
+        fence.install()
+        fence.hold("ckpt-sink", "sink", store.assignments()["sink"].epoch)
+
+        def batch(batch_id: int, values: list[str]) -> list:
+            staged = sink.write(iter([pa.record_batch({"value": pa.array(values)})]),
+                                WriteContext("ckpt-sink", batch_id, 0, 0))
+            return [_Message(staged)]
+
+        writer.commit(batch(0, ["a", "b"]), 0)
+        assert out.read_text().splitlines() == ["a", "b"]
+        store.join("w2:1", "http://w2:1", 60_000)
+        store.leave("w1:1")
+        store.rebalance(plan)
+        with pytest.raises(FencedError):
+            writer.commit(batch(1, ["c"]), 1)
+        assert out.read_text().splitlines() == ["a", "b"]
+    finally:
+        fence.remove()
