@@ -40,7 +40,12 @@ from ..core.fencing import before_commit
 from ..core.records import arrow_schema
 from ..core.retry import retries_so_far
 
-__all__ = ["KConnectDataSource", "read_batch_reports", "register"]
+__all__ = ["KConnectDataSource", "READ_TOPIC_COL", "read_batch_reports", "register"]
+
+#: The topic a record was read from, before the sink's transforms (a RegexRouter may rename it): the sink's
+#: ``topics`` / ``topics.regex`` select on it, as a Kafka consumer's subscription does. Set by the pipeline,
+#: dropped by the writer before the connector sees the records.
+READ_TOPIC_COL = "_kc_read_topic"
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +92,7 @@ class KConnectDataSource(DataSource):
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceArrowWriter:
         sink = self._connector("sink")
-        sink.validate_input(schema)
+        sink.validate_input(_without_read_topic(schema))
         batch_id = self.options.get("kconnect.batch.id")
         return _BatchWriter(sink, schema, overwrite, _app_id(self.options),
                             int(batch_id) if batch_id not in (None, "") else None,
@@ -95,7 +100,7 @@ class KConnectDataSource(DataSource):
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         sink = self._connector("sink")
-        sink.validate_input(schema)
+        sink.validate_input(_without_read_topic(schema))
         ckpt = self.options.get("checkpointlocation")
         reports = self.options.get("kconnect.rejects.dir") or (reports_dir(str(ckpt)) if ckpt else None)
         return _StreamWriter(sink, schema, overwrite, _app_id(self.options), reports)
@@ -239,7 +244,9 @@ class _Message(WriterCommitMessage):
 
 class _TopicFilter:
     """A pyarrow filter for the sink's ``topics`` / ``topics.regex``: keeps the records they take and counts the
-    others per topic in :attr:`unmatched`, so they are reported, never lost in silence."""
+    others per topic in :attr:`unmatched`, so they are reported, never lost in silence. It selects on the topic a
+    record was read from (:data:`READ_TOPIC_COL`, when the pipeline ran the sink's transforms before) and drops
+    that column."""
 
     def __init__(self, topics: list[str], regex: str):
         self.topics, self.regex = topics, regex
@@ -249,9 +256,14 @@ class _TopicFilter:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        if "topic" not in batch.schema.names or not batch.num_rows:
+        names = batch.schema.names
+        read = names.index(READ_TOPIC_COL) if READ_TOPIC_COL in names else None
+        col = batch.column(read) if read is not None else batch.column(names.index("topic")) \
+            if "topic" in names else None
+        if read is not None:
+            batch = batch.drop_columns([READ_TOPIC_COL])
+        if col is None or not batch.num_rows or (not self.topics and not self.regex):
             return batch
-        col = batch.column(batch.schema.get_field_index("topic"))
         mask = pc.fill_null(pc.is_in(col, value_set=pa.array(self.topics, type=col.type)) if self.topics else
                             pc.match_substring_regex(col, pattern=f"^(?:{self.regex})$"), False)
         if pc.all(mask).as_py():
@@ -261,13 +273,20 @@ class _TopicFilter:
         return batch.filter(mask)
 
 
-def _topic_filter(config: Any) -> _TopicFilter | None:
-    """The sink's topic filter (None: no ``topics`` / ``topics.regex``, keep every record)."""
+def _topic_filter(config: Any, schema: Any) -> _TopicFilter | None:
+    """The sink's topic filter (None: no ``topics`` / ``topics.regex`` and no :data:`READ_TOPIC_COL` to drop)."""
     topics = config.get("topics") or []
     regex = config.get("topics.regex") or ""
-    if not topics and not regex:
+    if not topics and not regex and READ_TOPIC_COL not in schema.names:
         return None
     return _TopicFilter(list(topics), regex)
+
+
+def _without_read_topic(schema: Any) -> Any:
+    """The input schema as the connector sees it (without :data:`READ_TOPIC_COL`)."""
+    from pyspark.sql.types import StructType
+
+    return StructType([f for f in schema.fields if f.name != READ_TOPIC_COL])
 
 
 def _report_unmatched(sink: Any, messages: list, batch_id: int | None) -> None:
@@ -290,6 +309,7 @@ class _WriteMixin:
     app_id: str
     overwrite: bool
     rejects_dir: str | None
+    input_schema: Any  # the DataFrame's schema, READ_TOPIC_COL included when the pipeline set it
 
     def _write_batches(self, batches: Iterator[Any]) -> _Message:
         from pyspark import TaskContext
@@ -301,7 +321,7 @@ class _WriteMixin:
         ctx = WriteContext(self.app_id, int(bid) if bid is not None else None,
                            tc.partitionId() if tc else 0, tc.attemptNumber() if tc else 0)
 
-        keep = _topic_filter(self.sink.config)
+        keep = _topic_filter(self.sink.config, self.input_schema)
         if keep is not None:
             batches = (keep(b) for b in batches)
         before = retries_so_far()
@@ -331,7 +351,7 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
 
     def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, batch_id: int | None = None,
                  rejects_dir: str | None = None):
-        self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
+        self.sink, self.input_schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
         self.batch_id, self.rejects_dir = batch_id, rejects_dir
 
     def write(self, iterator: Iterator[Any]) -> _Message:
@@ -346,7 +366,7 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
 
 class _StreamWriter(_WriteMixin, DataSourceStreamArrowWriter):
     def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, rejects_dir: str | None = None):
-        self.sink, self.schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
+        self.sink, self.input_schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
         self.rejects_dir = rejects_dir
 
     def write(self, iterator: Iterator[Any]) -> _Message:

@@ -53,7 +53,7 @@ from ..core.record_errors import ERROR_COL
 from ..core.records import record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
-from .datasource import rejects_path, reports_dir
+from .datasource import READ_TOPIC_COL, rejects_path, reports_dir
 from .dead_letter import (
     INTERNAL_COLS,
     SOURCE_FAILED_COL,
@@ -188,7 +188,7 @@ def observe_batches(df: DataFrame, sink: PreparedConfig | None = None) -> DataFr
     ``unmatched``: records whose topic its ``topics`` / ``topics.regex`` do not take (they are not written)."""
     failed = F.count_if(F.col(ERROR_COL).isNotNull()) if ERROR_COL in df.columns else F.lit(0).cast("bigint")
     counts = [F.count(F.lit(1)).alias("records"), failed.alias("failed")]
-    taken = _takes(sink) if sink is not None and "topic" in df.columns else None
+    taken = _takes(sink, df) if sink is not None and "topic" in df.columns else None
     if taken is not None:
         counts.append(F.count_if(~F.coalesce(taken, F.lit(False))).alias("unmatched"))
     return df.observe("kconnect", *counts)
@@ -199,14 +199,25 @@ def _sink_topics(p: PreparedConfig) -> tuple[list[str], str]:
     return topics, str(p.props.get("topics.regex") or "").strip()
 
 
-def _takes(p: PreparedConfig) -> Any:
-    """A Column: the record's topic is one the sink subscribes to (None: the sink takes every record)."""
+def _takes(p: PreparedConfig, df: DataFrame) -> Any:
+    """A Column: the topic the record was read from is one the sink subscribes to (None: the sink takes every
+    record)."""
     topics, regex = _sink_topics(p)
+    topic = F.col(READ_TOPIC_COL if READ_TOPIC_COL in df.columns else "topic")
     if topics:
-        return F.col("topic").isin(topics)
+        return topic.isin(topics)
     if regex:
-        return F.col("topic").rlike(f"^(?:{regex})$")
+        return topic.rlike(f"^(?:{regex})$")
     return None
+
+
+def _keep_read_topic(df: DataFrame, p: PreparedConfig) -> DataFrame:
+    """Before a sink's transforms: keep the topic each record was read from, which its ``topics`` /
+    ``topics.regex`` select on as a Kafka consumer's subscription does (a RegexRouter in the sink's config renames
+    records the sink still takes). Not needed when the sink takes every topic or has no transforms."""
+    if p.chain is None or "topic" not in df.columns or _takes(p, df) is None:
+        return df
+    return df.withColumn(READ_TOPIC_COL, F.col("topic"))
 
 
 def unmatched_records(query: Any) -> int:
@@ -376,7 +387,7 @@ def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy
     tolerant = p.policy.tolerate or source_policy is not None
     if tolerant:
         df = start_tolerant(df)
-    df = p.transforms(p.converters(df))
+    df = p.transforms(p.converters(_keep_read_topic(df, p)))
     return df, source_policy, tolerant
 
 
@@ -397,7 +408,7 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = observe_batches(start_tolerant(df))  # topics are known only after the per-batch transforms
+        out = observe_batches(_keep_read_topic(start_tolerant(df), p), p)
 
         def stages(batch: DataFrame) -> DataFrame:
             return p.transforms(p.converters(batch, every_message=True))

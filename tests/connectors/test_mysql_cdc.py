@@ -396,7 +396,7 @@ def test_ddl_of_captured_databases_becomes_debezium_schema_change_events_in_binl
     layouts = topic_layouts(src.schema(), "value")
     _, table_t, _ = narrow(df["value"], src.schema()["value"].dataType, layouts[f"shop.{db}.t"], "value")
     _, change_t, meta = narrow(df["value"], src.schema()["value"].dataType, layouts["shop"], "value")
-    assert table_t.names == ["before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns"]
+    assert table_t.names == ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
     assert change_t.names == ["source", "ts_ms", "databaseName", "schemaName", "ddl", "tableChanges"]
     assert meta["connect.name"] == "io.debezium.connector.mariadb.SchemaChangeValue"
     unwrap = {"transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"}

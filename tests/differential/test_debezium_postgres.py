@@ -381,8 +381,7 @@ def _ours_sink(pg: tuple[str, int], database: str) -> dict[str, str]:
             "connection.user": "postgres", "insert.mode": "upsert", "delete.enabled": "true",
             "pk.mode": "record_key", "auto.create": "true", "key.converter": JSON, "value.converter": JSON,
             "transforms": "unwrap", "transforms.unwrap.type": UNWRAP,
-            # Debezium's default collection naming: the topic with its dots as underscores. (Not with a RegexRouter
-            # before ours: its records reach no table, silently: a bug of ours, not fixed here.)
+            # Debezium's default collection naming: the topic with its dots as underscores.
             "table.name.format": SINK_TOPICS[0].replace(".", "_")}
 
 
