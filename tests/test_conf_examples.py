@@ -1,7 +1,8 @@
 """The example configs of conf/ run as they are; the only change a test makes is where a server or a table lives
 (host and port of a throwaway PostgreSQL, a table path under the test's temp dir).
 
-Covered elsewhere: file-source/file-sink and demo/datagen-orders (tests/test_readme.py, the README's commands),
+mariadb-cdc.properties is also the README's MariaDB block. Covered elsewhere: file-source/file-sink and
+demo/datagen-orders (tests/test_readme.py, the README's commands),
 postgres-cdc.properties (the README's CDC example in tests/test_readme.py), jdbc-source/jdbc-sink
 (tests/connectors/test_jdbc_spark.py), worker.properties (the README's worker block in tests/test_readme.py, on its
 own port 8083).
@@ -9,6 +10,7 @@ own port 8083).
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -92,3 +94,53 @@ def test_postgres_cdc_json_is_a_rest_body_that_streams_the_snapshot(spark, pg, t
     assert got == [("inventory.public.customers", 1, "r", None, (1, "Ada", "ada@example.com")),
                    ("inventory.public.customers", 2, "r", None, (2, "Grace", None))]
 
+
+
+def _mariadb_run(spark, config: dict, checkpoint: str) -> list:
+    rows: list = []
+    query = (scb.read_stream(spark, config).writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
+             .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+    query.awaitTermination()
+    assert query.exception() is None, query.exception()
+    return [(r.topic, r.key.id, None, None, None) if r.value is None else
+            (r.topic, r.key.id, r.value.op, r.value.before and tuple(r.value.before),
+             r.value.after and tuple(r.value.after)) for r in rows]
+
+
+def test_mariadb_cdc_properties_from_debezium_s_tutorial_mirror_the_inventory(spark, tmp_path):
+    """Debezium's MariaDB tutorial config, with the tutorial's user (debezium/dbz and its grants) and database;
+    the test changes the host and port only. The snapshot, then a restart from the checkpoint that takes exactly
+    the changes made since."""
+    from tests.connectors.mysql_support import execute, server
+
+    host, port = server()
+    for who in ("'debezium'@'%'", "'debezium'@'localhost'", "'debezium'@'127.0.0.1'"):
+        execute(f"CREATE USER IF NOT EXISTS {who} IDENTIFIED BY 'dbz';\n"
+                f"GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO {who}")
+    execute("DROP DATABASE IF EXISTS inventory;\nCREATE DATABASE inventory;\n"
+            "CREATE TABLE inventory.customers (id int PRIMARY KEY AUTO_INCREMENT, first_name varchar(255) NOT NULL, "
+            "last_name varchar(255) NOT NULL, email varchar(255) NOT NULL UNIQUE) AUTO_INCREMENT=1001;\n"
+            "INSERT INTO inventory.customers VALUES (default, 'Sally', 'Thomas', 'sally.thomas@acme.com'), "
+            "(default, 'George', 'Bailey', 'gbailey@foobar.com')")
+    readme = re.search(r"```properties\n([^`]*?connector.class=io.debezium.connector.mariadb[^`]*?)```",
+                       (CONF.parent / "README.md").read_text(), re.S)
+    assert readme is not None and set(readme[1].splitlines()) <= set((CONF / "mariadb-cdc.properties").read_text()
+                                                                     .splitlines())  # the README shows this file
+    config = {**scb.load_config_file(str(CONF / "mariadb-cdc.properties")), "database.hostname": host,
+              "database.port": str(port)}
+    ckpt = str(tmp_path / "ckpt")
+    try:
+        topic = "dbserver1.inventory.customers"
+        sally, george = (1001, "Sally", "Thomas", "sally.thomas@acme.com"), (1002, "George", "Bailey",
+                                                                            "gbailey@foobar.com")
+        assert sorted(_mariadb_run(spark, config, ckpt)) == [
+            (topic, 1001, "r", None, sally), (topic, 1002, "r", None, george)]
+        execute("INSERT INTO inventory.customers VALUES (default, 'Anne', 'Kretchmar', 'annek@noanswer.org');\n"
+                "UPDATE inventory.customers SET first_name = 'Anne Marie' WHERE id = 1003;\n"
+                "DELETE FROM inventory.customers WHERE id = 1002")
+        anne = (1003, "Anne", "Kretchmar", "annek@noanswer.org")
+        assert _mariadb_run(spark, config, ckpt) == [
+            (topic, 1003, "c", None, anne), (topic, 1003, "u", anne, (1003, "Anne Marie", *anne[2:])),
+            (topic, 1002, "d", george, None), (topic, 1002, None, None, None)]  # the delete's tombstone
+    finally:
+        execute("DROP DATABASE IF EXISTS inventory")
