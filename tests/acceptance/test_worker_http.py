@@ -11,7 +11,6 @@ the data that arrives row by row.
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 import requests
 
 from tests.support.postgres import PostgresCluster, free_port
+from tests.support.processes import interrupt
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -100,13 +100,7 @@ class HttpWorker:
         return self.stderr_path.read_text(errors="replace")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
+        interrupt(self.proc)
         self._stderr.close()
 
 

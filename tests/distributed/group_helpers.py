@@ -3,7 +3,6 @@ topic store, key file) and one PostgreSQL group store, each driven over HTTP."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from typing import Any
 import requests
 
 from tests.support.postgres import free_port
+from tests.support.processes import interrupt
 
 
 def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str,
@@ -116,14 +116,8 @@ class GroupWorker:
 
     def stop(self) -> None:
         """A clean stop (SIGINT, as Ctrl-C): queries stopped, the group left."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(120)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(30)
+        if self.proc is not None:
+            interrupt(self.proc)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
