@@ -66,7 +66,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
-from ..core.topic_schemas import TABLES_META, union_of
+from ..core.topic_schemas import TABLES_META, envelope_union_of, is_envelope_type, union_of
 from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter
 from .connect_schema import connect_to_spark, spark_to_connect
@@ -192,6 +192,14 @@ def _from_wire(c: Column, dt: DataType) -> tuple[Column, Column | None]:
     raise AssertionError(dt)
 
 
+def _placed(value: Column, union: StructType, holder: Mapping[str, str]) -> Column:
+    """A topic's parsed struct as the union struct: each union field from the topic's column it holds
+    (``holder``: union field -> column), null where the topic has none."""
+    parts = [(value[holder[f.name]] if f.name in holder else F.lit(None).cast(f.dataType)).alias(f.name)
+             for f in union.fields]
+    return F.when(value.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(union)
+
+
 # -- serialize: Spark types -> wire values -> to_json -------------------------------------------------------
 
 def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
@@ -216,14 +224,16 @@ def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
 
 
 def infer_schema_from_envelopes(
-    df: DataFrame, column: str, sample_size: int | None, key: str,
+    df: DataFrame, column: str, sample_size: int | None, key: str, *, keys: bool = False,
 ) -> tuple[DataType, dict[str, Any], dict[Any, tuple[StructType, dict[str, Any]]]]:
     """The Spark type of the ``schema`` part of JSON envelopes in a batch DataFrame (the first
     ``sample_size`` messages; every message when ``None``): ``(type, column metadata, per-topic types)``.
 
     One schema gives that type and no per-topic types. Several topics with one schema each give their union
-    (:func:`spark_connect_bridge.core.topic_schemas.union_of`) and each topic's own type, which :meth:`parse` reads
-    each topic's messages with. Several schemas in one topic are an error."""
+    (:func:`spark_connect_bridge.core.topic_schemas.union_of`; for Debezium envelopes one envelope over the union
+    of their rows, :func:`~spark_connect_bridge.core.topic_schemas.envelope_union_of`) and each topic's own type,
+    which :meth:`parse` reads each topic's messages with. Several schemas in one topic are an error. ``keys``:
+    the messages are record keys."""
     if df.isStreaming:
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
                                               f"be inferred from its messages (a Spark DDL or JSON schema)")])
@@ -264,7 +274,13 @@ def infer_schema_from_envelopes(
         raise ConfigError([ConfigProblem(key, f"Set {key}: the messages carry {len(distinct)} different schemas "
                                               f"({kinds}); only struct schemas of different topics can be told "
                                               f"apart")])
-    union, meta = union_of(structs)
+    if all(is_envelope_type(dt) for dt, _ in structs.values()):
+        try:
+            union, meta = envelope_union_of(structs)
+        except ValueError as e:
+            raise ConfigError([ConfigProblem(key, f"Set {key}: {e}")]) from e
+    else:
+        union, meta = union_of(structs, keys=keys)
     return union, meta, structs
 
 
@@ -295,6 +311,7 @@ class JsonConverter(Converter):
     # Set by an inference that found several topics with their own schemas (see infer_schema_from_envelopes).
     _topic_types: Mapping[Any, tuple[StructType, dict[str, Any]]] = {}
     _union_type: DataType | None = None
+    _union_tables = "{}"  # the union's kconnect.cdc.tables metadata (each topic's fields in it)
 
     @property
     def schemas_enabled(self) -> bool:
@@ -323,8 +340,9 @@ class JsonConverter(Converter):
             raise ConfigError([ConfigProblem(key, f"Set {key}: JsonConverter needs the Spark type of the parsed "
                                                   f"{self.side} ({why}; a Spark DDL or JSON schema)")])
         sample = None if self.sample_every_message else self.config.schemas_sample_size
-        dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key)
+        dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key, keys=self.is_key)
         self._union_type = dt if self._topic_types else None
+        self._union_tables = str(meta.get(TABLES_META, "{}"))
         return dt, meta
 
     def _parsed(self, col: Column, data_type: DataType) -> tuple[Column, Column]:
@@ -400,16 +418,23 @@ class JsonConverter(Converter):
 
     def _parse_per_topic(self, col: Column, union: DataType, topic: Column) -> Conversion:
         """Each topic's messages parsed with that topic's own type (one ``from_json`` per row: a CASE over the
-        topics), then placed in the union struct, its other topics' fields null."""
+        topics), then placed in the union struct, its other topics' fields null (for envelopes: in the union
+        rows of ``before``/``after``)."""
         assert isinstance(union, StructType)
         value = failed = message = None
-        layouts = json.loads(union_of(self._topic_types)[1][TABLES_META])
+        layouts = json.loads(self._union_tables)
         for name, (dt, _meta) in sorted(self._topic_types.items()):
             c = self._finish(col, self._parsed(col, dt), dt)
             holder = dict(zip(layouts[name]["fields"], layouts[name]["columns"]))
-            placed = F.struct(*[(c.value[holder[f.name]] if f.name in holder else F.lit(None).cast(f.dataType))
-                                .alias(f.name) for f in union.fields])
-            placed = F.when(c.value.isNull(), F.lit(None)).otherwise(placed).cast(union)
+            if is_envelope_type(union):
+                row_t = union["after"].dataType
+                assert isinstance(row_t, StructType)
+                parts = [(_placed(c.value[f.name], row_t, holder) if f.name in ("before", "after")
+                          else c.value[f.name] if f.name in dt.names else F.lit(None).cast(f.dataType))
+                         .alias(f.name) for f in union.fields]
+                placed = F.when(c.value.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(union)
+            else:
+                placed = _placed(c.value, union, holder)
             is_topic = topic == F.lit(name)
             value = F.when(is_topic, placed) if value is None else value.when(is_topic, placed)
             failed = F.when(is_topic, c.failed) if failed is None else failed.when(is_topic, c.failed)
