@@ -443,6 +443,7 @@ class JsonConverter(Converter):
         wire, problem = self._per_topic_wire(F.col(column), data_type, F.col("topic"))
         staged = df.withColumns({"_kc_json_wire": wire, "_kc_json_problem": F.when(_barrier(), problem)})
         c = self._decode_union(F.col(column), F.col("_kc_json_wire"), F.col("_kc_json_problem"), data_type)
+        assert c.failed is not None
         out = staged.withColumns({column: c.value, error_column: F.when(c.failed, c.message)})
         return out.drop("_kc_json_wire", "_kc_json_problem")
 

@@ -157,11 +157,15 @@ def envelope_union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any
     ``before``/``after`` hold the union of the topics' rows (:func:`union_of`), its other fields shared, and the
     ``kconnect.cdc.tables`` metadata (on the column and on ``before``/``after``) that narrows each topic's back.
     Raise ``ValueError`` naming the field when a field besides ``before``/``after`` differs between topics."""
-    rows = {t: (env["after"].dataType, env["after"].metadata) for t, (env, _) in per_topic.items()}
+    rows: dict[str, tuple[StructType, Mapping[str, Any]]] = {}
+    for topic, (env, _) in per_topic.items():
+        row = env["after"].dataType
+        assert isinstance(row, StructType), f"{topic}: an envelope's after is not a struct: {row}"
+        rows[topic] = (row, env["after"].metadata)
     row_type, row_meta = union_of(rows)
     tables = json.loads(row_meta[TABLES_META])
-    for topic, (env, meta) in per_topic.items():
-        tables[topic]["names"] = {"value": (meta or {}).get("connect.name"),
+    for topic, (env, env_meta) in per_topic.items():
+        tables[topic]["names"] = {"value": (env_meta or {}).get("connect.name"),
                                   "row": (env["after"].metadata or {}).get("connect.name")}
     text = json.dumps(tables, sort_keys=True)
     fields: dict[str, StructField] = {}
@@ -177,11 +181,11 @@ def envelope_union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any
             if seen.dataType != field_type:
                 raise ValueError(f"the envelopes of topics {first[f.name]!r} and {topic!r} differ in their field "
                                  f"{f.name!r} ({seen.dataType.simpleString()} and {field_type.simpleString()})")
-    meta: dict[str, Any] = {TABLES_META: text}
+    column_meta: dict[str, Any] = {TABLES_META: text}
     versions = {(m or {}).get("connect.version") for _, m in per_topic.values()}
     if len(versions) == 1 and None not in versions:
-        meta["connect.version"] = versions.pop()
-    return StructType(list(fields.values())), meta
+        column_meta["connect.version"] = versions.pop()
+    return StructType(list(fields.values())), column_meta
 
 
 def narrow_arrow(data: Any, info: Mapping[str, Any], key_info: Mapping[str, Any] | None = None) -> Any:
