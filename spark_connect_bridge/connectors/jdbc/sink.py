@@ -278,7 +278,10 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         if not isinstance(vt, StructType):
             raise DataError(f"The JDBC sink needs struct values (a schema'd record, e.g. JsonConverter with "
                             f"schemas.enable=true or Avro); the value is {vt.simpleString()}")
+        white = set(self.config.fields_whitelist)
         for f in vt.fields:
+            if white and f.name not in white:
+                continue  # not written (Confluent's sink maps only the listed fields)
             if isinstance(f.dataType, (StructType, MapType, ArrayType)):
                 problems.append(f"value field {f.name!r} is {f.dataType.simpleString()}: only primitive fields "
                                 f"can be written to a column (flatten it with the Flatten transform)")
