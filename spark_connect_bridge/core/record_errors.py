@@ -67,6 +67,10 @@ def coordinates(df: DataFrame) -> Column:
     return F.concat(F.lit(" ("), F.concat_ws(", ", *parts), F.lit(")"))
 
 
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
 def checked(df: DataFrame, updates: Mapping[str, Column], *, failed: Column | None, message: Column | str | None,
             stage: str, class_name: str, alias: str | None = None,
             exception_class: str = DATA_EXCEPTION) -> DataFrame:
@@ -87,7 +91,16 @@ def checked(df: DataFrame, updates: Mapping[str, Column], *, failed: Column | No
                               F.lit(alias).cast("string").alias("alias"),
                               F.lit(exception_class).alias("exception_class"),
                               full.alias("message"))).otherwise(F.col(ERROR_COL))
-        return df.withColumns({**updates, ERROR_COL: err})
+        # The updates take temporary names in the check's projection and their own in a projection of plain
+        # references after it. In one projection, Spark resolves a column read inside a lambda whose body holds
+        # an expression resolved late (from_json inside the Decimal decode's transform) against a same-named
+        # alias of that projection, not the input: the check of a "value" update read the new value, and every
+        # Decimal failed as "invalid Decimal" under errors.tolerance=all.
+        temp = {name: f"_kc_update_{i}" for i, name in enumerate(updates)}
+        staged = df.withColumns({**{temp[name]: expr for name, expr in updates.items()}, ERROR_COL: err})
+        ordered = list(df.columns) + [name for name in updates if name not in df.columns]
+        return staged.select(*[F.col(_quoted(temp[c])).alias(c) if c in temp else F.col(_quoted(c))
+                               for c in ordered])
     if any(c.startswith(LIFT_FLAG_PREFIX) for c in df.columns):
         # A chain runs with key/value lifted (transforms/chain.py): a raise folded into the struct would make it
         # nullable again and keep Catalyst from merging the stages' struct updates. A filter is never pruned;

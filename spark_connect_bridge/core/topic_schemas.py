@@ -32,9 +32,10 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
-__all__ = ["TABLES_META", "topic_layouts", "narrow", "union_of", "narrow_arrow", "is_envelope_type"]
+__all__ = ["TABLES_META", "topic_layouts", "narrow", "union_of", "envelope_union_of", "as_nullable", "narrow_arrow",
+           "is_envelope_type"]
 
 TABLES_META = "kconnect.cdc.tables"
 
@@ -114,9 +115,23 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
     return new, new_t, {"connect.name": name} if name else {}
 
 
-def union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any]]]) -> tuple[StructType, dict[str, Any]]:
+def as_nullable(data_type: DataType) -> DataType:
+    """``data_type`` with every field, element and map value nullable (what ``from_json`` gives), so that a
+    topic's parsed struct can be cast into a union holding it."""
+    if isinstance(data_type, StructType):
+        return StructType([StructField(f.name, as_nullable(f.dataType), True, f.metadata) for f in data_type.fields])
+    if isinstance(data_type, ArrayType):
+        return ArrayType(as_nullable(data_type.elementType), True)
+    if isinstance(data_type, MapType):
+        return MapType(data_type.keyType, as_nullable(data_type.valueType), True)
+    return data_type
+
+
+def union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any]]], *,
+             keys: bool = False) -> tuple[StructType, dict[str, Any]]:
     """The union struct of several topics' structs and the ``kconnect.cdc.tables`` metadata that narrows it
-    back; a field whose type differs between topics is kept apart as ``<field>__<topic>``."""
+    back; a field whose type differs between topics is kept apart as ``<field>__<topic>``. ``keys``: the structs
+    are record keys (each topic's fields are its key columns)."""
     fields: dict[str, StructField] = {}
     meta: dict[str, Any] = {}
     for topic in sorted(per_topic):
@@ -124,25 +139,64 @@ def union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any]]]) -> t
         names, holders = [], []
         for f in st.fields:
             name = f.name
-            if name in fields and fields[name].dataType != f.dataType:
+            field_type = as_nullable(f.dataType)
+            if name in fields and fields[name].dataType != field_type:
                 name = f"{f.name}__{topic}"
-            fields.setdefault(name, StructField(name, f.dataType, True, f.metadata))
+            fields.setdefault(name, StructField(name, field_type, True, f.metadata))
             names.append(f.name)
             holders.append(name)
-        entry: dict[str, Any] = {"topic": topic, "columns": names, "fields": holders, "key": []}
-        entry["names"] = {"value": (topic_meta or {}).get("connect.name")}
+        entry: dict[str, Any] = {"topic": topic, "columns": names, "fields": holders, "key": names if keys else []}
+        entry["names"] = {"key" if keys else "value": (topic_meta or {}).get("connect.name")}
         meta[topic] = entry
     return StructType(list(fields.values())), {TABLES_META: json.dumps(meta, sort_keys=True)}
 
 
-def narrow_arrow(data: Any, info: Mapping[str, Any]) -> Any:
+def envelope_union_of(per_topic: Mapping[str, tuple[StructType, Mapping[str, Any]]]) -> tuple[StructType,
+                                                                                              dict[str, Any]]:
+    """The union of several topics' Debezium envelopes, shaped as a CDC connector's: one envelope whose
+    ``before``/``after`` hold the union of the topics' rows (:func:`union_of`), its other fields shared, and the
+    ``kconnect.cdc.tables`` metadata (on the column and on ``before``/``after``) that narrows each topic's back.
+    Raise ``ValueError`` naming the field when a field besides ``before``/``after`` differs between topics."""
+    rows: dict[str, tuple[StructType, Mapping[str, Any]]] = {}
+    for topic, (env, _) in per_topic.items():
+        row = env["after"].dataType
+        assert isinstance(row, StructType), f"{topic}: an envelope's after is not a struct: {row}"
+        rows[topic] = (row, env["after"].metadata)
+    row_type, row_meta = union_of(rows)
+    tables = json.loads(row_meta[TABLES_META])
+    for topic, (env, env_meta) in per_topic.items():
+        tables[topic]["names"] = {"value": (env_meta or {}).get("connect.name"),
+                                  "row": (env["after"].metadata or {}).get("connect.name")}
+    text = json.dumps(tables, sort_keys=True)
+    fields: dict[str, StructField] = {}
+    first: dict[str, str] = {}
+    for topic in sorted(per_topic):
+        for f in per_topic[topic][0].fields:
+            if f.name in ("before", "after"):
+                fields.setdefault(f.name, StructField(f.name, row_type, True, {TABLES_META: text}))
+                continue
+            field_type = as_nullable(f.dataType)
+            seen = fields.setdefault(f.name, StructField(f.name, field_type, True, f.metadata))
+            first.setdefault(f.name, topic)
+            if seen.dataType != field_type:
+                raise ValueError(f"the envelopes of topics {first[f.name]!r} and {topic!r} differ in their field "
+                                 f"{f.name!r} ({seen.dataType.simpleString()} and {field_type.simpleString()})")
+    column_meta: dict[str, Any] = {TABLES_META: text}
+    versions = {(m or {}).get("connect.version") for _, m in per_topic.values()}
+    if len(versions) == 1 and None not in versions:
+        column_meta["connect.version"] = versions.pop()
+    return StructType(list(fields.values())), column_meta
+
+
+def narrow_arrow(data: Any, info: Mapping[str, Any], key_info: Mapping[str, Any] | None = None) -> Any:
     """One topic's records (a ``pa.Table`` of record columns) with ``value`` (a row struct, or an envelope's
-    ``before``/``after``) and ``key`` narrowed to that topic's own fields, under their own names."""
+    ``before``/``after``) and ``key`` narrowed to that topic's own fields, under their own names. The key is
+    narrowed with ``info``'s key columns (a CDC connector's one layout) or else with ``key_info``, the key
+    column's own layout (keys parsed from several topics' messages)."""
     import pyarrow as pa
 
-    field_of = dict(zip(info["columns"], info["fields"]))
-
-    def row(arr: Any, columns: list[str]) -> Any:
+    def row(arr: Any, columns: list[str], layout: Mapping[str, Any] = info) -> Any:
+        field_of = dict(zip(layout["columns"], layout["fields"]))
         arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
         if not pa.types.is_struct(arr.type):
             return arr
@@ -172,8 +226,9 @@ def narrow_arrow(data: Any, info: Mapping[str, Any]) -> Any:
         else:
             new = row(value, info["columns"] + list(info.get("added") or []))
         out = out.set_column(out.column_names.index("value"), "value", new)
-    if "key" in data.column_names and info.get("key"):
-        key = row(data.column("key"), list(info["key"]) + list(info.get("added") or []))
+    key_layout = info if info.get("key") else key_info
+    if "key" in data.column_names and key_layout and key_layout.get("key"):
+        key = row(data.column("key"), list(key_layout["key"]) + list(key_layout.get("added") or []), key_layout)
         out = out.set_column(out.column_names.index("key"), "key", key)
     return out
 

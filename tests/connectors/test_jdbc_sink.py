@@ -288,6 +288,20 @@ def test_validate_input_rejects_non_struct_values(spark):
         s.validate_input(record_schema(StringType(), StringType()))
 
 
+def test_validate_input_checks_only_the_whitelisted_fields(spark):
+    """A struct field that fields.whitelist does not list is not written, so it is no problem (Confluent's sink
+    maps only the listed fields); listed, it is."""
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType
+
+    from spark_connect_bridge.core.records import record_schema
+
+    value = StructType([StructField("id", LongType()), StructField("price", StructType([
+        StructField("scale", IntegerType()), StructField("value", BinaryType())]))])
+    sink("jdbc:sqlite:/tmp/none.db", fields_whitelist="id").validate_input(record_schema(StringType(), value))
+    with pytest.raises(ConfigError, match="value field 'price' is struct"):
+        sink("jdbc:sqlite:/tmp/none.db", fields_whitelist="id,price").validate_input(record_schema(StringType(), value))
+
+
 def _task_sink(url: str, t: str, **cfg):
     return sink(url, table_name_format=t, commit_scope="task", **cfg)
 

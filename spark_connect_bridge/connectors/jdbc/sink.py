@@ -245,6 +245,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
                                     config.get("connection.password"))
         self.last_rejected: list[RejectedRecord] = []
         self._layouts: dict[str, dict[str, Any]] | None = None  # per topic, when the input holds several schemas
+        self._key_layouts: dict[str, dict[str, Any]] | None = None  # the key's own, when it has one per topic
 
     def _retry(self, fn: Any, what: str) -> Any:
         timeout = self.config.errors_retry_timeout
@@ -269,11 +270,18 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         # own columns (see spark_connect_bridge.core.topic_schemas).
         layouts = topic_layouts(schema, "value") if "topic" in names else None
         self._layouts = layouts if layouts and len(layouts) > 1 else None
+        # Keys parsed from several topics' messages carry a layout of their own (a CDC connector's share the
+        # value's).
+        key_layouts = topic_layouts(schema, "key") if self._layouts and "key" in names else None
+        self._key_layouts = key_layouts if key_layouts and len(key_layouts) > 1 else None
         vt = schema["value"].dataType
         if not isinstance(vt, StructType):
             raise DataError(f"The JDBC sink needs struct values (a schema'd record, e.g. JsonConverter with "
                             f"schemas.enable=true or Avro); the value is {vt.simpleString()}")
+        white = set(self.config.fields_whitelist)
         for f in vt.fields:
+            if white and f.name not in white:
+                continue  # not written (Confluent's sink maps only the listed fields)
             if isinstance(f.dataType, (StructType, MapType, ArrayType)):
                 problems.append(f"value field {f.name!r} is {f.dataType.simpleString()}: only primitive fields "
                                 f"can be written to a column (flatten it with the Flatten transform)")
@@ -319,7 +327,7 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
             sub = table.filter(pc.equal(table.column("topic"), t)) if t is not None else \
                 table.filter(pc.is_null(table.column("topic")))
             if t in layouts:
-                sub = narrow_arrow(sub, layouts[t])
+                sub = narrow_arrow(sub, layouts[t], (self._key_layouts or {}).get(t))
             for rb in sub.to_batches():
                 for name, parts in self._rows_of(rb, part, start).items():
                     out.setdefault(name, []).extend(parts)
