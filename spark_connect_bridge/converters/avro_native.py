@@ -27,8 +27,9 @@ from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, ByteType, DataType, MapType, ShortType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, ByteType, DataType, MapType, ShortType, StringType, StructType
 
+from ..core.topic_schemas import as_nullable
 from .base import Conversion
 
 __all__ = ["SENTINEL", "NativeDecode", "header_bytes", "native_decode", "native_encode", "nullable_type",
@@ -90,15 +91,8 @@ def _null_datum(writer: Any) -> bytes | None:
     return None
 
 
-def nullable_type(dt: DataType) -> DataType:
-    """``dt`` with every nested field, element and value nullable (metadata kept): what the decode produces."""
-    if isinstance(dt, StructType):
-        return StructType([StructField(f.name, nullable_type(f.dataType), True, f.metadata) for f in dt.fields])
-    if isinstance(dt, ArrayType):
-        return ArrayType(nullable_type(dt.elementType), True)
-    if isinstance(dt, MapType):
-        return MapType(dt.keyType, nullable_type(dt.valueType), True)
-    return dt
+#: ``dt`` with every nested field, element and value nullable (metadata kept): what the decode produces
+nullable_type = as_nullable
 
 
 def _fix(c: Column, dt: DataType) -> Column:
