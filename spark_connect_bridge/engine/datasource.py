@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
 
 from ..connectors.base import CommitContext, WriteContext, checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
@@ -257,10 +258,9 @@ class _TopicFilter:
         import pyarrow.compute as pc
 
         names = batch.schema.names
-        read = names.index(READ_TOPIC_COL) if READ_TOPIC_COL in names else None
-        col = batch.column(read) if read is not None else batch.column(names.index("topic")) \
-            if "topic" in names else None
-        if read is not None:
+        topic = READ_TOPIC_COL if READ_TOPIC_COL in names else "topic"
+        col = batch.column(topic) if topic in names else None
+        if topic == READ_TOPIC_COL:
             batch = batch.drop_columns([READ_TOPIC_COL])
         if col is None or not batch.num_rows or (not self.topics and not self.regex):
             return batch
@@ -284,8 +284,6 @@ def _topic_filter(config: Any, schema: Any) -> _TopicFilter | None:
 
 def _without_read_topic(schema: Any) -> Any:
     """The input schema as the connector sees it (without :data:`READ_TOPIC_COL`)."""
-    from pyspark.sql.types import StructType
-
     return StructType([f for f in schema.fields if f.name != READ_TOPIC_COL])
 
 
