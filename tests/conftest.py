@@ -56,6 +56,28 @@ def spark():
     session.stop()
 
 
+# Test files that must not run at the same time as each other in a run split over processes (pytest-xdist, as
+# tests/support/run_suite.py runs the suite): the README's examples write in the checkout's root and serve on port
+# 8083, and the installed-wheel test copies the checkout as a fresh clone.
+SERIAL_FILES = {"tests/test_readme.py": "checkout root", "tests/acceptance/test_installed_wheel.py": "checkout root"}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``: each file runs whole in one process (module fixtures such as a Kafka Connect JVM start
+    once), and the files of :data:`SERIAL_FILES` that share a resource run in the same process, one after another."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SharedResourceScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return SERIAL_FILES.get(path, path)
+
+    return SharedResourceScheduling(config, log)
+
+
 def pytest_sessionfinish(session, exitstatus):
     servers.stop_all()
 

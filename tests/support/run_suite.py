@@ -1,8 +1,8 @@
 """The whole test suite after set-up: pytest over ``tests/`` and, beside it, the compatibility jobs.
 
 ``make test`` runs this after ``tests/support/setup_machine.sh``. First the checks (ruff and mypy, both configured in
-pyproject.toml); a finding fails the suite, after the tests have run. The main run (pytest, one Spark session) streams
-its output here. The compatibility jobs (``tests/compat/run_compat.py``: the contract tests and README examples on
+pyproject.toml); a finding fails the suite, after the tests have run. The main run (pytest in two processes,
+``MAIN_RUN``, each with one Spark session) streams its output here. The compatibility jobs (``tests/compat/run_compat.py``: the contract tests and README examples on
 the other supported pyspark and through Spark Connect) run at the same time, in a temporary copy of the checkout
 so that the README examples of both runs do not write the same files; their output is kept in a log and printed
 when both are done. On 2 cores this saves most of the compatibility jobs' time: much of the main run waits on
@@ -23,6 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 LINTED = ["spark_connect_bridge", "tests", "bench"]
+# The main run in two processes (pytest-xdist), each with its one Spark session and its own servers: most of the run
+# waits on servers, subprocesses and micro-batch triggers, not on the CPU. A file runs whole in one process (its
+# module fixtures start once); tests/conftest.py keeps the files that share the checkout in one process.
+MAIN_RUN = ["-n", "2", "--dist", "loadfile", "--durations", "25"]
 
 
 def lint() -> int:
@@ -39,7 +43,7 @@ def main(pytest_args: list[str]) -> int:
     with tempfile.TemporaryFile(mode="w+") as compat_log:
         compat = subprocess.Popen([sys.executable, str(REPO / "tests" / "compat" / "run_compat.py"), "--in-copy"],
                                   cwd=REPO, stdout=compat_log, stderr=subprocess.STDOUT)
-        main_code = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], cwd=REPO).returncode
+        main_code = subprocess.run([sys.executable, "-m", "pytest", *MAIN_RUN, *pytest_args], cwd=REPO).returncode
         main_s = time.monotonic() - started
         compat_code = compat.wait()
         compat_log.seek(0)
