@@ -127,8 +127,8 @@ class StreamReader:
         self._maps: dict[bytes, TableMap] = {}
         self._current: dict[str, set[str]] = {}  # the tables' columns now, asked once per read
         self._signals: _Signals | None = None
-        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector) \
-            if builder is not None and self.settings.include_schema_changes else None
+        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector,
+                                  session) if builder is not None and self.settings.include_schema_changes else None
 
     def signal_rows(self, start: dict[str, Any], end: dict[str, Any]) -> list[dict[str, Any]]:
         """The signal table's inserts in the range, in binlog order: ``id``, ``type``, ``data``, and where
