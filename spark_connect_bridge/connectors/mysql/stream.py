@@ -53,6 +53,9 @@ __all__ = ["StreamReader"]
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("<IBIIIH")
+#: the events :meth:`StreamReader._event` acts on (the others, XID above all, only end a range)
+_FOLLOWED = np.array([EventKind.ROTATE, EventKind.MARIADB_GTID, EventKind.MYSQL_GTID, EventKind.QUERY,
+                      EventKind.ANNOTATE_ROWS, *EventKind.MARIADB_COMPRESSED])
 
 
 class _Txn:
@@ -242,9 +245,8 @@ class StreamReader:
     def _bulk(self, data: bytes, heads: Headers, st: _Pass, end_pos: int) -> Generator[Any, None, bool]:
         """The chunk's rows events in bulk, the other events one by one (:mod:`.scan`); True at the range's end."""
         n = len(heads.starts)
-        is_rows = heads.is_rows
         hits = np.flatnonzero(heads.log_pos >= end_pos)  # where the range may end (in its last file)
-        controls = np.flatnonzero(~is_rows & (heads.kind != EventKind.TABLE_MAP)).tolist()
+        controls = np.flatnonzero(np.isin(heads.kind, _FOLLOWED)).tolist()
         seg_starts: list[int] = []
         segments: list[Segment] = []
         lo = flushed = 0
