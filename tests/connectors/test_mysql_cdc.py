@@ -245,6 +245,25 @@ def test_ddl_mid_stream_fails_the_batch_until_a_restart_and_old_rows_keep_their_
         f"alter table {db}.t drop column gone", {"id": 3, "a": "three", "b": 3}]
 
 
+def test_a_table_of_251_columns_or_more_is_read_event_by_event_among_bulk_read_tables():
+    """Rows events count a table's columns in one byte below 251: wider tables leave the bulk read; the events
+    of both kinds of table stay in binlog order."""
+    db = new_database()
+    execute(f"create table {db}.wide (id int primary key, {', '.join(f'c{i} int' for i in range(250))});\n"
+            f"create table {db}.narrow (id int primary key, v varchar(10))")
+    src = source(config(db, **{"snapshot.mode": "no_data", "include.schema.changes": "false"}))
+    start = canonical(src.initial_offsets())
+    execute(f"insert into {db}.narrow values (1, 'a');\n"
+            f"insert into {db}.wide (id, c0, c249) values (1, 10, 2490), (2, 20, 4980);\n"
+            f"update {db}.narrow set v = 'b' where id = 1")
+    _, rows = step(src, start)
+    assert [(r["topic"].rsplit(".", 1)[1], r["value"]["op"]) for r in rows] == [
+        ("narrow", "c"), ("wide", "c"), ("wide", "c"), ("narrow", "u")]
+    wide = [r["value"]["after"] for r in rows if r["topic"].endswith(".wide")]
+    assert [(w["id"], w["c0"], w["c1"], w["c249"]) for w in wide] == [(1, 10, None, 2490), (2, 20, None, 4980)]
+    assert rows[3]["value"]["after"]["v"] == "b" and rows[3]["value"]["before"]["v"] == "a"
+
+
 def test_a_purged_binlog_fails_clearly_or_takes_a_new_snapshot_when_needed():
     db = new_database()
     execute(f"create table {db}.t (id int primary key)")
