@@ -6,10 +6,16 @@ topic ``<topic.prefix>`` when it is a DDL of tables, indexes or databases (``CRE
 (one holding a captured table, or named by ``database.include.list``): key ``{databaseName}``, value
 ``source`` (the statement's binlog position), ``ts_ms``, ``databaseName``, ``schemaName`` (null, as MySQL's),
 ``ddl``, ``tableChanges`` (``type`` CREATE/ALTER/DROP and ``id`` ``"db"."table"`` of each table the statement
-changes). As Debezium, a ``DROP TABLE`` is one event per dropped table, each with the statement Debezium
-writes for it (``DROP TABLE `db`.`t```, without the server's comment). Not reproduced: ``tableChanges.table``
-(the table's columns after the change) is null, since the connector keeps no schema history (the binlog's
-table maps describe each row instead); the snapshot emits no ``CREATE TABLE`` events.
+changes, and ``table``: the table after a CREATE or ALTER as :mod:`.table_changes` describes it, null after a
+DROP). As Debezium, a ``DROP TABLE`` is one event per dropped table, each with the statement Debezium writes
+for it (``DROP TABLE `db`.`t```, without the server's comment).
+
+**The snapshot's events.** Debezium's snapshot records the schema it starts from as schema change events before
+the rows, and so does this one (:meth:`SchemaChanges.snapshot`): ``SET character_set_server=...``, a ``DROP
+TABLE IF EXISTS`` of each captured table, then per captured database ``DROP DATABASE IF EXISTS``, ``CREATE
+DATABASE`` (its charset and collation), ``USE`` and each table's ``SHOW CREATE TABLE``, at the snapshot's
+position, ``snapshot`` true. Debezium's (with its default ``schema.history.internal.store.only.captured.tables.
+ddl=false``) also records every other database's tables on the server; this one the captured databases' only.
 
 >>> parse_ddl("ALTER TABLE `shop`.orders ADD COLUMN note text", "other")
 Ddl(database='shop', changes=[('ALTER', 'shop', 'orders')], name='shop', table='orders')
