@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -92,8 +92,7 @@ def chunk_maps(heads: Headers, parse: Callable[[bytes], TableMap]) -> dict[int, 
     return maps if all(len(m.types) < WIDE for m in maps.values()) else None
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """The ``source`` fields shared by a run of rows events (one transaction, one binlog file)."""
 
     file: str

@@ -245,23 +245,26 @@ class StreamReader:
     def _bulk(self, data: bytes, heads: Headers, st: _Pass, end_pos: int) -> Generator[Any, None, bool]:
         """The chunk's rows events in bulk, the other events one by one (:mod:`.scan`); True at the range's end."""
         n = len(heads.starts)
-        hits = np.flatnonzero(heads.log_pos >= end_pos)  # where the range may end (in its last file)
-        controls = np.flatnonzero(np.isin(heads.kind, _FOLLOWED)).tolist()
+        hits = np.flatnonzero(heads.log_pos >= end_pos).tolist()  # where the range may end (in its last file)
+        at = np.flatnonzero(np.isin(heads.kind, _FOLLOWED))
+        controls, c_start, c_size, c_pos = (a.tolist() for a in (at, heads.starts[at], heads.sizes[at],
+                                                                  heads.log_pos[at]))
         seg_starts: list[int] = []
         segments: list[Segment] = []
-        lo = flushed = 0
+        lo = flushed = h = 0
         cut, finished = n, False
-        for i in [*controls, n]:
+        for j, i in enumerate([*controls, n]):
             seg_starts.append(lo)  # the table maps and rows events before event i share the fields of now
             segments.append(Segment(st.file, st.file_no, st.txn.gtid, st.txn.thread, st.txn.query))
             if st.file_no == st.end_no:
-                k = int(np.searchsorted(hits, lo))
-                if k < len(hits) and hits[k] < i:
-                    cut, finished = int(hits[k]) + 1, True
+                while h < len(hits) and hits[h] < lo:
+                    h += 1
+                if h < len(hits) and hits[h] < i:
+                    cut, finished = hits[h] + 1, True
                     break
             if i == n:
                 break
-            action, record = self._event(st, data, int(heads.starts[i]), int(heads.sizes[i]))
+            action, record = self._event(st, data, c_start[j], c_size[j])
             if record is not None:
                 yield from self._flush(heads, st, flushed, i, seg_starts, segments)
                 flushed = i
@@ -270,7 +273,7 @@ class StreamReader:
                 cut, finished = i, True
                 break
             lo = i + 1
-            if action != "rotated" and st.file_no == st.end_no and heads.log_pos[i] >= end_pos:
+            if action != "rotated" and st.file_no == st.end_no and c_pos[j] >= end_pos:
                 cut, finished = i + 1, True
                 break
         yield from self._flush(heads, st, flushed, cut, seg_starts, segments)
