@@ -1,6 +1,8 @@
-"""The change events of a binlog range: transactions followed event by event (a few header fields each), row
-events grouped by table map and decoded in bulk (:mod:`.rows`), records built per table and put back in binlog
-order (:mod:`.events`).
+"""The change events of a binlog range: each block of the stream read as numpy columns (:mod:`.scan`: headers,
+table maps, rows events), only GTID, query and rotate events followed one by one, row events grouped by table map
+and decoded in bulk (:mod:`.rows`), records built per table and put back in binlog order (:mod:`.events`). A
+block with signals to fold in (``signal.data.collection``), a table of 251 columns or more, or a table id that
+meant another table earlier in the range is followed event by event instead.
 
 A range ``(start, end]`` is every event after ``start`` up to the event that ends at ``end`` (both transaction
 boundaries, see :mod:`.positions`). A lost connection or a stalled stream is retried within
