@@ -13,7 +13,8 @@ twice on fresh checkpoints: the first query pays the JVM's warm-up and the Pytho
 second is the steady state a long-running query sees. Each is reported with the query start and without it (the
 sum of the batches' ``triggerExecution``), and with the CPU seconds the JVM and the Python workers spent (read
 from ``/proc``): on a shared machine the wall-clock rate says more about the load than about the code, the CPU
-time per event does not. ``events per CPU-s`` divides the events by the CPU seconds of every process involved.
+time per event does not. ``events per CPU-s`` divides the events by the CPU seconds of every process involved
+(but the database server's); ``CPU-us per event`` splits them by process.
 
     .venv/bin/python bench/bench_mysql_cdc.py 300000           # include.schema.changes=true (Debezium's default)
     .venv/bin/python bench/bench_mysql_cdc.py 300000 false     # the change events' own, narrower shape
@@ -55,7 +56,8 @@ def _generate(my: MariaDBServer, rows: int) -> None:
 
 
 def _cpu_seconds(marker: str) -> dict[str, float]:
-    """CPU seconds (user + system) so far of this run's JVM and Python worker processes."""
+    """CPU seconds (user + system) so far of this run's JVM, its Python workers (the reads) and its Python
+    streaming source runner (the driver's offsets and plans)."""
     out: dict[str, float] = {}
     tick = os.sysconf("SC_CLK_TCK")
     for pid in os.listdir("/proc"):
@@ -70,7 +72,8 @@ def _cpu_seconds(marker: str) -> dict[str, float]:
             continue
         if marker not in cmd:
             continue
-        kind = "jvm" if cmd.split()[0].endswith("java") else "python workers" if "pyspark.daemon" in cmd else None
+        kind = ("jvm" if cmd.split()[0].endswith("java") else "python workers" if "pyspark.daemon" in cmd
+                else "python source runner" if "python_streaming_source_runner" in cmd else None)
         if kind:
             out[kind] = out.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
     return out
@@ -150,7 +153,9 @@ def main(rows: int, schema_changes: str = "true") -> None:
             print(f"Spark -> noop, {run}, {events} events: {wall:.1f} s with the query start "
                   f"({events / wall:,.0f} events/s), {batches:.1f} s in batches ({steady:,.0f} events/s); CPU-s "
                   + ", ".join(f"{k} {v:.2f}" for k, v in sorted(used.items()))
-                  + f": {events / max(cpu, 1e-9):,.0f} events per CPU-s ({_load()})")
+                  + f": {events / max(cpu, 1e-9):,.0f} events per CPU-s, "
+                  + ", ".join(f"{k} {v / max(events, 1) * 1e6:.1f}" for k, v in sorted(used.items()))
+                  + f" CPU-us per event ({_load()})")
         print(f"ratio Spark steady state (batches) / connector in-process: {steady / raw:.2f}; "
               f"connector in-process / python-mysql-replication: {raw / lib:.1f}x")
         spark.stop()

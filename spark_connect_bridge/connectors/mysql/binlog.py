@@ -6,8 +6,9 @@ and decodes every value in Python: 1.8k single-row events/s here (``bench/bench_
 So this module asks for the stream the way that library does (``@master_binlog_checksum``,
 ``@mariadb_slave_capability=4``, ``@master_heartbeat_period``, ``COM_BINLOG_DUMP`` with ``BINLOG_DUMP_NON_BLOCK``
 on a pymysql connection) but reads the socket in large blocks and hands whole chunks of events to
-:mod:`.rows`, which decodes the row images of many events at once with numpy. The library remains the decoder
-of MySQL's binary JSON (:func:`pymysqlreplication.packet` helpers are not needed elsewhere).
+:mod:`.scan` and :mod:`.rows`, which read the events' headers and decode the row images of many events at once
+with numpy. The library remains the decoder of MySQL's binary JSON (:func:`pymysqlreplication.packet` helpers are
+not needed elsewhere).
 
 **Table maps are the schema history.** With ``binlog_row_metadata=FULL`` every table map carries its columns'
 names (and types), so each row image is decoded with the columns of the table map written just before it: a

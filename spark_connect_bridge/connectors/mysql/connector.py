@@ -10,8 +10,9 @@ Debezium runs one task; so does this connector (``tasks.max`` is accepted).
 
 Debezium's signals and incremental snapshots (``signal.data.collection``) run through the shared state machine
 (:mod:`..cdc.signals`), with chunks read between binlog watermarks (:mod:`.incremental`); the DDL of the
-captured databases becomes Debezium's schema change events (:mod:`.schema_changes`). Not implemented:
-transaction metadata topics, ``tableChanges.table`` of schema change events (no schema history is kept).
+captured databases becomes Debezium's schema change events (:mod:`.schema_changes`; the tables they describe are
+read from the server's catalog, :mod:`.table_changes`, not from a parsed schema history). Not implemented:
+transaction metadata topics.
 
 >>> df = (spark.readStream.format("kconnect")                                          # doctest: +SKIP
 ...       .options(**{"connector.class": "io.debezium.connector.mysql.MySqlConnector",

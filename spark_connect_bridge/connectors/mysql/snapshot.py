@@ -8,7 +8,8 @@ one snapshot to another connection (PostgreSQL's exported snapshots have no MySQ
 later batches see later states: a row changed while the snapshot runs is read at its newer state and its change
 is streamed again after the snapshot (at-least-once for that window, which a mirror applying events in order
 absorbs; exactly once when the tables do not change during the snapshot). A table without a primary key is one
-chunk.
+chunk. With ``include.schema.changes`` the first batch starts with Debezium's schema change events of the
+snapshot (:meth:`~.schema_changes.SchemaChanges.snapshot`).
 
 >>> end = snapshot_end(session, layout, pos, 10_000)                                # doctest: +SKIP
 >>> batches = SnapshotReader(session, layout, builder).read(start, end)          # doctest: +SKIP
@@ -24,6 +25,7 @@ from typing import Any
 from ..cdc.layout import Layout, Table
 from .binlog import file_number
 from .events import EventBuilder, record_offset
+from .schema_changes import SchemaChanges
 from .session import Session
 from .types import from_python
 
@@ -84,6 +86,8 @@ class SnapshotReader:
     def __init__(self, session: Session, layout: Layout, builder: EventBuilder):
         self.session, self.layout, self.builder = session, layout, builder
         self.settings = session.settings
+        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector,
+                                  session) if self.settings.include_schema_changes else None
 
     def read(self, start: dict[str, Any], end: dict[str, Any]) -> Iterator[Any]:
         ids = [t.id for t in self.layout.tables]
@@ -96,6 +100,11 @@ class SnapshotReader:
                 last -= 1
         else:
             last, last_key = len(ids) - 1, None
+        if self._ddl is not None and first == 0 and not start["snapshot_key"]:  # the snapshot's schema, first
+            record = self._ddl.snapshot(start["file"], int(start["pos"]), int(start.get("ts_sec", 0)),
+                                        record_offset(file_number(start["file"]), int(start["pos"]), 0))
+            if record is not None:
+                yield record
         conn = self.session.connect()
         try:
             with conn.cursor() as cur:

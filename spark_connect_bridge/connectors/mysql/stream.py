@@ -1,6 +1,8 @@
-"""The change events of a binlog range: transactions followed event by event (a few header fields each), row
-events grouped by table map and decoded in bulk (:mod:`.rows`), records built per table and put back in binlog
-order (:mod:`.events`).
+"""The change events of a binlog range: each block of the stream read as numpy columns (:mod:`.scan`: headers,
+table maps, rows events), only GTID, query and rotate events followed one by one, row events grouped by table map
+and decoded in bulk (:mod:`.rows`), records built per table and put back in binlog order (:mod:`.events`). A
+block with signals to fold in (``signal.data.collection``), a table of 251 columns or more, or a table id that
+meant another table earlier in the range is followed event by event instead.
 
 A range ``(start, end]`` is every event after ``start`` up to the event that ends at ``end`` (both transaction
 boundaries, see :mod:`.positions`). A lost connection or a stalled stream is retried within
@@ -21,8 +23,10 @@ import json
 import logging
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
+
+import numpy as np
 
 from ...core.retry import count_retry
 from ...errors import DataError
@@ -30,6 +34,7 @@ from ..cdc.layout import Layout, Table
 from ..cdc.signals import OPEN, ChunkWindows, State
 from .binlog import (
     BinlogGone,
+    Chunk,
     EventKind,
     StreamStalled,
     TableMap,
@@ -40,6 +45,7 @@ from .binlog import (
 )
 from .events import EventBuilder, record_offset
 from .rows import column_values, split_images
+from .scan import WIDE, Headers, RowEvents, Segment, chunk_maps, row_events
 from .schema_changes import SchemaChanges
 from .session import Session, is_retriable
 from .types import MySqlType, from_text, to_text
@@ -49,6 +55,9 @@ __all__ = ["StreamReader"]
 log = logging.getLogger(__name__)
 
 _HEADER = struct.Struct("<IBIIIH")
+#: the events :meth:`StreamReader._event` acts on (the others, XID above all, only end a range)
+_FOLLOWED = np.array([EventKind.ROTATE, EventKind.MARIADB_GTID, EventKind.MYSQL_GTID, EventKind.QUERY,
+                      EventKind.ANNOTATE_ROWS, *EventKind.MARIADB_COMPRESSED])
 
 
 class _Txn:
@@ -58,6 +67,26 @@ class _Txn:
         self.gtid: str | None = None
         self.thread: int | None = None
         self.query: str | None = None
+
+
+class _Pass:
+    """Where a pass over a range is: the binlog file, the transaction, the table maps by table id (``wide``: one
+    of 251 columns or more was met) and the captured table of each table map."""
+
+    def __init__(self, file: str, end_no: int):
+        self.file, self.file_no, self.end_no = file, file_number(file), end_no
+        self.txn = _Txn()
+        self.tables: dict[int, TableMap] = {}
+        self.wide = False
+        self._captured: dict[int, Table | None] = {}  # id of a table map -> its captured table
+
+    def captured(self, layout: Layout) -> Callable[[TableMap], Table | None]:
+        def table_of(tmap: TableMap) -> Table | None:
+            if id(tmap) not in self._captured:
+                self._captured[id(tmap)] = layout.table(tmap.database, tmap.table)
+            return self._captured[id(tmap)]
+
+        return table_of
 
 
 def _at(file: str, pos: int) -> tuple[int, int]:
@@ -103,8 +132,8 @@ class StreamReader:
         self._maps: dict[bytes, TableMap] = {}
         self._current: dict[str, set[str]] = {}  # the tables' columns now, asked once per read
         self._signals: _Signals | None = None
-        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector) \
-            if builder is not None and self.settings.include_schema_changes else None
+        self._ddl = SchemaChanges(self.settings, layout, builder.schema, builder.version, builder.connector,
+                                  session) if builder is not None and self.settings.include_schema_changes else None
 
     def signal_rows(self, start: dict[str, Any], end: dict[str, Any]) -> list[dict[str, Any]]:
         """The signal table's inserts in the range, in binlog order: ``id``, ``type``, ``data``, and where
@@ -157,102 +186,171 @@ class StreamReader:
             if sig is not None:
                 yield from self._watermarks(sig, None)
             return
-        file = start["file"]
-        file_no = file_number(file)
-        tables: dict[int, TableMap] = {}
-        captured: dict[int, Table | None] = {}  # id of a table map -> its captured table
-        txn = _Txn()
-        crc = self.checksum
+        st = _Pass(start["file"], end_no)
         annotate = self.settings.include_query and self.session.flavor() == "mariadb"
         for chunk in read_chunks(self.session, start["file"], int(start["pos"]), annotate=annotate):
-            data = chunk.data
-            rows: list[tuple] = []  # (table map, table, kind, row data start, end, source fields)
-            finished = False
-            for off, size in zip(chunk.starts, chunk.sizes):
-                ts, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(data, off)
-                body, body_end = off + 19, off + size - crc
-                if sig is not None and sig.pending and (file_no, log_pos - size) >= sig.pending[0][0]:
-                    if rows:  # the changes before a window's edge, in order
-                        yield from self._records(data, rows)
-                        rows = []
-                    yield from self._watermarks(sig, (file_no, log_pos - size))
-                if kind == EventKind.ROTATE:
-                    file = data[body + 8:body_end].decode()
-                    file_no = file_number(file)
-                    if file_no > end_no:
-                        finished = True
-                        break
-                    continue
-                if kind in EventKind.ROWS:
-                    table_id = int.from_bytes(data[body:body + 6], "little")
-                    tmap = tables.get(table_id)
-                    if tmap is None:
-                        raise DataError(f"A rows event at {file}:{log_pos - size} has no table map: the range does "
-                                        f"not start at a transaction boundary")
-                    if id(tmap) in captured:
-                        t = captured[id(tmap)]
-                    else:
-                        t = captured[id(tmap)] = self.layout.table(tmap.database, tmap.table)
-                    if t is None and sig is not None and sig.is_signal(tmap):
-                        if rows:
-                            yield from self._records(data, rows)
-                            rows = []
-                        yield from self._signal(sig, data, tmap, kind, body, body_end, file, log_pos - size, ts)
-                    elif t is not None:
-                        p = body + 8
-                        if kind >= EventKind.WRITE_V2:
-                            p += struct.unpack_from("<H", data, p)[0]
-                        ncols, p = lenenc(data, p)
-                        width = (ncols + 7) // 8
-                        images = 2 if EventKind.ROWS[kind] == "u" else 1
-                        every = (1 << ncols) - 1
-                        for k in range(images):
-                            if int.from_bytes(data[p + k * width:p + (k + 1) * width], "little") & every != every:
-                                raise DataError(f"Rows of {t.id} at {file}:{log_pos - size} do not carry every column: "
-                                                f"set binlog_row_image=FULL on the server")
-                        p += width * images
-                        rows.append((tmap, t, EventKind.ROWS[kind], p, body_end,
-                                     (file, log_pos - size, ts, server_id, txn.gtid, txn.thread, txn.query, file_no)))
-                elif kind == EventKind.TABLE_MAP:
-                    raw = bytes(data[body:body_end])
-                    tmap = self._maps.get(raw)
-                    if tmap is None:
-                        tmap = self._maps[raw] = parse_table_map(raw)
-                    tables[tmap.table_id] = tmap
-                elif kind == EventKind.MARIADB_GTID:
-                    seq, domain = struct.unpack_from("<QI", data, body)
-                    txn = _Txn()
-                    txn.gtid = f"{domain}-{server_id}-{seq}"
-                elif kind == EventKind.MYSQL_GTID:
-                    sid = data[body + 1:body + 17].hex()
-                    gno = struct.unpack_from("<q", data, body + 17)[0]
-                    txn = _Txn()
-                    txn.gtid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
-                elif kind == EventKind.QUERY:
-                    statement = self._query(data, body, body_end, txn, file, log_pos - size)
-                    if statement is not None and self._ddl is not None:
-                        db, text = statement
-                        record = self._ddl.record(text, db, file=file, pos=log_pos - size, ts=ts, server_id=server_id,
-                                                  gtid=txn.gtid, offset=record_offset(file_no, log_pos - size, 0))
-                        if record is not None:
-                            if rows:
-                                yield from self._records(data, rows)
-                                rows = []
-                            yield record
-                elif kind == EventKind.ANNOTATE_ROWS:
-                    txn.query = data[body:body_end].decode("utf-8", "replace")
-                elif kind in EventKind.MARIADB_COMPRESSED:
-                    raise DataError(f"Compressed row events at {file}:{log_pos - size}: turn log_bin_compress off on "
-                                    f"the server (this connector does not decompress binlog events)")
-                if log_pos >= end_pos and file_no == end_no:
-                    finished = True
-                    break
-            if rows:
-                yield from self._records(data, rows)
+            heads = Headers.of(chunk, self.checksum)
+            maps = chunk_maps(heads, self._table_map) if sig is None else None
+            if maps is not None and any(st.tables.get(k, m) is not m for k, m in maps.items()):
+                maps = None  # a table id that meant another table in an earlier chunk
+            if maps is not None and not st.wide:
+                st.tables.update(maps)
+                finished = yield from self._bulk(chunk.data, heads, st, end_pos)
+            else:
+                finished = yield from self._follow(chunk, st, sig, end_pos)
             if finished:
                 break
         if sig is not None:
             yield from self._watermarks(sig, None)
+
+    def _table_map(self, raw: bytes) -> TableMap:
+        tmap = self._maps.get(raw)
+        if tmap is None:
+            tmap = self._maps[raw] = parse_table_map(raw)
+        return tmap
+
+    def _event(self, st: _Pass, data: Any, off: int, size: int) -> tuple[str, Any]:
+        """Follows one event other than a rows event: ``("stop", None)`` for a rotation past the range's end,
+        ``("rotated", None)`` for another rotation, ``("", record)`` else (a schema change record or None)."""
+        ts, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(data, off)
+        body, body_end = off + 19, off + size - self.checksum
+        if kind == EventKind.ROTATE:
+            st.file = data[body + 8:body_end].decode()
+            st.file_no = file_number(st.file)
+            return ("stop" if st.file_no > st.end_no else "rotated"), None
+        if kind == EventKind.TABLE_MAP:
+            tmap = self._table_map(bytes(data[body:body_end]))
+            st.tables[tmap.table_id] = tmap
+            st.wide = st.wide or len(tmap.types) >= WIDE
+        elif kind == EventKind.MARIADB_GTID:
+            seq, domain = struct.unpack_from("<QI", data, body)
+            st.txn = _Txn()
+            st.txn.gtid = f"{domain}-{server_id}-{seq}"
+        elif kind == EventKind.MYSQL_GTID:
+            sid = data[body + 1:body + 17].hex()
+            gno = struct.unpack_from("<q", data, body + 17)[0]
+            st.txn = _Txn()
+            st.txn.gtid = f"{sid[:8]}-{sid[8:12]}-{sid[12:16]}-{sid[16:20]}-{sid[20:]}:{gno}"
+        elif kind == EventKind.QUERY:
+            statement = self._query(data, body, body_end, st.txn, st.file, log_pos - size)
+            if statement is not None and self._ddl is not None:
+                db, text = statement
+                return "", self._ddl.record(text, db, file=st.file, pos=log_pos - size, ts=ts, server_id=server_id,
+                                            gtid=st.txn.gtid, offset=record_offset(st.file_no, log_pos - size, 0))
+        elif kind == EventKind.ANNOTATE_ROWS:
+            st.txn.query = data[body:body_end].decode("utf-8", "replace")
+        elif kind in EventKind.MARIADB_COMPRESSED:
+            raise DataError(f"Compressed row events at {st.file}:{log_pos - size}: turn log_bin_compress off on "
+                            f"the server (this connector does not decompress binlog events)")
+        return "", None
+
+    def _bulk(self, data: bytes, heads: Headers, st: _Pass, end_pos: int) -> Generator[Any, None, bool]:
+        """The chunk's rows events in bulk, the other events one by one (:mod:`.scan`); True at the range's end."""
+        n = len(heads.starts)
+        hits = np.flatnonzero(heads.log_pos >= end_pos).tolist()  # where the range may end (in its last file)
+        at = np.flatnonzero(np.isin(heads.kind, _FOLLOWED))
+        controls, c_start, c_size, c_pos = (a.tolist() for a in (at, heads.starts[at], heads.sizes[at],
+                                                                  heads.log_pos[at]))
+        seg_starts: list[int] = []
+        segments: list[Segment] = []
+        lo = flushed = h = 0
+        cut, finished = n, False
+        for j, i in enumerate([*controls, n]):
+            seg_starts.append(lo)  # the table maps and rows events before event i share the fields of now
+            segments.append(Segment(st.file, st.file_no, st.txn.gtid, st.txn.thread, st.txn.query))
+            if st.file_no == st.end_no:
+                while h < len(hits) and hits[h] < lo:
+                    h += 1
+                if h < len(hits) and hits[h] < i:
+                    cut, finished = hits[h] + 1, True
+                    break
+            if i == n:
+                break
+            action, record = self._event(st, data, c_start[j], c_size[j])
+            if record is not None:
+                yield from self._flush(heads, st, flushed, i, seg_starts, segments)
+                flushed = i
+                yield record
+            if action == "stop":
+                cut, finished = i, True
+                break
+            lo = i + 1
+            if action != "rotated" and st.file_no == st.end_no and c_pos[j] >= end_pos:
+                cut, finished = i + 1, True
+                break
+        yield from self._flush(heads, st, flushed, cut, seg_starts, segments)
+        return finished
+
+    def _flush(self, heads: Headers, st: _Pass, lo: int, hi: int, seg_starts: list[int],
+               segments: list[Segment]) -> Iterator[Any]:
+        """The records of the rows events among events ``[lo, hi)`` of the chunk."""
+        at = lo + np.flatnonzero(heads.is_rows[lo:hi])
+        if not at.size:
+            return
+        segment = np.searchsorted(np.asarray(seg_starts), at, side="right") - 1
+        events = row_events(heads, at, st.tables, st.captured(self.layout), segment, segments)
+        if len(events):
+            yield from self._records(heads.buf, events)
+
+    def _follow(self, chunk: Chunk, st: _Pass, sig: _Signals | None, end_pos: int) -> Generator[Any, None, bool]:
+        """The chunk's events one by one (signals, wide tables, table ids reused); True at the range's end."""
+        data = chunk.data
+        buf = np.frombuffer(data, dtype=np.uint8)
+        rows: list[tuple] = []  # RowEvents.of_events' tuples
+        for off, size in zip(chunk.starts, chunk.sizes):
+            ts, kind, server_id, _, log_pos, _ = _HEADER.unpack_from(data, off)
+            body, body_end = off + 19, off + size - self.checksum
+            if sig is not None and sig.pending and (st.file_no, log_pos - size) >= sig.pending[0][0]:
+                if rows:  # the changes before a window's edge, in order
+                    yield from self._records(buf, RowEvents.of_events(rows))
+                    rows = []
+                yield from self._watermarks(sig, (st.file_no, log_pos - size))
+            if kind in EventKind.ROWS:
+                tmap = st.tables.get(int.from_bytes(data[body:body + 6], "little"))
+                if tmap is None:
+                    raise DataError(f"A rows event at {st.file}:{log_pos - size} has no table map: the range does "
+                                    f"not start at a transaction boundary")
+                t = st.captured(self.layout)(tmap)
+                if t is None and sig is not None and sig.is_signal(tmap):
+                    if rows:
+                        yield from self._records(buf, RowEvents.of_events(rows))
+                        rows = []
+                    yield from self._signal(sig, data, tmap, kind, body, body_end, st.file, log_pos - size, ts)
+                elif t is not None:
+                    p = body + 8
+                    if kind >= EventKind.WRITE_V2:
+                        p += struct.unpack_from("<H", data, p)[0]
+                    ncols, p = lenenc(data, p)
+                    width = (ncols + 7) // 8
+                    images = 2 if EventKind.ROWS[kind] == "u" else 1
+                    every = (1 << ncols) - 1
+                    for k in range(images):
+                        if int.from_bytes(data[p + k * width:p + (k + 1) * width], "little") & every != every:
+                            raise DataError(f"Rows of {t.id} at {st.file}:{log_pos - size} do not carry every column: "
+                                            f"set binlog_row_image=FULL on the server")
+                    p += width * images
+                    segment = Segment(st.file, st.file_no, st.txn.gtid, st.txn.thread, st.txn.query)
+                    rows.append((tmap, t, EventKind.ROWS[kind], p, body_end, log_pos - size, ts, server_id, segment))
+            else:
+                action, record = self._event(st, data, off, size)
+                if record is not None:
+                    if rows:
+                        yield from self._records(buf, RowEvents.of_events(rows))
+                        rows = []
+                    yield record
+                if action == "stop":
+                    return (yield from self._last(buf, rows))
+                if action == "rotated":
+                    continue
+            if log_pos >= end_pos and st.file_no == st.end_no:
+                return (yield from self._last(buf, rows))
+        yield from self._last(buf, rows)
+        return False
+
+    def _last(self, buf: Any, rows: list[tuple]) -> Generator[Any, None, bool]:
+        if rows:
+            yield from self._records(buf, RowEvents.of_events(rows))
+        return True
 
     # ---------------------------------------------------------------------------------- signals
     def _signal(self, sig: _Signals, data: Any, tmap: TableMap, kind: int, body: int, body_end: int, file: str,
@@ -341,32 +439,23 @@ class StreamReader:
         return db, statement
 
     # ---------------------------------------------------------------------------------- records
-    def _records(self, data: Any, rows: list[tuple]) -> Iterator[Any]:
-        import numpy as np
-
+    def _records(self, buf: Any, events: RowEvents) -> Iterator[Any]:
+        """The records of rows events (``buf``: the chunk as uint8), in binlog order."""
         assert self.builder is not None  # reading signals only, nothing is captured
-
-        buf = np.frombuffer(data, dtype=np.uint8)
-        groups: dict[int, list[int]] = {}
-        for i, r in enumerate(rows):
-            groups.setdefault(id(r[0]), []).append(i)
         parts, order = [], []
-        for members in groups.values():
-            built = self._group(buf, [rows[i] for i in members], np.asarray(members, dtype=np.int64))
+        for k, (tmap, t) in enumerate(events.maps):
+            built = self._group(buf, tmap, t, events, np.flatnonzero(events.which == k))
             if built is not None:
                 parts.append(built[0])
                 order.append(built[1])
         yield from self.builder.in_order(parts, order)
 
-    def _group(self, buf: Any, events: list[tuple], index: Any) -> tuple[Any, Any] | None:
-        """The records of one table map's events (``index``: their places in the chunk's row events)."""
-        import numpy as np
+    def _group(self, buf: Any, tmap: TableMap, t: Table, events: RowEvents, members: Any) -> tuple[Any, Any] | None:
+        """The records of one table map's events (``members``: their indices in ``events``)."""
         import pyarrow as pa
 
-        tmap, t = events[0][0], events[0][1]
-        kinds = np.array([e[2] for e in events])
-        images = split_images(buf, tmap, np.array([e[3] for e in events]), np.array([e[4] for e in events]),
-                              np.where(kinds == "u", 2, 1))
+        kinds = events.op[members]
+        images = split_images(buf, tmap, events.start[members], events.end[members], np.where(kinds == "u", 2, 1))
         self._check_columns(tmap, t)
         natural = {}
         for col in t.columns:
@@ -394,20 +483,20 @@ class StreamReader:
         after_img = np.where(op[rec] == "u", img + 1, img)  # the after image of an update (or of a key change)
         before = {k: v.take(pa.array(img)) for k, v in natural.items()} if b_valid.any() else {}
         after = {k: v.take(pa.array(after_img)) for k, v in natural.items()}
-        ev = images.event[img]
-        take = pa.array(ev)
-        # the source fields, one value per event (a rows event may hold many rows), then one per row
-        file, pos, ts, server_id, gtid, thread, query, file_no = (list(c) for c in zip(*(e[5] for e in events)))
-        pos = np.array(pos, dtype=np.int64)[ev]
+        ev = members[images.event[img]]  # each record's rows event
+        seg = pa.array(events.segment[ev])
+        segs = events.segments
+        pos = events.pos[ev]
         row_no = images.row[img]
-        offsets = (np.array(file_no, dtype=np.int64)[ev] << 44) | (pos << 12) | np.minimum(row_no, 4095)
-        source = {"ts_us": pa.array(np.array(ts, dtype=np.int64)[ev] * 1_000_000), "snapshot": "false",
-                  "file": pa.array(file, pa.string()).take(take), "pos": pa.array(pos),
-                  "row": pa.array(row_no.astype(np.int32)),
-                  "server_id": pa.array(np.array(server_id, dtype=np.int64)[ev]),
-                  "gtid": pa.array(gtid, pa.string()).take(take), "thread": pa.array(thread, pa.int64()).take(take),
-                  "query": pa.array(query, pa.string()).take(take)}
-        order = (index[ev] << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
+        file_no = np.array([g.file_no for g in segs], dtype=np.int64)[events.segment[ev]]
+        offsets = (file_no << 44) | (pos << 12) | np.minimum(row_no, 4095)
+        source = {"ts_us": pa.array(events.ts[ev] * 1_000_000), "snapshot": "false",
+                  "file": pa.array([g.file for g in segs], pa.string()).take(seg), "pos": pa.array(pos),
+                  "row": pa.array(row_no.astype(np.int32)), "server_id": pa.array(events.server_id[ev]),
+                  "gtid": pa.array([g.gtid for g in segs], pa.string()).take(seg),
+                  "thread": pa.array([g.thread for g in segs], pa.int64()).take(seg),
+                  "query": pa.array([g.query for g in segs], pa.string()).take(seg)}
+        order = (ev << 24) + (row_no << 1) + (ops == "c") * (rep[rec] == 2)
         assert self.builder is not None
         return self.builder.batch(t, ops, before, after, b_valid, a_valid, source, offsets, order, binlog=True)
 
