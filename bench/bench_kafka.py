@@ -82,9 +82,11 @@ ORDER_FIELDS = ("ordertime BIGINT, orderid INT, itemid STRING, orderunits DOUBLE
 def _tree_cpu(exclude: set[int]) -> tuple[float, float]:
     """(CPU seconds, of which the JVM's) used so far by this process and its descendants, without the processes
     under ``exclude``."""
-    procs = proc_table(reaped=True)
+    procs, own = proc_table(reaped=True), proc_table()
     mine = [p for p in descendants({os.getpid()}, procs) - descendants(exclude, procs) if p in procs]
-    return sum(procs[p][2] for p in mine), sum(procs[p][2] for p in mine if procs[p][1] == "java")
+    # The JVM's own time only: the Python processes it started and reaped (the data source's runner, the
+    # workers' daemon) add theirs to its children's time, which is Python's.
+    return sum(procs[p][2] for p in mine), sum(own[p][2] for p in mine if p in own and own[p][1] == "java")
 
 
 def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float, float, float]:
