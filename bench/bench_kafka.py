@@ -79,14 +79,23 @@ ORDER_FIELDS = ("ordertime BIGINT, orderid INT, itemid STRING, orderunits DOUBLE
                 "state: STRING, zipcode: BIGINT>")
 
 
-def _tree_cpu(exclude: set[int]) -> tuple[float, float]:
-    """(CPU seconds, of which the JVM's) used so far by this process and its descendants, without the processes
-    under ``exclude``."""
+def _tree_cpu(exclude: set[int]) -> dict[int, tuple[float, float]]:
+    """Per process of this one's tree (without the processes under ``exclude``): (CPU seconds used so far, its
+    reaped children's included; of which the JVM's own). The JVM's own time only: the Python processes it started
+    and reaped (the data source's runner, the workers' daemon) add theirs to its children's time, which is
+    Python's."""
     procs, own = proc_table(reaped=True), proc_table()
     mine = [p for p in descendants({os.getpid()}, procs) - descendants(exclude, procs) if p in procs]
-    # The JVM's own time only: the Python processes it started and reaped (the data source's runner, the
-    # workers' daemon) add theirs to its children's time, which is Python's.
-    return sum(procs[p][2] for p in mine), sum(own[p][2] for p in mine if p in own and own[p][1] == "java")
+    return {p: (procs[p][2], own[p][2] if p in own and own[p][1] == "java" else 0.0) for p in mine}
+
+
+def _used(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]) -> tuple[float, float]:
+    """(CPU seconds, of which the JVM's) between two :func:`_tree_cpu` snapshots, process by process: a process
+    that ended is counted through the parent that reaped it (a plain difference of sums went negative when a
+    worker ended without being reaped inside the tree)."""
+    cpu = sum(max(0.0, c - before.get(p, (0.0, 0.0))[0]) for p, (c, _) in after.items())
+    jvm = sum(max(0.0, j - before.get(p, (0.0, 0.0))[1]) for p, (_, j) in after.items())
+    return cpu, jvm
 
 
 def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float, float, float]:
@@ -94,10 +103,10 @@ def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float,
     fn()
     runs = []
     for _ in range(reps):
-        (c, j), t = _tree_cpu(exclude), time.perf_counter()
+        before, t = _tree_cpu(exclude), time.perf_counter()
         fn()
-        c2, j2 = _tree_cpu(exclude)
-        runs.append((time.perf_counter() - t, c2 - c, j2 - j))
+        wall = time.perf_counter() - t
+        runs.append((wall, *_used(before, _tree_cpu(exclude))))
     return min(runs)
 
 
