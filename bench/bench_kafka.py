@@ -7,8 +7,13 @@ session and broker; prints records/s, CPU seconds and ratios.
   its Arrow batches: ``NoopSink`` below) vs Spark's bare Kafka source → ``noop`` (the goal's baseline). Two more
   lines split the difference into what any Spark query doing the same work pays: the same ``from_json`` and field
   extraction written by hand into ``noop``, and the bare Kafka records handed to the Python sink without stages
-  (Spark's ``mapInArrow`` hand-off of rows to a Python data source writer). Our read path without the Python sink
+  (Spark's hand-off of rows to a Python data source writer, as Arrow). Our read path without the Python sink
   (converter and transform into ``noop``) is shown too.
+* Same work on both sides (``same-work`` ratios): ``sink_stream`` with JsonConverter against the same
+  ``from_json`` + field extraction written by hand and handed to the same ``NoopSink``; ``sink_stream`` with
+  ByteArrayConverter and with StringConverter (key and value) against the bare records, or the same casts by
+  hand, handed to ``NoopSink``. The by-hand sides read with Spark's Kafka source and give records without
+  headers an empty list, as ``read_topics`` does (a null list costs the Arrow hand-off O(rows²) per batch).
 * source → Kafka: ``source_stream`` (datagen orders, StringConverter key, schemaless JsonConverter value) vs a bare
   Spark write to Kafka of the same rows built by Catalyst (``spark.range`` as orders, ``to_json``: the goal's
   baseline). Two more lines: the datagen connector alone into ``noop`` (the source's own cost, no bus), and the
@@ -16,8 +21,9 @@ session and broker; prints records/s, CPU seconds and ratios.
 
 Each streaming figure is one ``Trigger.AvailableNow`` run with a fresh checkpoint, the best of ``reps`` after a
 warm-up. CPU seconds are those of this process and its descendants (the Spark JVM, Python workers), not the broker's:
-on a shared machine they move much less with the load than the wall time. The broker is ``KCONNECT_BENCH_KAFKA``
-(host:port) or a throwaway one (tests/support/kafka.py).
+on a shared machine they move much less with the load than the wall time; each line also splits them between the
+JVM and Python (this driver and Spark's Python workers). The load average is printed with the figures. The broker
+is ``KCONNECT_BENCH_KAFKA`` (host:port) or a throwaway one (tests/support/kafka.py).
 """
 
 from __future__ import annotations
@@ -64,26 +70,43 @@ LABELS = {
     "ours stages": "  read_topics + converters + transforms -> noop",
     "from_json by hand": "  Spark Kafka source + from_json by hand -> noop",
     "python hand-off": "  Spark Kafka source -> NoopSink (no stages)",
+    "json by hand sink": "  Spark Kafka source + from_json by hand -> NoopSink",
+    "bytes sink": "sink_stream (ByteArrayConverter) -> NoopSink",
+    "string sink": "sink_stream (StringConverter) -> NoopSink",
+    "strings by hand sink": "  Spark Kafka source + cast(string) by hand -> NoopSink",
 }
 ORDER_FIELDS = ("ordertime BIGINT, orderid INT, itemid STRING, orderunits DOUBLE, address STRUCT<city: STRING, "
                 "state: STRING, zipcode: BIGINT>")
 
 
-def _tree_cpu(exclude: set[int]) -> float:
-    """CPU seconds used so far by this process and its descendants, without the processes under ``exclude``."""
-    procs = proc_table(reaped=True)
-    mine = descendants({os.getpid()}, procs) - descendants(exclude, procs)
-    return sum(procs[p][2] for p in mine if p in procs)
+def _tree_cpu(exclude: set[int]) -> dict[int, tuple[float, float]]:
+    """Per process of this one's tree (without the processes under ``exclude``): (CPU seconds used so far, its
+    reaped children's included; of which the JVM's own). The JVM's own time only: the Python processes it started
+    and reaped (the data source's runner, the workers' daemon) add theirs to its children's time, which is
+    Python's."""
+    procs, own = proc_table(reaped=True), proc_table()
+    mine = [p for p in descendants({os.getpid()}, procs) - descendants(exclude, procs) if p in procs]
+    return {p: (procs[p][2], own[p][2] if p in own and own[p][1] == "java" else 0.0) for p in mine}
 
 
-def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float, float]:
-    """(best wall seconds, CPU seconds of that run) over ``reps`` runs after one warm-up run."""
+def _used(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]) -> tuple[float, float]:
+    """(CPU seconds, of which the JVM's) between two :func:`_tree_cpu` snapshots, process by process: a process
+    that ended is counted through the parent that reaped it (a plain difference of sums went negative when a
+    worker ended without being reaped inside the tree)."""
+    cpu = sum(max(0.0, c - before.get(p, (0.0, 0.0))[0]) for p, (c, _) in after.items())
+    jvm = sum(max(0.0, j - before.get(p, (0.0, 0.0))[1]) for p, (_, j) in after.items())
+    return cpu, jvm
+
+
+def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float, float, float]:
+    """(best wall seconds, CPU seconds of that run, of which the JVM's) over ``reps`` runs after one warm-up."""
     fn()
     runs = []
     for _ in range(reps):
-        c, t = _tree_cpu(exclude), time.perf_counter()
+        before, t = _tree_cpu(exclude), time.perf_counter()
         fn()
-        runs.append((time.perf_counter() - t, _tree_cpu(exclude) - c))
+        wall = time.perf_counter() - t
+        runs.append((wall, *_used(before, _tree_cpu(exclude))))
     return min(runs)
 
 
@@ -199,11 +222,31 @@ def main() -> None:
                                           F.from_json(F.col("value").cast("string"), ORDER_FIELDS)["address"]
                                           .alias("value"), "topic", "partition", "offset", "timestamp"))
 
-        def records_to_python() -> None:
+        def to_noop_sink(df: Any) -> None:
             noop = prepare({"name": "noop-raw", "connector.class": "bench_kafka.NoopSink"}, kind="sink")
-            run_stream(read_topics(spark, bootstrap, topics=[topic]).writeStream.format("kconnect")
-                       .options(**noop.connector_options).option("checkpointLocation", tempfile.mkdtemp())
-                       .trigger(availableNow=True).start())
+            run_stream(df.writeStream.format("kconnect").options(**noop.connector_options)
+                       .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
+
+        def records_to_python() -> None:
+            to_noop_sink(read_topics(spark, bootstrap, topics=[topic]))
+
+        def json_by_hand_sink() -> None:
+            to_noop_sink(read_topics(spark, bootstrap, topics=[topic]).withColumns({
+                "key": F.col("key").cast("string"),
+                "value": F.from_json(F.col("value").cast("string"), ORDER_FIELDS)["address"]}))
+
+        def strings_by_hand_sink() -> None:
+            to_noop_sink(read_topics(spark, bootstrap, topics=[topic]).withColumns({
+                "key": F.col("key").cast("string"), "value": F.col("value").cast("string")}))
+
+        def plain_sink(converter: str) -> Callable[[], None]:
+            config = {"name": "noop", "connector.class": "bench_kafka.NoopSink", "topics": topic,
+                      "key.converter": converter, "value.converter": converter}
+
+            def go() -> None:
+                run_stream(sink_stream(spark, config, bus=bootstrap, checkpoint=tempfile.mkdtemp(),
+                                       trigger={"availableNow": True}))
+            return go
 
         def ours_stages() -> None:
             p = prepare(sink_config, kind="sink")
@@ -217,12 +260,21 @@ def main() -> None:
                         "ours sink": measure(ours_sink, reps, exclude),
                         "ours stages": measure(ours_stages, reps, exclude),
                         "from_json by hand": measure(by_hand, reps, exclude),
-                        "python hand-off": measure(records_to_python, reps, exclude)}
+                        "python hand-off": measure(records_to_python, reps, exclude),
+                        "json by hand sink": measure(json_by_hand_sink, reps, exclude),
+                        "bytes sink": measure(plain_sink("org.apache.kafka.connect.converters.ByteArrayConverter"),
+                                              reps, exclude),
+                        "string sink": measure(plain_sink("org.apache.kafka.connect.storage.StringConverter"),
+                                               reps, exclude),
+                        "strings by hand sink": measure(strings_by_hand_sink, reps, exclude)}
         results = {**write_results, **read_results}
-        print(f"records: {n:,}  partitions: {partitions}  pyspark {spark.version}  best of {reps}")
+        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"records: {n:,}  partitions: {partitions}  pyspark {spark.version}  best of {reps}  "
+              f"load average at the end: {load}")
         for key, label in LABELS.items():
-            secs, cpu = results[key]
-            print(f"  {label:<56} {n / secs:>12,.0f} records/s  ({secs:6.2f} s, {cpu:6.2f} s CPU)")
+            secs, cpu, jvm = results[key]
+            print(f"  {label:<56} {n / secs:>12,.0f} records/s  ({secs:6.2f} s, {cpu:6.2f} s CPU: JVM {jvm:5.2f}, "
+                  f"Python {cpu - jvm:5.2f})")
 
         def ratio(base: str, ours: str) -> str:
             return (f"{results[base][0] / results[ours][0]:.2f}x wall, "
@@ -231,14 +283,21 @@ def main() -> None:
         print(f"  ratio source_stream / bare write: {ratio('bare write', 'ours write')}   (goal >= 0.9x)")
         print(f"  ratio sink_stream / bare read: {ratio('bare read', 'ours sink')}   (goal >= 0.9x)")
         print("  where the difference goes:")
-        print(f"    source_stream / datagen serialized by hand -> Spark's Kafka sink: "
-              f"{ratio('datagen by hand', 'ours write')}")
         print(f"    bare write / datagen -> noop: {ratio('bare write', 'datagen noop')}  (the source connector alone "
               f"vs the whole bare write)")
         print(f"    sink_stream / bare records -> NoopSink: {ratio('python hand-off', 'ours sink')}")
         print(f"    bare read / bare records -> NoopSink: {ratio('bare read', 'python hand-off')}  (Spark's hand-off "
               f"of rows to a Python sink)")
         print(f"    our stages -> noop / from_json by hand -> noop: {ratio('from_json by hand', 'ours stages')}")
+        print("  same work on both sides:")
+        print(f"    sink_stream (JsonConverter) / from_json by hand -> NoopSink: "
+              f"{ratio('json by hand sink', 'ours sink')}")
+        print(f"    sink_stream (ByteArrayConverter) / bare records -> NoopSink: "
+              f"{ratio('python hand-off', 'bytes sink')}")
+        print(f"    sink_stream (StringConverter) / cast(string) by hand -> NoopSink: "
+              f"{ratio('strings by hand sink', 'string sink')}")
+        print(f"    source_stream / datagen + to_json by hand -> Spark's Kafka sink: "
+              f"{ratio('datagen by hand', 'ours write')}")
     finally:
         spark.stop()
         if broker is not None:

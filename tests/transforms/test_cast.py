@@ -48,7 +48,8 @@ JAVA_PARSING = [
     ("+7", "int32", 7), ("-007", "int64", -7), ("\uff17", "int32", 7), ("\u0663\u0660", "int64", 30),
     ("\u0967\u0968", "int16", 12), ("7.0", "int32", None), ("", "int32", None), ("+", "int32", None),
     ("128", "int8", None), ("-128", "int8", -128), ("2147483648", "int32", None),
-    ("9223372036854775807", "int64", 2**63 - 1),
+    ("9223372036854775807", "int64", 2**63 - 1), ("-9223372036854775808", "int64", -2**63),
+    ("9223372036854775808", "int64", None), ("-32769", "int16", None), ("1_000", "int32", None),
     ("\U0001d7d5", "int32", None),  # MATHEMATICAL BOLD DIGIT SEVEN: a surrogate pair for Java
     (" 1.5\t", "float64", 1.5), ("1.5d", "float64", 1.5), ("0x1p3", "float64", 8.0), (".5", "float64", 0.5),
     ("-Infinity", "float64", float("-inf")), ("inf", "float64", None), ("nan", "float64", None),

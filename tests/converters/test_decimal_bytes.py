@@ -1,0 +1,43 @@
+"""Connect's Decimal bytes from Column expressions: the same bytes as Kafka's ``BigDecimal.unscaledValue()
+.toByteArray()`` (minimal big-endian two's complement), on both code paths (precision <= 18 and above)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import DecimalType, StructField, StructType
+
+from spark_connect_bridge.converters.decimal_bytes import decimal_to_bytes
+
+
+def _kafka_bytes(unscaled: int) -> bytes:
+    """Java's BigInteger.toByteArray(): the fewest bytes holding the value and its sign bit."""
+    n = 1
+    while not -(1 << (8 * n - 1)) <= unscaled < (1 << (8 * n - 1)):
+        n += 1
+    return unscaled.to_bytes(n, "big", signed=True)
+
+
+def test_decimal_bytes_are_kafkas_at_every_byte_boundary(spark):
+    types = [DecimalType(2, 0), DecimalType(12, 2), DecimalType(18, 0), DecimalType(18, 6), DecimalType(19, 0),
+             DecimalType(38, 10)]
+    rows, cases = [], []
+    for i, dt in enumerate(types):
+        # Above 18 digits with a scale, the unscaled value is made by a decimal multiplication whose result Spark
+        # narrows to scale 6: unscaled values of more than 32 digits overflow there (not covered yet).
+        top = 10 ** min(dt.precision, 32 if dt.scale else 38) - 1
+        values = {0, 1, -1, top, -top}
+        for bits in range(7, 8 * 16, 8):  # each side of every byte-count boundary
+            values |= {v for b in (1 << bits,) for v in (b - 1, b, -b, -b - 1) if -top <= v <= top}
+        for u in sorted(values):
+            rows.append((i, Decimal(f"{u}E-{dt.scale}")))  # exact (no 28-digit context)
+            cases.append((i, u))
+    # One column per type, set on that type's rows only: one small job for every case.
+    schema = StructType([StructField(f"d{i}", dt) for i, dt in enumerate(types)])
+    df = spark.createDataFrame([tuple(d if j == i else None for j in range(len(types))) for i, d in rows], schema)
+    cols = [decimal_to_bytes(F.col(f"d{i}"), dt).alias(f"b{i}") for i, dt in enumerate(types)]
+    got = df.select(*cols).collect()
+    for (i, u), row in zip(cases, got):
+        assert bytes(row[f"b{i}"]) == _kafka_bytes(u), (types[i], u)
+    assert all(row[f"b{j}"] is None for (i, _), row in zip(cases, got) for j in range(len(types)) if j != i)
