@@ -98,8 +98,6 @@ class _TopicReader:
         self._consumer.assign(self._partitions)
         self.values: dict[str, dict[str, Any]] = {topic: {} for topic in topics}
         self._next = {(tp.topic, tp.partition): 0 for tp in self._partitions}
-        #: the end offset each partition's last end-of-partition event reported
-        self._eof: dict[tuple[str, int], int] = {}
 
     def catch_up(self, timeout: float = _TIMEOUT) -> None:
         """Read every partition to its end; raise ConnectError when the brokers do not answer in time."""
@@ -111,9 +109,8 @@ class _TopicReader:
             ends[(tp.topic, tp.partition)] = high
         deadline = time.monotonic() + timeout
         while True:
-            # Done where the position reached the high watermark, or an end-of-partition event came at the
-            # position (the last stable offset: records of an open transaction beyond it are not committed yet).
-            waiting = [k for k, end in ends.items() if self._next[k] < end and self._eof.get(k) != self._next[k]]
+            # An end-of-partition event moves the position past transaction markers, which are never delivered.
+            waiting = [k for k, end in ends.items() if self._next[k] < end]
             if not waiting:
                 return
             if time.monotonic() > deadline:
@@ -127,7 +124,6 @@ class _TopicReader:
             if error is not None:
                 if error.code() == kafka.KafkaError._PARTITION_EOF:
                     self._next[key] = max(self._next[key], msg.offset())
-                    self._eof[key] = msg.offset()
                     continue
                 raise ConnectError(f"Reading the worker group's topic {msg.topic()} failed: {error.str()}")
             self._next[key] = msg.offset() + 1
@@ -157,6 +153,8 @@ class _Membership:
             "auto.offset.reset": "latest"})
         self.partitions: set[int] = set()
         self.assigned = False
+        #: how many assignments the broker has given this member (one per completed group rebalance)
+        self.generations = 0
         self.lost = False
         self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke,
                                 on_lost=self._on_lost)
@@ -167,6 +165,7 @@ class _Membership:
             consumer.pause(partitions)  # membership only: the records are read by the store's own reader
         self.partitions = {tp.partition for tp in partitions}
         self.assigned = True
+        self.generations += 1
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self.partitions = set()
@@ -232,6 +231,7 @@ class KafkaGroupStore:
             self._producer.flush(_TIMEOUT)
             if self._leader is not None:
                 self._leader.flush(_TIMEOUT)
+            self._producer = self._leader = self._admin = None  # their client threads end with them
 
     # -- reading and writing ------------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
@@ -262,12 +262,20 @@ class KafkaGroupStore:
                                      self.heartbeat_interval_ms)
                 self._members[worker_id] = member
             member.lost = False
-            deadline = time.monotonic() + max(_TIMEOUT, 2 * session_timeout_ms / 1000)
-            while not member.assigned:  # the others rejoin on their next poll
-                if time.monotonic() > deadline:
-                    raise ConnectError(f"Worker {worker_id} could not join group {self.group_id} in time")
-                self._poll_members()
-                time.sleep(0.05)
+            others = {w: m.generations for w, m in self._members.items() if w != worker_id}
+            self._settle(lambda: member.assigned, others, f"Worker {worker_id} could not join group "
+                                                          f"{self.group_id} in time")
+
+    def _settle(self, done: Callable[[], bool], others: Mapping[str, int], failure: str) -> None:
+        """Poll this store's members until ``done()`` and every member of ``others`` has its assignment of the
+        group rebalance under way (``others``: their assignment counts before it)."""
+        deadline = time.monotonic() + _TIMEOUT
+        while not (done() and all(self._members[w].generations > n for w, n in others.items()
+                                  if w in self._members)):
+            if time.monotonic() > deadline:
+                raise ConnectError(failure)
+            self._poll_members()
+            time.sleep(0.02)
 
     def heartbeat(self, worker_id: str, session_timeout_ms: int) -> bool:
         with self._lock:
@@ -284,7 +292,11 @@ class KafkaGroupStore:
         with self._lock:
             member = self._members.pop(worker_id, None)
             if member is not None:
+                others = {w: m.generations for w, m in self._members.items()}
                 member.close()
+                # Members of this store (a test's, or a process running several workers) get the connectors'
+                # new leader before this returns.
+                self._settle(lambda: True, others, f"Group {self.group_id} did not settle after {worker_id} left")
 
     def members(self) -> list[Member]:
         with self._lock:
