@@ -35,7 +35,8 @@ def store(request, url):
         s = PostgresGroupStore(url, group)
     else:
         s = KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
-                            topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1))
+                            topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
+                            heartbeat_interval_ms=100)
     yield s
     s.close()
 

@@ -85,6 +85,7 @@ class _TopicReader:
     def __init__(self, client: Mapping[str, str], topics: list[str]):
         kafka = _kafka()
         self._kafka = kafka
+        self._admin = admin_client(client)
         self._consumer = kafka.Consumer({**client, "group.id": "kconnect-reader-" + uuid.uuid4().hex,
                                          "enable.auto.commit": False, "isolation.level": "read_committed",
                                          "enable.partition.eof": True, "auto.offset.reset": "earliest"})
@@ -99,14 +100,22 @@ class _TopicReader:
         self.values: dict[str, dict[str, Any]] = {topic: {} for topic in topics}
         self._next = {(tp.topic, tp.partition): 0 for tp in self._partitions}
 
-    def catch_up(self, timeout: float = _TIMEOUT) -> None:
-        """Read every partition to its end; raise ConnectError when the brokers do not answer in time."""
+    def catch_up(self, timeout: float = _TIMEOUT, written: Mapping[tuple[str, int], int] | None = None) -> None:
+        """Read every partition to its end, and at least to ``written`` (``{(topic, partition): offset}``: past
+        this process's own writes, whose transaction markers may not have reached the partition yet); raise
+        ConnectError when the brokers do not answer in time."""
         kafka = self._kafka
-        ends = {}
-        for tp in self._partitions:
-            _, high = self._consumer.get_watermark_offsets(kafka.TopicPartition(tp.topic, tp.partition),
-                                                           timeout=timeout, cached=False)
-            ends[(tp.topic, tp.partition)] = high
+        from confluent_kafka.admin import OffsetSpec
+
+        # The last stable offsets, from the admin client: the consumer's own request would queue behind its
+        # long-polling fetch.
+        spec = {kafka.TopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in self._partitions}
+        futures = self._admin.list_offsets(spec, isolation_level=kafka.IsolationLevel.READ_COMMITTED,
+                                           request_timeout=timeout)
+        ends = {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+        for key, offset in (written or {}).items():
+            if key in ends:
+                ends[key] = max(ends[key], offset)
         deadline = time.monotonic() + timeout
         while True:
             # An end-of-partition event moves the position past transaction markers, which are never delivered.
@@ -216,6 +225,8 @@ class KafkaGroupStore:
         self._leader: Any = None
         self._members: dict[str, _Membership] = {}
         self._admin = admin_client(self._client)
+        #: the offset after this store's last write to each partition it wrote to
+        self._written: dict[tuple[str, int], int] = {}
         #: workers that own connectors but are not in the group, and since when (the leader's clock)
         self._absent_since: dict[str, float] = {}
 
@@ -235,8 +246,14 @@ class KafkaGroupStore:
 
     # -- reading and writing ------------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
-        self._reader.catch_up()
+        self._reader.catch_up(written=self._written)
         return self._reader.values[self.topics.config]
+
+    def _delivered(self, error: Any, msg: Any) -> None:
+        """A delivery report: remember the offset after this store's own write (read-your-writes)."""
+        if error is None:
+            key = (msg.topic(), msg.partition())
+            self._written[key] = max(self._written.get(key, 0), msg.offset() + 1)
 
     def _status(self) -> dict[str, Any]:
         return self._reader.values[self.topics.status]
@@ -244,7 +261,7 @@ class KafkaGroupStore:
     def _write(self, records: list[tuple[str, str, Any]]) -> None:
         """Produce ``(topic, key, value)`` records (``None``: a tombstone) and wait until they are written."""
         for topic, key, value in records:
-            self._producer.produce(topic, key=key.encode("utf-8"),
+            self._producer.produce(topic, key=key.encode("utf-8"), on_delivery=self._delivered,
                                    value=None if value is None else json.dumps(value).encode("utf-8"))
         if self._producer.flush(_TIMEOUT) > 0:
             raise ConnectError(f"Writing to the worker group's topics timed out (group {self.group_id})")
@@ -457,7 +474,7 @@ class KafkaGroupStore:
                 try:
                     with self._leader_transaction() as producer:
                         for topic, key, value in records:
-                            producer.produce(topic, key=key.encode("utf-8"),
+                            producer.produce(topic, key=key.encode("utf-8"), on_delivery=self._delivered,
                                              value=None if value is None else json.dumps(value).encode("utf-8"))
                 except FencedError as e:
                     log.warning("%s; another worker leads the group now", e)
