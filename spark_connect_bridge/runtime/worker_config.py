@@ -351,6 +351,12 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     state = cfg.offset_storage_dir
     if not state and cfg.offset_storage_file_filename:
         state = os.path.dirname(os.path.join(base, cfg.offset_storage_file_filename)) or base
+    if not state and cfg.group_id:
+        # Kafka's connect-distributed.properties keeps offsets in offset.storage.topic; here they are checkpoints,
+        # which every worker of the group must reach: the same relative directory from every worker's cwd.
+        state = os.path.join("work", str(cfg.group_id))
+        log.warning("worker config: offset.storage.dir is not set: the group's checkpoints go to %s (under the "
+                    "working directory), which every worker of the group must reach", state)
     if not state:
         problems.append(ConfigProblem("offset.storage.dir", 'Missing required configuration "offset.storage.dir" '
                                                             '(or Kafka\'s "offset.storage.file.filename", whose '
