@@ -1,5 +1,5 @@
 """A group of ``kconnect distributed`` workers as real processes on loopback, sharing one directory (checkpoints,
-topic store, key file) and one PostgreSQL group store, each driven over HTTP."""
+topic store, key file) and one group store (Kafka, or PostgreSQL), each driven over HTTP."""
 
 from __future__ import annotations
 
@@ -38,35 +38,36 @@ def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str,
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def worker_properties(shared: Path, store_url: str, port: int, group: str, session_timeout_ms: int = 4000,
+def worker_properties(shared: Path, store: Mapping[str, str], port: int, group: str, session_timeout_ms: int = 4000,
                       spark: Mapping[str, str] | None = None) -> str:
-    """The README's ``conf/connect-distributed.properties`` (Kafka's connect-distributed.properties plus the group
-    store) as it is, then this worker's settings: its port, the group, the store, the shared directories, short
+    """The README's conf file as it is, then this worker's settings: its port, the group, the store (``store``:
+    ``{"group.store.url": ...}`` after ``conf/connect-distributed-postgres.properties``; else the Kafka keys, e.g.
+    ``bootstrap.servers``, after Kafka's ``conf/connect-distributed.properties``), the shared directories, short
     timeouts and a light Spark driver (``spark``: other spark.* keys, e.g. a cluster's). Later keys win."""
     spark = dict(spark or {"spark.master": "local[1]", "spark.driver.memory": "512m"})
     own = {"group.id": group, "listeners": f"http://127.0.0.1:{port}", "rest.advertised.host.name": "127.0.0.1",
            "rest.advertised.port": str(port), "heartbeat.interval.ms": str(max(100, session_timeout_ms // 8)),
            "session.timeout.ms": str(session_timeout_ms), "scheduled.rebalance.max.delay.ms": "0",
-           "group.store.url": store_url, "offset.storage.dir": str(shared / "state"),
+           **store, "offset.storage.dir": str(shared / "state"),
            "topics.dir": str(shared / "topics"), "connector.allowed.paths": str(shared),
            "trigger.interval.ms": "500", "status.interval.ms": "200", "spark.sql.shuffle.partitions": "1",
            "spark.ui.enabled": "false", "spark.python.authenticate.socketTimeout": "300s", **spark}
-    readme = (ROOT / "conf" / "connect-distributed.properties").read_text()
+    conf = "connect-distributed-postgres.properties" if "group.store.url" in store else "connect-distributed.properties"
+    readme = (ROOT / "conf" / conf).read_text()
     return readme + "\n# --- this test worker ---\n" + "".join(f"{k}={v}\n" for k, v in own.items())
 
 
 class GroupWorker:
     """One ``kconnect distributed`` process and a JSON client of its REST API."""
 
-    def __init__(self, shared: Path, store_url: str, group: str, name: str, *, session_timeout_ms: int = 4000,
-                 spark: Mapping[str, str] | None = None):
+    def __init__(self, shared: Path, store: Mapping[str, str], group: str, name: str, *,
+                 session_timeout_ms: int = 4000, spark: Mapping[str, str] | None = None):
         self.name, self.shared = name, shared
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.worker_id = f"127.0.0.1:{self.port}"
         self.props = shared / f"{name}.properties"
-        self.props.write_text(worker_properties(shared, store_url, self.port, group, session_timeout_ms,
-                                                  spark))
+        self.props.write_text(worker_properties(shared, store, self.port, group, session_timeout_ms, spark))
         self.stderr_path = shared / f"{name}.stderr"
         self.proc: subprocess.Popen | None = None
         self._stderr: Any = None
