@@ -18,12 +18,15 @@ import pytest
 from confluent_kafka import Producer
 
 from spark_connect_bridge.bus.admin import ensure_topics
+from spark_connect_bridge.jvm import classpath
 from tests.distributed.group_helpers import GroupWorker, until
 from tests.support import servers
 
 pytestmark = pytest.mark.timeout(900)
 
 SINK = "lines-sink"
+#: Spark's Kafka source and its client jars: the bus of a worker with bootstrap.servers
+KAFKA_JARS = ("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2")
 
 
 class Lines:
@@ -57,7 +60,9 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
     topic = group + "-lines"
     ensure_topics({"bootstrap.servers": bootstrap}, {topic: (1, 1, {})})
     lines = Lines(bootstrap, topic, tmp_path / "out.txt")
-    workers = [GroupWorker(tmp_path, store, group, f"w{i}").start() for i in range(2)]
+    jars = [j for j in classpath("spark") if Path(j).name.startswith(KAFKA_JARS)]
+    spark = {"spark.master": "local[1]", "spark.driver.memory": "512m", "spark.jars": ",".join(jars)}
+    workers = [GroupWorker(tmp_path, store, group, f"w{i}", spark=spark).start() for i in range(2)]
 
     def explain() -> str:
         logs = "\n".join(f"--- {w.name} ({w.worker_id}):\n" + "\n".join(
@@ -79,8 +84,12 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         r = w0.call("POST", "/connectors", {"name": SINK, "config": config})
         assert r.status_code == 201, r.text
         assert w1.get("/connectors") == [SINK]
-        owner_id = wait(lambda: (st := w1.status(SINK)["connector"])["state"] == "RUNNING" and st["worker_id"],
-                        "the sink RUNNING, seen through the other worker")
+        def running_on(via: GroupWorker) -> str | None:
+            st = via.status(SINK)["connector"]
+            assert st["state"] != "FAILED", st.get("trace")
+            return st["worker_id"] if st["state"] == "RUNNING" else None
+
+        owner_id = wait(lambda: running_on(w1), "the sink RUNNING, seen through the other worker")
         assert w0.status(SINK)["connector"]["worker_id"] == owner_id
         wait(lines.all_once, "the first 100 lines")
 
@@ -89,8 +98,8 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         other = next(w for w in workers if w is not zombie)
         zombie.signal(signal.SIGSTOP)
         try:
-            wait(lambda: (st := other.status(SINK)["connector"])["worker_id"] == other.worker_id
-                 and st["state"] == "RUNNING", "the other worker to take the paused worker's sink over")
+            wait(lambda: running_on(other) == other.worker_id,
+                 "the other worker to take the paused worker's sink over")
             lines.produce(100)
             wait(lines.all_once, "the new owner to write 100 more lines")
         finally:
@@ -107,8 +116,8 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         # kill -9 of the owner: the woken worker resumes the sink from its checkpoint.
         other.kill()
         lines.produce(100)
-        wait(lambda: (st := zombie.status(SINK)["connector"])["worker_id"] == zombie.worker_id
-             and st["state"] == "RUNNING", "the remaining worker to take the killed worker's sink over")
+        wait(lambda: running_on(zombie) == zombie.worker_id,
+             "the remaining worker to take the killed worker's sink over")
         wait(lines.all_once, "every line exactly once after the kill")
     finally:
         for w in workers:

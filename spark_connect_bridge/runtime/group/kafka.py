@@ -110,13 +110,24 @@ class _TopicReader:
         # The last stable offsets, from the admin client: the consumer's own request would queue behind its
         # long-polling fetch.
         spec = {kafka.TopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in self._partitions}
-        futures = self._admin.list_offsets(spec, isolation_level=kafka.IsolationLevel.READ_COMMITTED,
-                                           request_timeout=timeout)
-        ends = {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+        deadline = time.monotonic() + timeout
+        while True:
+            futures = self._admin.list_offsets(spec, isolation_level=kafka.IsolationLevel.READ_COMMITTED,
+                                               request_timeout=timeout)
+            try:
+                ends = {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
+                break
+            except kafka.KafkaException as e:  # a topic just created: its leader is not known everywhere yet
+                error = e.args[0]
+                transient = error.retriable() or error.code() in (
+                    kafka.KafkaError.NOT_LEADER_FOR_PARTITION, kafka.KafkaError.LEADER_NOT_AVAILABLE,
+                    kafka.KafkaError.UNKNOWN_TOPIC_OR_PART)
+                if not transient or time.monotonic() > deadline:
+                    raise ConnectError(f"Reading the worker group's topics failed: {e.args[0].str()}") from e
+                time.sleep(0.2)
         for key, offset in (written or {}).items():
             if key in ends:
                 ends[key] = max(ends[key], offset)
-        deadline = time.monotonic() + timeout
         while True:
             # An end-of-partition event moves the position past transaction markers, which are never delivered.
             waiting = [k for k, end in ends.items() if self._next[k] < end]
