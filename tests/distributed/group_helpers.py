@@ -3,6 +3,9 @@ topic store, key file) and one group store (Kafka, or PostgreSQL), each driven o
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -76,8 +79,9 @@ class GroupWorker:
         kconnect = Path(sys.executable).with_name("kconnect")
         cmd = [str(kconnect)] if kconnect.exists() else [sys.executable, "-m", "spark_connect_bridge.cli"]
         self._stderr = open(self.stderr_path, "a")
+        # A session of its own: pause() and kill_all() reach the worker's Spark JVM and Python workers too.
         self.proc = subprocess.Popen(cmd + ["-v", "distributed", str(self.props), "--no-live"], cwd=self.shared,
-                                     stdout=subprocess.DEVNULL, stderr=self._stderr)
+                                     stdout=subprocess.DEVNULL, stderr=self._stderr, start_new_session=True)
         return self
 
     def wait_healthy(self) -> None:
@@ -109,6 +113,21 @@ class GroupWorker:
         assert self.proc is not None
         self.proc.send_signal(sig)
 
+    def pause(self) -> None:
+        """SIGSTOP to every process of the worker (its Spark JVM too), as a paused machine or a long GC."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGCONT)
+
+    def kill_all(self) -> None:
+        """``kill -9`` of every process of the worker (its Spark JVM too), as a machine that died."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
     def kill(self) -> None:
         """``kill -9``: no clean leave, no query stop; its lease runs out."""
         assert self.proc is not None
@@ -118,6 +137,9 @@ class GroupWorker:
     def stop(self) -> None:
         """A clean stop (SIGINT, as Ctrl-C): queries stopped, the group left."""
         if self.proc is not None:
+            if self.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGCONT)  # a paused worker's JVM too
             interrupt(self.proc)
         if self._stderr is not None:
             self._stderr.close()

@@ -10,7 +10,6 @@ checked row by row after each step: every record exactly once, in order.
 
 from __future__ import annotations
 
-import signal
 import uuid
 from pathlib import Path
 
@@ -96,14 +95,14 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         # The owner paused past its session: the other worker takes the sink over; the woken one is fenced.
         zombie = next(w for w in workers if w.worker_id == owner_id)
         other = next(w for w in workers if w is not zombie)
-        zombie.signal(signal.SIGSTOP)
+        zombie.pause()
         try:
             wait(lambda: running_on(other) == other.worker_id,
                  "the other worker to take the paused worker's sink over")
             lines.produce(100)
             wait(lines.all_once, "the new owner to write 100 more lines")
         finally:
-            zombie.signal(signal.SIGCONT)
+            zombie.resume()
 
         def fenced() -> bool:
             log = zombie.stderr()
@@ -114,7 +113,7 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         wait(lines.all_once, "every line exactly once after the paused worker woke")
 
         # kill -9 of the owner: the woken worker resumes the sink from its checkpoint.
-        other.kill()
+        other.kill_all()
         lines.produce(100)
         wait(lambda: running_on(zombie) == zombie.worker_id,
              "the remaining worker to take the killed worker's sink over")
