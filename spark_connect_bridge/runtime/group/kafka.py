@@ -82,13 +82,14 @@ class _TopicReader:
     """Reads compacted topics from the beginning, ``read_committed``, into ``{topic: {key: value}}`` and keeps up
     with them: :meth:`catch_up` reads to the end (the last stable offset) of every partition."""
 
-    def __init__(self, client: Mapping[str, str], topics: list[str]):
+    def __init__(self, client: Mapping[str, str], topics: list[str], *, fetch_wait_ms: int = 500):
         kafka = _kafka()
         self._kafka = kafka
         self._admin = admin_client(client)
         self._consumer = kafka.Consumer({**client, "group.id": "kconnect-reader-" + uuid.uuid4().hex,
                                          "enable.auto.commit": False, "isolation.level": "read_committed",
-                                         "enable.partition.eof": True, "auto.offset.reset": "earliest"})
+                                         "enable.partition.eof": True, "auto.offset.reset": "earliest",
+                                         "fetch.wait.max.ms": fetch_wait_ms})
         meta = self._consumer.list_topics(timeout=_TIMEOUT)
         self._partitions = []
         for topic in topics:
@@ -526,7 +527,7 @@ class KafkaGroupStore:
 def check(doc: dict[str, Any], connector: str, epoch: int) -> None:
     """The fence check of a commit (see :mod:`.fencing`): raise :class:`FencedError` unless ``doc``'s worker still
     holds ``connector`` under ``epoch`` in the config topic, read to its end (``read_committed``)."""
-    reader = _TopicReader(doc["kafka"], [doc["config_topic"]])
+    reader = _TopicReader(doc["kafka"], [doc["config_topic"]], fetch_wait_ms=10)  # read once, at once
     try:
         reader.catch_up()
         value = reader.values[doc["config_topic"]].get(_ASSIGNMENT + connector)
