@@ -4,10 +4,12 @@ Where the worker config has ``bootstrap.servers`` and no ``group.store.url`` (Ka
 ``connect-distributed.properties``), the group coordinates through the brokers, as Kafka Connect's does:
 
 * **Membership**: each worker runs a consumer in the consumer group ``group.id`` (``session.timeout.ms``,
-  ``heartbeat.interval.ms``; ``max.poll.interval.ms`` = ``session.timeout.ms``, so a worker whose heartbeat thread
-  stalls for a session leaves the group just as a paused process does), subscribed to the one-partition config
-  topic. Its ``client.id`` is the worker's REST URL, so the group's member list (``describe_consumer_groups``) is the
-  list of live workers. It is a plain consumer group, not Kafka Connect's ``connect`` protocol.
+  ``heartbeat.interval.ms``), subscribed to the one-partition config topic. A thread of the store polls it every
+  100 ms, so a group rebalance completes whatever the worker is busy with, but only while the worker's heartbeat
+  thread renews its membership: one stuck for a session is no longer polled and leaves the group when
+  ``max.poll.interval.ms`` (= ``session.timeout.ms``) runs out, just as a paused process does. Its ``client.id``
+  is the worker's REST URL, so the group's member list (``describe_consumer_groups``) is the list of live workers.
+  It is a plain consumer group, not Kafka Connect's ``connect`` protocol.
 * **Leader**: the member the broker assigned partition 0 of the config topic: exactly one at a time. Only the
   leader rebalances; it writes with a transactional producer (``transactional.id`` = ``<group.id>-leader``), so a
   new leader's ``init_transactions`` fences an old one that was paused mid-decision, and it reads the config topic
@@ -166,6 +168,9 @@ class _Membership:
     def __init__(self, client: Mapping[str, str], group_id: str, url: str, topic: str, session_timeout_ms: int,
                  heartbeat_interval_ms: int):
         kafka = _kafka()
+        self.session_s = session_timeout_ms / 1000
+        #: when the worker last showed it is alive (join or heartbeat), on this process's monotonic clock
+        self.renewed = time.monotonic()
         heartbeat = max(1, min(int(heartbeat_interval_ms), int(session_timeout_ms) // 3))
         self.consumer = kafka.Consumer({
             **client, "group.id": group_id, "client.id": url, "session.timeout.ms": int(session_timeout_ms),
@@ -236,6 +241,9 @@ class KafkaGroupStore:
                                          "partitioner": "murmur2_random"})  # Java's partitioner: Connect's keys
         self._leader: Any = None
         self._members: dict[str, _Membership] = {}
+        self._members_lock = threading.Lock()  # the consumers: one thread at a time (the poller, a heartbeat)
+        self._closing = threading.Event()
+        self._poller: threading.Thread | None = None
         self._admin = admin_client(self._client)
         #: the offset after this store's last write to each partition it wrote to
         self._written: dict[tuple[str, int], int] = {}
@@ -246,7 +254,10 @@ class KafkaGroupStore:
         return f"KafkaGroupStore(group_id={self.group_id!r}, topics={self.topics.config!r})"
 
     def close(self) -> None:
-        with self._lock:
+        self._closing.set()
+        if self._poller is not None:
+            self._poller.join(timeout=5)
+        with self._lock, self._members_lock:
             for member in self._members.values():
                 member.close()
             self._members.clear()
@@ -280,8 +291,20 @@ class KafkaGroupStore:
 
     # -- membership ---------------------------------------------------------------------------------
     def _poll_members(self) -> None:
-        for member in self._members.values():
-            member.poll()
+        with self._members_lock:
+            for member in list(self._members.values()):
+                member.poll()
+
+    def _poll_loop(self) -> None:
+        """Serve the group's callbacks every 100 ms, so a rebalance completes whatever the worker's heartbeat
+        thread is doing; a member whose worker has not heartbeated for its session is no longer polled, and leaves
+        the group when ``max.poll.interval.ms`` runs out."""
+        while not self._closing.wait(0.1):
+            now = time.monotonic()
+            with self._members_lock:
+                for member in list(self._members.values()):
+                    if now - member.renewed < member.session_s:
+                        member.poll()
 
     def join(self, worker_id: str, url: str, session_timeout_ms: int) -> None:
         with self._lock:
@@ -289,8 +312,12 @@ class KafkaGroupStore:
             if member is None:
                 member = _Membership(self._client, self.group_id, url, self.topics.config, session_timeout_ms,
                                      self.heartbeat_interval_ms)
-                self._members[worker_id] = member
-            member.lost = False
+                with self._members_lock:
+                    self._members[worker_id] = member
+            if self._poller is None:
+                self._poller = threading.Thread(target=self._poll_loop, name="kconnect-group-poll", daemon=True)
+                self._poller.start()
+            member.lost, member.renewed = False, time.monotonic()
             others = {w: m.generations for w, m in self._members.items() if w != worker_id}
             self._settle(lambda: member.assigned, others, f"Worker {worker_id} could not join group "
                                                           f"{self.group_id} in time")
@@ -312,6 +339,7 @@ class KafkaGroupStore:
             if member is None:
                 return False
             self._poll_members()
+            member.renewed = time.monotonic()
             if member.lost:
                 member.lost, member.assigned = False, False
                 return False
@@ -319,7 +347,8 @@ class KafkaGroupStore:
 
     def leave(self, worker_id: str) -> None:
         with self._lock:
-            member = self._members.pop(worker_id, None)
+            with self._members_lock:
+                member = self._members.pop(worker_id, None)
             if member is not None:
                 others = {w: m.generations for w, m in self._members.items()}
                 member.close()
