@@ -154,8 +154,12 @@ class _TopicReader:
             value = msg.value()
             if value is None:
                 self.values[msg.topic()].pop(record_key, None)
-            else:
+                continue
+            try:
                 self.values[msg.topic()][record_key] = json.loads(value)
+            except ValueError as e:  # not a record of ours, nor Kafka Connect's: left alone, and said so
+                log.error("Record %s at offset %d of topic %s is not JSON (%s): ignored", record_key, msg.offset(),
+                          msg.topic(), e)
 
     def close(self) -> None:
         self._consumer.close()
