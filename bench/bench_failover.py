@@ -1,9 +1,11 @@
 """Failover time of a worker group: ``kill -9`` of the worker running a sink → the first record the new owner
 writes, with what it is made of (the lease running out, the rebalance, the query start).
 
-    .venv/bin/python bench/bench_failover.py [workers] [kills] [session_timeout_ms]
+    .venv/bin/python bench/bench_failover.py [workers] [kills] [session_timeout_ms] [postgres|kafka]
 
-A FileStreamSource writes numbered lines (a writer thread appends 20 lines every 100 ms) into the topic store; a
+The group store is PostgreSQL (``group.store.url``) or, with ``kafka``, Kafka (Kafka's
+connect-distributed.properties: membership from a consumer group, state in compacted topics; the bus is then Kafka
+too). A FileStreamSource writes numbered lines (a writer thread appends 20 lines every 100 ms) into the bus; a
 FileStreamSink writes them out. Each round kills the worker that runs the sink and measures, from the kill:
 
 * ``reassigned``: until another worker's status report names it the owner (session timeout + heartbeat);
@@ -27,8 +29,13 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
+from spark_connect_bridge.jvm import classpath
 from tests.distributed.group_helpers import GroupWorker, until
+from tests.support.kafka import KafkaBroker
 from tests.support.postgres import PostgresCluster
+
+#: Spark's Kafka source and its client jars: the bus of a worker with bootstrap.servers
+KAFKA_JARS = ("spark-sql-kafka", "spark-token-provider-kafka", "kafka-clients", "commons-pool2")
 
 
 def main() -> None:
@@ -37,12 +44,24 @@ def main() -> None:
     session_ms = int(sys.argv[3]) if len(sys.argv) > 3 else 4000
     if kills >= n_workers:
         raise SystemExit("kills must be fewer than workers")
+    kind = sys.argv[4] if len(sys.argv) > 4 else "postgres"
+    if kind not in ("postgres", "kafka"):
+        raise SystemExit("the store is postgres or kafka")
     shared = Path(tempfile.mkdtemp(prefix="bench-failover-"))
-    pg = PostgresCluster().start()
-    url = f"postgresql://postgres@127.0.0.1:{pg.port}/test"
     group = "bench-" + uuid.uuid4().hex[:6]
+    spark = {"spark.master": "local[1]", "spark.driver.memory": "512m"}
+    server: PostgresCluster | KafkaBroker
+    if kind == "postgres":
+        server = PostgresCluster().start()
+        store = {"group.store.url": f"postgresql://postgres@127.0.0.1:{server.port}/test"}
+    else:
+        server = KafkaBroker().start()
+        store = {"bootstrap.servers": f"127.0.0.1:{server.port}", "config.storage.topic": group + "-configs",
+                 "status.storage.topic": group + "-status"}
+        spark["spark.jars"] = ",".join(j for j in classpath("spark") if Path(j).name.startswith(KAFKA_JARS))
+    print(f"group store: {kind}", flush=True)
     (shared / "in.txt").write_text("")
-    workers = [GroupWorker(shared, url, group, f"w{i}", session_timeout_ms=session_ms).start()
+    workers = [GroupWorker(shared, store, group, f"w{i}", session_timeout_ms=session_ms, spark=spark).start()
                for i in range(n_workers)]
     stop = threading.Event()
     written = [0]
@@ -60,10 +79,12 @@ def main() -> None:
             w.wait_healthy()
         print(f"{n_workers} workers healthy in {time.monotonic() - started:.1f} s", flush=True)
         w0 = workers[0]
+        strings = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                   "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
         for name, cfg in {"src": {"connector.class": "FileStreamSource", "file": str(shared / "in.txt"),
-                                  "topic": "lines"},
+                                  "topic": "lines", **strings},
                           "sink": {"connector.class": "FileStreamSink", "file": str(shared / "out.txt"),
-                                   "topics": "lines"}}.items():
+                                   "topics": "lines", **strings}}.items():
             assert w0.call("POST", "/connectors", {"name": name, "config": cfg}).status_code == 201
         threading.Thread(target=writer, daemon=True).start()
         out = shared / "out.txt"
@@ -76,7 +97,7 @@ def main() -> None:
             time.sleep(1.0)  # mid-stream
             size = out.stat().st_size
             killed = time.monotonic()
-            victim.kill()
+            victim.kill_all()  # the worker and its Spark JVM, as a machine that died
             until(lambda old=owner_id: (s := live[0].status("sink")["connector"])["worker_id"] != old
                   and s["state"] == "RUNNING", what="the sink RUNNING on another worker", timeout=600)
             reassigned = time.monotonic() - killed
@@ -94,7 +115,7 @@ def main() -> None:
         stop.set()
         for w in workers:
             w.stop()
-        pg.destroy()
+        server.destroy()
         shutil.rmtree(shared, ignore_errors=True)
 
 

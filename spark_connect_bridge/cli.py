@@ -260,8 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     wk.add_argument("--no-live", action="store_true", help="no live status table")
     wk.set_defaults(func=cmd_worker)
 
-    di = sub.add_parser("distributed", help="run a worker of a group (like connect-distributed): group.id and "
-                                            "group.store.url in the worker config")
+    di = sub.add_parser("distributed", help="run a worker of a group (like connect-distributed): group.id with "
+                                            "bootstrap.servers (Kafka) or group.store.url (PostgreSQL)")
     di.add_argument("worker_config", help="worker.properties")
     di.add_argument("--no-live", action="store_true", help="no live status table")
     di.set_defaults(func=cmd_distributed)

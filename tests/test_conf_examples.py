@@ -5,7 +5,7 @@ mariadb-cdc.properties is also the README's MariaDB block. Covered elsewhere: fi
 demo/datagen-orders (tests/test_readme.py, the README's commands),
 postgres-cdc.properties (the README's CDC example in tests/test_readme.py), jdbc-source/jdbc-sink
 (tests/connectors/test_jdbc_spark.py), worker.properties (the README's worker block in tests/test_readme.py, on its
-own port 8083).
+own port 8083), connect-distributed.properties with worker processes (tests/distributed/test_group_kafka.py).
 """
 
 from __future__ import annotations
@@ -16,8 +16,14 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from confluent_kafka.admin import ConfigResource
 
 import spark_connect_bridge as scb
+from spark_connect_bridge.bus.admin import admin_client
+from spark_connect_bridge.runtime.group.kafka import KafkaGroupStore
+from spark_connect_bridge.runtime.group.service import open_store
+from spark_connect_bridge.runtime.worker_config import parse_worker_config
+from tests.support import servers
 from tests.support.postgres import PostgresCluster
 
 CONF = Path(__file__).resolve().parent.parent / "conf"
@@ -146,3 +152,25 @@ def test_mariadb_cdc_properties_from_debezium_s_tutorial_mirror_the_inventory(sp
             (topic, 1002, "d", george, None), (topic, 1002, None, None, None)]  # the delete's tombstone
     finally:
         execute("DROP DATABASE IF EXISTS inventory")
+
+
+def test_kafka_s_connect_distributed_properties_open_a_group_on_kafka(tmp_path):
+    """Kafka's file as it is, but for the broker's address: the store is Kafka's topics, created compacted."""
+    props = scb.load_config_file(str(CONF / "connect-distributed.properties"))
+    config = parse_worker_config({**props, "bootstrap.servers": servers.kafka()}, base_dir=str(tmp_path))
+    store = open_store(config)
+    try:
+        assert isinstance(store, KafkaGroupStore)
+        name = "conf-example-" + str(time.monotonic_ns())
+        store.put_connector(name, {"name": name, "config": {"connector.class": "FileStreamSink"}})
+        assert store.get_connector(name).doc["config"] == {"connector.class": "FileStreamSink"}
+        store.delete_connector(name)
+    finally:
+        store.close()
+    admin = admin_client({"bootstrap.servers": servers.kafka()})
+    topics = admin.list_topics(timeout=30).topics
+    assert len(topics["connect-configs"].partitions) == 1
+    for topic in ("connect-configs", "connect-status"):
+        resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        described = admin.describe_configs([resource])[resource].result()
+        assert described["cleanup.policy"].value == "compact"

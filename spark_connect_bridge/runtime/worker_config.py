@@ -45,9 +45,7 @@ _CONVERTER_PREFIXES = ("key.converter.", "value.converter.", "header.converter."
 KAFKA_ONLY_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms",
                    "plugin.discovery", "rest.advertised.listener", "admin.listeners", "rest.extension.classes",
                    "connector.client.config.override.policy",
-                   "config.storage.topic", "offset.storage.topic", "status.storage.topic",
-                   "config.storage.replication.factor", "offset.storage.replication.factor",
-                   "status.storage.replication.factor", "offset.storage.partitions", "status.storage.partitions",
+                   "offset.storage.topic", "offset.storage.replication.factor", "offset.storage.partitions",
                    "rebalance.timeout.ms", "worker.sync.timeout.ms", "worker.unsync.backoff.ms", "connect.protocol",
                    "exactly.once.source.support", "inter.worker.key.generation.algorithm",
                    "inter.worker.key.size", "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm",
@@ -144,14 +142,28 @@ WORKER_CONFIG = (
             doc="Kafka's plugin directories: not applicable (plugins are Python classes: built-ins, the "
                 "spark_connect_bridge.* entry points and plugin.allowed.modules); accepted and warned about.")
     .define("group.id", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
-            doc="Kafka Connect's distributed worker group: workers with the same group.id and group store share "
-                "connector configs, target states and statuses, spread the connectors among themselves and take "
-                "over a dead worker's (kconnect distributed). Needs group.store.url.")
+            doc="Kafka Connect's distributed worker group: workers with the same group.id share connector "
+                "configs, target states and statuses, spread the connectors among themselves and take over a dead "
+                "worker's (kconnect distributed). The group coordinates through Kafka (bootstrap.servers, the "
+                "config and status storage topics, a consumer group named group.id) or, with group.store.url, "
+                "through PostgreSQL.")
     .define("group.store.url", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
-            doc="Where the group coordinates: a PostgreSQL URL (postgresql://user@host:5432/db; libpq URL "
-                "parameters such as sslmode apply). Kafka's config/offset/status storage topics are replaced by "
-                "tables keyed by group.id; offsets stay in each query's checkpoint under offset.storage.dir, "
-                "which every worker of the group must reach.")
+            doc="Coordinate the group through PostgreSQL instead of Kafka: a PostgreSQL URL "
+                "(postgresql://user@host:5432/db; libpq URL parameters such as sslmode apply). Kafka's "
+                "config/status storage topics are then replaced by tables keyed by group.id. Either way, offsets "
+                "stay in each query's checkpoint under offset.storage.dir, which every worker must reach.")
+    .define("config.storage.topic", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
+            doc="A group on Kafka: the compacted one-partition topic of connector configs, target states, restart "
+                "requests and assignments (created when missing). No effect with group.store.url.")
+    .define("status.storage.topic", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
+            doc="A group on Kafka: the compacted topic of connector statuses (created when missing). No effect "
+                "with group.store.url.")
+    .define("config.storage.replication.factor", Type.SHORT, 3, importance=Importance.LOW, group="Distributed",
+            doc="Replication factor of config.storage.topic when the worker creates it (-1: the broker's).")
+    .define("status.storage.replication.factor", Type.SHORT, 3, importance=Importance.LOW, group="Distributed",
+            doc="Replication factor of status.storage.topic when the worker creates it (-1: the broker's).")
+    .define("status.storage.partitions", Type.INT, 5, importance=Importance.LOW, group="Distributed",
+            doc="Partitions of status.storage.topic when the worker creates it (-1: the broker's).")
     .define("group.store.password", Type.PASSWORD, None, importance=Importance.HIGH, group="Distributed",
             doc="Password of the group store (use a config provider: ${file:/secrets/group.properties:pass}).")
     .define("heartbeat.interval.ms", Type.INT, 3000, Range.at_least(10), Importance.HIGH, group="Distributed",
@@ -339,6 +351,12 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     state = cfg.offset_storage_dir
     if not state and cfg.offset_storage_file_filename:
         state = os.path.dirname(os.path.join(base, cfg.offset_storage_file_filename)) or base
+    if not state and cfg.group_id:
+        # Kafka's connect-distributed.properties keeps offsets in offset.storage.topic; here they are checkpoints,
+        # which every worker of the group must reach: the same relative directory from every worker's cwd.
+        state = os.path.join("work", str(cfg.group_id))
+        log.warning("worker config: offset.storage.dir is not set: the group's checkpoints go to %s (under the "
+                    "working directory), which every worker of the group must reach", state)
     if not state:
         problems.append(ConfigProblem("offset.storage.dir", 'Missing required configuration "offset.storage.dir" '
                                                             '(or Kafka\'s "offset.storage.file.filename", whose '
@@ -369,9 +387,19 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
 
 def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
     if cfg.group_id and not cfg.group_store_url:
-        problems.append(ConfigProblem("group.store.url", "Missing required configuration \"group.store.url\" for a "
-                                                         "worker group (group.id is set): a PostgreSQL URL; the "
-                                                         "group does not coordinate through Kafka topics yet"))
+        if not cfg.bootstrap_servers:
+            problems.append(ConfigProblem("bootstrap.servers", "Missing required configuration \"bootstrap.servers\" "
+                                                               "for a worker group (group.id is set): the Kafka "
+                                                               "brokers the group coordinates through (or "
+                                                               "group.store.url, a PostgreSQL URL)"))
+        for key in ("config.storage.topic", "status.storage.topic"):
+            if not cfg[key]:
+                problems.append(ConfigProblem(key, f"Missing required configuration \"{key}\" for a worker group "
+                                                   f"on Kafka (group.id is set) which has no default value."))
+    elif cfg.group_id:
+        for key in ("config.storage.topic", "status.storage.topic"):
+            if cfg[key]:
+                log.warning("worker config: %s has no effect: the group coordinates through group.store.url", key)
     if cfg.group_store_url and not cfg.group_id:
         problems.append(ConfigProblem("group.id", "Missing required configuration \"group.id\": group.store.url "
                                                   "is set"))

@@ -1,5 +1,5 @@
-"""A Kafka Connect distributed worker config: accepted as Kafka writes it, plus the group store; every problem of
-the group keys reported at once, naming the key, never the password."""
+"""A Kafka Connect distributed worker config: accepted as Kafka writes it (a group on Kafka), or with a PostgreSQL
+group store; every problem of the group keys reported at once, naming the key, never the password."""
 
 from __future__ import annotations
 
@@ -15,15 +15,28 @@ ROOT = Path(__file__).resolve().parents[2]
 STORE = "postgresql://kconnect@127.0.0.1:5432/connect"
 
 
-def test_kafka_s_connect_distributed_properties_load_with_the_group_store():
+def test_kafka_s_connect_distributed_properties_load_unchanged_as_a_group_on_kafka(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     config = load_worker_config(str(ROOT / "conf" / "connect-distributed.properties"))
-    assert (config["group.id"], config["group.store.url"]) == ("connect-cluster", STORE)
+    assert (config["group.id"], config.bootstrap_servers, config["group.store.url"]) == \
+        ("connect-cluster", "localhost:9092", None)
+    assert (config["config.storage.topic"], config["status.storage.topic"]) == ("connect-configs", "connect-status")
+    assert (config["config.storage.replication.factor"], config["status.storage.replication.factor"]) == (1, 1)
+    assert config["status.storage.partitions"] == 5
     assert (config["heartbeat.interval.ms"], config["session.timeout.ms"]) == (3000, 10000)
+    assert config.state_dir == str(tmp_path / "work" / "connect-cluster")  # no offset.storage.dir in Kafka's file
+
+
+def test_the_postgresql_variant_loads_with_the_group_store():
+    config = load_worker_config(str(ROOT / "conf" / "connect-distributed-postgres.properties"))
+    assert (config["group.id"], config["group.store.url"]) == ("connect-cluster", STORE)
     assert config["scheduled.rebalance.max.delay.ms"] == 300000
 
 
 @pytest.mark.parametrize("props, key", [
-    ({"group.id": "g"}, "group.store.url"),
+    ({"group.id": "g"}, "bootstrap.servers"),
+    ({"group.id": "g", "bootstrap.servers": "kafka:9092", "status.storage.topic": "s"}, "config.storage.topic"),
+    ({"group.id": "g", "bootstrap.servers": "kafka:9092", "config.storage.topic": "c"}, "status.storage.topic"),
     ({"group.store.url": STORE}, "group.id"),
     ({"group.id": "g", "group.store.url": "mysql://db/connect"}, "group.store.url"),
     ({"group.id": "g", "group.store.url": STORE, "heartbeat.interval.ms": "10000"}, "heartbeat.interval.ms"),

@@ -1,5 +1,6 @@
 """A group of ``kconnect distributed`` workers as real processes on loopback, with a Kafka Connect distributed
-worker config unchanged plus the group store (PostgreSQL): one group, started once for the module.
+worker config plus the group store (PostgreSQL, conf/connect-distributed-postgres.properties): one group, started
+once for the module. (A group on Kafka: test_group_kafka.py.)
 
 One FileStreamSource writes numbered lines into the topic store; three exactly-once sinks (file, JDBC on
 PostgreSQL, Delta) read them. The tests run in order on the same group: create through one worker and read
@@ -42,7 +43,8 @@ class Group:
 
     def start_worker(self) -> GroupWorker:
         """Start one more worker process (it joins the group once its Spark session is up)."""
-        worker = GroupWorker(self.shared, self.store_url, self.group_id, f"w{self._names}").start()
+        worker = GroupWorker(self.shared, {"group.store.url": self.store_url}, self.group_id,
+                             f"w{self._names}").start()
         self._names += 1
         self.workers.append(worker)
         return worker

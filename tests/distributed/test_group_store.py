@@ -1,4 +1,5 @@
-"""The PostgreSQL group store and the commit fence, against the run's PostgreSQL (no Spark)."""
+"""The group store contract and the commit fence, run against both stores (no Spark): PostgreSQL (the run's
+server) and Kafka (the run's broker; topics of its own per test)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
 from spark_connect_bridge.engine.datasource import _Message, _StreamWriter
 from spark_connect_bridge.errors import FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
-from spark_connect_bridge.runtime.group.fencing import FenceFile
+from spark_connect_bridge.runtime.group.fencing import POSTGRES_CHECK, FenceFile
+from spark_connect_bridge.runtime.group.kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
 from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
 from tests.support import servers
 
@@ -26,19 +28,41 @@ def url():
     return f"postgresql://postgres@{host}:{port}/test"
 
 
-@pytest.fixture
-def store(url):
-    s = PostgresGroupStore(url, "g-" + uuid.uuid4().hex[:8])
+@pytest.fixture(params=["postgres", "kafka"])
+def store(request, url):
+    group = "g-" + uuid.uuid4().hex[:8]
+    if request.param == "postgres":
+        s = PostgresGroupStore(url, group)
+    else:
+        s = KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
+                            topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
+                            heartbeat_interval_ms=100)
     yield s
     s.close()
 
 
+def fence_file(store, url: str, worker: str) -> FenceFile:
+    """The fence file a worker of ``store``'s group writes."""
+    if isinstance(store, KafkaGroupStore):
+        return FenceFile(KAFKA_CHECK, {"kafka": {"bootstrap.servers": servers.kafka()},
+                                       "config_topic": store.topics.config}, store.group_id, worker)
+    return FenceFile(POSTGRES_CHECK, {"url": url, "password": None}, store.group_id, worker)
+
+
+def until(predicate, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
 def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
-    store.join("w1:1", "http://w1:1", 100)
-    assert [m.worker_id for m in store.members()] == ["w1:1"]
-    time.sleep(0.3)  # let the 100 ms lease run out
-    assert store.members() == []
-    assert store.heartbeat("w1:1", 100) is False
+    lease = 100 if isinstance(store, PostgresGroupStore) else 1000  # the test broker's minimum session: 500 ms
+    store.join("w1:1", "http://w1:1", lease)
+    assert [(m.worker_id, m.url) for m in store.members()] == [("w1:1", "http://w1:1")]
+    time.sleep(lease * 1.5 / 1000)  # no heartbeat for longer than the lease
+    until(lambda: store.members() == [], "the lease to run out")
+    assert store.heartbeat("w1:1", lease) is False
     store.join("w1:1", "http://w1:1", 60_000)
     assert store.heartbeat("w1:1", 60_000) is True
 
@@ -92,7 +116,7 @@ def test_a_commit_under_a_lost_epoch_is_fenced(store, url, monkeypatch):
     store.put_connector("sink", {"name": "sink", "config": {}})
     store.rebalance(plan)
     held = store.assignments()["sink"]
-    fence = FenceFile(url, None, store.group_id, "w1:1")
+    fence = fence_file(store, url, "w1:1")
     try:
         fence.install()
         fence.hold("ckpt-0001", "sink", held.epoch)
@@ -126,7 +150,7 @@ def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
     store.join("w1:1", "http://w1:1", 60_000)
     store.put_connector("sink", {"name": "sink", "config": {}})
     store.rebalance(plan)
-    fence = FenceFile(url, None, store.group_id, "w1:1")
+    fence = fence_file(store, url, "w1:1")
     try:
         fence.install()
         fence.hold("ckpt-sink", "sink", store.assignments()["sink"].epoch)

@@ -61,6 +61,7 @@ class KafkaBroker(ProcessServer):
             "offsets.topic.replication.factor": 1, "transaction.state.log.replication.factor": 1,
             "transaction.state.log.min.isr": 1, "share.coordinator.state.topic.replication.factor": 1,
             "group.initial.rebalance.delay.ms": 0, "log.flush.interval.messages": 10000,
+            "group.min.session.timeout.ms": 500,  # worker groups on Kafka with short sessions (tests/distributed)
         }
         self.settings.update(settings or {})
         self.process: subprocess.Popen | None = None

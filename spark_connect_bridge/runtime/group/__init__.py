@@ -2,8 +2,8 @@
 connectors among themselves, and take over a dead worker's connectors from their checkpoints.
 
 ``kconnect distributed worker.properties`` runs one worker of the group named by ``group.id``; the workers
-coordinate through the group store (``group.store.url``, PostgreSQL) behind one small interface
-(:class:`~.store.GroupStore`). See the README's "Running a group of workers".
+coordinate through Kafka (``bootstrap.servers``, as Kafka Connect's) or PostgreSQL (``group.store.url``) behind one
+small interface (:class:`~.store.GroupStore`). See the README's "Running a group of workers".
 """
 
 from __future__ import annotations
@@ -23,6 +23,6 @@ def run_distributed(worker_properties: str, *, live: bool = True) -> int:
     config = load_worker_config(worker_properties)
     if not config.group_id:
         raise ConfigError([ConfigProblem("group.id", 'Missing required configuration "group.id" for a distributed '
-                                                     'worker (and group.store.url, the group store)')],
+                                                     'worker')],
                           context="worker config")
     return run(worker_properties, (), live=live, service_class=GroupService)

@@ -26,20 +26,25 @@ from ...core.fencing import FENCE_ENV
 from ...errors import FencedError
 from .postgres import connect
 
-__all__ = ["FenceFile", "check"]
+__all__ = ["FenceFile", "POSTGRES_CHECK", "check", "refuse_unless_held"]
 
 log = logging.getLogger(__name__)
 
 
 class FenceFile:
-    """This worker's fence file; :meth:`hold` and :meth:`drop` change the epochs it commits under."""
+    """This worker's fence file; :meth:`hold` and :meth:`drop` change the epochs it commits under. ``checker``
+    (``"module:function"``) is the store's check, ``settings`` what it needs to reach the store.
 
-    def __init__(self, url: str, password: str | None, group_id: str, worker_id: str):
+    >>> fence = FenceFile(POSTGRES_CHECK, {"url": "postgresql://db/connect", "password": None}, "g", "w:8083")
+    >>> fence.remove()
+    """
+
+    def __init__(self, checker: str, settings: dict[str, Any], group_id: str, worker_id: str):
         self._dir = tempfile.mkdtemp(prefix="kconnect-fence-")
         os.chmod(self._dir, 0o700)
         self.path = os.path.join(self._dir, "fence.json")
-        self._doc: dict[str, Any] = {"checker": f"{__name__}:check", "url": url, "password": password,
-                                     "group": group_id, "worker": worker_id, "apps": {}}
+        self._doc: dict[str, Any] = {**settings, "checker": checker, "group": group_id, "worker": worker_id,
+                                     "apps": {}}
         self._lock = threading.Lock()
         self._write()
 
@@ -79,12 +84,23 @@ class FenceFile:
 
 
 def check(doc: dict[str, Any], connector: str, epoch: int) -> None:
-    """Raise :class:`FencedError` unless ``doc``'s worker still holds ``connector`` under ``epoch``."""
+    """The PostgreSQL store's check: raise :class:`FencedError` unless ``doc``'s worker still holds ``connector``
+    under ``epoch``."""
     with connect(doc["url"], doc.get("password")) as conn, conn.cursor() as cur:
         cur.execute("SELECT worker_id, epoch FROM kconnect_group_assignments WHERE group_id = %s "
                     "AND connector = %s", (doc["group"], connector))
         row = cur.fetchone()
-    if row is None or row[0] != doc["worker"] or int(row[1]) != epoch:
+    refuse_unless_held(doc, connector, epoch, (row[0], int(row[1])) if row else None)
+
+
+#: The checker of a fence file of a PostgreSQL group.
+POSTGRES_CHECK = f"{__name__}:check"
+
+
+def refuse_unless_held(doc: dict[str, Any], connector: str, epoch: int, row: tuple[str | None, int] | None) -> None:
+    """Raise :class:`FencedError` unless ``row`` (the store's owner and epoch of ``connector``) is ``doc``'s worker
+    under ``epoch``."""
+    if row is None or row[0] != doc["worker"] or row[1] != epoch:
         owner = f"worker {row[0]} under epoch {row[1]}" if row else "no worker"
         log.error("Worker %s fenced: connector %s belongs to %s now; its commit under epoch %d is refused",
                   doc["worker"], connector, owner, epoch)

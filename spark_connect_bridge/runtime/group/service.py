@@ -27,14 +27,47 @@ from ..service import ConnectService
 from ..state import ConnectorState
 from ..worker import ConnectorRuntime
 from ..worker_config import WorkerConfig
-from .fencing import FenceFile
+from .fencing import POSTGRES_CHECK, FenceFile
+from .kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
 from .membership import GroupMember
 from .postgres import PostgresGroupStore
 from .store import Assignment, GroupStore
 
-__all__ = ["GroupService", "GroupStateStore"]
+__all__ = ["GroupService", "GroupStateStore", "open_store", "fence_settings"]
 
 log = logging.getLogger(__name__)
+
+
+def _kafka_client(config: WorkerConfig) -> dict[str, str]:
+    return {"bootstrap.servers": str(config.bootstrap_servers), **config.kafka_client}
+
+
+def _kafka_topics(config: WorkerConfig) -> KafkaTopics:
+    return KafkaTopics(str(config.config_storage_topic), str(config.status_storage_topic),
+                       int(config.config_storage_replication_factor), int(config.status_storage_replication_factor),
+                       int(config.status_storage_partitions))
+
+
+def open_store(config: WorkerConfig) -> GroupStore:
+    """The group store a worker config names: PostgreSQL with ``group.store.url``, else Kafka (``bootstrap.servers``
+    and the config/status storage topics, as Kafka Connect's distributed worker)."""
+    delay = config.scheduled_rebalance_max_delay_ms
+    if config.group_store_url:
+        password = config.group_store_password
+        return PostgresGroupStore(config.group_store_url, str(config.group_id),
+                                  password=password.value() if password is not None else None,
+                                  rebalance_delay_ms=delay)
+    return KafkaGroupStore(_kafka_client(config), str(config.group_id), topics=_kafka_topics(config),
+                           rebalance_delay_ms=delay, heartbeat_interval_ms=config.heartbeat_interval_ms)
+
+
+def fence_settings(config: WorkerConfig) -> tuple[str, dict[str, Any]]:
+    """The fence file's checker and what it needs to reach the worker config's store (see :mod:`.fencing`)."""
+    if config.group_store_url:
+        password = config.group_store_password
+        return POSTGRES_CHECK, {"url": config.group_store_url,
+                                "password": password.value() if password is not None else None}
+    return KAFKA_CHECK, {"kafka": _kafka_client(config), "config_topic": _kafka_topics(config).config}
 
 
 class GroupStateStore:
@@ -76,19 +109,15 @@ class GroupStateStore:
 
 
 class GroupService(ConnectService):
-    """A worker of a group (see the module docstring). ``store`` defaults to the worker config's PostgreSQL
-    store."""
+    """A worker of a group (see the module docstring). ``store`` defaults to the worker config's
+    (:func:`open_store`)."""
 
     def __init__(self, config: WorkerConfig, spark: Any = None, store: GroupStore | None = None):
         super().__init__(config, spark)
-        password = config.group_store_password
-        secret = password.value() if password is not None else None
         self.group_id = str(config.group_id)
-        self.store: GroupStore = store or PostgresGroupStore(
-            config.group_store_url, self.group_id, password=secret,
-            rebalance_delay_ms=config.scheduled_rebalance_max_delay_ms)
+        self.store: GroupStore = store or open_store(config)
         self.states = GroupStateStore(self.store, config.key_file)  # type: ignore[assignment]
-        self.fence = FenceFile(config.group_store_url, secret, self.group_id, self.worker_id)
+        self.fence = FenceFile(*fence_settings(config), self.group_id, self.worker_id)
         self.fence.install()  # before the Spark driver starts: its commit processes inherit the variable
         self.member = GroupMember(self, self.store, heartbeat_ms=config.heartbeat_interval_ms,
                                   session_ms=config.session_timeout_ms)
