@@ -2,11 +2,12 @@
 
 ``make test`` runs this after ``tests/support/setup_machine.sh``. First the checks (ruff and mypy, both configured in
 pyproject.toml); a finding fails the suite, after the tests have run. The main run (pytest in two processes,
-``MAIN_RUN``, each with one Spark session) streams its output here. The compatibility jobs (``tests/compat/run_compat.py``: the contract tests and README examples on
-the other supported pyspark and through Spark Connect) run at the same time, in a temporary copy of the checkout
-so that the README examples of both runs do not write the same files; their output is kept in a log and printed
-when both are done. On 2 cores this saves most of the compatibility jobs' time: much of the main run waits on
-subprocesses, servers and micro-batch triggers rather than on the CPU.
+``MAIN_RUN``, each with one Spark session) streams its output here. The compatibility jobs
+(``tests/compat/run_compat.py``: the contract tests and README examples on the other supported pyspark and through
+Spark Connect) run at the same time, in a temporary copy of the checkout so that the README examples of both runs
+do not write the same files; their output is kept in a log and printed when both are done. On 2 cores this saves
+most of the compatibility jobs' time: much of the main run waits on subprocesses, servers and micro-batch triggers
+rather than on the CPU.
 
 Usage: ``.venv/bin/python tests/support/run_suite.py [pytest arguments for the main run]``
 """
