@@ -316,7 +316,7 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
         # A struct rebuilt by an expression loses its column metadata; Kafka's SMTs keep the schema's basics
         # (name, version, parameters) and the topics' layouts must follow, or a sink of several topics writes the
         # union of their columns into each table. A step that knows better says so in step.metadata.
-        if n in updates and n not in step.metadata and before[n].metadata \
+        if n in updates and n not in step.metadata and n in before.names and before[n].metadata \
                 and isinstance(before[n].dataType, StructType):
             new_type = df.schema[n].dataType
             if isinstance(new_type, StructType):
