@@ -66,6 +66,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
+from ..core.records import SCHEMALESS_META
 from ..core.topic_schemas import TABLES_META, envelope_union_of, is_envelope_type, union_of
 from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter
@@ -319,6 +320,14 @@ class JsonConverter(Converter):
 
     def types_from_messages(self, column: str) -> bool:
         return self.schemas_enabled and column != "headers" and not self.config.get("spark.schema")
+
+    def resolve_parse_type(self, df: Any = None, column: str | None = None,
+                           explicit: DataType | None = None) -> tuple[DataType, dict[str, Any]]:
+        data_type, metadata = super().resolve_parse_type(df, column, explicit)
+        if not self.schemas_enabled and column in ("key", "value") and isinstance(data_type, StructType):
+            # Kafka reads these messages as Maps: the SMTs follow Kafka's schemaless rules (core.records)
+            metadata = {**metadata, SCHEMALESS_META: "true"}
+        return data_type, metadata
 
     def sink_problems(self, column: str) -> list[ConfigProblem]:
         if self.config.get("spark.schema"):

@@ -33,11 +33,22 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["KEY", "VALUE", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS", "HEADERS_TYPE",
-           "RECORD_COLUMNS", "record_schema", "arrow_schema", "no_headers"]
+           "RECORD_COLUMNS", "record_schema", "arrow_schema", "no_headers", "SCHEMALESS_META", "is_schemaless"]
 
 KEY, VALUE, TOPIC, PARTITION, OFFSET, TIMESTAMP, HEADERS = (
     "key", "value", "topic", "partition", "offset", "timestamp", "headers")
 RECORD_COLUMNS = (KEY, VALUE, TOPIC, PARTITION, OFFSET, TIMESTAMP, HEADERS)
+
+#: Column metadata of a ``key``/``value`` read from schemaless messages (JsonConverter ``schemas.enable=false``)
+#: into a struct of the declared ``spark.schema``: where Kafka's SMTs see a ``java.util.Map`` and follow their
+#: schemaless rules (InsertField's timestamp as epoch milliseconds, MaskField's empty Map), ours follow them too.
+SCHEMALESS_META = "kconnect.schemaless"
+
+
+def is_schemaless(metadata: dict | None) -> bool:
+    """Whether a column's metadata says its struct was read from schemaless messages (:data:`SCHEMALESS_META`)."""
+    return (metadata or {}).get(SCHEMALESS_META) == "true"
+
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 HEADERS_TYPE = ArrayType(HEADER_TYPE)

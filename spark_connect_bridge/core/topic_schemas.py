@@ -27,7 +27,7 @@ Column. A topic the metadata does not list (renamed by a transform after the sou
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column
@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 __all__ = ["TABLES_META", "topic_layouts", "narrow", "union_of", "envelope_union_of", "as_nullable", "narrow_arrow",
-           "is_envelope_type"]
+           "is_envelope_type", "held_columns", "relaid", "present_in", "Moved"]
 
 TABLES_META = "kconnect.cdc.tables"
 
@@ -65,6 +65,52 @@ def topic_layouts(schema: StructType, column: str) -> dict[str, dict[str, Any]] 
 
 def is_envelope_type(data_type: DataType) -> bool:
     return isinstance(data_type, StructType) and {"after", "before", "op"} <= set(data_type.names)
+
+
+#: Where one topic's column, held by a union field, went when a transform rebuilt the struct: ``moved(column,
+#: field)`` gives the ``(column, union field)`` pairs that hold it now (none: it was dropped).
+Moved = Callable[[str, str], Sequence[tuple[str, str]]]
+
+
+def held_columns(metadata: Mapping[str, Any] | None) -> dict[str, str]:
+    """Union field -> the topics' column it holds (``id__orders`` -> ``id``), from a row struct's column
+    metadata; empty when the column has no layouts. A field no layout holds (added by a transform) is absent."""
+    text = (metadata or {}).get(TABLES_META)
+    if not text:
+        return {}
+    return {f: c for info in json.loads(text).values() for c, f in zip(info["columns"], info["fields"])}
+
+
+def present_in(new_type: StructType) -> Moved:
+    """The :data:`Moved` of a transform that keeps field names (MaskField, Cast, InsertField...): a column
+    stays where it was while its union field is still there."""
+    names = set(new_type.names)
+    return lambda column, field: [(column, field)] if field in names else []
+
+
+def relaid(metadata: Mapping[str, Any], column: str, new_type: StructType,
+           moved: Moved | None = None) -> dict[str, Any]:
+    """The column metadata of ``key``/``value`` after a transform rebuilt its struct as ``new_type``: all of it
+    kept, as Kafka's SMTs keep a schema's name, version, doc and parameters (``SchemaUtil.copySchemaBasics``),
+    with each topic's layout following its columns (``moved``, by default :func:`present_in`). An envelope's
+    layouts describe its ``before``/``after``, which a transform of its top level leaves as they are.
+
+    >>> relaid(df.schema["value"].metadata, "value", new_type)                                    # doctest: +SKIP
+    """
+    out = dict(metadata)
+    text = out.get(TABLES_META)
+    if not text or is_envelope_type(new_type):
+        return out
+    moved = moved or present_in(new_type)
+    meta = json.loads(text)
+    for info in meta.values():
+        pairs = {c: list(moved(c, f)) for c, f in zip(info["columns"], info["fields"])}
+        now = [pair for c in info["columns"] for pair in pairs[c]]
+        info["columns"], info["fields"] = [c for c, _ in now], [f for _, f in now]
+        if column == "key" and info.get("key"):
+            info["key"] = [c for k in info["key"] for c, _ in pairs.get(k, moved(k, k))]
+    out[TABLES_META] = json.dumps(meta, sort_keys=True)
+    return out
 
 
 def _row(col: Column, struct_t: StructType, columns: list[str], fields: list[str]) -> tuple[Column, StructType]:

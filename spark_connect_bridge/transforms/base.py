@@ -22,6 +22,7 @@ from pyspark.sql.types import DataType, MapType, StructField, StructType
 
 from ..config import Config, ConfigDef
 from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
+from ..core.topic_schemas import relaid
 from ..errors import ConfigError, ConfigProblem
 
 __all__ = ["Transformation", "KeyOrValue", "Predicate", "Step", "run_step", "key_value_variants",
@@ -273,6 +274,7 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
     ``unchanged_nulls`` is null in every record the condition leaves unchanged: it takes the step's new type
     as it is (Kafka's ``RecordIsTombstone`` predicate, negated, on a ``$Value`` SMT)."""
     updates, failed, drop = dict(step.updates), step.failed, step.drop
+    before = df.schema
     if condition is not None:
         cond = F.coalesce(condition, F.lit(False))
         for n, md in step.metadata.items():
@@ -310,6 +312,15 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
                      class_name=class_name, alias=alias)
     for n, md in step.metadata.items():
         df = df.withMetadata(n, md)
+    for n in ("key", "value"):
+        # A struct rebuilt by an expression loses its column metadata; Kafka's SMTs keep the schema's basics
+        # (name, version, parameters) and the topics' layouts must follow, or a sink of several topics writes the
+        # union of their columns into each table. A step that knows better says so in step.metadata.
+        if n in updates and n not in step.metadata and n in before.names and before[n].metadata \
+                and isinstance(before[n].dataType, StructType):
+            new_type = df.schema[n].dataType
+            if isinstance(new_type, StructType):
+                df = df.withMetadata(n, relaid(dict(before[n].metadata), n, new_type))
     return df
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, MapType, StringType, StructType
+from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..core.topic_schemas import TABLES_META, is_envelope_type, relaid
 from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import rebuild_struct
 
@@ -28,16 +29,18 @@ class Flatten(KeyOrValue):
     def configure(self, config: Config) -> None:
         self.delimiter = config.delimiter
 
-    def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[Column]) -> None:
+    def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[Column],
+                fields: list[StructField]) -> None:
         for f in dtype.fields:
             name = f"{prefix}{self.delimiter}{f.name}" if prefix else f.name
             c = col.getField(f.name)
             if isinstance(f.dataType, StructType):
-                self._leaves(c, f.dataType, name, out, maps)
+                self._leaves(c, f.dataType, name, out, maps, fields)
             else:
                 if isinstance(f.dataType, MapType):
                     maps.append(c.isNotNull())
                 out.append(c.alias(name, metadata=f.metadata))
+                fields.append(StructField(name, f.dataType, True, f.metadata))
 
     def _flatten_map(self, m: Column, dtype: MapType) -> Column:
         vt = dtype.valueType
@@ -64,8 +67,21 @@ class Flatten(KeyOrValue):
         if isinstance(dtype, StructType):
             leaves: list[Column] = []
             maps: list[Column] = []
-            self._leaves(op, dtype, "", leaves, maps)
-            step = Step({self.target: rebuild_struct(op, leaves)})
+            new_fields: list[StructField] = []
+            leaves_of: dict[str, list[str]] = {}
+            for f in dtype.fields:
+                first = len(new_fields)
+                self._leaves(op, StructType([f]), "", leaves, maps, new_fields)
+                leaves_of[f.name] = [n.name for n in new_fields[first:]]
+
+            def moved(column: str, field: str) -> list[tuple[str, str]]:
+                # a topic's struct column (held by a union field kept apart or not) becomes its leaves
+                return [(column + leaf[len(field):], leaf) for leaf in leaves_of.get(field, [])]
+            md = dict(df.schema[self.target].metadata)
+            if is_envelope_type(dtype):  # its layouts describe before/after, which are flattened away
+                md.pop(TABLES_META, None)
+            md = relaid(md, self.target, StructType(new_fields), moved)
+            step = Step({self.target: rebuild_struct(op, leaves)}, metadata={self.target: md})
             for cond in maps:
                 step.fail(cond, "Flatten transformation does not support MAP for record with schemas")
             return step

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, IntegerType, LongType, MapType, StringType, StructType, TimestampType
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..core.records import is_schemaless
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import into_map_value, map_put, map_value_type_problem, q
@@ -20,9 +21,10 @@ _OPTIONAL_DOC = " Suffix with ! to make this a required field, or ? to keep it o
 @key_value_variants
 class InsertField(KeyOrValue):
     """Insert fields from record metadata: topic (string), partition (int32, skipped when null), offset
-    (int64), timestamp (a Timestamp with schemas; epoch milliseconds as int64 in a schemaless Map; skipped
-    when null), or a static string. A tombstone passes through. An existing field of the same name is
-    overwritten. A Spark column is always nullable, so ``!`` (required) is accepted and only documents intent.
+    (int64), timestamp (a Timestamp with schemas; epoch milliseconds as int64 in a schemaless Map or a struct
+    read from schemaless JSON, as Kafka; skipped when null), or a static string. A tombstone passes through. An
+    existing field of the same name is overwritten. A Spark column is always nullable, so ``!`` (required) is
+    accepted and only documents intent.
     """
 
     liftable = True
@@ -83,8 +85,9 @@ class InsertField(KeyOrValue):
         dtype = df.schema[self.target].dataType
         if isinstance(dtype, StructType):
             new = op
+            schemaless = is_schemaless(dict(df.schema[self.target].metadata))  # Kafka sees a Map
             for key, name in self.inserts:
-                v, _ = self._value(key, df, False)
+                v, _ = self._value(key, df, schemaless)
                 new = new.withField(q(name), v)
             # update_fields of a null struct is null: a tombstone passes through.
             return Step({self.target: new})

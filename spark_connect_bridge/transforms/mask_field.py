@@ -27,8 +27,9 @@ from pyspark.sql.types import (
 )
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
+from ..core.records import is_schemaless
 from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, tombstone, type_name
-from .columns import map_put, q
+from .columns import map_put, null_of, q
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["MaskField"]
@@ -84,7 +85,8 @@ class MaskField(KeyOrValue):
     maps empty; with ``replacement``, numbers and strings become the replacement (parsed to the field's type).
     A null field stays null. A null key/value, a struct/binary field (or a boolean/date/array/map field with a
     replacement), or a replacement that does not parse, fails the record when the field holds a value.
-    Schemaless Maps get missing listed fields added with null.
+    Schemaless Maps get missing listed fields added with null. A struct read from schemaless JSON (Kafka sees a
+    Map) masks a nested object as Kafka's empty Map: the struct with every field null.
     """
 
     liftable = True
@@ -102,9 +104,12 @@ class MaskField(KeyOrValue):
         self.fields = list(dict.fromkeys(config.fields))
         self.replacement = config.replacement
 
-    def _mask(self, col: Column, dt: DataType, step: Step) -> Column:
+    def _mask(self, col: Column, dt: DataType, step: Step, schemaless: bool = False) -> Column:
         new: Column | str | None
-        if self.replacement is None:
+        if self.replacement is None and schemaless and isinstance(dt, StructType):
+            # a nested object of a schemaless message: Kafka's empty Map, as the struct's type can hold it
+            new = null_of(dt) if not dt.fields else F.struct(*[null_of(f.dataType).alias(f.name) for f in dt.fields])
+        elif self.replacement is None:
             new = _empty(dt)
             if new is None:
                 step.fail(col.isNotNull(), f"Cannot mask value of type {dt.simpleString()}")
@@ -122,9 +127,10 @@ class MaskField(KeyOrValue):
         step = Step()
         if isinstance(dtype, StructType):
             new = op
+            schemaless = is_schemaless(dict(df.schema[self.target].metadata))  # Kafka sees a Map
             for f in dtype.fields:
                 if f.name in self.fields:
-                    new = new.withField(q(f.name), self._mask(op.getField(f.name), f.dataType, step))
+                    new = new.withField(q(f.name), self._mask(op.getField(f.name), f.dataType, step, schemaless))
             # update_fields keeps field order, and of a null struct is null; it drops field metadata, which a
             # cast back to the (unchanged) type restores.
             if any(f.metadata for f in dtype.fields if f.name in self.fields):

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..core.topic_schemas import held_columns, is_envelope_type, relaid
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import q, rebuild_struct
@@ -70,36 +71,58 @@ class ReplaceField(KeyOrValue):
             return expr
         return F.transform_keys(m, lambda key, v: rename(key, v))
 
-    def _struct_update(self, op: Column, dtype: StructType, dropped: list[str], kept: list[StructField]) -> Column:
+    def _struct_update(self, op: Column, dropped: list[str], kept: list[StructField],
+                       renames: dict[str, str]) -> Column:
         """Drop and rename with update_fields only (null-safe, order kept), which Catalyst folds with the
         neighbouring struct updates into one struct: renamed fields and everything after the first one are
         dropped and re-added in order (a placeholder keeps the struct from ever being empty)."""
         new = op.dropFields(*[q(n) for n in dropped]) if dropped else op
-        first = next((i for i, f in enumerate(kept) if f.name in self.renames), None)
+        first = next((i for i, f in enumerate(kept) if f.name in renames), None)
         if first is None:
             return new
         tail = kept[first:]
         new = new.withField(_PLACEHOLDER, F.lit(None)).dropFields(*[q(f.name) for f in tail])
         for f in tail:
-            new = new.withField(q(self.renames.get(f.name, f.name)), op.getField(f.name))
+            new = new.withField(q(renames.get(f.name, f.name)), op.getField(f.name))
         new = new.dropFields(_PLACEHOLDER)
         if any(f.metadata for f in tail):
             # update_fields drops field metadata: a cast to the output type restores it.
-            new = new.cast(StructType([StructField(self.renames.get(f.name, f.name), f.dataType, True, f.metadata)
+            new = new.cast(StructType([StructField(renames.get(f.name, f.name), f.dataType, True, f.metadata)
                                        for f in kept]))
         return new
+
+    def _renamed(self, field: str, column: str) -> str:
+        """The new name of union ``field`` holding the topics' ``column``: a field kept apart for one topic
+        (``id__orders``) keeps its qualifier (``key__orders``)."""
+        new = self.renames.get(column)
+        if new is None:
+            return field
+        return new + field[len(column):] if field.startswith(column) else new
+
+    def _plan_struct(self, op: Column, dtype: StructType, metadata: dict) -> Step:
+        # The value of several topics holds the union of their fields; the names configured are the topics'
+        # column names, which a field kept apart for one topic qualifies (id__orders holds orders' id).
+        held = {} if is_envelope_type(dtype) else held_columns(metadata)
+        column_of = {f.name: held.get(f.name, f.name) for f in dtype.fields}
+        dropped = [f.name for f in dtype.fields if not self._keep(column_of[f.name])]
+        kept = [f for f in dtype.fields if self._keep(column_of[f.name])]
+        renames = {f.name: self._renamed(f.name, column_of[f.name]) for f in kept}
+        renames = {old: new for old, new in renames.items() if old != new}
+        new = self._struct_update(op, dropped, kept, renames) if kept else rebuild_struct(op, [])
+        new_type = StructType([StructField(renames.get(f.name, f.name), f.dataType, True, f.metadata)
+                               for f in kept])
+
+        def moved(column: str, field: str) -> list[tuple[str, str]]:
+            if not self._keep(column):
+                return []
+            return [(self.renames.get(column, column), self._renamed(field, column))]
+        return Step({self.target: new}, metadata={self.target: relaid(metadata, self.target, new_type, moved)})
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
         if isinstance(dtype, StructType):
-            dropped = [f.name for f in dtype.fields if not self._keep(f.name)]
-            kept = [f for f in dtype.fields if self._keep(f.name)]
-            if kept:
-                return Step({self.target: self._struct_update(op, dtype, dropped, kept)})
-            parts = [op.getField(f.name).alias(self.renames.get(f.name, f.name), metadata=f.metadata)
-                     for f in dtype.fields if self._keep(f.name)]
-            return Step({self.target: rebuild_struct(op, parts)})
+            return self._plan_struct(op, dtype, dict(df.schema[self.target].metadata))
         if isinstance(dtype, MapType):
             m = op
             if self.exclude:
@@ -112,4 +135,3 @@ class ReplaceField(KeyOrValue):
                 m = self._rename_map(m)
             return Step({self.target: m})
         return Step().fail(op.isNotNull(), struct_or_map_required("field replacement", type_name(dtype)))
-

@@ -20,6 +20,7 @@ from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_colu
 from spark_connect_bridge.core.records import record_schema
 from spark_connect_bridge.core.topic_schemas import topic_layouts
 from spark_connect_bridge.engine.pipeline import write_stream
+from spark_connect_bridge.transforms import apply_transforms
 from tests.support import servers
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -108,8 +109,10 @@ def _table(pg, database: str, table: str) -> tuple[list, list]:
 
 
 def test_a_stream_of_several_topics_of_envelopes_reaches_each_topics_table(spark, tmp_path, pg_database):
-    """Debezium's JDBC sink case with Confluent's sink of ours: ExtractNewRecordState, upserts by the record key,
-    deletes; each topic's table gets its own columns and key type (orders.id bigint, customers.id integer)."""
+    """Debezium's JDBC sink case with Confluent's sink of ours: ExtractNewRecordState, then ReplaceField's exclude,
+    renames and include (each a topic's columns, ``id`` one kept apart per topic: orders' id is an int64), upserts
+    by the record key, deletes; each topic's table gets its own columns and key type (orders.id bigint,
+    customers.id integer), not the union of the topics'."""
     pg, database = pg_database
     for i, events in enumerate(BATCHES):
         _records(spark, events, offset=10 * i).write.parquet(str(tmp_path / "in" / f"b{i}"))
@@ -119,14 +122,21 @@ def test_a_stream_of_several_topics_of_envelopes_reaches_each_topics_table(spark
               "topics": "orders,customers", "connection.url": f"jdbc:postgresql://{pg[0]}:{pg[1]}/{database}",
               "connection.user": "postgres", "insert.mode": "upsert", "pk.mode": "record_key",
               "delete.enabled": "true", "auto.create": "true", "key.converter": JSON, "value.converter": JSON,
-              "transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"}
+              "transforms": "unwrap,drop,rename,keep",
+              "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+              "transforms.drop.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+              "transforms.drop.exclude": "customer",
+              "transforms.rename.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+              "transforms.rename.renames": "note:remark,name:full_name",
+              "transforms.keep.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
+              "transforms.keep.include": "remark,full_name,amount"}
     query = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
     query.awaitTermination()
     assert query.exception() is None
-    assert _table(pg, database, "orders") == (
-        [("id", "bigint"), ("customer", "integer"), ("note", "text")], [(2, 2, "changed")])
+    # the key's id (the value's is excluded by include), then each topic's own value columns
+    assert _table(pg, database, "orders") == ([("id", "bigint"), ("remark", "text")], [(2, "changed")])
     assert _table(pg, database, "customers") == (
-        [("id", "integer"), ("name", "text"), ("amount", "numeric")],
+        [("id", "integer"), ("full_name", "text"), ("amount", "numeric")],
         [(1, "ada", Decimal("-0.50")), (4, "dee", Decimal("99999999.99")), (5, "eve", None)])
 
 
@@ -156,3 +166,42 @@ def test_debeziums_decimals_parse_under_errors_tolerance_all(spark):
     assert layouts["customers"]["columns"] == ["id", "name", "amount", "price"]
     assert (after[3].id__orders, after[3].note, after[3].amount) == (1, "first", None)
     assert rows[3].value.source.table == "orders"
+
+
+def _columns(df) -> dict[str, list[str]]:
+    """Each topic's value columns, as a sink narrows them (its own, then those a transform added to all)."""
+    return {topic: info["columns"] + info["added"] for topic, info in topic_layouts(df.schema, "value").items()}
+
+
+KAFKA_SMT = "org.apache.kafka.connect.transforms"
+ORDER_COLUMNS, CUSTOMER_COLUMNS = ["id", "customer", "note"], ["id", "name", "amount", "price"]
+SMTS_AFTER_UNWRAP = [  # (SMT, its config, each topic's value columns after it)
+    ("MaskField$Value", {"fields": "note,name"}, ORDER_COLUMNS, CUSTOMER_COLUMNS),
+    ("Cast$Value", {"spec": "customer:int64,id:string"}, ORDER_COLUMNS, CUSTOMER_COLUMNS),
+    ("TimestampConverter$Value", {"field": "customer", "target.type": "string", "format": "yyyy"},
+     ORDER_COLUMNS, CUSTOMER_COLUMNS),
+    ("InsertField$Value", {"topic.field": "from", "static.field": "origin", "static.value": "dbz"},
+     ORDER_COLUMNS + ["from", "origin"], CUSTOMER_COLUMNS + ["from", "origin"]),
+    ("Flatten$Value", {"delimiter": "_"}, ORDER_COLUMNS, ["id", "name", "amount", "price_scale", "price_value"]),
+    ("HeaderFrom$Value", {"fields": "note", "headers": "note", "operation": "move"}, ["id", "customer"],
+     CUSTOMER_COLUMNS),
+    ("ReplaceField$Value", {"exclude": "id,note", "renames": "name:full_name"}, ["customer"],
+     ["full_name", "amount", "price"]),
+]
+
+
+def test_smts_after_unwrap_keep_each_topics_columns(spark):
+    """Every SMT that rebuilds the value struct keeps each topic's layout after ExtractNewRecordState: a field it
+    adds belongs to every topic, one it drops or renames leaves that topic's columns (``id`` too, kept apart for
+    orders as an int64), a flattened struct becomes its leaves in its own topic only."""
+    columns = CUSTOMERS + [("price", VARIABLE_SCALE)]
+    price = {"scale": 3, "value": _unscaled("1.500", 3)}
+    events = [_event("customers", columns, "r", None, {**ADA, "price": price}, {"id": 1}),
+              _order("r", None, {"id": 1, "customer": 1, "note": "first"})]
+    typed = apply_sink_converters(_records(spark, events), {"key.converter": JSON, "value.converter": JSON})
+    unwrap = {"transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"}
+    assert _columns(apply_transforms(typed, unwrap)) == {"orders": ORDER_COLUMNS, "customers": CUSTOMER_COLUMNS}
+    for smt, props, orders, customers in SMTS_AFTER_UNWRAP:
+        config = {**unwrap, "transforms": "unwrap,smt", "transforms.smt.type": f"{KAFKA_SMT}.{smt}",
+                  **{f"transforms.smt.{k}": v for k, v in props.items()}}
+        assert _columns(apply_transforms(typed, config)) == {"orders": orders, "customers": customers}, smt

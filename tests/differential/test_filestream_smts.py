@@ -84,6 +84,8 @@ CASES: dict[str, tuple[str, str, dict[str, str]]] = {
     "insert-field-partition": ("words", "insert-field-partition", {**json_converters(), **chain(
         hoist(), ("insert", T + "InsertField$Value", {"partition.field": "part", "static.field": "origin",
                                                       "static.value": "file"}))}),
+    "insert-field-offset": ("words", "insert-field-offset", {**json_converters(), **chain(
+        hoist(), ("insert", T + "InsertField$Value", {"offset.field": "off"}))}),
     "cast-whole": ("numbers", "cast-whole", {**json_converters(), **chain(
         ("cast", T + "Cast$Value", {"spec": "int64"}))}),
     "cast-fields": ("numbers", "cast-fields", {**json_converters(), **chain(
@@ -207,6 +209,8 @@ DIFFERENCES = {
     "line-ends": "a lone carriage return ends a line in Kafka's FileStreamSource; ours ends lines at \\n only",
     "insert-field-partition": "Kafka's FileStreamSource records have no Kafka partition, so InsertField's "
                               "partition.field holds null; ours carry partition 0 (the source partition)",
+    "insert-field-offset": "Kafka's InsertField takes offset.field from sink records only and fails the task on a "
+                           "source record; ours inserts the record's offset (its position in the file)",
     "set-schema-metadata-whole": "Kafka 4.3's SetSchemaMetadata fails on a schema that is not a struct ('Cannot list "
                                  "fields on non-struct type'); ours renames it",
     "predicate-has-header": "a predicated stage that changes a struct's fields: one DataFrame column holds one "
@@ -340,6 +344,14 @@ def test_insert_field_partition_is_null_only_in_kafka(outputs):
     theirs, ours = outputs["insert-field-partition"]
     assert [p for p in _payloads(theirs)] == [{"line": w, "part": None, "origin": "file"} for w in INPUTS["words"]]
     assert [p for p in _payloads(ours)] == [{"line": w, "part": 0, "origin": "file"} for w in INPUTS["words"]]
+
+
+def test_insert_field_offset_on_a_source_record_fails_only_in_kafka(outputs):
+    theirs, ours = outputs["insert-field-offset"]
+    assert isinstance(theirs, str) and "Only SinkRecord supported for [field insertion], found: org.apache.kafka." \
+                                       "connect.source.SourceRecord" in theirs
+    starts = [sum(len(w.encode()) + 1 for w in INPUTS["words"][:i]) for i in range(len(INPUTS["words"]))]
+    assert _payloads(ours) == [{"line": w, "off": at} for w, at in zip(INPUTS["words"], starts)]  # each line's byte
 
 
 def test_set_schema_metadata_of_a_primitive_fails_only_in_kafka(outputs):

@@ -5,9 +5,14 @@ import pytest
 from spark_connect_bridge import __version__
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.transforms import (
+    Cast,
     Chain,
     Filter,
+    Flatten,
+    HeaderFrom,
+    HoistField,
     InsertField,
+    MaskField,
     ReplaceField,
     apply_transforms,
     build_chain,
@@ -289,3 +294,17 @@ def test_no_lifting_for_a_run_that_rewrites_the_value_less_than_twice(make_recor
     assert "__kc_null_value" not in plan and "coalesce(value" not in plan
     cfg = {**RUN, "transforms": "route,rename,mask"}
     assert "__kc_null_value" in apply_transforms(df, cfg)._jdf.queryExecution().optimizedPlan().toString()
+
+
+def test_smts_rebuilding_a_struct_keep_its_schema_name_and_version(make_records):
+    """Kafka's SMTs copy a schema's name, version, doc and parameters (``SchemaUtil.copySchemaBasics``) into the
+    struct they rebuild: the value's ``connect.*`` column metadata survives them."""
+    df = make_records([(None, {"a": 1, "b": "x", "c": {"d": 2}})], value_type="struct<a:int,b:string,c:struct<d:int>>")
+    df = df.withMetadata("value", {"connect.name": "com.example.Row", "connect.version": 3})
+    basics = {"connect.name": "com.example.Row", "connect.version": 3}
+    for smt in (ReplaceField.Value(exclude=["b"], renames=["a:z"]), MaskField.Value(fields=["b"]),
+                InsertField.Value(**{"topic.field": "t"}), Cast.Value(spec="a:int64"), Flatten.Value(),
+                HeaderFrom.Value(fields=["b"], headers=["h"], operation="move")):
+        out = smt(df)
+        assert dict(out.schema["value"].metadata) == basics, type(smt).__qualname__
+    assert dict(HoistField.Value(field="row")(df).schema["value"].metadata) == {}  # a new, unnamed struct

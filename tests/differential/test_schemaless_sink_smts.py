@@ -1,0 +1,253 @@
+"""Sink-side SMT chains over schemaless JSON (JsonConverter ``schemas.enable=false``), through Kafka Connect and
+through ours: one topic of JSON objects (missing fields, nulls, nested objects and arrays, a tombstone) read by the
+same FileStreamSink configs, one per chain, and the written lines compared record by record.
+
+Kafka Connect runs every config as a connector of the differential package's one worker; ours runs the same
+configs with :func:`~spark_connect_bridge.engine.pipeline.write_batch` over one batch read of the topic from the
+run's broker (the sink side of a stream does the same per micro-batch). ``value.converter.spark.schema`` tells ours
+the JSON's Spark type; Kafka's JsonConverter ignores the key.
+
+Kafka's JsonConverter reads a schemaless object as a ``java.util.Map`` and FileStreamSink writes its ``toString()``
+(``{id=1, tags=[a, b]}``, in HashMap order); ours reads a struct and writes JSON (README). The lines are compared
+through :func:`_canonical`, which reads both forms into one: maps as dicts, scalars as Java prints them, null entries
+left out (a struct has every field of its type, where a Map has only those the message had: a missing field and a
+null one are one here). Every other difference is named in :data:`DIFFERENCES` and checked exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from confluent_kafka import Producer
+from pyspark.sql import functions as F
+
+from spark_connect_bridge.core.records import HEADERS, HEADERS_TYPE, RECORD_COLUMNS
+from spark_connect_bridge.engine.pipeline import write_batch
+from spark_connect_bridge.errors import ConfigError
+
+T = "org.apache.kafka.connect.transforms."
+JSON = "org.apache.kafka.connect.json.JsonConverter"
+TOPIC = "schemaless-sink-in"
+T0 = 1_700_000_000_123  # the records' Kafka timestamps: T0, T0 + 1, ...
+MESSAGES = [
+    (b"k1", {"id": 1, "name": "ada", "ts": 1_700_000_000_000, "tags": ["a", "b"],
+             "addr": {"city": "Oslo", "zip": "0150"}, "secret": "s1"}),
+    (b"k2", {"id": 2, "name": None, "tags": [], "addr": {"city": None, "zip": "2"}}),  # no ts, no secret
+    (b"k3", {"id": 3}),
+    (b"k4", None),  # a tombstone
+    (None, {"name": "eve", "ts": 0, "tags": None, "addr": None, "secret": "s5"}),  # no id
+]
+SPARK_SCHEMA = "id BIGINT, name STRING, ts BIGINT, tags ARRAY<STRING>, addr STRUCT<city: STRING, zip: STRING>, " \
+               "secret STRING"
+
+
+def _steps(*steps: tuple[str, dict[str, str]]) -> dict[str, str]:
+    config = {"transforms": ",".join(f"s{i}" for i in range(len(steps)))}
+    for i, (kind, settings) in enumerate(steps):
+        config[f"transforms.s{i}.type"] = T + kind
+        config.update({f"transforms.s{i}.{k}": v for k, v in settings.items()})
+    return config
+
+
+# connector name -> its chain (each a FileStreamSink of the one topic)
+CHAINS: dict[str, dict[str, str]] = {
+    "sl-extract-field": _steps(("ExtractField$Value", {"field": "name"})),
+    "sl-keys-times-headers": _steps(
+        ("ValueToKey", {"fields": "id,name"}), ("ExtractField$Key", {"field": "name"}),
+        ("TimestampConverter$Value", {"field": "ts", "target.type": "string", "format": "yyyy-MM-dd'T'HH:mm"}),
+        ("HeaderFrom$Value", {"fields": "addr", "headers": "h_addr", "operation": "move"})),
+    "sl-mask-field": _steps(("MaskField$Value", {"fields": "id,name,tags,addr,secret"})),
+    "sl-replace-flatten-cast-insert": _steps(
+        ("ReplaceField$Value", {"exclude": "secret", "renames": "name:who"}), ("Flatten$Value", {}),
+        ("Cast$Value", {"spec": "id:string"}),
+        ("InsertField$Value", {"timestamp.field": "at", "offset.field": "off", "partition.field": "part",
+                               "topic.field": "t", "static.field": "s", "static.value": "v"})),
+    # ours renames the declared schema, which a FileStreamSink line does not show: ours' plain lines
+    "sl-set-schema-metadata": _steps(("SetSchemaMetadata$Value", {"schema.name": "com.example.Row"})),
+    # Kafka 4 ignores these keys: Kafka's plain lines
+    "sl-replace-field-3x-names": _steps(("ReplaceField$Value", {"blacklist": "secret", "whitelist": "id,secret"})),
+}
+
+#: Chains whose lines cannot be the same, and why (README, "Compared with Kafka Connect"); each is checked exactly.
+DIFFERENCES = {
+    "sl-set-schema-metadata": "Kafka fails every non-null record ('Schema required for [updating schema metadata]': "
+                              "it reads a Map); ours renames the struct schema the config declares "
+                              "(value.converter.spark.schema) and writes every record",
+    "sl-replace-field-3x-names": "Kafka 4 removed ReplaceField's blacklist/whitelist and ignores unknown keys, so the "
+                                 "field to drop is written; ours rejects the config before any data moves",
+}
+
+
+def _config(name: str, path: str) -> dict[str, str]:
+    return {"name": name, "connector.class": "FileStreamSink", "topics": TOPIC, "file": path,
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter", "value.converter": JSON,
+            "value.converter.schemas.enable": "false", "value.converter.spark.schema": SPARK_SCHEMA,
+            "errors.tolerance": "all", **CHAINS[name]}
+
+
+def _produce(bootstrap: str) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, (key, value) in enumerate(MESSAGES):
+        producer.produce(TOPIC, key=key, value=None if value is None else json.dumps(value).encode(),
+                         timestamp=T0 + i)
+    producer.flush(30)
+
+
+def _records(spark, bootstrap: str):
+    """The topic as one batch record DataFrame, as the sink's stream reads it (bus.kafka.read_topics)."""
+    df = (spark.read.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", TOPIC)
+          .option("includeHeaders", "true").option("startingOffsets", "earliest").load())
+    headers = F.coalesce(F.col(HEADERS), F.array().cast(HEADERS_TYPE)).alias(HEADERS)
+    return df.select(*[headers if c == HEADERS else F.col(c) for c in RECORD_COLUMNS])
+
+
+def _read(path: str) -> list[str] | None:
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+@pytest.fixture(scope="module")
+def lines(spark, connect, reference_kafka, bootstrap, tmp_path_factory):
+    """{chain: (Kafka Connect's lines | its failure, ours | the ConfigError ours raised)}."""
+    root = str(tmp_path_factory.mktemp("schemaless-sink"))
+    for broker in (reference_kafka.bootstrap, bootstrap):
+        _produce(broker)
+    theirs_path, ours_path = (lambda n: f"{root}/theirs-{n}.txt"), (lambda n: f"{root}/ours-{n}.txt")
+
+    def done(name: str):
+        def check() -> bool:  # every record consumed (committed), the file flushed with them
+            committed = [o["offset"]["kafka_offset"] for o in connect.offsets(name)]
+            return committed == [len(MESSAGES)] and os.path.exists(theirs_path(name))
+        return check
+    failed = connect.run([_config(n, theirs_path(n)) for n in CHAINS], done={n: done(n) for n in CHAINS},
+                         timeout=120, allow_failures=True)
+    records = _records(spark, bootstrap).cache()
+    ours: dict[str, list[str] | ConfigError | None] = {}
+    for name in CHAINS:
+        try:
+            write_batch(records, _config(name, ours_path(name)))
+            ours[name] = _read(ours_path(name)) or []
+        except ConfigError as e:
+            ours[name] = e
+    records.unpersist()
+    return {n: (failed[n] or _read(theirs_path(n)), ours[n]) for n in CHAINS}
+
+
+def _java(line: str):
+    """A line of Kafka's FileStreamSink (a value's ``toString()``: ``{k=v, ...}``, ``[a, b]``, ``Struct{k=v,...}``
+    or a scalar) as Python: dicts, lists, scalars as their text, ``null`` as None. The test's strings hold no
+    ``,``, ``=``, brackets or braces, so the form reads back unambiguously."""
+    pos = 0
+
+    def read(stops: str):
+        nonlocal pos
+        if line.startswith("Struct{", pos):
+            pos += len("Struct")
+        if line[pos] in "{[":
+            close = "}" if line[pos] == "{" else "]"
+            pos += 1
+            items: list = []
+            while line[pos] != close:
+                if close == "}":
+                    eq = line.index("=", pos)
+                    key, pos = line[pos:eq], eq + 1
+                    items.append((key, read(",}")))
+                else:
+                    items.append(read(",]"))
+                if line[pos] == ",":
+                    pos += 2 if line.startswith(", ", pos) else 1
+            pos += 1
+            return dict(items) if close == "}" else items
+        end = pos
+        while end < len(line) and line[end] not in stops:
+            end += 1
+        text, pos = line[pos:end], end
+        return None if text == "null" else text
+    out = read("")
+    assert pos == len(line), line
+    return out
+
+
+def _as_java_text(value):
+    """A JSON value of ours as :func:`_java` reads Kafka's: scalars as Java prints them."""
+    if isinstance(value, dict):
+        return {k: _as_java_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_java_text(v) for v in value]
+    if isinstance(value, bool):
+        return str(value).lower()
+    return None if value is None else str(value)
+
+
+def _ours(line: str):
+    """A line of our FileStreamSink (JSON for a struct, a list or a map; the text of a scalar) as :func:`_java`."""
+    if line.startswith(("{", "[")):
+        return _as_java_text(json.loads(line))
+    return None if line == "null" else line
+
+
+def _canonical(value):
+    """Null entries of maps left out (see the module's docstring)."""
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in value.items() if v is not None}
+    return [_canonical(v) for v in value] if isinstance(value, list) else value
+
+
+def _compared(theirs: list[str], ours: list[str]) -> tuple[list, list]:
+    return [_canonical(_java(line)) for line in theirs], [_canonical(_ours(line)) for line in ours]
+
+
+@pytest.mark.parametrize("name", [n for n in CHAINS if n not in DIFFERENCES])
+def test_same_lines_as_kafka_connect(lines, name):
+    theirs, ours = lines[name]
+    assert isinstance(theirs, list), f"Kafka Connect fails where ours writes {ours}: {str(theirs)[:3000]}"
+    assert isinstance(ours, list), f"ours rejects a config Kafka Connect runs: {ours}"
+    assert theirs, "Kafka Connect wrote nothing"
+    kafka, here = _compared(theirs, ours)
+    assert here == kafka
+
+
+def test_plain_lines_are_the_same_but_for_null_entries(lines):
+    """No SMT: Kafka's lines (the chain whose keys Kafka 4 ignores) and ours (the chain whose schema rename a line
+    does not show) are the same records; what :func:`_canonical` leaves out, shown: Kafka's Map has the message's
+    keys, ours every field of the struct."""
+    theirs, ours = lines["sl-replace-field-3x-names"][0], lines["sl-set-schema-metadata"][1]
+    kafka, here = _compared(theirs, ours)
+    assert here == kafka and len(kafka) == len(MESSAGES)
+    assert _java(theirs[1]) == {"name": None, "id": "2", "addr": {"zip": "2", "city": None}, "tags": []}
+    assert _ours(ours[1]) == {"id": "2", "name": None, "ts": None, "tags": [], "addr": {"city": None, "zip": "2"},
+                              "secret": None}
+    assert theirs[3] == ours[3] == "null"  # the tombstone
+
+
+def test_schemaless_smts_follow_kafkas_schemaless_rules(lines):
+    """InsertField's timestamp is epoch milliseconds and MaskField empties a nested object and an array, as Kafka
+    does with the Map it reads, though ours reads the declared struct; the tombstone passes InsertField and fails
+    MaskField and ValueToKey on both sides."""
+    theirs, ours = lines["sl-replace-flatten-cast-insert"]
+    assert [_java(line)["at"] for line in theirs if line != "null"] == [str(T0 + i) for i in (0, 1, 2, 4)]
+    assert [_ours(line)["at"] for line in ours if line != "null"] == [str(T0 + i) for i in (0, 1, 2, 4)]
+    theirs, ours = lines["sl-mask-field"]
+    assert _java(theirs[0]) == {"name": "", "id": "0", "secret": "", "addr": {}, "ts": "1700000000000", "tags": []}
+    assert _ours(ours[0]) == {"id": "0", "name": "", "ts": "1700000000000", "tags": [],
+                              "addr": {"city": None, "zip": None}, "secret": ""}
+    for name in ("sl-mask-field", "sl-keys-times-headers"):
+        assert [len(side) for side in lines[name]] == [len(MESSAGES) - 1] * 2, name
+        assert "null" not in lines[name][0] + lines[name][1]
+
+
+def test_set_schema_metadata_renames_the_declared_schema_where_kafka_fails(lines):
+    theirs, ours = lines["sl-set-schema-metadata"]
+    assert theirs == ["null"]  # every non-null record failed: "Schema required for [updating schema metadata]"
+    assert len(ours) == len(MESSAGES)  # every record: the schema's name is not in a FileStreamSink line
+
+
+def test_replace_field_kafka_3x_names_are_rejected_where_kafka_4_ignores_them(lines):
+    theirs, ours = lines["sl-replace-field-3x-names"]
+    assert [_java(line).get("secret") for line in theirs if line != "null"] == ["s1", None, None, "s5"]  # written
+    assert isinstance(ours, ConfigError)
+    assert sorted(p.key for p in ours.problems) == ["transforms.s0.blacklist", "transforms.s0.whitelist"]
