@@ -119,7 +119,8 @@ def test_a_group_worker_runs_its_queries_on_the_cluster_named_by_spark_master(cl
     url, _env, work = cluster
     host, port = servers.postgres()
     (tmp_path / "in.txt").write_text("".join(f"line {i}\n" for i in range(50)))
-    worker = GroupWorker(tmp_path, f"postgresql://postgres@{host}:{port}/test", "cluster-" + uuid.uuid4().hex[:6],
+    worker = GroupWorker(tmp_path, {"group.store.url": f"postgresql://postgres@{host}:{port}/test"},
+                         "cluster-" + uuid.uuid4().hex[:6],
                          "w0", spark={"spark.master": url, "spark.driver.host": "127.0.0.1",
                                       "spark.executor.memory": "512m", "spark.executor.cores": "1",
                                       "spark.cores.max": "2"}).start()

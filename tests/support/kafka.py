@@ -82,7 +82,8 @@ class KafkaBroker(ProcessServer):
             f.writelines(f"{k}={v}\n" for k, v in self.settings.items())
         with open(os.path.join(self.root, "log4j2.properties"), "w") as f:
             f.write(_LOG4J.format(log=self.log))
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        # a cluster id (base64 of a UUID) that starts with "-" would be read as an option by the storage tool
+        cluster_id = "k" + base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")[1:]
         subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", config),
                        check=True, capture_output=True, text=True)
 
