@@ -247,6 +247,7 @@ class Worker:
             self._quiet_cancellation()
             try:
                 stop_query(q, self.config.task_shutdown_graceful_timeout_ms / 1000)
+                self._count_progress(rt, q)
                 release_group(q)  # a sink on the Kafka bus: its group matches the checkpoint, then is left alone
             except Exception:
                 log.exception("Stopping the query of connector %s failed", rt.name)
@@ -381,6 +382,7 @@ class Worker:
                 continue
             if not q.isActive:
                 exc = q.exception()
+                self._count_progress(rt, q)
                 rt.query = None
                 if exc is not None:
                     rt.phase = "FAILED"
@@ -393,6 +395,20 @@ class Worker:
             self._update_metrics(rt, q)
 
     def _update_metrics(self, rt: ConnectorRuntime, q: Any) -> None:
+        m = rt.metrics
+        self._count_progress(rt, q)
+        idle = _now() - rt.last_progress_at
+        if idle > max(5.0, 3 * self.config.trigger_interval_ms / 1000):
+            m.records_in_per_sec = m.records_out_per_sec = 0.0
+        if _now() - rt.last_lag_check >= 2.0 or rt.end_offset != rt.lag_checked_end:
+            rt.last_lag_check, rt.lag_checked_end = _now(), rt.end_offset
+            m.lag = self._lag(rt)
+            m.dead_lettered = self._dead_lettered(rt)
+
+    @staticmethod
+    def _count_progress(rt: ConnectorRuntime, q: Any) -> None:
+        """Add the query's progress events not counted yet to the connector's totals. Also called on a query that
+        stopped or ended, so that the batches it ran since the last status poll are not lost from the totals."""
         m = rt.metrics
         try:
             progresses = q.recentProgress
@@ -422,13 +438,6 @@ class Worker:
             end = ((p.get("sources") or [{}])[0]).get("endOffset")
             if end is not None:
                 rt.end_offset = end
-        idle = _now() - rt.last_progress_at
-        if idle > max(5.0, 3 * self.config.trigger_interval_ms / 1000):
-            m.records_in_per_sec = m.records_out_per_sec = 0.0
-        if _now() - rt.last_lag_check >= 2.0 or rt.end_offset != rt.lag_checked_end:
-            rt.last_lag_check, rt.lag_checked_end = _now(), rt.end_offset
-            m.lag = self._lag(rt)
-            m.dead_lettered = self._dead_lettered(rt)
 
     def _lag(self, rt: ConnectorRuntime) -> int | None:
         """Records (or WAL bytes) between the query's last end offset and the source's head.
