@@ -60,22 +60,66 @@ def spark():
 # tests/support/run_suite.py runs the suite): the README's examples write in the checkout's root and serve on port
 # 8083, and the installed-wheel test copies the checkout as a fresh clone.
 SERIAL_FILES = {"tests/test_readme.py": "checkout root", "tests/acceptance/test_installed_wheel.py": "checkout root"}
+# The files (or SERIAL_FILES groups) that take longest, longest first, as the clean-clone runs of 2026-11-26
+# measured them (the per-file totals this conftest prints at the end of a split run). The split run hands them out
+# first and the many short files after them, so that it does not end on one long file in one process while the
+# other waits (xdist alone orders files by their number of tests, which puts the one-test kill scenarios last).
+# The order only moves the run's end; a file missing here just runs later.
+LONGEST_FIRST = [
+    "checkout root", "tests/distributed/test_group.py", "tests/connectors/test_delta.py",
+    "tests/connectors/test_postgres_cdc.py", "tests/connectors/test_postgres_cdc_incremental.py",
+    "tests/differential/test_debezium_postgres.py", "tests/differential/test_filestream_smts.py",
+    "tests/connectors/test_jdbc_spark.py", "tests/distributed/test_group_kafka.py", "tests/connectors/test_file.py",
+    "tests/connectors/test_mysql_cdc.py", "tests/converters/test_json_converter.py",
+    "tests/runtime/test_topic_routes.py", "tests/test_cluster.py", "tests/jvm/test_spark_packages.py",
+    "tests/pipeline/test_error_handling.py", "tests/acceptance/test_worker_http.py",
+    "tests/connectors/test_jdbc_killed_driver.py", "tests/runtime/test_standalone_restart.py",
+]
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadfile``: each file runs whole in one process (module fixtures such as a Kafka Connect JVM start
-    once), and the files of :data:`SERIAL_FILES` that share a resource run in the same process, one after another."""
+    once), the files of :data:`SERIAL_FILES` that share a resource run in the same process, one after another, and
+    the :data:`LONGEST_FIRST` files are handed out first."""
     if config.getoption("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
+    rank = {scope: i for i, scope in enumerate(LONGEST_FIRST)}
+
     class SharedResourceScheduling(LoadFileScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             path = super()._split_scope(nodeid)
             return SERIAL_FILES.get(path, path)
 
+        def _assign_work_unit(self, node) -> None:
+            if not self.ordered:  # the work queue is complete when the first unit is handed out
+                self.ordered = True
+                queue = sorted(self.workqueue.items(), key=lambda unit: rank.get(unit[0], len(rank)))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
+            super()._assign_work_unit(node)
+
     return SharedResourceScheduling(config, log)
+
+
+# Seconds of tests per process and per file in a split run (reports carry the process that ran them): how well the
+# processes were balanced, and the figures LONGEST_FIRST is ordered by.
+_busy: dict[str, float] = {}
+_file_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    node = getattr(report, "node", None)
+    if node is None:
+        return
+    process = node.gateway.id
+    _busy[process] = _busy.get(process, 0.0) + report.duration
+    path = report.nodeid.split("::", 1)[0]
+    _file_seconds[path] = _file_seconds.get(path, 0.0) + report.duration
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -86,3 +130,8 @@ def pytest_terminal_summary(terminalreporter):
     if servers.start_times:
         terminalreporter.write_line("servers started: " + ", ".join(
             f"{name} {seconds:.1f} s" for name, seconds in servers.start_times.items()))
+    if _busy:
+        terminalreporter.write_line("seconds of tests per process: " + ", ".join(
+            f"{process} {seconds:.0f} s" for process, seconds in sorted(_busy.items())))
+        longest = sorted(_file_seconds.items(), key=lambda item: -item[1])[:25]
+        terminalreporter.write_line("longest files: " + ", ".join(f"{path} {s:.0f} s" for path, s in longest))
