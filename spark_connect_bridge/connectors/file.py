@@ -7,11 +7,13 @@ newline has been written, so a half-written last line waits for the next trigger
 A file that becomes shorter than the committed position (truncated or replaced) fails the query rather than
 skip or re-read data silently.
 
-**FileStreamSink** appends one line per record: the value as text (strings as they are, binary as UTF-8,
-other types as JSON; a null value is written ``null``, as Kafka's). Unlike Kafka's at-least-once sink it is
-**exactly-once**: executors stage their part, the driver appends the parts in partition order under a lock
-and records ``(application, batch id)`` in ``<file>.kconnect/state.json``; a replayed batch is skipped, and an
-append interrupted by a crash is rolled back (truncated) before the batch is replayed.
+**FileStreamSink** appends one line per record: the value's text as Kafka's writes it, the ``toString()`` of the
+Java value (Connect's ``Struct{n=1,s=x}`` for a struct, ``{k=v, k2=v2}`` for a schemaless JSON object, ``[a, b]``
+for a list; :mod:`~spark_connect_bridge.core.connect_text`), but binary as UTF-8; a null value is ``null``.
+Unlike Kafka's at-least-once sink it is **exactly-once**: executors stage their part, the driver appends the parts
+in partition order under a lock and records ``(application, batch id)`` in ``<file>.kconnect/state.json``; a
+replayed batch is skipped, and an append interrupted by a crash is rolled back (truncated) before the batch is
+replayed.
 
 >>> spark.read.format("kconnect").option("connector.class", "FileStreamSource") \\
 ...     .option("file", "/tmp/in.txt").option("topic", "lines").load()          # doctest: +SKIP
@@ -31,8 +33,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
+from ..core.connect_text import connect_text
 from ..core.paths import local_path
-from ..core.records import no_headers, record_schema
+from ..core.records import is_schemaless, no_headers, record_schema
 from ..errors import ConfigError, ConnectError
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
@@ -209,6 +212,8 @@ class FileStreamSinkConnector(SinkConnector):
     def validate_input(self, schema: Any) -> None:
         if "value" not in schema.fieldNames():
             raise ConfigError(f"FileStreamSink needs a 'value' column; the input has {schema.fieldNames()}")
+        # Known on the driver only (Arrow batches carry no column metadata); travels with the pickled writer.
+        self._schemaless = is_schemaless(schema["value"].metadata)
 
     # -- executor ---------------------------------------------------------------------------------
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> _Staged | None:
@@ -221,7 +226,8 @@ class FileStreamSinkConnector(SinkConnector):
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
-                out.write(_lines(batch.column(batch.schema.get_field_index("value"))))
+                value = batch.column(batch.schema.get_field_index("value"))
+                out.write(_lines(value, getattr(self, "_schemaless", False)))
                 rows += batch.num_rows
             out.flush()
             os.fsync(out.fileno())
@@ -298,20 +304,12 @@ class FileStreamSinkConnector(SinkConnector):
                 os.remove(m.path)
 
 
-def _lines(values: Any) -> bytes:
+def _lines(values: Any, schemaless: bool) -> bytes:
     """One line per value, as Kafka's FileStreamSink prints them (``null`` for null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    t = values.type
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        values = values.cast(pa.string())  # invalid UTF-8 fails here, naming no secret
-    elif pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_map(t):
-        # Composite values are written as JSON (slow path: serialize upstream with a converter for speed).
-        values = pa.array([None if v is None else json.dumps(v, default=str, separators=(",", ":"))
-                           for v in values.to_pylist()], pa.string())
-    elif not pa.types.is_string(t):
-        values = pc.cast(values, pa.string())
+    values = connect_text(values, schemaless=schemaless)  # invalid UTF-8 in binary fails here, naming no secret
     values = pc.fill_null(values, "null")
     if len(values) == 0:
         return b""

@@ -55,10 +55,11 @@ def test_tolerance_all_routes_exactly_the_bad_records_to_the_dead_letter_topic(s
                               "errors.deadletterqueue.topics.dir": str(topics),
                               "errors.deadletterqueue.context.headers.enable": "true"})
     q = _run(spark, source, sink, tmp_path / "ckpt")
-    good_ids = sorted(json.loads(ln)["id"] for ln in (tmp_path / "out.txt").read_text().splitlines())
+    # FileStreamSink writes the java.util.Map Kafka's JsonConverter makes of a schemaless object: {k=v, k2=v2}
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    good_ids = sorted(int(dict(kv.split("=") for kv in ln[1:-1].split(", "))["id"]) for ln in lines)
     assert good_ids == [i for i in range(N) if i % 100 not in (7, 42)]
-    sample = json.loads((tmp_path / "out.txt").read_text().splitlines()[0])
-    assert sample == {"id": 0, "amount": 0.5}
+    assert lines[0] == "{amount=0.5, id=0}"
 
     dlq = TopicStore(str(topics)).read_batch(spark, ["dlq-payments"]).collect()
     assert len(dlq) == 2 * N // 100
