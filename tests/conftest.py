@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 import pytest
 
@@ -35,6 +36,14 @@ SPARK_CONF = {
 # C2's compilations cost more CPU than they save (measured on tests/transforms: 66 -> 38 CPU-seconds, the same
 # tests passing). Serial GC: one heap of a few hundred MB on 2 cores. Tests only; users' sessions are untouched.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# So do the Spark drivers the tests start in subprocesses (workers, kill -9 scenarios, spark-submit of the installed
+# wheel, the README's commands): a spark-defaults.conf of the run sets spark.driver.defaultJavaOptions, which Spark
+# prepends to whatever extraJavaOptions a driver sets itself. Tests only: a user's SPARK_CONF_DIR is left alone.
+if "SPARK_CONF_DIR" not in os.environ:
+    _conf_dir = tempfile.mkdtemp(prefix="kconnect-test-spark-conf-")
+    with open(os.path.join(_conf_dir, "spark-defaults.conf"), "w") as _defaults:
+        _defaults.write(f"spark.driver.defaultJavaOptions {TEST_JVM_OPTIONS}\n")
+    os.environ["SPARK_CONF_DIR"] = _conf_dir
 
 
 @pytest.fixture(scope="session")
