@@ -22,6 +22,9 @@ import time
 import uuid
 from typing import Any
 
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
 from spark_connect_bridge.jvm import classpath
 from tests.support.postgres import free_port
 from tests.support.process_server import ProcessServer
@@ -72,7 +75,10 @@ class KafkaBroker(ProcessServer):
         return f"127.0.0.1:{self.port}"
 
     def _java(self, main: str, *args: str, heap: str = "256m") -> list[str]:
-        return [os.environ.get("JAVA", shutil.which("java") or "java"), f"-Xmx{heap}", "-XX:+UseSerialGC",
+        """The java command line of the broker (``kafka.Kafka``) or a tool; a tool, a short run, compiles with C1
+        only."""
+        short = ["-XX:TieredStopAtLevel=1"] if main != "kafka.Kafka" else []
+        return [os.environ.get("JAVA", shutil.which("java") or "java"), f"-Xmx{heap}", "-XX:+UseSerialGC", *short,
                 f"-Dlog4j2.configurationFile={os.path.join(self.root, 'log4j2.properties')}",
                 "-cp", self._classpath, main, *args]
 
@@ -98,13 +104,18 @@ class KafkaBroker(ProcessServer):
         return self
 
     def _wait_ready(self, deadline: float) -> None:
-        """The port opens before the broker has registered with its controller: list topics until it answers."""
+        """The port opens before the broker has registered with its controller: ask for its metadata until it
+        answers with itself as a broker (a client call, not a tool's JVM per try)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
         while True:
-            done = subprocess.run(self._java(TOPICS_TOOL, "--bootstrap-server", self.bootstrap, "--list"),
-                                  capture_output=True, text=True)
-            if done.returncode == 0 or time.monotonic() > deadline:
+            try:
+                if admin.list_topics(timeout=5).brokers:
+                    return
+            except KafkaException:
+                pass
+            if time.monotonic() > deadline:
                 return
-            time.sleep(0.5)
+            time.sleep(0.3)
 
     def server_log(self) -> str:
         parts = []
