@@ -75,51 +75,92 @@ def _generate(my: MariaDBServer, rows: int) -> None:
         conn.commit()
 
 
-def _cpu_seconds(jvm: int) -> dict[str, float]:
-    """CPU seconds (user + system) so far of the Spark JVM ``jvm`` and its process tree, by process kind:
+class _TreeCpu:
+    """CPU seconds (user + system) of the Spark JVM ``jvm`` and its process tree, by process kind, sampled from
+    ``/proc`` every 0.1 s by a thread: a process that exits keeps its last sample. (Reaped-children times do not
+    do: pyspark's daemon ignores SIGCHLD, so the CPU of the workers it forked and that exited is in no process's
+    counters; the streaming source runner exits with its query.) At most a tenth of a second of CPU before a
+    process's exit is missed. Kinds:
 
     * ``jvm``: the JVM itself;
     * ``python workers``: the ``pyspark.daemon`` processes (reads, writes, data source planning) and the workers
-      they fork, those that exited included (a daemon reaps its workers);
+      they fork;
     * ``python source runner``: the driver's Python streaming source runner
-      (``pyspark.sql.streaming.python_streaming_source_runner``: offsets and plans), a child of the JVM that
-      lives as long as its query; the runners of stopped queries are counted through the JVM's reaped children
-      (the JVM waits for each; the daemons and the runners are its only Python children);
-    * ``python driver``: this process (the query's start and ``awaitTermination``).
+      (``pyspark.sql.streaming.python_streaming_source_runner``: offsets and plans), a child of the JVM started
+      with each query and ending with it (~1 CPU-s of imports each);
+    * ``python driver``: this process (the query's start and ``awaitTermination``), the sampler's own time
+      taken out.
     """
-    procs: dict[int, tuple[int, float, float, str]] = {}  # pid: (ppid, own CPU, reaped children's CPU, cmdline)
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
+
+    def __init__(self, jvm: int):
+        self.jvm = jvm
+        self.seen: dict[tuple[int, str], tuple[str, float]] = {}  # (pid, start time): (kind, CPU seconds)
+        self.sampler_cpu = 0.0
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self._sample()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.1):
+            self._sample()
+            self.sampler_cpu = time.thread_time()
+
+    def _sample(self) -> None:
+        procs: dict[int, tuple[int, str, float]] = {}  # pid: (ppid, start time, CPU seconds)
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            procs[int(d)] = (int(fields[1]), fields[19], (int(fields[11]) + int(fields[12])) / _TICK)
+        tree = descendants({self.jvm}, {p: (v[0], "", 0.0) for p, v in procs.items()})
+        with self.lock:
+            for pid in tree & procs.keys():
+                ppid, start, cpu = procs[pid]
+                known = self.seen.get((pid, start))
+                kind = self._kind(pid, ppid)
+                self.seen[(pid, start)] = (known[0] if known and kind is None else kind or "other", cpu)
+
+    def _kind(self, pid: int, ppid: int) -> str | None:
+        """The kind of a process by its command line (read each time: a child of the JVM is ``jspawnhelper``
+        until it execs Python); None for a zombie's (empty) one."""
+        if pid == self.jvm:
+            return "jvm"
         try:
-            with open(f"/proc/{d}/stat") as f:
-                stat = f.read()
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
         except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        procs[int(d)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK,
-                         (int(fields[13]) + int(fields[14])) / _TICK, cmd)
-    out = {"jvm": 0.0, "python workers": 0.0, "python source runner": 0.0,
-           "python driver": procs[os.getpid()][1] if os.getpid() in procs else 0.0}
-    for pid in descendants({jvm}, {p: (v[0], "", 0.0) for p, v in procs.items()}):
-        if pid not in procs:
-            continue
-        ppid, own, reaped, cmd = procs[pid]
-        if pid == jvm:
-            out["jvm"] += own
-            out["python source runner"] += reaped
-        elif "python_streaming_source_runner" in cmd or (not cmd and ppid == jvm):  # a runner, or its zombie
-            out["python source runner"] += own
-        elif "pyspark.daemon" in cmd or not cmd:  # a daemon, a worker it forked, or a worker's zombie
-            out["python workers"] += own + reaped
-    return out
+            cmd = b""
+        if not cmd:
+            return None
+        if b"python_streaming_source_runner" in cmd:
+            return "python source runner"
+        return "python workers" if b"pyspark.daemon" in cmd else "other"
+
+    def totals(self) -> dict[str, float]:
+        """CPU seconds so far by kind (every process seen since the start)."""
+        self._sample()
+        out = {"jvm": 0.0, "python workers": 0.0, "python source runner": 0.0,
+               "python driver": time.process_time() - self.sampler_cpu}
+        with self.lock:
+            for kind, cpu in self.seen.values():
+                out[kind] = out.get(kind, 0.0) + cpu
+        return out
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
 
 
 def _runners_gone(jvm: int, timeout: float = 10.0) -> None:
-    """Wait until no streaming source runner of ``jvm`` is alive or a zombie: a stopped query's runner exits
-    shortly after ``awaitTermination`` returns, and is counted (as the JVM's reaped child) once reaped."""
+    """Wait until no streaming source runner of ``jvm`` is alive: a stopped query's runner exits shortly after
+    ``awaitTermination`` returns."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         procs = proc_table()
@@ -127,11 +168,11 @@ def _runners_gone(jvm: int, timeout: float = 10.0) -> None:
         for pid in descendants({jvm}, procs) - {jvm}:
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    cmd = f.read()
+                    alive = alive or b"python_streaming_source_runner" in f.read()
             except OSError:
                 continue
-            alive = alive or b"python_streaming_source_runner" in cmd or (not cmd and procs[pid][0] == jvm)
         if not alive:
+            time.sleep(0.2)  # its last sample
             return
         time.sleep(0.1)
 
@@ -168,16 +209,16 @@ def _spark():
     return spark
 
 
-def _measured(jvm: int, start) -> tuple[int, float, float, dict[str, float]]:
+def _measured(tree: _TreeCpu, start) -> tuple[int, float, float, dict[str, float]]:
     """Run the query ``start()`` returns (``availableNow``) to its end: (events, wall seconds with the query's
     start, seconds in batches (the sum of their ``triggerExecution``), CPU seconds by process kind)."""
-    before = _cpu_seconds(jvm)
+    before = tree.totals()
     began = time.perf_counter()
     query = start()
     query.awaitTermination()
     wall = time.perf_counter() - began
-    _runners_gone(jvm)
-    after = _cpu_seconds(jvm)
+    _runners_gone(tree.jvm)
+    after = tree.totals()
     progress = query.recentProgress
     events = sum(p["numInputRows"] for p in progress)
     batches = sum(p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000.0
@@ -201,7 +242,7 @@ def _table_sum(my: MariaDBServer, table: str, ts: str = "ts") -> tuple[int, int]
     return int(count), int(total or 0)
 
 
-def _mirror(spark, jvm: int, my: MariaDBServer, config: dict[str, str], rows: int) -> None:
+def _mirror(spark, tree: _TreeCpu, my: MariaDBServer, config: dict[str, str], rows: int) -> None:
     """binlog -> Spark -> ExtractNewRecordState -> our JDBC sink (upsert, deletes, as the mirror test) into a
     second throwaway MariaDB; the mirror checked equal to the source (count and checksum) after the run.
 
@@ -226,7 +267,7 @@ def _mirror(spark, jvm: int, my: MariaDBServer, config: dict[str, str], rows: in
                 return (apply_transforms(events, unwrap).writeStream.format("kconnect").options(**sink)
                         .option("checkpointLocation", ckpt).trigger(availableNow=True).start())
 
-            figures = _measured(jvm, start)
+            figures = _measured(tree, start)
         _report("Spark -> ExtractNewRecordState -> JDBC sink (MariaDB, upsert)", *figures)
         want = _table_sum(my, "bench.orders", "timestampdiff(microsecond, '1970-01-01', ts)")
         got = _table_sum(target, "mirror.orders")
@@ -281,7 +322,7 @@ def _wait_records(bootstrap: str, topic: str, n: int, connect: KafkaConnectWorke
     return time.monotonic()
 
 
-def _vs_debezium(spark, jvm: int, my: MariaDBServer, config: dict[str, str], rows: int) -> None:
+def _vs_debezium(spark, tree: _TreeCpu, my: MariaDBServer, config: dict[str, str], rows: int) -> None:
     """Debezium's MariaDbConnector in Kafka Connect and ours -> Kafka, the same binlog, one broker per side, both
     with JsonConverter (schemas off): events/s with and without start-up, CPU per event (the Connect JVM; ours:
     the Spark JVM, its Python workers and source runner, this driver; the brokers and MariaDB not counted)."""
@@ -306,7 +347,7 @@ def _vs_debezium(spark, jvm: int, my: MariaDBServer, config: dict[str, str], row
             connect.delete(name)
         ours_config = {**config, **converters, "name": "ours", "topic.prefix": "ours"}
         with tempfile.TemporaryDirectory() as ckpt:
-            events, wall, batches, used = _measured(jvm, lambda: write_kafka(
+            events, wall, batches, used = _measured(tree, lambda: write_kafka(
                 read_stream(spark, ours_config), ours_kafka.bootstrap, checkpoint=ckpt,
                 trigger={"availableNow": True}, query_name="ours"))
         got = _records_in(ours_kafka.bootstrap, ["ours.bench.orders"])
@@ -360,19 +401,20 @@ def main(rows: int, schema_changes: str = "true") -> None:
               f"{got / cpu:,.0f} events per CPU-s, {cpu / got * 1e6:.1f} CPU-us per event ({_load()})", flush=True)
 
         spark = _spark()
-        jvm = spark.sparkContext._gateway.proc.pid  # spark-class execs the JVM: the same process
+        tree = _TreeCpu(spark.sparkContext._gateway.proc.pid)  # spark-class execs the JVM: the same process
         steady = 0.0
         for run in ("first query", "steady state"):
             with tempfile.TemporaryDirectory() as ckpt:
-                figures = _measured(jvm, lambda: spark.readStream.format("kconnect").options(**config).load()
+                figures = _measured(tree, lambda: spark.readStream.format("kconnect").options(**config).load()
                                     .writeStream.format("noop").option("checkpointLocation", ckpt)
                                     .trigger(availableNow=True).start())
             _report(f"Spark -> noop, {run}", *figures)
             steady = figures[0] / figures[2]
         print(f"ratio Spark -> noop steady state (batches) / connector in-process: {steady / raw:.2f}; "
               f"connector in-process / python-mysql-replication: {raw / lib:.1f}x", flush=True)
-        _mirror(spark, jvm, my, config, rows)
-        _vs_debezium(spark, jvm, my, config, rows)
+        _mirror(spark, tree, my, config, rows)
+        _vs_debezium(spark, tree, my, config, rows)
+        tree.close()
         spark.stop()
 
 
