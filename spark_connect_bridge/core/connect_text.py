@@ -15,7 +15,8 @@ Arrow array (what Kafka's FileStreamSink writes, one line per record).
   (``Thu Jan 01 00:00:00 UTC 1970``: seconds, no fraction);
 * bytes are their UTF-8 text (Kafka prints a Java array's identity, ``[B@1b6d3586``, which no one can read back).
 
-Everything but floats, small decimals and nested bytes is computed by Arrow kernels, a whole batch at a time.
+Everything but floats and decimals below 10^-6 is computed by Arrow kernels, a whole batch at a time (Java's
+shortest digits of a float are Python's ``repr``: one call per value).
 
 >>> import pyarrow as pa
 >>> connect_text(pa.array([{"n": 1, "s": None}, None])).to_pylist()
