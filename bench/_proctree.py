@@ -5,14 +5,22 @@ shared machine move with its load; CPU seconds much less."""
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def proc_table(*, reaped: bool = False) -> dict[int, tuple[int, str, float]]:
-    """``{pid: (ppid, command name, CPU seconds)}`` of every live process; with ``reaped`` the CPU includes
-    that of exited children the process waited for (short-lived backends, Python workers)."""
-    procs: dict[int, tuple[int, str, float]] = {}
+class ProcStat(NamedTuple):
+    ppid: int
+    name: str
+    start: str  # clock ticks after boot: tells a pid Linux reused apart
+    cpu: float  # user + system seconds
+    children_cpu: float  # that of exited children the process waited for
+
+
+def proc_stats() -> dict[int, ProcStat]:
+    """Every live process's :class:`ProcStat`, from ``/proc/<pid>/stat``."""
+    procs: dict[int, ProcStat] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -22,9 +30,16 @@ def proc_table(*, reaped: bool = False) -> dict[int, tuple[int, str, float]]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        ticks = sum(int(x) for x in fields[11:15 if reaped else 13])
-        procs[int(d)] = (int(fields[1]), stat[stat.index("(") + 1:stat.rindex(")")], ticks / _TICK)
+        procs[int(d)] = ProcStat(int(fields[1]), stat[stat.index("(") + 1:stat.rindex(")")], fields[19],
+                                 (int(fields[11]) + int(fields[12])) / _TICK,
+                                 (int(fields[13]) + int(fields[14])) / _TICK)
     return procs
+
+
+def proc_table(*, reaped: bool = False) -> dict[int, tuple[int, str, float]]:
+    """``{pid: (ppid, command name, CPU seconds)}`` of every live process; with ``reaped`` the CPU includes
+    that of exited children the process waited for (short-lived backends, Python workers)."""
+    return {pid: (p.ppid, p.name, p.cpu + (p.children_cpu if reaped else 0.0)) for pid, p in proc_stats().items()}
 
 
 def descendants(roots: set[int], procs: dict[int, tuple[int, str, float]]) -> set[int]:

@@ -38,22 +38,19 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
-from _proctree import descendants, proc_table
+from _proctree import descendants, proc_stats, proc_table
 
 from spark_connect_bridge.connectors.base import SourceConnector
 from spark_connect_bridge.connectors.factory import build_connector
 from spark_connect_bridge.connectors.offsets import canonical
 from tests.support.kafka import KafkaBroker
-from tests.support.kafka_connect import KafkaConnectWorker, _records_in
+from tests.support.kafka_connect import KafkaConnectWorker, _records_in, first_and_last_times
 from tests.support.mariadb import MariaDBServer
-
-_TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _load() -> str:
@@ -108,21 +105,11 @@ class _TreeCpu:
             self.sampler_cpu = time.thread_time()
 
     def _sample(self) -> None:
-        procs: dict[int, tuple[int, str, float]] = {}  # pid: (ppid, start time, CPU seconds)
-        for d in os.listdir("/proc"):
-            if not d.isdigit():
-                continue
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2:].split()
-            procs[int(d)] = (int(fields[1]), fields[19], (int(fields[11]) + int(fields[12])) / _TICK)
-        tree = descendants({self.jvm}, {p: (v[0], "", 0.0) for p, v in procs.items()})
+        procs = proc_stats()
+        tree = descendants({self.jvm}, {pid: (p.ppid, p.name, p.cpu) for pid, p in procs.items()})
         with self.lock:
             for pid in tree & procs.keys():
-                ppid, start, cpu = procs[pid]
+                ppid, _, start, cpu, _ = procs[pid]
                 known = self.seen.get((pid, start))
                 kind = self._kind(pid, ppid)
                 self.seen[(pid, start)] = (known[0] if known and kind is None else kind or "other", cpu)
@@ -290,25 +277,6 @@ def _tree_cpu(root: int) -> float:
     return sum(procs[p][2] for p in descendants({root}, procs) if p in procs)
 
 
-def _first_and_last(bootstrap: str, topic: str) -> tuple[float, float]:
-    """CreateTime (s) of the topic's first and last record (one partition)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        stamps = []
-        for offset in (low, high - 1):
-            consumer.assign([TopicPartition(topic, 0, offset)])
-            msg = consumer.poll(30)
-            if msg is None:
-                raise TimeoutError(f"{topic}: no record at offset {offset}")
-            stamps.append(msg.timestamp()[1] / 1000)
-        return stamps[0], stamps[1]
-    finally:
-        consumer.close()
-
-
 def _wait_records(bootstrap: str, topic: str, n: int, connect: KafkaConnectWorker, name: str,
                   timeout: float = 1800) -> float:
     deadline = time.monotonic() + timeout
@@ -343,7 +311,7 @@ def _vs_debezium(spark, tree: _TreeCpu, my: MariaDBServer, config: dict[str, str
                             theirs_kafka.bootstrap, "schema.history.internal.kafka.topic": "theirs-history"})
             t1 = _wait_records(theirs_kafka.bootstrap, "theirs.bench.orders", rows, connect, name)
             theirs_cpu = _tree_cpu(connect.process.pid) - cpu0
-            first, last = _first_and_last(theirs_kafka.bootstrap, "theirs.bench.orders")
+            first, last = first_and_last_times(theirs_kafka.bootstrap, "theirs.bench.orders")
             connect.delete(name)
         ours_config = {**config, **converters, "name": "ours", "topic.prefix": "ours"}
         with tempfile.TemporaryDirectory() as ckpt:

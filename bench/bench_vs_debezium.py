@@ -36,7 +36,7 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 from _proctree import descendants, proc_table
 
 from tests.support.kafka import KafkaBroker
-from tests.support.kafka_connect import KafkaConnectWorker, _records_in
+from tests.support.kafka_connect import KafkaConnectWorker, _records_in, first_and_last_times
 from tests.support.postgres import PostgresCluster
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -122,22 +122,6 @@ def _row(what: str, theirs: float, ours: float, unit: str, higher_is_better: boo
           f"({_load()})", flush=True)
 
 
-def _first_and_last(bootstrap: str, topic: str) -> tuple[float, float]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
-    try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        stamps = []
-        for offset in (low, high - 1):
-            consumer.assign([TopicPartition(topic, 0, offset)])
-            msg = consumer.poll(30)
-            stamps.append(msg.timestamp()[1] / 1000)
-        return stamps[0], stamps[1]
-    finally:
-        consumer.close()
-
-
 def snapshot(n: int) -> None:
     with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
         db = pg.new_database("bench")
@@ -153,7 +137,7 @@ def snapshot(n: int) -> None:
             connect.create(_config(pg, db, "theirs", "theirs_slot", "big"))
             t1 = _wait_records(theirs_kafka.bootstrap, "theirs.public.big", n)
             theirs_cpu = _cpu({connect.process.pid}) - cpu0
-            first, last = _first_and_last(theirs_kafka.bootstrap, "theirs.public.big")
+            first, last = first_and_last_times(theirs_kafka.bootstrap, "theirs.public.big")
             connect.delete("theirs")
         roots = _ours_roots(spark)
         split0, cpu0, t2 = _cpu_split(roots), _cpu(roots), time.monotonic()

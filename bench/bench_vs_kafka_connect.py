@@ -34,7 +34,6 @@ os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 from bench_vs_debezium import (
     _cpu,
     _cpu_split,
-    _first_and_last,
     _ours_roots,
     _row,
     _spark,
@@ -44,7 +43,7 @@ from bench_vs_debezium import (
 
 from tests.differential.test_filestream_smts import CASES
 from tests.support.kafka import KafkaBroker
-from tests.support.kafka_connect import KafkaConnectWorker, _records_in
+from tests.support.kafka_connect import KafkaConnectWorker, _records_in, first_and_last_times
 from tests.support.postgres import PostgresCluster
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -68,7 +67,7 @@ def filestream(n: int) -> None:
             connect.create({**config, "batch.size": 10000})
             t1 = _wait_records(theirs_kafka.bootstrap, routed, n)
             theirs_cpu = _cpu({connect.process.pid}) - cpu0
-            first, last = _first_and_last(theirs_kafka.bootstrap, routed)
+            first, last = first_and_last_times(theirs_kafka.bootstrap, routed)
         roots = _ours_roots(spark)
         split0, cpu0, t2 = _cpu_split(roots), _cpu(roots), time.monotonic()
         query = write_kafka(read_stream(spark, config), ours_kafka.bootstrap,

@@ -276,6 +276,24 @@ def _ready(check: Callable[[], bool]) -> bool:
         return False
 
 
+def first_and_last_times(bootstrap: str, topic: str) -> tuple[float, float]:
+    """CreateTime (seconds) of the first and the last record of a one-partition topic (benchmarks: from the first
+    record a connector produced to its last)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
+        stamps = []
+        for offset in (low, high - 1):
+            consumer.assign([TopicPartition(topic, 0, offset)])
+            msg = consumer.poll(30)
+            if msg is None:
+                raise TimeoutError(f"{topic}: no record at offset {offset}")
+            stamps.append(msg.timestamp()[1] / 1000)
+        return stamps[0], stamps[1]
+    finally:
+        consumer.close()
+
+
 def _records_in(bootstrap: str, topics: Sequence[str]) -> int:
     """How many records the topics hold (sum of their partitions' high watermarks minus low)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reference-{uuid.uuid4().hex[:8]}"})
