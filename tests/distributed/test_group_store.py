@@ -4,8 +4,10 @@ server) and Kafka (the run's broker; topics of its own per test)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
@@ -28,17 +30,33 @@ def url():
     return f"postgresql://postgres@{host}:{port}/test"
 
 
+def open_store(kind: str, url: str, group: str, *, rebalance_delay_ms: int = 0):
+    """One store instance (a worker's) of ``group`` on the run's PostgreSQL or Kafka."""
+    if kind == "postgres":
+        return PostgresGroupStore(url, group, rebalance_delay_ms=rebalance_delay_ms)
+    return KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
+                           topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
+                           heartbeat_interval_ms=100, rebalance_delay_ms=rebalance_delay_ms)
+
+
 @pytest.fixture(params=["postgres", "kafka"])
-def store(request, url):
+def stores(request, url):
+    """``open(**kw)``: store instances of one new group, as several workers hold them; closed after the test."""
     group = "g-" + uuid.uuid4().hex[:8]
-    if request.param == "postgres":
-        s = PostgresGroupStore(url, group)
-    else:
-        s = KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
-                            topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
-                            heartbeat_interval_ms=100)
-    yield s
-    s.close()
+    opened = []
+
+    def open_one(**kw):
+        opened.append(open_store(request.param, url, group, **kw))
+        return opened[-1]
+
+    yield open_one
+    for s in reversed(opened):
+        s.close()
+
+
+@pytest.fixture
+def store(stores):
+    return stores()
 
 
 def fence_file(store, url: str, worker: str) -> FenceFile:
@@ -70,18 +88,54 @@ def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
 def test_connector_states_are_shared_and_created_once(store):
     assert store.put_connector("a", {"name": "a", "config": {"x": "1"}}, create=True)
     assert not store.put_connector("a", {"name": "a", "config": {"x": "2"}}, create=True)
-    store.put_connector("a", {"name": "a", "config": {"x": "3"}})
+    assert store.put_connector("a", {"name": "a", "config": {"x": "3"}})
     assert store.get_connector("a").doc["config"] == {"x": "3"}
     store.request_restart("a", only_failed=True)
     got = store.get_connector("a")
     assert (got.restarts, got.only_failed) == (1, True)
-    store.delete_connector("a")
+    assert store.delete_connector("a")
     assert store.get_connector("a") is None and store.connectors() == []
+    assert not store.delete_connector("a")  # deleted already (through another worker): nothing to delete
+    assert not store.put_connector("a", {"name": "a", "config": {"x": "4"}})  # an update does not bring it back
+    assert store.get_connector("a") is None
+
+
+def test_concurrent_creates_of_one_name_store_exactly_one(stores):
+    """Workers (store instances) creating one name at the same instant: exactly one wins and its config is the
+    one stored; an update racing a delete never brings the connector back."""
+    instances = [stores() for _ in range(3)]
+    start = threading.Barrier(6)
+
+    def create(i: int) -> bool:
+        start.wait(timeout=60)
+        return instances[i % 3].put_connector("c", {"name": "c", "config": {"by": str(i)}}, create=True)
+
+    with ThreadPoolExecutor(6) as pool:
+        won = list(pool.map(create, range(6)))
+    assert won.count(True) == 1
+    winner = str(won.index(True))
+    assert {s.get_connector("c").doc["config"]["by"] for s in instances} == {winner}
+
+    start = threading.Barrier(2)
+
+    def delete() -> bool:
+        start.wait(timeout=60)
+        return instances[0].delete_connector("c")
+
+    def update() -> bool:
+        start.wait(timeout=60)
+        return instances[1].put_connector("c", {"name": "c", "config": {"by": "update"}})
+
+    with ThreadPoolExecutor(2) as pool:
+        deleted, updated = pool.submit(delete), pool.submit(update)
+        assert deleted.result()
+        updated.result()  # before the delete (True) or after it (False): either way the delete wins
+    assert [s.get_connector("c") for s in instances] == [None, None, None]
 
 
 def test_each_new_owner_gets_a_larger_epoch_and_only_the_current_one_reports(store):
     store.join("w1:1", "http://w1:1", 60_000)
-    store.put_connector("c", {"name": "c", "config": {}})
+    store.put_connector("c", {"name": "c", "config": {}}, create=True)
     store.rebalance(plan)
     first = store.assignments()["c"]
     assert first.worker_id == "w1:1"
@@ -98,7 +152,7 @@ def test_each_new_owner_gets_a_larger_epoch_and_only_the_current_one_reports(sto
 def test_a_hand_over_waits_for_the_owner_to_release(store):
     store.join("w1:1", "http://w1:1", 60_000)
     for name in ("c1", "c2"):
-        store.put_connector(name, {"name": name, "config": {}})
+        store.put_connector(name, {"name": name, "config": {}}, create=True)
     store.rebalance(plan)
     store.join("w2:1", "http://w2:1", 60_000)
     moves = store.rebalance(plan)
@@ -113,7 +167,7 @@ def test_a_hand_over_waits_for_the_owner_to_release(store):
 
 def test_a_commit_under_a_lost_epoch_is_fenced(store, url, monkeypatch):
     store.join("w1:1", "http://w1:1", 60_000)
-    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.put_connector("sink", {"name": "sink", "config": {}}, create=True)
     store.rebalance(plan)
     held = store.assignments()["sink"]
     fence = fence_file(store, url, "w1:1")
@@ -148,7 +202,7 @@ def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
     sink = build_connector({"connector.class": "FileStreamSink", "file": str(out)}, kind="sink")
     writer = _StreamWriter(sink, None, False, "ckpt-sink")
     store.join("w1:1", "http://w1:1", 60_000)
-    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.put_connector("sink", {"name": "sink", "config": {}}, create=True)
     store.rebalance(plan)
     fence = fence_file(store, url, "w1:1")
     try:

@@ -146,10 +146,9 @@ class PostgresGroupStore:
             if create:
                 cur.execute("INSERT INTO kconnect_group_connectors (group_id, name, doc) VALUES (%s, %s, %s) "
                             "ON CONFLICT DO NOTHING", (self.group_id, name, json.dumps(doc)))
-            else:
-                cur.execute("INSERT INTO kconnect_group_connectors (group_id, name, doc) VALUES (%s, %s, %s) "
-                            "ON CONFLICT (group_id, name) DO UPDATE SET doc = EXCLUDED.doc",
-                            (self.group_id, name, json.dumps(doc)))
+            else:  # only a connector that exists: one deleted through another worker is not brought back
+                cur.execute("UPDATE kconnect_group_connectors SET doc = %s WHERE group_id = %s AND name = %s",
+                            (json.dumps(doc), self.group_id, name))
             return bool(cur.rowcount)
 
     def get_connector(self, name: str) -> StoredConnector | None:
@@ -165,10 +164,11 @@ class PostgresGroupStore:
                         "WHERE group_id = %s ORDER BY name", (self.group_id,))
             return [StoredConnector(n, d, int(r), bool(o)) for n, d, r, o in cur.fetchall()]
 
-    def delete_connector(self, name: str) -> None:
+    def delete_connector(self, name: str) -> bool:
         with self._tx() as cur:
             cur.execute("DELETE FROM kconnect_group_connectors WHERE group_id = %s AND name = %s",
                         (self.group_id, name))
+            return bool(cur.rowcount)
 
     def request_restart(self, name: str, *, only_failed: bool = False) -> None:
         with self._tx() as cur:
