@@ -20,7 +20,9 @@ from spark_connect_bridge.errors import FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
 from spark_connect_bridge.runtime.group.fencing import POSTGRES_CHECK, FenceFile
 from spark_connect_bridge.runtime.group.kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
+from spark_connect_bridge.runtime.group.kafka_topics import TopicReader
 from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
+from spark_connect_bridge.runtime.group.store import Move
 from tests.support import servers
 
 
@@ -69,9 +71,10 @@ def fence_file(store, url: str, worker: str) -> FenceFile:
 
 def until(predicate, what: str, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not (value := predicate()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+    return value
 
 
 def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
@@ -224,3 +227,95 @@ def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
         assert out.read_text().splitlines() == ["a", "b"]
     finally:
         fence.remove()
+
+
+def test_a_new_leader_honours_the_rebalance_delay_already_run(stores):
+    """``scheduled.rebalance.max.delay.ms`` counts from when the group first saw the owner gone, whichever worker
+    (on Kafka: whichever leader) decides next: a new one does not start the delay again."""
+    delay_ms = 2000
+    first, second = stores(rebalance_delay_ms=delay_ms), stores(rebalance_delay_ms=delay_ms)
+    first.join("a:1", "http://a:1", 60_000)  # on Kafka the first member leads
+    first.put_connector("c", {"name": "c", "config": {}}, create=True)
+    if isinstance(first, KafkaGroupStore):
+        first.rebalance(lambda view: [Move("c", "w:1")])  # an owner that is not in the group (it died)
+    else:
+        first.join("w:1", "http://w:1", 200)
+        first.rebalance(lambda view: [Move("c", "w:1")])
+        until(lambda: "w:1" not in {m.worker_id for m in first.members()}, "the owner's lease to run out")
+    assert first.rebalance(plan) == []  # within the delay: the connector waits for its owner
+    if isinstance(first, KafkaGroupStore):  # the leadership moves to the second worker
+        second.join("b:1", "http://b:1", 60_000)
+        first.leave("a:1")
+        until(lambda: second._leading() == "b:1", "the second worker to lead")
+    time.sleep(delay_ms / 1000)
+    moves = second.rebalance(plan)  # the first decision of this worker, a delay after the owner was seen gone
+    assert [(m.connector, m.pending) for m in moves] == [("c", False)]
+    assert second.assignments()["c"].worker_id == moves[0].worker_id != "w:1"
+
+
+def test_a_kafka_leader_paused_past_its_session_is_fenced_and_steps_down(url, monkeypatch):
+    """The leader stops polling and heartbeating for longer than its session (a paused process) and the other
+    worker leads. The paused one wakes while the new leader decides, between its read of the config topic and its
+    write, before its own consumer has heard that it lost the group: its decision is refused (the new leader's
+    init_transactions came before its read) and nothing it wrote lands; then it steps down, and its sink commits
+    under the lost epoch are fenced."""
+    group = "g-" + uuid.uuid4().hex[:8]
+    a, b = open_store("kafka", url, group), open_store("kafka", url, group)
+    fence = fence_file(a, url, "a:1")
+    paused = threading.Event()
+
+    def heartbeats() -> None:  # a's heartbeat thread, until it is paused
+        while not paused.wait(0.1):
+            a.heartbeat("a:1", 1000)
+
+    beating = threading.Thread(target=heartbeats, daemon=True)
+    try:
+        a.join("a:1", "http://a:1", 1000)  # the first member leads
+        beating.start()
+        b.join("b:1", "http://b:1", 60_000)
+        until(lambda: a._leading() == "a:1" and b._members["b:1"].assigned, "the group to settle")
+        a.put_connector("c", {"name": "c", "config": {}}, create=True)
+        assert a.rebalance(lambda view: [Move("c", "a:1")]) and b.rebalance(plan) == []
+        held = a.assignments()["c"]
+        fence.install()
+        fence.hold("ckpt-c", "c", held.epoch)
+        before_commit("ckpt-c")
+
+        # a stops heartbeating: its consumer is no longer polled and leaves the group; b leads.
+        paused.set()
+        beating.join()
+        until(lambda: b._leading() == "b:1", "the other worker to lead")
+        woken: list = []
+
+        def b_decides(view):
+            with monkeypatch.context() as stale:  # a's consumer has not polled since it woke
+                stale.setattr(a, "_poll_members", lambda: None)
+                assert a._leading() == "a:1"
+                woken.append(a.rebalance(lambda view: [Move("c", "a:1")]))
+            return plan(view)
+
+        taken = b.rebalance(b_decides)
+        assert woken == [[]]  # fenced: b's producer was initialised before b read the topic
+        assert [(m.connector, m.worker_id) for m in taken] == [("c", "b:1")]
+        committed = config_records(a)
+        assert committed["kconnect-assignment-c"] == {"worker_id": "b:1", "epoch": held.epoch + 1}
+
+        assert a.heartbeat("a:1", 1000) is False  # then it hears it lost the group, and steps down
+        assert a.rebalance(lambda view: [Move("c", "a:1")]) == [] and config_records(a) == committed
+        with pytest.raises(FencedError, match=r"lost connector c.*b:1"):
+            before_commit("ckpt-c")
+    finally:
+        paused.set()
+        fence.remove()
+        a.close()
+        b.close()
+
+
+def config_records(store: KafkaGroupStore) -> dict:
+    """The group's config topic as a new reader finds it (committed records only, the latest value per key)."""
+    reader = TopicReader({"bootstrap.servers": servers.kafka()}, [store.topics.config], fetch_wait_ms=10)
+    try:
+        reader.catch_up()
+        return dict(reader.values[store.topics.config])
+    finally:
+        reader.close()
