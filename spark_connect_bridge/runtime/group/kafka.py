@@ -11,16 +11,23 @@ Where the worker config has ``bootstrap.servers`` and no ``group.store.url`` (Ka
   is the worker's REST URL, so the group's member list (``describe_consumer_groups``) is the list of live workers.
   It is a plain consumer group, not Kafka Connect's ``connect`` protocol.
 * **Leader**: the member the broker assigned partition 0 of the config topic: exactly one at a time. Only the
-  leader rebalances; it writes with a transactional producer (``transactional.id`` = ``<group.id>-leader``), so a
-  new leader's ``init_transactions`` fences an old one that was paused mid-decision, and it reads the config topic
-  to its end (``read_committed``) before every decision, so epochs stay monotonic.
+  leader rebalances; it writes with a transactional producer (``transactional.id`` = ``<group.id>-leader``),
+  initialised before it first reads the config topic to its end (``read_committed``), then before every decision:
+  a new leader's ``init_transactions`` fences an old one that was paused, even one that wakes in the middle of the
+  new leader's decision still believing it holds the partition, so epochs stay monotonic. A fenced leader steps
+  down until the broker assigns it again.
+* **Connector configs** (creates, replaces, deletes, restart requests) are compare-and-set transactions of
+  ``transactional.id`` = ``<group.id>-configs`` (see :mod:`.kafka_topics`): of workers creating one name at once,
+  exactly one commits; a replace never brings back a connector deleted meanwhile.
 * **Configs and target states** in ``config.storage.topic`` (one partition, ``cleanup.policy=compact``) under
   Kafka Connect's keys: ``connector-<name>`` -> ``{"properties": {...}}`` and ``target-state-<name>`` ->
   ``{"state", "state.v2"}``, restart requests under ``restart-connector-<name>``. Configs are stored as the
   PostgreSQL store stores them: literal secrets encrypted under the group's key (``properties`` then holds only the
   name; the ciphertext is in ``"kconnect"``), config-provider references unresolved. Assignments with their epochs
   (the fencing tokens) are ``kconnect-assignment-<name>`` records of the same topic, the largest epoch ever given
-  ``kconnect-epoch``, an owner's finished hand-over ``kconnect-release-<name>`` (the leader applies it).
+  ``kconnect-epoch``, an owner's finished hand-over ``kconnect-release-<name>`` (the leader applies it), and when
+  the leader first saw an owner out of the group ``kconnect-absent-<worker>`` (``scheduled.rebalance.max.delay.ms``
+  counts from it, whichever worker leads next).
 * **Statuses** in ``status.storage.topic`` (compacted): ``status-connector-<name>`` ->
   ``{"state", "trace", "worker_id", "generation"}`` with the assignment's epoch as ``generation``; a report under
   an older epoch is refused and ignored by readers.

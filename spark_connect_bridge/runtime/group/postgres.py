@@ -5,7 +5,8 @@ Four tables, shared by every group in the database (rows carry their ``group.id`
 * ``kconnect_group_members``: one row per worker, its REST URL and ``expires_at`` (the lease, renewed by each
   heartbeat, on the server's clock);
 * ``kconnect_group_connectors``: each connector's stored state document (config encrypted under the group's
-  key) and a restart counter;
+  key) and a restart counter; a create is ``INSERT ... ON CONFLICT DO NOTHING`` (of workers creating one name at
+  once, exactly one inserts), a replace or a delete touches only a row that exists;
 * ``kconnect_group_assignments``: each connector's owner, ``epoch`` (the fencing token, from the sequence
   ``kconnect_group_epochs``: every new owner's epoch is larger than any before it), a pending hand-over, and the
   owner's status report;
