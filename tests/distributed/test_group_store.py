@@ -311,6 +311,26 @@ def test_a_kafka_leader_paused_past_its_session_is_fenced_and_steps_down(url, mo
         b.close()
 
 
+def test_a_kafka_worker_that_leads_again_decides_again(url):
+    """A leader that lost the leader's partition without writing (its producer fenced unknown to it by the next
+    leader's) and got it back leads with a new producer rather than stepping down."""
+    group = "g-" + uuid.uuid4().hex[:8]
+    m, a = open_store("kafka", url, group), open_store("kafka", url, group)
+    try:
+        m.join("m:1", "http://m:1", 60_000)
+        m.put_connector("c", {"name": "c", "config": {}}, create=True)
+        assert m.rebalance(plan)
+        a.join("a:1", "http://a:1", 60_000)  # sorts first: leads, and fences m's producer
+        until(lambda: a._leading() == "a:1", "the second worker to lead")
+        assert a.rebalance(plan) == []  # nothing to move, but its producer is initialised
+        a.leave("a:1")
+        until(lambda: m._leading() == "m:1", "the first worker to lead again")
+        assert m.rebalance(lambda view: [Move("c", "m:1")])
+    finally:
+        m.close()
+        a.close()
+
+
 def config_records(store: KafkaGroupStore) -> dict:
     """The group's config topic as a new reader finds it (committed records only, the latest value per key)."""
     reader = TopicReader({"bootstrap.servers": servers.kafka()}, [store.topics.config], fetch_wait_ms=10)

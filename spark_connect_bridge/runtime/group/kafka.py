@@ -164,6 +164,8 @@ class KafkaGroupStore:
         #: this store's members' assignment counts when the leader's producer was fenced: such a member leads
         #: again only from a later assignment (a paused leader woken up steps down)
         self._fenced_at: dict[str, int] = {}
+        #: the member and assignment count the leader's producer was initialised under
+        self._term: tuple[str, int] | None = None
         self._members: dict[str, _Membership] = {}
         self._members_lock = threading.Lock()  # the consumers: one thread at a time (the poller, a heartbeat)
         self._closing = threading.Event()
@@ -395,6 +397,12 @@ class KafkaGroupStore:
             leader = self._leading()
             if leader is None:
                 return []  # the leader decides; the others apply what it wrote
+            term = (leader, self._members[leader].generations)
+            if term != self._term:
+                # Each assignment of the partition starts with a new producer: the one of an earlier term may have
+                # been fenced meanwhile by another leader's, unknown to it until it writes.
+                self._leader.drop()
+                self._term = term
             try:
                 if self._leader.ready():  # fences a former leader's producer: read what it committed after this
                     log.info("Worker %s leads group %s", leader, self.group_id)
