@@ -235,21 +235,22 @@ class KafkaGroupStore:
                     time.sleep(random.uniform(0.01, 0.1))  # two workers deciding in turn: let one finish
 
     # -- membership ---------------------------------------------------------------------------------
-    def _poll_members(self) -> None:
+    def _poll_members(self, *, everyone: bool = False) -> None:
+        """Serve the members' group callbacks: those whose worker heartbeated within its session, or
+        ``everyone`` (the worker's own heartbeat, join and leave). A REST call must not keep alive the membership
+        of a worker whose heartbeat thread is stuck (nor a test's paused worker)."""
+        now = time.monotonic()
         with self._members_lock:
             for member in list(self._members.values()):
-                member.poll()
+                if everyone or now - member.renewed < member.session_s:
+                    member.poll()
 
     def _poll_loop(self) -> None:
         """Serve the group's callbacks every 100 ms, so a rebalance completes whatever the worker's heartbeat
         thread is doing; a member whose worker has not heartbeated for its session is no longer polled, and leaves
         the group when ``max.poll.interval.ms`` runs out."""
         while not self._closing.wait(0.1):
-            now = time.monotonic()
-            with self._members_lock:
-                for member in list(self._members.values()):
-                    if now - member.renewed < member.session_s:
-                        member.poll()
+            self._poll_members()
 
     def join(self, worker_id: str, url: str, session_timeout_ms: int) -> None:
         with self._lock:
@@ -266,6 +267,7 @@ class KafkaGroupStore:
             others = {w: m.generations for w, m in self._members.items() if w != worker_id}
             self._settle(lambda: member.assigned, others, f"Worker {worker_id} could not join group "
                                                           f"{self.group_id} in time")
+            member.lost = False  # a loss heard while joining again was the former membership's
 
     def _settle(self, done: Callable[[], bool], others: Mapping[str, int], failure: str) -> None:
         """Poll this store's members until ``done()`` and every member of ``others`` has its assignment of the
@@ -275,7 +277,7 @@ class KafkaGroupStore:
                                   if w in self._members)):
             if time.monotonic() > deadline:
                 raise ConnectError(failure)
-            self._poll_members()
+            self._poll_members(everyone=True)
             time.sleep(0.02)
 
     def heartbeat(self, worker_id: str, session_timeout_ms: int) -> bool:
@@ -283,7 +285,7 @@ class KafkaGroupStore:
             member = self._members.get(worker_id)
             if member is None:
                 return False
-            self._poll_members()
+            self._poll_members(everyone=True)  # before renewing: a lost membership is heard of now
             member.renewed = time.monotonic()
             if member.lost:
                 member.lost, member.assigned = False, False
