@@ -162,7 +162,7 @@ def test_kafka_s_connect_distributed_properties_open_a_group_on_kafka(tmp_path):
     try:
         assert isinstance(store, KafkaGroupStore)
         name = "conf-example-" + str(time.monotonic_ns())
-        store.put_connector(name, {"name": name, "config": {"connector.class": "FileStreamSink"}})
+        assert store.put_connector(name, {"name": name, "config": {"connector.class": "FileStreamSink"}}, create=True)
         assert store.get_connector(name).doc["config"] == {"connector.class": "FileStreamSink"}
         store.delete_connector(name)
     finally:

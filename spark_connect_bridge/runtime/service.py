@@ -19,6 +19,7 @@ Configs and target states are written durably before a call returns; the Spark s
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -151,7 +152,8 @@ class ConnectService:
                 raise AlreadyExistsError(f"Connector {name} already exists")
             kind = self._validate(cfg)
             st = ConnectorState(name, cfg, target, generation=_generation())
-            self.states.put(st)
+            if not self.states.create(st):  # created through another worker of a group meanwhile
+                raise AlreadyExistsError(f"Connector {name} already exists")
             rt = ConnectorRuntime(st, kind=kind)
             self.worker.runtimes[name] = rt
             self._reconcile(rt)
@@ -184,16 +186,27 @@ class ConnectService:
                                   f"the URL ({name})")
         cfg["name"] = name
         with self._lock:
-            if name not in self.worker.runtimes:
+            # In a group another worker may create or delete the name meanwhile: each step is atomic in the
+            # store, and a lost race takes the other way once (replace what was created, create what was deleted).
+            if name in self.worker.runtimes:
+                try:
+                    return False, self._replace_config(name, cfg)
+                except NotFoundError:
+                    pass
+            try:
                 return True, self.create(cfg)
-            kind = self._validate(cfg)
-            rt = self.worker.runtimes[name]
-            rt.state.config, rt.kind = cfg, kind
-            self.states.put(rt.state)
-            if rt.state.target_state == "STARTED":
-                rt.restarting = True
-                self._reconcile(rt, restart=True)
-            return False, self.info(name)
+            except AlreadyExistsError:
+                return False, self._replace_config(name, cfg)
+
+    def _replace_config(self, name: str, cfg: dict[str, str]) -> dict[str, Any]:
+        rt = self._runtime(name)
+        kind = self._validate(cfg)
+        self.states.put(dataclasses.replace(rt.state, config=cfg))  # NotFoundError: deleted meanwhile
+        rt.state.config, rt.kind = cfg, kind
+        if rt.state.target_state == "STARTED":
+            rt.restarting = True
+            self._reconcile(rt, restart=True)
+        return self.info(name)
 
     def patch_config(self, name: str, patch: Mapping[str, Any]) -> dict[str, Any]:
         """``PATCH /connectors/{name}/config``: merge; a null value removes the key."""
@@ -234,20 +247,22 @@ class ConnectService:
         same name starts fresh)."""
         with self._lock:
             rt = self._runtime(name)
+            self.states.delete(name)  # NotFoundError: deleted through another worker of a group meanwhile
             del self.worker.runtimes[name]
-            self.states.delete(name)
             rt.state.target_state = "STOPPED"
 
             def remove() -> None:
                 self.worker.stop_query(rt)
-                keep = None
-                new = self.worker.runtimes.get(name)
-                if new is not None:  # re-created already: keep the new incarnation's checkpoint
-                    keep = self.worker.checkpoint(new.state)
-                self.worker.remove_checkpoints(name, keep=keep)
+                self._remove_checkpoints(rt)
 
             self.worker.submit(remove)
             log.info("Connector %s deleted", name)
+
+    def _remove_checkpoints(self, rt: ConnectorRuntime) -> None:
+        """(herder thread) Remove a deleted connector's checkpoints, but a re-created one's."""
+        new = self.worker.runtimes.get(rt.name)
+        keep = self.worker.checkpoint(new.state) if new is not None else None
+        self.worker.remove_checkpoints(rt.name, keep=keep)
 
     # -- target states ------------------------------------------------------------------------------
     def _set_target(self, name: str, target: str) -> None:

@@ -158,6 +158,14 @@ class StateStore:
     def put(self, state: ConnectorState) -> None:
         atomic_write_json(self._path(state.name), state.to_json(self._cipher))
 
+    def create(self, state: ConnectorState) -> bool:
+        """Store a new connector; False when the name exists (one worker owns the directory: its service's
+        lock orders the check and the write)."""
+        if os.path.exists(self._path(state.name)):
+            return False
+        self.put(state)
+        return True
+
     def delete(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._path(name))

@@ -14,6 +14,7 @@ so and reports what actually runs.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import logging
 import os
@@ -484,6 +485,13 @@ class Worker:
                 shutil.rmtree(p, ignore_errors=True)
         if keep is None:
             shutil.rmtree(root, ignore_errors=True)
+
+    def remove_checkpoint(self, state: ConnectorState) -> None:
+        """Delete one incarnation's checkpoint (its generation's), and the connector's directory once empty."""
+        path = self.checkpoint(state)
+        shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another generation is in it
+            os.rmdir(os.path.dirname(path))
 
 
 #: Spark loggers that report a batch cancelled by ``query.stop()`` as ERROR (with a TaskKilledException trace).

@@ -2,18 +2,22 @@
 unchanged (conf/connect-distributed.properties), plus what a test must set: the run's broker, the ports, the shared
 directories, short timeouts, and storage topics of the test's own (the broker is shared by the whole run).
 
-One scenario, so that the two Spark drivers start once: a FileStreamSink created through one worker and read
-through the other; its owner paused (SIGSTOP) past its session is fenced while the other takes the sink over; then
-the new owner is killed (``kill -9``) and the woken worker resumes the sink from its checkpoint. The sink's file is
-checked row by row after each step: every record exactly once, in order.
+One scenario, so that the two Spark drivers start once: a FileStreamSink created through both workers at the same
+instant (one 201, one 409, the winner's config stored) and read through either; its owner paused (SIGSTOP) past its
+session is fenced while the other takes the sink over; then the new owner is killed (``kill -9``) and the woken
+worker resumes the sink from its checkpoint. The sink's file is checked row by row after each step: every record
+exactly once, in order.
 """
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import requests
 from confluent_kafka import Producer
 
 from spark_connect_bridge.bus.admin import ensure_topics
@@ -80,9 +84,22 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         config = {"connector.class": "FileStreamSink", "file": str(lines.out), "topics": topic,
                   "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                   "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
-        r = w0.call("POST", "/connectors", {"name": SINK, "config": config})
-        assert r.status_code == 201, r.text
+        # The same name created through both workers at the same instant: one 201, one 409, the winner's config.
+        start = threading.Barrier(2)
+
+        def create(via: GroupWorker) -> requests.Response:
+            start.wait(timeout=60)
+            return via.call("POST", "/connectors", {"name": SINK, "config": {**config, "errors.log.enable": str(
+                via is w0).lower()}})
+
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(create, workers))
+        assert sorted(r.status_code for r in answers) == [201, 409], [r.text for r in answers]
+        lost = next(r for r in answers if r.status_code == 409)
+        assert lost.json() == {"error_code": 409, "message": f"Connector {SINK} already exists"}
+        winner = next(r for r in answers if r.status_code == 201).json()["config"]["errors.log.enable"]
         assert w1.get("/connectors") == [SINK]
+        assert {w.get(f"/connectors/{SINK}/config")["errors.log.enable"] for w in workers} == {winner}
         def running_on(via: GroupWorker) -> str | None:
             st = via.status(SINK)["connector"]
             assert st["state"] != "FAILED", st.get("trace")

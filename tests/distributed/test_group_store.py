@@ -4,8 +4,10 @@ server) and Kafka (the run's broker; topics of its own per test)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
@@ -18,7 +20,9 @@ from spark_connect_bridge.errors import FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
 from spark_connect_bridge.runtime.group.fencing import POSTGRES_CHECK, FenceFile
 from spark_connect_bridge.runtime.group.kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
+from spark_connect_bridge.runtime.group.kafka_topics import TopicReader
 from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
+from spark_connect_bridge.runtime.group.store import Move
 from tests.support import servers
 
 
@@ -28,17 +32,33 @@ def url():
     return f"postgresql://postgres@{host}:{port}/test"
 
 
+def open_store(kind: str, url: str, group: str, *, rebalance_delay_ms: int = 0):
+    """One store instance (a worker's) of ``group`` on the run's PostgreSQL or Kafka."""
+    if kind == "postgres":
+        return PostgresGroupStore(url, group, rebalance_delay_ms=rebalance_delay_ms)
+    return KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
+                           topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
+                           heartbeat_interval_ms=100, rebalance_delay_ms=rebalance_delay_ms)
+
+
 @pytest.fixture(params=["postgres", "kafka"])
-def store(request, url):
+def stores(request, url):
+    """``open(**kw)``: store instances of one new group, as several workers hold them; closed after the test."""
     group = "g-" + uuid.uuid4().hex[:8]
-    if request.param == "postgres":
-        s = PostgresGroupStore(url, group)
-    else:
-        s = KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
-                            topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
-                            heartbeat_interval_ms=100)
-    yield s
-    s.close()
+    opened = []
+
+    def open_one(**kw):
+        opened.append(open_store(request.param, url, group, **kw))
+        return opened[-1]
+
+    yield open_one
+    for s in reversed(opened):
+        s.close()
+
+
+@pytest.fixture
+def store(stores):
+    return stores()
 
 
 def fence_file(store, url: str, worker: str) -> FenceFile:
@@ -51,9 +71,10 @@ def fence_file(store, url: str, worker: str) -> FenceFile:
 
 def until(predicate, what: str, timeout: float = 30.0):
     deadline = time.monotonic() + timeout
-    while not predicate():
+    while not (value := predicate()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.1)
+    return value
 
 
 def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
@@ -70,18 +91,54 @@ def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
 def test_connector_states_are_shared_and_created_once(store):
     assert store.put_connector("a", {"name": "a", "config": {"x": "1"}}, create=True)
     assert not store.put_connector("a", {"name": "a", "config": {"x": "2"}}, create=True)
-    store.put_connector("a", {"name": "a", "config": {"x": "3"}})
+    assert store.put_connector("a", {"name": "a", "config": {"x": "3"}})
     assert store.get_connector("a").doc["config"] == {"x": "3"}
     store.request_restart("a", only_failed=True)
     got = store.get_connector("a")
     assert (got.restarts, got.only_failed) == (1, True)
-    store.delete_connector("a")
+    assert store.delete_connector("a")
     assert store.get_connector("a") is None and store.connectors() == []
+    assert not store.delete_connector("a")  # deleted already (through another worker): nothing to delete
+    assert not store.put_connector("a", {"name": "a", "config": {"x": "4"}})  # an update does not bring it back
+    assert store.get_connector("a") is None
+
+
+def test_concurrent_creates_of_one_name_store_exactly_one(stores):
+    """Workers (store instances) creating one name at the same instant: exactly one wins and its config is the
+    one stored; an update racing a delete never brings the connector back."""
+    instances = [stores() for _ in range(3)]
+    start = threading.Barrier(6)
+
+    def create(i: int) -> bool:
+        start.wait(timeout=60)
+        return instances[i % 3].put_connector("c", {"name": "c", "config": {"by": str(i)}}, create=True)
+
+    with ThreadPoolExecutor(6) as pool:
+        won = list(pool.map(create, range(6)))
+    assert won.count(True) == 1
+    winner = str(won.index(True))
+    assert {s.get_connector("c").doc["config"]["by"] for s in instances} == {winner}
+
+    start = threading.Barrier(2)
+
+    def delete() -> bool:
+        start.wait(timeout=60)
+        return instances[0].delete_connector("c")
+
+    def update() -> bool:
+        start.wait(timeout=60)
+        return instances[1].put_connector("c", {"name": "c", "config": {"by": "update"}})
+
+    with ThreadPoolExecutor(2) as pool:
+        deleted, updated = pool.submit(delete), pool.submit(update)
+        assert deleted.result()
+        updated.result()  # before the delete (True) or after it (False): either way the delete wins
+    assert [s.get_connector("c") for s in instances] == [None, None, None]
 
 
 def test_each_new_owner_gets_a_larger_epoch_and_only_the_current_one_reports(store):
     store.join("w1:1", "http://w1:1", 60_000)
-    store.put_connector("c", {"name": "c", "config": {}})
+    store.put_connector("c", {"name": "c", "config": {}}, create=True)
     store.rebalance(plan)
     first = store.assignments()["c"]
     assert first.worker_id == "w1:1"
@@ -98,7 +155,7 @@ def test_each_new_owner_gets_a_larger_epoch_and_only_the_current_one_reports(sto
 def test_a_hand_over_waits_for_the_owner_to_release(store):
     store.join("w1:1", "http://w1:1", 60_000)
     for name in ("c1", "c2"):
-        store.put_connector(name, {"name": name, "config": {}})
+        store.put_connector(name, {"name": name, "config": {}}, create=True)
     store.rebalance(plan)
     store.join("w2:1", "http://w2:1", 60_000)
     moves = store.rebalance(plan)
@@ -113,7 +170,7 @@ def test_a_hand_over_waits_for_the_owner_to_release(store):
 
 def test_a_commit_under_a_lost_epoch_is_fenced(store, url, monkeypatch):
     store.join("w1:1", "http://w1:1", 60_000)
-    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.put_connector("sink", {"name": "sink", "config": {}}, create=True)
     store.rebalance(plan)
     held = store.assignments()["sink"]
     fence = fence_file(store, url, "w1:1")
@@ -148,7 +205,7 @@ def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
     sink = build_connector({"connector.class": "FileStreamSink", "file": str(out)}, kind="sink")
     writer = _StreamWriter(sink, None, False, "ckpt-sink")
     store.join("w1:1", "http://w1:1", 60_000)
-    store.put_connector("sink", {"name": "sink", "config": {}})
+    store.put_connector("sink", {"name": "sink", "config": {}}, create=True)
     store.rebalance(plan)
     fence = fence_file(store, url, "w1:1")
     try:
@@ -170,3 +227,115 @@ def test_a_fenced_sink_commit_leaves_the_sink_untouched(store, url, tmp_path):
         assert out.read_text().splitlines() == ["a", "b"]
     finally:
         fence.remove()
+
+
+def test_a_new_leader_honours_the_rebalance_delay_already_run(stores):
+    """``scheduled.rebalance.max.delay.ms`` counts from when the group first saw the owner gone, whichever worker
+    (on Kafka: whichever leader) decides next: a new one does not start the delay again."""
+    delay_ms = 2000
+    first, second = stores(rebalance_delay_ms=delay_ms), stores(rebalance_delay_ms=delay_ms)
+    first.join("a:1", "http://a:1", 60_000)  # on Kafka the first member leads
+    first.put_connector("c", {"name": "c", "config": {}}, create=True)
+    if isinstance(first, KafkaGroupStore):
+        first.rebalance(lambda view: [Move("c", "w:1")])  # an owner that is not in the group (it died)
+    else:
+        first.join("w:1", "http://w:1", 200)
+        first.rebalance(lambda view: [Move("c", "w:1")])
+        until(lambda: "w:1" not in {m.worker_id for m in first.members()}, "the owner's lease to run out")
+    assert first.rebalance(plan) == []  # within the delay: the connector waits for its owner
+    if isinstance(first, KafkaGroupStore):  # the leadership moves to the second worker
+        second.join("b:1", "http://b:1", 60_000)
+        first.leave("a:1")
+        until(lambda: second._leading() == "b:1", "the second worker to lead")
+    time.sleep(delay_ms / 1000)
+    moves = second.rebalance(plan)  # the first decision of this worker, a delay after the owner was seen gone
+    assert [(m.connector, m.pending) for m in moves] == [("c", False)]
+    assert second.assignments()["c"].worker_id == moves[0].worker_id != "w:1"
+
+
+def test_a_kafka_leader_paused_past_its_session_is_fenced_and_steps_down(url, monkeypatch):
+    """The leader stops polling and heartbeating for longer than its session (a paused process) and the other
+    worker leads. The paused one wakes while the new leader decides, between its read of the config topic and its
+    write, before its own consumer has heard that it lost the group: its decision is refused (the new leader's
+    init_transactions came before its read) and nothing it wrote lands; then it steps down, and its sink commits
+    under the lost epoch are fenced."""
+    group = "g-" + uuid.uuid4().hex[:8]
+    a, b = open_store("kafka", url, group), open_store("kafka", url, group)
+    fence = fence_file(a, url, "a:1")
+    paused = threading.Event()
+
+    def heartbeats() -> None:  # a's heartbeat thread, until it is paused
+        while not paused.wait(0.1):
+            a.heartbeat("a:1", 1000)
+
+    beating = threading.Thread(target=heartbeats, daemon=True)
+    try:
+        a.join("a:1", "http://a:1", 1000)  # the first member leads
+        beating.start()
+        b.join("b:1", "http://b:1", 60_000)
+        until(lambda: a._leading() == "a:1" and b._members["b:1"].assigned, "the group to settle")
+        a.put_connector("c", {"name": "c", "config": {}}, create=True)
+        assert a.rebalance(lambda view: [Move("c", "a:1")]) and b.rebalance(plan) == []
+        held = a.assignments()["c"]
+        fence.install()
+        fence.hold("ckpt-c", "c", held.epoch)
+        before_commit("ckpt-c")
+
+        # a stops heartbeating: its consumer is no longer polled and leaves the group; b leads.
+        paused.set()
+        beating.join()
+        until(lambda: b._leading() == "b:1", "the other worker to lead")
+        woken: list = []
+
+        def b_decides(view):
+            with monkeypatch.context() as stale:  # a's consumer has not polled since it woke
+                stale.setattr(a, "_poll_members", lambda: None)
+                assert a._leading() == "a:1"
+                woken.append(a.rebalance(lambda view: [Move("c", "a:1")]))
+            return plan(view)
+
+        taken = b.rebalance(b_decides)
+        assert woken == [[]]  # fenced: b's producer was initialised before b read the topic
+        assert [(m.connector, m.worker_id) for m in taken] == [("c", "b:1")]
+        committed = config_records(a)
+        assert committed["kconnect-assignment-c"] == {"worker_id": "b:1", "epoch": held.epoch + 1}
+
+        assert a.heartbeat("a:1", 1000) is False  # then it hears it lost the group, and steps down
+        assert a.rebalance(lambda view: [Move("c", "a:1")]) == [] and config_records(a) == committed
+        with pytest.raises(FencedError, match=r"lost connector c.*b:1"):
+            before_commit("ckpt-c")
+    finally:
+        paused.set()
+        fence.remove()
+        a.close()
+        b.close()
+
+
+def test_a_kafka_worker_that_leads_again_decides_again(url):
+    """A leader that lost the leader's partition without writing (its producer fenced unknown to it by the next
+    leader's) and got it back leads with a new producer rather than stepping down."""
+    group = "g-" + uuid.uuid4().hex[:8]
+    m, a = open_store("kafka", url, group), open_store("kafka", url, group)
+    try:
+        m.join("m:1", "http://m:1", 60_000)
+        m.put_connector("c", {"name": "c", "config": {}}, create=True)
+        assert m.rebalance(plan)
+        a.join("a:1", "http://a:1", 60_000)  # sorts first: leads, and fences m's producer
+        until(lambda: a._leading() == "a:1", "the second worker to lead")
+        assert a.rebalance(plan) == []  # nothing to move, but its producer is initialised
+        a.leave("a:1")
+        until(lambda: m._leading() == "m:1", "the first worker to lead again")
+        assert m.rebalance(lambda view: [Move("c", "m:1")])
+    finally:
+        m.close()
+        a.close()
+
+
+def config_records(store: KafkaGroupStore) -> dict:
+    """The group's config topic as a new reader finds it (committed records only, the latest value per key)."""
+    reader = TopicReader({"bootstrap.servers": servers.kafka()}, [store.topics.config], fetch_wait_ms=10)
+    try:
+        reader.catch_up()
+        return dict(reader.values[store.topics.config])
+    finally:
+        reader.close()

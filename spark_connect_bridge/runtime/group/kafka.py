@@ -11,16 +11,23 @@ Where the worker config has ``bootstrap.servers`` and no ``group.store.url`` (Ka
   is the worker's REST URL, so the group's member list (``describe_consumer_groups``) is the list of live workers.
   It is a plain consumer group, not Kafka Connect's ``connect`` protocol.
 * **Leader**: the member the broker assigned partition 0 of the config topic: exactly one at a time. Only the
-  leader rebalances; it writes with a transactional producer (``transactional.id`` = ``<group.id>-leader``), so a
-  new leader's ``init_transactions`` fences an old one that was paused mid-decision, and it reads the config topic
-  to its end (``read_committed``) before every decision, so epochs stay monotonic.
+  leader rebalances; it writes with a transactional producer (``transactional.id`` = ``<group.id>-leader``),
+  initialised before it first reads the config topic to its end (``read_committed``), then before every decision:
+  a new leader's ``init_transactions`` fences an old one that was paused, even one that wakes in the middle of the
+  new leader's decision still believing it holds the partition, so epochs stay monotonic. A fenced leader steps
+  down until the broker assigns it again.
+* **Connector configs** (creates, replaces, deletes, restart requests) are compare-and-set transactions of
+  ``transactional.id`` = ``<group.id>-configs`` (see :mod:`.kafka_topics`): of workers creating one name at once,
+  exactly one commits; a replace never brings back a connector deleted meanwhile.
 * **Configs and target states** in ``config.storage.topic`` (one partition, ``cleanup.policy=compact``) under
   Kafka Connect's keys: ``connector-<name>`` -> ``{"properties": {...}}`` and ``target-state-<name>`` ->
   ``{"state", "state.v2"}``, restart requests under ``restart-connector-<name>``. Configs are stored as the
   PostgreSQL store stores them: literal secrets encrypted under the group's key (``properties`` then holds only the
   name; the ciphertext is in ``"kconnect"``), config-provider references unresolved. Assignments with their epochs
   (the fencing tokens) are ``kconnect-assignment-<name>`` records of the same topic, the largest epoch ever given
-  ``kconnect-epoch``, an owner's finished hand-over ``kconnect-release-<name>`` (the leader applies it).
+  ``kconnect-epoch``, an owner's finished hand-over ``kconnect-release-<name>`` (the leader applies it), and when
+  the leader first saw an owner out of the group ``kconnect-absent-<worker>`` (``scheduled.rebalance.max.delay.ms``
+  counts from it, whichever worker leads next).
 * **Statuses** in ``status.storage.topic`` (compacted): ``status-connector-<name>`` ->
   ``{"state", "trace", "worker_id", "generation"}`` with the assignment's epoch as ``generation``; a report under
   an older epoch is refused and ignored by readers.
@@ -35,19 +42,18 @@ process; it never calls ``init_transactions`` (that would fence the real leader)
 
 from __future__ import annotations
 
-import json
 import logging
+import random
 import threading
 import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ...bus.admin import admin_client, ensure_topics
 from ...errors import ConnectError, FencedError
 from .fencing import refuse_unless_held
+from .kafka_topics import Record, TopicReader, TransactionalWriter, client_library, encode
 from .store import Assignment, GroupView, Member, Move, StoredConnector
 
 __all__ = ["KAFKA_CHECK", "KafkaGroupStore", "KafkaTopics", "check"]
@@ -57,16 +63,8 @@ log = logging.getLogger(__name__)
 _TIMEOUT = 30.0
 _CONNECTOR, _TARGET, _RESTART = "connector-", "target-state-", "restart-connector-"
 _ASSIGNMENT, _RELEASE, _EPOCH = "kconnect-assignment-", "kconnect-release-", "kconnect-epoch"
+_ABSENT = "kconnect-absent-"
 _STATUS = "status-connector-"
-
-
-def _kafka() -> Any:
-    try:
-        import confluent_kafka
-    except ImportError as e:  # an optional client library
-        raise ConnectError("A worker group on Kafka needs confluent-kafka: pip install 'spark_connect_bridge[kafka]'") \
-            from e
-    return confluent_kafka
 
 
 @dataclass(frozen=True)
@@ -80,98 +78,13 @@ class KafkaTopics:
     status_partitions: int = 5
 
 
-class _TopicReader:
-    """Reads compacted topics from the beginning, ``read_committed``, into ``{topic: {key: value}}`` and keeps up
-    with them: :meth:`catch_up` reads to the end (the last stable offset) of every partition."""
-
-    def __init__(self, client: Mapping[str, str], topics: list[str], *, fetch_wait_ms: int = 500):
-        kafka = _kafka()
-        self._kafka = kafka
-        self._admin = admin_client(client)
-        self._consumer = kafka.Consumer({**client, "group.id": "kconnect-reader-" + uuid.uuid4().hex,
-                                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                                         "enable.partition.eof": True, "auto.offset.reset": "earliest",
-                                         "fetch.wait.max.ms": fetch_wait_ms})
-        meta = self._consumer.list_topics(timeout=_TIMEOUT)
-        self._partitions = []
-        for topic in topics:
-            info = meta.topics.get(topic)
-            if info is None or info.error is not None or not info.partitions:
-                raise ConnectError(f"Kafka topic {topic} of the worker group is not available")
-            self._partitions += [kafka.TopicPartition(topic, p, kafka.OFFSET_BEGINNING) for p in info.partitions]
-        self._consumer.assign(self._partitions)
-        self.values: dict[str, dict[str, Any]] = {topic: {} for topic in topics}
-        self._next = {(tp.topic, tp.partition): 0 for tp in self._partitions}
-
-    def catch_up(self, timeout: float = _TIMEOUT, written: Mapping[tuple[str, int], int] | None = None) -> None:
-        """Read every partition to its end, and at least to ``written`` (``{(topic, partition): offset}``: past
-        this process's own writes, whose transaction markers may not have reached the partition yet); raise
-        ConnectError when the brokers do not answer in time."""
-        kafka = self._kafka
-        from confluent_kafka.admin import OffsetSpec
-
-        # The last stable offsets, from the admin client: the consumer's own request would queue behind its
-        # long-polling fetch.
-        spec = {kafka.TopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in self._partitions}
-        deadline = time.monotonic() + timeout
-        while True:
-            futures = self._admin.list_offsets(spec, isolation_level=kafka.IsolationLevel.READ_COMMITTED,
-                                               request_timeout=timeout)
-            try:
-                ends = {(tp.topic, tp.partition): future.result().offset for tp, future in futures.items()}
-                break
-            except kafka.KafkaException as e:  # a topic just created: its leader is not known everywhere yet
-                error = e.args[0]
-                transient = error.retriable() or error.code() in (
-                    kafka.KafkaError.NOT_LEADER_FOR_PARTITION, kafka.KafkaError.LEADER_NOT_AVAILABLE,
-                    kafka.KafkaError.UNKNOWN_TOPIC_OR_PART)
-                if not transient or time.monotonic() > deadline:
-                    raise ConnectError(f"Reading the worker group's topics failed: {e.args[0].str()}") from e
-                time.sleep(0.2)
-        for key, offset in (written or {}).items():
-            if key in ends:
-                ends[key] = max(ends[key], offset)
-        while True:
-            # An end-of-partition event moves the position past transaction markers, which are never delivered.
-            waiting = [k for k, end in ends.items() if self._next[k] < end]
-            if not waiting:
-                return
-            if time.monotonic() > deadline:
-                topics = ", ".join(sorted({topic for topic, _ in waiting}))
-                raise ConnectError(f"Reading the worker group's topics timed out ({topics})")
-            msg = self._consumer.poll(0.2)
-            if msg is None:
-                continue
-            key = (msg.topic(), msg.partition())
-            error = msg.error()
-            if error is not None:
-                if error.code() == kafka.KafkaError._PARTITION_EOF:
-                    self._next[key] = max(self._next[key], msg.offset())
-                    continue
-                raise ConnectError(f"Reading the worker group's topic {msg.topic()} failed: {error.str()}")
-            self._next[key] = msg.offset() + 1
-            record_key = msg.key().decode("utf-8") if msg.key() is not None else ""
-            value = msg.value()
-            if value is None:
-                self.values[msg.topic()].pop(record_key, None)
-                continue
-            try:
-                self.values[msg.topic()][record_key] = json.loads(value)
-            except ValueError as e:  # not a record of ours, nor Kafka Connect's: left alone, and said so
-                log.error("Record %s at offset %d of topic %s is not JSON (%s): ignored", record_key, msg.offset(),
-                          msg.topic(), e)
-
-    def close(self) -> None:
-        self._consumer.close()
-
-
 class _Membership:
     """One worker's consumer in the group: its assignment says whether it leads; a lost assignment (the session
     or the poll interval ran out) is remembered until :meth:`take_lost`."""
 
     def __init__(self, client: Mapping[str, str], group_id: str, url: str, topic: str, session_timeout_ms: int,
                  heartbeat_interval_ms: int):
-        kafka = _kafka()
+        kafka = client_library()
         self.session_s = session_timeout_ms / 1000
         #: when the worker last showed it is alive (join or heartbeat), on this process's monotonic clock
         self.renewed = time.monotonic()
@@ -210,7 +123,7 @@ class _Membership:
         """Serve the group's callbacks (and count as the application's poll for ``max.poll.interval.ms``)."""
         msg = self.consumer.poll(0)
         if msg is not None and msg.error() is not None:
-            if msg.error().code() == _kafka().KafkaError._MAX_POLL_EXCEEDED:
+            if msg.error().code() == client_library().KafkaError._MAX_POLL_EXCEEDED:
                 self.lost, self.partitions = True, set()
             else:
                 log.debug("Group consumer: %s", msg.error().str())
@@ -239,11 +152,20 @@ class KafkaGroupStore:
             ensure_topics(self._client, {topics.config: (1, topics.config_replication_factor, compact),
                                          topics.status: (topics.status_partitions, topics.status_replication_factor,
                                                          compact)})
-        kafka = _kafka()
-        self._reader = _TopicReader(self._client, [topics.config, topics.status])
+        kafka = client_library()
+        # A short fetch wait: a transaction's records reach a read_committed reader only once its commit marker is
+        # written, which does not end a fetch waiting for data; a reader that waits 500 ms makes every write cost that.
+        self._reader = TopicReader(self._client, [topics.config, topics.status], fetch_wait_ms=100)
         self._producer = kafka.Producer({**self._client, "enable.idempotence": True, "linger.ms": 0,
                                          "partitioner": "murmur2_random"})  # Java's partitioner: Connect's keys
-        self._leader: Any = None
+        #: the leader's decisions, and every worker's connector configs (see :mod:`.kafka_topics`)
+        self._leader = TransactionalWriter(self._client, f"{group_id}-leader", self._delivered)
+        self._configs = TransactionalWriter(self._client, f"{group_id}-configs", self._delivered)
+        #: this store's members' assignment counts when the leader's producer was fenced: such a member leads
+        #: again only from a later assignment (a paused leader woken up steps down)
+        self._fenced_at: dict[str, int] = {}
+        #: the member and assignment count the leader's producer was initialised under
+        self._term: tuple[str, int] | None = None
         self._members: dict[str, _Membership] = {}
         self._members_lock = threading.Lock()  # the consumers: one thread at a time (the poller, a heartbeat)
         self._closing = threading.Event()
@@ -251,8 +173,6 @@ class KafkaGroupStore:
         self._admin = admin_client(self._client)
         #: the offset after this store's last write to each partition it wrote to
         self._written: dict[tuple[str, int], int] = {}
-        #: workers that own connectors but are not in the group, and since when (the leader's clock)
-        self._absent_since: dict[str, float] = {}
 
     def __repr__(self) -> str:  # never the client settings: they may carry a SASL password
         return f"KafkaGroupStore(group_id={self.group_id!r}, topics={self.topics.config!r})"
@@ -267,9 +187,9 @@ class KafkaGroupStore:
             self._members.clear()
             self._reader.close()
             self._producer.flush(_TIMEOUT)
-            if self._leader is not None:
-                self._leader.flush(_TIMEOUT)
-            self._producer = self._leader = self._admin = None  # their client threads end with them
+            self._leader.close()
+            self._configs.close()
+            self._producer = self._admin = None  # their client threads end with them
 
     # -- reading and writing ------------------------------------------------------------------------
     def _config(self) -> dict[str, Any]:
@@ -285,30 +205,52 @@ class KafkaGroupStore:
     def _status(self) -> dict[str, Any]:
         return self._reader.values[self.topics.status]
 
-    def _write(self, records: list[tuple[str, str, Any]]) -> None:
-        """Produce ``(topic, key, value)`` records (``None``: a tombstone) and wait until they are written."""
+    def _write(self, records: list[Record]) -> None:
+        """Produce records that need no decision (statuses, finished hand-overs) and wait until they are
+        written."""
         for topic, key, value in records:
-            self._producer.produce(topic, key=key.encode("utf-8"), on_delivery=self._delivered,
-                                   value=None if value is None else json.dumps(value).encode("utf-8"))
+            self._producer.produce(topic, key=key.encode("utf-8"), value=encode(value), on_delivery=self._delivered)
         if self._producer.flush(_TIMEOUT) > 0:
             raise ConnectError(f"Writing to the worker group's topics timed out (group {self.group_id})")
 
+    def _change_configs(self, change: Callable[[dict[str, Any]], tuple[list[Record], bool]]) -> bool:
+        """Compare and set on the config topic: ``change(config)`` decides from the topic read to its end after
+        this store's config producer fenced every other worker's; its records commit only if no other worker's
+        producer was initialised since, else the topic is read and ``change`` asked again. Returns ``change``'s
+        answer (False: refused, nothing written)."""
+        deadline = time.monotonic() + _TIMEOUT
+        with self._lock:
+            while True:
+                self._configs.ready()
+                records, answer = change(self._config())
+                if not records:
+                    return answer
+                try:
+                    self._configs.commit(records)
+                    return answer
+                except FencedError as e:  # another worker wrote meanwhile: decide again on what it wrote
+                    if time.monotonic() > deadline:
+                        raise ConnectError(f"Writing connector configs of group {self.group_id} failed: other "
+                                           f"workers kept writing for {_TIMEOUT:.0f} s") from e
+                    time.sleep(random.uniform(0.01, 0.1))  # two workers deciding in turn: let one finish
+
     # -- membership ---------------------------------------------------------------------------------
-    def _poll_members(self) -> None:
+    def _poll_members(self, *, everyone: bool = False) -> None:
+        """Serve the members' group callbacks: those whose worker heartbeated within its session, or
+        ``everyone`` (the worker's own heartbeat, join and leave). A REST call must not keep alive the membership
+        of a worker whose heartbeat thread is stuck (nor a test's paused worker)."""
+        now = time.monotonic()
         with self._members_lock:
             for member in list(self._members.values()):
-                member.poll()
+                if everyone or now - member.renewed < member.session_s:
+                    member.poll()
 
     def _poll_loop(self) -> None:
         """Serve the group's callbacks every 100 ms, so a rebalance completes whatever the worker's heartbeat
         thread is doing; a member whose worker has not heartbeated for its session is no longer polled, and leaves
         the group when ``max.poll.interval.ms`` runs out."""
         while not self._closing.wait(0.1):
-            now = time.monotonic()
-            with self._members_lock:
-                for member in list(self._members.values()):
-                    if now - member.renewed < member.session_s:
-                        member.poll()
+            self._poll_members()
 
     def join(self, worker_id: str, url: str, session_timeout_ms: int) -> None:
         with self._lock:
@@ -325,6 +267,7 @@ class KafkaGroupStore:
             others = {w: m.generations for w, m in self._members.items() if w != worker_id}
             self._settle(lambda: member.assigned, others, f"Worker {worker_id} could not join group "
                                                           f"{self.group_id} in time")
+            member.lost = False  # a loss heard while joining again was the former membership's
 
     def _settle(self, done: Callable[[], bool], others: Mapping[str, int], failure: str) -> None:
         """Poll this store's members until ``done()`` and every member of ``others`` has its assignment of the
@@ -334,7 +277,7 @@ class KafkaGroupStore:
                                   if w in self._members)):
             if time.monotonic() > deadline:
                 raise ConnectError(failure)
-            self._poll_members()
+            self._poll_members(everyone=True)
             time.sleep(0.02)
 
     def heartbeat(self, worker_id: str, session_timeout_ms: int) -> bool:
@@ -342,7 +285,7 @@ class KafkaGroupStore:
             member = self._members.get(worker_id)
             if member is None:
                 return False
-            self._poll_members()
+            self._poll_members(everyone=True)  # before renewing: a lost membership is heard of now
             member.renewed = time.monotonic()
             if member.lost:
                 member.lost, member.assigned = False, False
@@ -386,7 +329,7 @@ class KafkaGroupStore:
         restart = config.get(_RESTART + name) or {}
         return StoredConnector(name, doc, int(restart.get("kconnect.restarts", 0)), bool(restart.get("only-failed")))
 
-    def _connector_records(self, name: str, doc: dict[str, Any]) -> list[tuple[str, str, Any]]:
+    def _connector_records(self, name: str, doc: dict[str, Any]) -> list[Record]:
         rest = {k: v for k, v in doc.items() if k not in ("config", "target_state")}
         properties = dict(doc["config"]) if "config" in doc else {"name": name}
         target = str(doc.get("target_state", "STARTED"))
@@ -395,11 +338,9 @@ class KafkaGroupStore:
                  {"state": "PAUSED" if target == "STOPPED" else target, "state.v2": target})]
 
     def put_connector(self, name: str, doc: dict[str, Any], *, create: bool = False) -> bool:
-        with self._lock:
-            if create and _CONNECTOR + name in self._config():
-                return False
-            self._write(self._connector_records(name, doc))
-            return True
+        records = self._connector_records(name, doc)
+        return self._change_configs(lambda config: (records, True) if (_CONNECTOR + name in config) != create
+                                    else ([], False))
 
     def get_connector(self, name: str) -> StoredConnector | None:
         with self._lock:
@@ -411,44 +352,30 @@ class KafkaGroupStore:
             names = sorted(k[len(_CONNECTOR):] for k in config if k.startswith(_CONNECTOR))
             return [s for s in (self._stored(n, config) for n in names) if s is not None]
 
-    def delete_connector(self, name: str) -> None:
-        with self._lock:
-            self._write([(self.topics.config, prefix + name, None) for prefix in (_CONNECTOR, _TARGET, _RESTART)])
+    def delete_connector(self, name: str) -> bool:
+        records: list[Record] = [(self.topics.config, prefix + name, None) for prefix in (_CONNECTOR, _TARGET,
+                                                                                            _RESTART)]
+        return self._change_configs(lambda config: (records, True) if _CONNECTOR + name in config else ([], False))
 
     def request_restart(self, name: str, *, only_failed: bool = False) -> None:
-        with self._lock:
-            config = self._config()
+        def change(config: dict[str, Any]) -> tuple[list[Record], bool]:
             if _CONNECTOR + name not in config:
-                return
+                return [], False
             count = int((config.get(_RESTART + name) or {}).get("kconnect.restarts", 0)) + 1
-            self._write([(self.topics.config, _RESTART + name,
-                          {"include-tasks": False, "only-failed": only_failed, "kconnect.restarts": count})])
+            return [(self.topics.config, _RESTART + name,
+                     {"include-tasks": False, "only-failed": only_failed, "kconnect.restarts": count})], True
+
+        self._change_configs(change)
 
     # -- assignments --------------------------------------------------------------------------------
-    def _leads(self) -> bool:
-        return any(m.leads for m in self._members.values())
-
-    @contextmanager
-    def _leader_transaction(self) -> Iterator[Any]:
-        """The leader's transactional producer in a transaction; a fenced producer (a newer leader has
-        initialised the same transactional.id) is dropped and the error raised as FencedError."""
-        kafka = _kafka()
-        if self._leader is None:
-            producer = kafka.Producer({**self._client, "transactional.id": f"{self.group_id}-leader",
-                                       "transaction.timeout.ms": 10_000, "linger.ms": 0,
-                                       "partitioner": "murmur2_random"})
-            producer.init_transactions(_TIMEOUT)  # fences a paused former leader's producer
-            self._leader = producer
-        producer = self._leader
-        try:
-            producer.begin_transaction()
-            yield producer
-            producer.commit_transaction(_TIMEOUT)
-        except kafka.KafkaException as e:
-            error = e.args[0]
-            self._leader = None  # a new producer's init_transactions aborts whatever this one left open
-            raise FencedError(f"The leader of group {self.group_id} could not commit its decision: "
-                              f"{error.str()}") from e
+    def _leading(self) -> str | None:
+        """This store's member that leads the group (holds partition 0 of the config topic), unless the leader's
+        producer was fenced since that member's last assignment: a leader paused past its session and woken up
+        may still believe it holds the partition until its next poll; once fenced it steps down."""
+        for worker, member in self._members.items():
+            if member.leads and member.generations > self._fenced_at.get(worker, -1):
+                return worker
+        return None
 
     def _view_assignments(self, config: dict[str, Any]) -> dict[str, Assignment]:
         status = self._status()
@@ -469,62 +396,85 @@ class KafkaGroupStore:
     def rebalance(self, decide: Callable[[GroupView], list[Move]]) -> list[Move]:
         with self._lock:
             self._poll_members()
-            if not self._leads():
+            leader = self._leading()
+            if leader is None:
                 return []  # the leader decides; the others apply what it wrote
-            live = {m.worker_id: m for m in self.members()}
-            config = self._config()
-            epoch = int((config.get(_EPOCH) or {}).get("epoch", 0))
-            assignments = self._view_assignments(config)
-            epoch = max([epoch, *(a.epoch for a in assignments.values())])
-            records: list[tuple[str, str, Any]] = []
-
-            def give(name: str, worker: str) -> None:
-                nonlocal epoch
-                epoch += 1
-                records.append((self.topics.config, _ASSIGNMENT + name, {"worker_id": worker, "epoch": epoch}))
-                assignments[name] = Assignment(name, worker, epoch, state="UNASSIGNED")
-
-            for key, value in config.items():  # hand-overs the owners finished
-                if not key.startswith(_RELEASE):
-                    continue
-                name = key[len(_RELEASE):]
-                records.append((self.topics.config, key, None))
-                a = assignments.get(name)
-                if a is not None and (a.worker_id, a.epoch) == (value["worker_id"], value["epoch"]) \
-                        and a.pending_worker is not None:
-                    give(name, a.pending_worker)
-            now = time.monotonic()
-            members = list(live.values())
-            owners = {a.worker_id for a in assignments.values() if a.worker_id is not None}
-            for worker in sorted(owners - live.keys()):
-                since = self._absent_since.setdefault(worker, now)
-                members.append(Member(worker, "", live=False, gone=(now - since) * 1000 >= self.rebalance_delay_ms))
-            for worker in list(self._absent_since):
-                if worker in live or worker not in owners:
-                    del self._absent_since[worker]
-            names = tuple(sorted(k[len(_CONNECTOR):] for k in config if k.startswith(_CONNECTOR)))
-            moves = decide(GroupView(tuple(members), names, dict(assignments)))
-            for move in moves:
-                if move.worker_id is None:
-                    records += [(self.topics.config, _ASSIGNMENT + move.connector, None),
-                                (self.topics.status, _STATUS + move.connector, None)]
-                elif move.pending:
-                    a = assignments[move.connector]
-                    records.append((self.topics.config, _ASSIGNMENT + move.connector,
-                                    {"worker_id": a.worker_id, "epoch": a.epoch, "pending_worker": move.worker_id}))
-                else:
-                    give(move.connector, move.worker_id)
-            if records:
-                records.append((self.topics.config, _EPOCH, {"epoch": epoch}))
-                try:
-                    with self._leader_transaction() as producer:
-                        for topic, key, value in records:
-                            producer.produce(topic, key=key.encode("utf-8"), on_delivery=self._delivered,
-                                             value=None if value is None else json.dumps(value).encode("utf-8"))
-                except FencedError as e:
-                    log.warning("%s; another worker leads the group now", e)
-                    return []
+            term = (leader, self._members[leader].generations)
+            if term != self._term:
+                # Each assignment of the partition starts with a new producer: the one of an earlier term may have
+                # been fenced meanwhile by another leader's, unknown to it until it writes.
+                self._leader.drop()
+                self._term = term
+            try:
+                if self._leader.ready():  # fences a former leader's producer: read what it committed after this
+                    log.info("Worker %s leads group %s", leader, self.group_id)
+                records, moves = self._decide(decide)
+                if records:
+                    self._leader.commit(records)
+            except FencedError as e:
+                self._fenced_at[leader] = self._members[leader].generations
+                log.warning("Worker %s no longer leads group %s: %s", leader, self.group_id, e)
+                return []
             return moves
+
+    def _decide(self, decide: Callable[[GroupView], list[Move]]) -> tuple[list[Record], list[Move]]:
+        """The leader's decision, from the config topic read to its end: the records to write and the moves."""
+        live = {m.worker_id: m for m in self.members()}
+        config = self._config()
+        epoch = int((config.get(_EPOCH) or {}).get("epoch", 0))
+        assignments = self._view_assignments(config)
+        epoch = max([epoch, *(a.epoch for a in assignments.values())])
+        records: list[Record] = []
+
+        def give(name: str, worker: str) -> None:
+            nonlocal epoch
+            epoch += 1
+            records.append((self.topics.config, _ASSIGNMENT + name, {"worker_id": worker, "epoch": epoch}))
+            assignments[name] = Assignment(name, worker, epoch, state="UNASSIGNED")
+
+        for key, value in config.items():  # hand-overs the owners finished
+            if not key.startswith(_RELEASE):
+                continue
+            name = key[len(_RELEASE):]
+            records.append((self.topics.config, key, None))
+            a = assignments.get(name)
+            if a is not None and (a.worker_id, a.epoch) == (value["worker_id"], value["epoch"]) \
+                    and a.pending_worker is not None:
+                give(name, a.pending_worker)
+        members = list(live.values())
+        owners = {a.worker_id for a in assignments.values() if a.worker_id is not None}
+        records += self._absent(config, owners - live.keys(), members)
+        names = tuple(sorted(k[len(_CONNECTOR):] for k in config if k.startswith(_CONNECTOR)))
+        moves = decide(GroupView(tuple(members), names, dict(assignments)))
+        for move in moves:
+            if move.worker_id is None:
+                records += [(self.topics.config, _ASSIGNMENT + move.connector, None),
+                            (self.topics.status, _STATUS + move.connector, None)]
+            elif move.pending:
+                a = assignments[move.connector]
+                records.append((self.topics.config, _ASSIGNMENT + move.connector,
+                                {"worker_id": a.worker_id, "epoch": a.epoch, "pending_worker": move.worker_id}))
+            else:
+                give(move.connector, move.worker_id)
+        if records:
+            records.append((self.topics.config, _EPOCH, {"epoch": epoch}))
+        return records, moves
+
+    def _absent(self, config: dict[str, Any], absent: set[str], members: list[Member]) -> list[Record]:
+        """Add the owners that are not in the group to ``members`` (``gone`` once absent for longer than
+        ``scheduled.rebalance.max.delay.ms``); the records that keep when each was first seen absent, so that a
+        new leader honours what is left of the delay rather than a fresh one (``kconnect-absent-<worker>``, on
+        the wall clock of the leader that saw it: workers' clocks must agree to well within the delay)."""
+        now_ms = int(time.time() * 1000)
+        seen = {key[len(_ABSENT):]: int(value["since_ms"]) for key, value in config.items()
+                if key.startswith(_ABSENT) and value}
+        records: list[Record] = [(self.topics.config, _ABSENT + w, None) for w in sorted(seen.keys() - absent)]
+        for worker in sorted(absent):
+            since_ms = min(seen.get(worker, now_ms), now_ms)  # a clock ahead of this one counts from now
+            if worker not in seen:
+                records.append((self.topics.config, _ABSENT + worker, {"worker_id": worker, "since_ms": now_ms}))
+            members.append(Member(worker, "", live=False, gone=now_ms - since_ms >= self.rebalance_delay_ms))
+        return records
 
     def assignments(self) -> dict[str, Assignment]:
         with self._lock:
@@ -536,7 +486,7 @@ class KafkaGroupStore:
             if a is None or (a.worker_id, a.epoch) != (worker_id, epoch) or a.pending_worker is None:
                 return False
             self._write([(self.topics.config, _RELEASE + connector, {"worker_id": worker_id, "epoch": epoch})])
-            if self._leads():
+            if self._leading() is not None:
                 self.rebalance(lambda view: [])  # apply it now rather than on the next heartbeat
             return True
 
@@ -560,7 +510,7 @@ class KafkaGroupStore:
 def check(doc: dict[str, Any], connector: str, epoch: int) -> None:
     """The fence check of a commit (see :mod:`.fencing`): raise :class:`FencedError` unless ``doc``'s worker still
     holds ``connector`` under ``epoch`` in the config topic, read to its end (``read_committed``)."""
-    reader = _TopicReader(doc["kafka"], [doc["config_topic"]], fetch_wait_ms=10)  # read once, at once
+    reader = TopicReader(doc["kafka"], [doc["config_topic"]], fetch_wait_ms=10)  # read once, at once
     try:
         reader.catch_up()
         value = reader.values[doc["config_topic"]].get(_ASSIGNMENT + connector)

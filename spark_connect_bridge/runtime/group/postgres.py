@@ -5,7 +5,8 @@ Four tables, shared by every group in the database (rows carry their ``group.id`
 * ``kconnect_group_members``: one row per worker, its REST URL and ``expires_at`` (the lease, renewed by each
   heartbeat, on the server's clock);
 * ``kconnect_group_connectors``: each connector's stored state document (config encrypted under the group's
-  key) and a restart counter;
+  key) and a restart counter; a create is ``INSERT ... ON CONFLICT DO NOTHING`` (of workers creating one name at
+  once, exactly one inserts), a replace or a delete touches only a row that exists;
 * ``kconnect_group_assignments``: each connector's owner, ``epoch`` (the fencing token, from the sequence
   ``kconnect_group_epochs``: every new owner's epoch is larger than any before it), a pending hand-over, and the
   owner's status report;
@@ -146,10 +147,9 @@ class PostgresGroupStore:
             if create:
                 cur.execute("INSERT INTO kconnect_group_connectors (group_id, name, doc) VALUES (%s, %s, %s) "
                             "ON CONFLICT DO NOTHING", (self.group_id, name, json.dumps(doc)))
-            else:
-                cur.execute("INSERT INTO kconnect_group_connectors (group_id, name, doc) VALUES (%s, %s, %s) "
-                            "ON CONFLICT (group_id, name) DO UPDATE SET doc = EXCLUDED.doc",
-                            (self.group_id, name, json.dumps(doc)))
+            else:  # only a connector that exists: one deleted through another worker is not brought back
+                cur.execute("UPDATE kconnect_group_connectors SET doc = %s WHERE group_id = %s AND name = %s",
+                            (json.dumps(doc), self.group_id, name))
             return bool(cur.rowcount)
 
     def get_connector(self, name: str) -> StoredConnector | None:
@@ -165,10 +165,11 @@ class PostgresGroupStore:
                         "WHERE group_id = %s ORDER BY name", (self.group_id,))
             return [StoredConnector(n, d, int(r), bool(o)) for n, d, r, o in cur.fetchall()]
 
-    def delete_connector(self, name: str) -> None:
+    def delete_connector(self, name: str) -> bool:
         with self._tx() as cur:
             cur.execute("DELETE FROM kconnect_group_connectors WHERE group_id = %s AND name = %s",
                         (self.group_id, name))
+            return bool(cur.rowcount)
 
     def request_restart(self, name: str, *, only_failed: bool = False) -> None:
         with self._tx() as cur:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...connectors.base import checkpoint_app_id
+from ..errors import NotFoundError
 from ..secrets import ConfigCipher
 from ..service import ConnectService
 from ..state import ConnectorState
@@ -98,14 +99,19 @@ class GroupStateStore:
         return self.decode(stored.doc) if stored else None
 
     def put(self, state: ConnectorState) -> None:
-        self.store.put_connector(state.name, state.to_json(self._cipher))
+        """Replace a stored connector's state; NotFoundError when it was deleted (through another worker)."""
+        if not self.store.put_connector(state.name, state.to_json(self._cipher)):
+            raise NotFoundError(f"Connector {state.name} not found")
 
     def create(self, state: ConnectorState) -> bool:
-        """Store a new connector; False when the name exists already (created through another worker)."""
+        """Store a new connector; False when the name exists already (created through another worker: of
+        workers creating one name at once, exactly one gets True)."""
         return self.store.put_connector(state.name, state.to_json(self._cipher), create=True)
 
     def delete(self, name: str) -> None:
-        self.store.delete_connector(name)
+        """Delete a stored connector; NotFoundError when there was none (deleted through another worker)."""
+        if not self.store.delete_connector(name):
+            raise NotFoundError(f"Connector {name} not found")
 
 
 class GroupService(ConnectService):
@@ -199,8 +205,7 @@ class GroupService(ConnectService):
 
         def remove() -> None:
             self._stop_query(rt)
-            new = self.worker.runtimes.get(name)
-            self.worker.remove_checkpoints(name, keep=self.worker.checkpoint(new.state) if new else None)
+            self._remove_checkpoints(rt)
 
         self.worker.submit(remove)
         log.info("Connector %s deleted: stopped here", name)
@@ -312,18 +317,23 @@ class GroupService(ConnectService):
         with self._lock:
             rt = self._runtime(name)
             if name in self.owned:
+                super().delete(name)  # NotFoundError (deleted through another worker meanwhile): still owned
                 self.owned.pop(name)
                 self.fence.drop(name)
-                super().delete(name)
                 return
             self.states.delete(name)
             del self.worker.runtimes[name]
             owner = self.store.current_epoch(name)
             live = {m.worker_id for m in self.store.members()}
             if owner is None or owner[0] not in live:  # nobody runs it: remove its checkpoints from here
-                self.worker.submit(lambda: self.worker.remove_checkpoints(name))
+                self.worker.submit(lambda: self._remove_checkpoints(rt))
             rt.state.target_state = "STOPPED"
             log.info("Connector %s deleted", name)
+
+    def _remove_checkpoints(self, rt: ConnectorRuntime) -> None:
+        """(herder thread) Remove the deleted incarnation's checkpoint only: the name may have been created again
+        through another worker meanwhile, under a new generation (a checkpoint of its own) this one has not seen."""
+        self.worker.remove_checkpoint(rt.state)
 
     def restart(self, name: str, *, include_tasks: bool = False, only_failed: bool = False) -> dict[str, Any] | None:
         with self._lock:

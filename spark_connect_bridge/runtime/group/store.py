@@ -95,7 +95,9 @@ class GroupStore(Protocol):
 
     # -- connector states (config.storage.topic) ----------------------------------------------------
     def put_connector(self, name: str, doc: dict[str, Any], *, create: bool = False) -> bool:
-        """Store a connector's state; with ``create``, only if the name is new (False: it exists)."""
+        """Store a connector's state: with ``create``, only if the name is new (False: it exists); without, only
+        if it exists (False: it was deleted). Atomic across the group: of workers creating one name at once,
+        exactly one stores its state."""
 
     def get_connector(self, name: str) -> StoredConnector | None:
         """One connector's stored state."""
@@ -103,8 +105,8 @@ class GroupStore(Protocol):
     def connectors(self) -> list[StoredConnector]:
         """Every stored connector."""
 
-    def delete_connector(self, name: str) -> None:
-        """Delete a connector's state (its owner stops it and removes its checkpoints)."""
+    def delete_connector(self, name: str) -> bool:
+        """Delete a connector's state (its owner stops it and removes its checkpoints); False: there was none."""
 
     def request_restart(self, name: str, *, only_failed: bool = False) -> None:
         """Ask the owner, wherever it runs, to restart the connector's query."""
