@@ -24,7 +24,13 @@ def _unscaled(col: Column, dt: DecimalType) -> Column:
     """The unscaled integer of a decimal, exactly, as decimal(38,0)."""
     if dt.scale == 0:
         return col.cast(_D0)
-    return (col * F.lit(str(10 ** dt.scale)).cast(f"decimal({dt.scale + 1},0)")).cast(_D0)
+    if dt.precision + dt.scale + 2 <= 38:
+        # The product's type, decimal(p + s + 2, s), holds every value: Spark narrows none of its scale.
+        return (col * F.lit(str(10 ** dt.scale)).cast(f"decimal({dt.scale + 1},0)")).cast(_D0)
+    # Wider, Spark would narrow the product to decimal(38, 6) and fail (ANSI) or give null for unscaled values
+    # of more than 32 digits. A decimal's text is plain with exactly `scale` fraction digits ("-0.0000000001"
+    # for 1E-10 at scale 10): without its point it is the unscaled value.
+    return F.replace(col.cast("string"), F.lit("."), F.lit("")).cast(_D0)
 
 
 def _long_to_bytes(u: Column) -> Column:

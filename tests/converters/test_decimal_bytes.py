@@ -20,13 +20,14 @@ def _kafka_bytes(unscaled: int) -> bytes:
 
 
 def test_decimal_bytes_are_kafkas_at_every_byte_boundary(spark):
+    # Above 18 digits: with p + s + 2 <= 38 the unscaled value is a product Spark does not narrow (20,2), wider
+    # it is read from the decimal's text (38,10 and 38,37: their unscaled values of more than 32 digits overflowed
+    # the product Spark narrowed to decimal(38,6)).
     types = [DecimalType(2, 0), DecimalType(12, 2), DecimalType(18, 0), DecimalType(18, 6), DecimalType(19, 0),
-             DecimalType(38, 10)]
+             DecimalType(20, 2), DecimalType(38, 10), DecimalType(38, 37), DecimalType(38, 0)]
     rows, cases = [], []
     for i, dt in enumerate(types):
-        # Above 18 digits with a scale, the unscaled value is made by a decimal multiplication whose result Spark
-        # narrows to scale 6: unscaled values of more than 32 digits overflow there (not covered yet).
-        top = 10 ** min(dt.precision, 32 if dt.scale else 38) - 1
+        top = 10 ** dt.precision - 1
         values = {0, 1, -1, top, -top}
         for bits in range(7, 8 * 16, 8):  # each side of every byte-count boundary
             values |= {v for b in (1 << bits,) for v in (b - 1, b, -b, -b - 1) if -top <= v <= top}
