@@ -214,6 +214,10 @@ def outputs(spark, connect, reference_kafka, bootstrap, database, tmp_path_facto
         _sql(pg, db, WORKLOAD)
         _ours_run(spark, ours_configs, bootstrap, checkpoint)  # the stream
         _wait_for(reference_kafka.bootstrap, {t: _records_in(bootstrap, [t]) for t in topics})
+        if not any(_records_in(reference_kafka.bootstrap, [t]) for t in topics):  # seen once, under load: keep why
+            pytest.fail("Debezium produced nothing; statuses: "
+                        + "; ".join(f"{n}: {connect.status(n)}" for n in CONNECTORS)
+                        + f"\nKafka Connect's log:\n{connect.server_log()}")
     finally:
         for name in CONNECTORS:
             connect.delete(name)
