@@ -15,8 +15,8 @@ Arrow array (what Kafka's FileStreamSink writes, one line per record).
   (``Thu Jan 01 00:00:00 UTC 1970``: seconds, no fraction);
 * bytes are their UTF-8 text (Kafka prints a Java array's identity, ``[B@1b6d3586``, which no one can read back).
 
-Everything but floats and decimals below 10^-6 is computed by Arrow kernels, a whole batch at a time (Java's
-shortest digits of a float are Python's ``repr``: one call per value).
+Arrow kernels compute it a whole batch at a time; only a float outside 10^-3 to 10^7 and a decimal below 10^-6
+(Java's exponent forms) take a Python call each.
 
 >>> import pyarrow as pa
 >>> connect_text(pa.array([{"n": 1, "s": None}, None])).to_pylist()
@@ -118,7 +118,10 @@ def _map_of_struct(arr: Any) -> Any:
     present = np.zeros(len(arr), dtype=np.int64)
     for entry in entries:
         present += np.asarray(entry.is_valid(), dtype=np.int64)
-    capacities = np.vectorize(_hash_map_capacity, otypes=[np.int64])(present) if len(arr) else present
+    # A java.util.HashMap's table after that many puts: 16, doubled each time it is more than 3/4 full.
+    capacities = np.full(len(arr), 16, dtype=np.int64)
+    while (fuller := present > capacities * 3 // 4).any():
+        capacities[fuller] *= 2
     text = pa.nulls(len(arr), pa.string())
     for capacity in np.unique(capacities):
         order = sorted(range(len(names)), key=lambda i: (_bucket(names[i], int(capacity)), i))
@@ -126,14 +129,6 @@ def _map_of_struct(arr: Any) -> Any:
         rendered = pc.binary_join_element_wise("{", body, "}", "")
         text = pc.if_else(pa.array(capacities == capacity), rendered, text)
     return pc.if_else(arr.is_valid(), text, pa.scalar(None, pa.string()))
-
-
-def _hash_map_capacity(size: int) -> int:
-    """The table size of a ``java.util.HashMap`` after ``size`` puts (16, doubled past 3/4 full)."""
-    capacity = 16
-    while size > capacity * 3 // 4:
-        capacity *= 2
-    return capacity
 
 
 def _bucket(key: str, capacity: int) -> int:
@@ -145,10 +140,23 @@ def _bucket(key: str, capacity: int) -> int:
     return (h ^ (h >> 16)) & (capacity - 1)
 
 
+#: Arrow's shortest digits of a float that Java prints plain: a decimal exponent from -3 to 6 (or zero)
+_JAVA_PLAIN = r"^-?([1-9][0-9]{0,6}(\.[0-9]+)?|0\.0{0,2}[1-9][0-9]*|0)$"
+
+
 def _floating(arr: Any) -> Any:
-    """Java's ``Double.toString``/``Float.toString`` of each value (see :func:`_java_floating`)."""
+    """Java's ``Double.toString``/``Float.toString`` of each value. Arrow's cast prints the same shortest digits,
+    plain in Java's plain range, where only the ``.0`` of a whole number is missing; the other values (10^7 and
+    above, below 10^-3, NaN, infinities: ``d.dddEn`` in Java) take :func:`_java_floating`, one call each."""
+    text = pc.cast(arr, pa.string())
+    plain = pc.fill_null(pc.match_substring_regex(text, _JAVA_PLAIN), True)
+    text = pc.if_else(pc.match_substring(text, "."), text, pc.binary_join_element_wise(text, ".0", ""))
+    if pc.all(plain).as_py():
+        return text
     single = pa.types.is_float32(arr.type) or pa.types.is_float16(arr.type)
-    return pa.array([None if v is None else _java_floating(v, single) for v in arr.to_pylist()], pa.string())
+    return pa.array([t if p else _java_floating(v, single)
+                     for v, p, t in zip(arr.to_pylist(), plain.to_pylist(), text.to_pylist(), strict=True)],
+                    pa.string())
 
 
 def _java_floating(value: float, single: bool) -> str:
