@@ -197,6 +197,9 @@ class FileStreamSinkConnector(SinkConnector):
 
     kafka_class = "org.apache.kafka.connect.file.FileStreamSinkConnector"
     delivery = "exactly-once"
+    #: The value was read from schemaless messages (set by :meth:`validate_input`, on the driver: Arrow batches
+    #: carry no column metadata; it travels with the pickled writer).
+    _schemaless = False
     config_def = ConfigDef().define(
         "file", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
         doc="Destination filename. (Kafka writes to stdout when unset; here a file is required.)")
@@ -212,7 +215,6 @@ class FileStreamSinkConnector(SinkConnector):
     def validate_input(self, schema: Any) -> None:
         if "value" not in schema.fieldNames():
             raise ConfigError(f"FileStreamSink needs a 'value' column; the input has {schema.fieldNames()}")
-        # Known on the driver only (Arrow batches carry no column metadata); travels with the pickled writer.
         self._schemaless = is_schemaless(schema["value"].metadata)
 
     # -- executor ---------------------------------------------------------------------------------
@@ -227,7 +229,7 @@ class FileStreamSinkConnector(SinkConnector):
                 if batch.num_rows == 0:
                     continue
                 value = batch.column(batch.schema.get_field_index("value"))
-                out.write(_lines(value, getattr(self, "_schemaless", False)))
+                out.write(_lines(value, self._schemaless))
                 rows += batch.num_rows
             out.flush()
             os.fsync(out.fileno())
