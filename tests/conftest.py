@@ -4,6 +4,7 @@ spark-sql-kafka, JDBC drivers, fetched from Maven Central), the run's shared ser
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -39,6 +40,8 @@ TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 # So do the Spark drivers the tests start in subprocesses (workers, kill -9 scenarios, spark-submit of the installed
 # wheel, the README's commands): a spark-defaults.conf of the run sets spark.driver.defaultJavaOptions, which Spark
 # prepends to whatever extraJavaOptions a driver sets itself. Tests only: a user's SPARK_CONF_DIR is left alone.
+# Made by the first process of a run (pytest-xdist's workers inherit it) and removed when that process ends.
+_conf_dir: str | None = None
 if "SPARK_CONF_DIR" not in os.environ:
     _conf_dir = tempfile.mkdtemp(prefix="kconnect-test-spark-conf-")
     with open(os.path.join(_conf_dir, "spark-defaults.conf"), "w") as _defaults:
@@ -133,6 +136,8 @@ def pytest_runtest_logreport(report):
 
 def pytest_sessionfinish(session, exitstatus):
     servers.stop_all()
+    if _conf_dir is not None:
+        shutil.rmtree(_conf_dir, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):
