@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import ConfigDef
-from .base import Conversion, HeaderConverter, with_spark_schema_key
+from .base import Conversion, HeaderConverter, utf8_bytes, with_spark_schema_key
 
 __all__ = ["SimpleHeaderConverter", "header_text", "parse_header_text"]
 
@@ -213,5 +213,5 @@ class SimpleHeaderConverter(HeaderConverter):
             kind = F.schema_of_variant(col)
             text = F.when(kind.startswith("ARRAY") | kind.startswith("OBJECT"), F.to_json(col)) \
                 .otherwise(F.try_variant_get(col, "$", "string"))
-            return Conversion(F.encode(text, "UTF-8"))
-        return Conversion(F.encode(header_text(col, data_type), "UTF-8"))
+            return Conversion(utf8_bytes(text))
+        return Conversion(utf8_bytes(header_text(col, data_type)))

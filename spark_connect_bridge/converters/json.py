@@ -69,7 +69,7 @@ from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Range, T
 from ..core.records import SCHEMALESS_META
 from ..core.topic_schemas import TABLES_META, envelope_union_of, is_envelope_type, union_of
 from ..errors import ConfigError, ConfigProblem, DataError
-from .base import SPARK_SCHEMA_DOC, Conversion, Converter
+from .base import SPARK_SCHEMA_DOC, Conversion, Converter, utf8_bytes
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
 
@@ -515,10 +515,10 @@ class JsonConverter(Converter):
             body = F.to_json(wire, {"ignoreNullFields": "false"})
             if self.schemas_enabled:
                 body = F.concat(F.lit('{"schema":' + (schema or "null") + ',"payload":'), body, F.lit("}"))
-            return Conversion(F.encode(body, "UTF-8"))
+            return Conversion(utf8_bytes(body))
         payload = F.to_json(F.struct(wire.alias("payload")), {"ignoreNullFields": "false"})  # '{"payload":X}'
         if self.schemas_enabled:
             text = F.concat(F.lit('{"schema":' + (schema or "null") + ","), payload.substr(F.lit(2), F.length(payload)))
         else:
             text = payload.substr(F.lit(12), F.length(payload) - 12)
-        return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(F.encode(text, "UTF-8")))
+        return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(utf8_bytes(text)))

@@ -41,7 +41,7 @@ from pyspark.sql.types import (
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Type
 from ..errors import ConfigError, ConfigProblem
-from .base import Conversion, Converter
+from .base import Conversion, Converter, utf8_bytes
 
 __all__ = ["StringConverter", "ByteArrayConverter", "ShortConverter", "IntegerConverter", "LongConverter",
            "FloatConverter", "DoubleConverter", "BooleanConverter", "to_text"]
@@ -97,7 +97,8 @@ class StringConverter(_FixedTypeConverter):
                           topic: Column | None = None) -> Conversion:
         if isinstance(data_type, BinaryType):
             return Conversion(col)
-        return Conversion(F.encode(to_text(col, data_type), self._encoding))
+        text = to_text(col, data_type)
+        return Conversion(utf8_bytes(text) if self._encoding == "UTF-8" else F.encode(text, self._encoding))
 
 
 class ByteArrayConverter(_FixedTypeConverter):

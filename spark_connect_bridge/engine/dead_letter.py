@@ -30,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, StructType
 
 from ..config import Config
+from ..converters.base import utf8_bytes
 from ..core.record_errors import ERROR_COL, enable_error_column
 from ..errors import ConfigError, ConfigProblem
 from .topic_store import TopicStore
@@ -130,10 +131,10 @@ def _as_bytes(col: Column, dt: Any) -> Column:
     if isinstance(dt, BinaryType):
         return col
     if isinstance(dt, StringType):
-        return F.encode(col, "UTF-8")
+        return utf8_bytes(col)
     if isinstance(dt, (StructType, MapType, ArrayType)):
-        return F.encode(F.to_json(col), "UTF-8")
-    return F.encode(col.cast("string"), "UTF-8")
+        return utf8_bytes(F.to_json(col))
+    return utf8_bytes(col.cast("string"))
 
 
 def snapshot(df: DataFrame) -> Column:
@@ -195,7 +196,7 @@ def _dead_letter_records(bad: DataFrame, policy: ErrorPolicy) -> DataFrame:
     headers = F.coalesce(o["headers"], F.array().cast("array<struct<key:string,value:binary>>"))
     if policy.context_headers:
         def h(key: str, value: Column) -> Column:
-            return F.struct(F.lit(key).alias("key"), F.encode(value.cast("string"), "UTF-8").alias("value"))
+            return F.struct(F.lit(key).alias("key"), utf8_bytes(value.cast("string")).alias("value"))
 
         ctx = [h(k, o[c]) for k, c in _CONTEXT] + [
             h("__connect.errors.connector.name", F.lit(policy.connector)),

@@ -276,14 +276,14 @@ def _ready(check: Callable[[], bool]) -> bool:
         return False
 
 
-def first_and_last_times(bootstrap: str, topic: str) -> tuple[float, float]:
-    """CreateTime (seconds) of the first and the last record of a one-partition topic (benchmarks: from the first
-    record a connector produced to its last)."""
+def first_and_last_times(bootstrap: str, topic: str, first: int | None = None) -> tuple[float, float]:
+    """CreateTime (seconds) of the first record (or the one at offset ``first``) and the last record of a
+    one-partition topic (benchmarks: from the first record a connector produced to its last)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": uuid.uuid4().hex})
     try:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
         stamps = []
-        for offset in (low, high - 1):
+        for offset in (low if first is None else first, high - 1):
             consumer.assign([TopicPartition(topic, 0, offset)])
             msg = consumer.poll(30)
             if msg is None:
