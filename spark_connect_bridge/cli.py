@@ -27,6 +27,7 @@ from .engine.pipeline import check_routes, read_stream, unmatched_records, write
 from .engine.queries import stop_query
 from .engine.topic_store import TopicStore
 from .errors import ConfigError, ConnectError
+from .jvm import with_session_defaults
 from .rest.client import Client
 from .runtime.group import run_distributed
 from .runtime.standalone import run
@@ -48,7 +49,7 @@ def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
     for item in conf:
         k, _, v = item.partition("=")
         builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    spark = with_session_defaults(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

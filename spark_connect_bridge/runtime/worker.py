@@ -37,6 +37,7 @@ from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
+from ..jvm import with_session_defaults
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -145,7 +146,7 @@ class Worker:
                        .config("spark.ui.showConsoleProgress", "false"))
             for k, v in self.config.spark_conf.items():
                 builder = builder.config(k, v)
-            self._spark = builder.getOrCreate()
+            self._spark = with_session_defaults(builder).getOrCreate()
             self._spark.sparkContext.setLogLevel("ERROR")
         if not self._registered:
             self._registered = True

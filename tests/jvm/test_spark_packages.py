@@ -9,7 +9,7 @@ from pyspark.sql.avro.functions import from_avro, to_avro
 
 from spark_connect_bridge.converters.avro import native_avro_available
 from spark_connect_bridge.engine import delta_spark as delta_spark_engine
-from spark_connect_bridge.jvm import POM, artifacts, classpath
+from spark_connect_bridge.jvm import POM, artifacts, classpath, with_session_defaults
 from tests.support import servers
 
 
@@ -73,3 +73,12 @@ def test_readme_configure_spark_example_gives_a_session_with_the_packages(spark)
     namespace: dict = {}
     exec(compile(block, "README.md", "exec"), namespace)
     assert delta_spark_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])
+
+
+def test_sessions_start_with_the_huge_method_limit_hotspot_compiles_and_a_user_setting_wins(spark):
+    from pyspark.sql import SparkSession
+
+    # The suite's session is made by configure_spark, as a user's is.
+    assert spark.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
+    own = SparkSession.builder.config("spark.sql.codegen.hugeMethodLimit", "65535")
+    assert with_session_defaults(own)._options["spark.sql.codegen.hugeMethodLimit"] == "65535"
