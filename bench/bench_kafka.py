@@ -2,6 +2,7 @@
 session and broker; prints records/s, CPU seconds and ratios.
 
     .venv/bin/python bench/bench_kafka.py [records] [partitions] [--batches K] [--reps R] [--only sink|source]
+                                          [--arrow-max-bytes B]
 
 * Kafka → sink: ``sink_stream`` (Spark's Kafka source, JsonConverter, ExtractField, a sink connector that discards
   its Arrow batches: ``NoopSink`` below) vs Spark's bare Kafka source → ``noop`` (the goal's baseline). Two more
@@ -24,13 +25,15 @@ Every figure is one ``Trigger.AvailableNow`` run with a fresh checkpoint, in ``-
 ``records / batches`` on both sides of each ratio (Kafka source: ``maxOffsetsPerTrigger``; ours:
 ``max.records.per.trigger``; the bare write: ``maxFilesPerTrigger`` over one Parquet file of ids per partition and
 batch), so that per-batch costs count as they do in a long-running query; ``--batches 1`` is one batch per run.
-After a warm-up round of every line, ``--reps`` rounds run every line in turn (the two sides of a ratio alternate,
-so the load moves both alike); a line shows its best CPU and the spread over the rounds, a ratio its value from
-the best of each side and the range of the rounds' own ratios. CPU seconds are those of this process and its
-descendants (the Spark JVM, Python workers), not the broker's: on a shared machine they move much less with the
-load than the wall time; each line also splits them between the JVM and Python (this driver and Spark's Python
-workers). The load average is printed with the figures. The broker is ``KCONNECT_BENCH_KAFKA`` (host:port) or a
-throwaway one (tests/support/kafka.py).
+After a warm-up round of every line over a tenth of the records, ``--reps`` rounds run every line in turn (the two
+sides of a ratio alternate, so the load moves both alike); a line shows its best CPU and the spread over the rounds,
+a ratio its value from the best of each side and the range of the rounds' own ratios. CPU seconds are those of this
+process and its descendants (the Spark JVM, Python workers), not the broker's: on a shared machine they move much
+less with the load than the wall time; each line also splits them between the JVM and Python (this driver and
+Spark's Python workers). The load average is printed with the figures. The broker is ``KCONNECT_BENCH_KAFKA``
+(host:port) or a
+throwaway one (tests/support/kafka.py). ``--arrow-max-bytes`` sets ``spark.sql.execution.arrow.maxBytesPerBatch``
+(Spark's byte bound on the Arrow batches handed to a Python sink; 2147483647 turns off its check after every row).
 """
 
 from __future__ import annotations
@@ -121,9 +124,11 @@ def measure(fn: Callable[[], int], exclude: set[int]) -> Run:
     return Run(wall, *_used(before, _tree_cpu(exclude)), batches)
 
 
-def rounds(lines: Mapping[str, Callable[[], int]], reps: int, exclude: set[int]) -> dict[str, list[Run]]:
-    """A warm-up run of every line, then ``reps`` rounds running every line in turn."""
-    for fn in lines.values():
+def rounds(lines: Mapping[str, Callable[[], int]], reps: int, exclude: set[int],
+           warm_up: Mapping[str, Callable[[], int]]) -> dict[str, list[Run]]:
+    """A warm-up run of every line of ``warm_up`` (the same lines over fewer records), then ``reps`` rounds
+    running every line in turn."""
+    for fn in warm_up.values():
         fn()
     runs: dict[str, list[Run]] = {key: [] for key in lines}
     for _ in range(reps):
@@ -153,6 +158,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=int(os.environ.get("KCONNECT_BENCH_REPS", "2")),
                         help="measured rounds after the warm-up round (default 2)")
     parser.add_argument("--only", choices=("sink", "source"), help="one direction only")
+    parser.add_argument("--arrow-max-bytes", help="spark.sql.execution.arrow.maxBytesPerBatch (default Spark's)")
     args = parser.parse_args()
     n, partitions, batches, reps = args.records, args.partitions, max(1, args.batches), max(1, args.reps)
     per_batch = -(-n // batches)
@@ -177,6 +183,8 @@ def main() -> None:
              .config("spark.sql.shuffle.partitions", str(partitions))
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if args.arrow_max_bytes:
+        spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", args.arrow_max_bytes)
     run = f"{int(time.time())}"
     made = iter(range(10_000))
 
@@ -203,10 +211,11 @@ def main() -> None:
             "'zipcode', cast(abs(hash(id, 4)) % 90000 as bigint)))) as value")
 
     # -- source -> Kafka --------------------------------------------------------------------------------
-    def source_lines() -> dict[str, Callable[[], int]]:
+    def source_lines(count: int) -> dict[str, Callable[[], int]]:
+        per_batch = -(-count // batches)
         # One Parquet file of ids per partition and batch: maxFilesPerTrigger makes the bare write's batches.
         ids_dir = tempfile.mkdtemp()
-        spark.range(0, n, 1, partitions * batches).write.mode("overwrite").parquet(ids_dir)
+        spark.range(0, count, 1, partitions * batches).write.mode("overwrite").parquet(ids_dir)
 
         def bare_write() -> int:
             ids = (spark.readStream.schema("id BIGINT").option("maxFilesPerTrigger", str(partitions))
@@ -216,7 +225,7 @@ def main() -> None:
                               .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
 
         datagen = {"connector.class": "DatagenConnector", "quickstart": "orders", "tasks.max": str(partitions),
-                   "iterations": str(n // partitions), "max.interval": "0",
+                   "iterations": str(count // partitions), "max.interval": "0",
                    "max.records.per.trigger": str(per_batch)}
         source_config = {**datagen, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                          "value.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -244,9 +253,10 @@ def main() -> None:
                 "datagen by hand": datagen_by_hand}
 
     # -- Kafka -> sink ------------------------------------------------------------------------------------
-    def sink_lines() -> dict[str, Callable[[], int]]:
+    def sink_lines(count: int) -> dict[str, Callable[[], int]]:
+        per_batch = -(-count // batches)
         topic = new_topic("in")
-        orders(spark.range(0, n, 1, partitions)).withColumn("topic", F.lit(topic)).write.format("kafka") \
+        orders(spark.range(0, count, 1, partitions)).withColumn("topic", F.lit(topic)).write.format("kafka") \
             .option("kafka.bootstrap.servers", bootstrap).save()
         sink_config = {"name": "noop", "connector.class": "bench_kafka.NoopSink", "topics": topic,
                        "max.records.per.trigger": str(per_batch),
@@ -317,10 +327,11 @@ def main() -> None:
 
     results: dict[str, list[Run]] = {}
     try:
+        # The warm-up round runs every line over a tenth of the records, in as many batches.
         if args.only != "sink":
-            results.update(rounds(source_lines(), reps, exclude))
+            results.update(rounds(source_lines(n), reps, exclude, warm_up=source_lines(max(1, n // 10))))
         if args.only != "source":
-            results.update(rounds(sink_lines(), reps, exclude))
+            results.update(rounds(sink_lines(n), reps, exclude, warm_up=sink_lines(max(1, n // 10))))
         arrow_bytes = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
         version = spark.version
     finally:
