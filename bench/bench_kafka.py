@@ -31,9 +31,9 @@ a ratio its value from the best of each side and the range of the rounds' own ra
 process and its descendants (the Spark JVM, Python workers), not the broker's: on a shared machine they move much
 less with the load than the wall time; each line also splits them between the JVM and Python (this driver and
 Spark's Python workers). The load average is printed with the figures. The broker is ``KCONNECT_BENCH_KAFKA``
-(host:port) or a
-throwaway one (tests/support/kafka.py). ``--arrow-max-bytes`` sets ``spark.sql.execution.arrow.maxBytesPerBatch``
-(Spark's byte bound on the Arrow batches handed to a Python sink; 2147483647 turns off its check after every row).
+(host:port) or a throwaway one (tests/support/kafka.py). ``--arrow-max-bytes`` sets
+``spark.sql.execution.arrow.maxBytesPerBatch`` (Spark's byte bound on the Arrow batches handed to a Python sink;
+2147483647 turns off its check after every row).
 """
 
 from __future__ import annotations
