@@ -1,7 +1,8 @@
 """Kafka as the bus: our sink and source paths against Spark's bare Kafka source and sink, in one run, same
 session and broker; prints records/s, CPU seconds and ratios.
 
-    .venv/bin/python bench/bench_kafka.py [records] [partitions]
+    .venv/bin/python bench/bench_kafka.py [records] [partitions] [--batches K] [--reps R] [--only sink|source]
+                                          [--arrow-max-bytes B]
 
 * Kafka → sink: ``sink_stream`` (Spark's Kafka source, JsonConverter, ExtractField, a sink connector that discards
   its Arrow batches: ``NoopSink`` below) vs Spark's bare Kafka source → ``noop`` (the goal's baseline). Two more
@@ -10,30 +11,41 @@ session and broker; prints records/s, CPU seconds and ratios.
   (Spark's hand-off of rows to a Python data source writer, as Arrow). Our read path without the Python sink
   (converter and transform into ``noop``) is shown too.
 * Same work on both sides (``same-work`` ratios): ``sink_stream`` with JsonConverter against the same
-  ``from_json`` + field extraction written by hand and handed to the same ``NoopSink``; ``sink_stream`` with
+  ``from_json`` + field extraction written by hand (parsing every field, as the converter must: an option turns
+  off Spark's pruning of the parse to the one field used) and handed to the same ``NoopSink``; ``sink_stream`` with
   ByteArrayConverter and with StringConverter (key and value) against the bare records, or the same casts by
   hand, handed to ``NoopSink``. The by-hand sides read with Spark's Kafka source and give records without
   headers an empty list, as ``read_topics`` does (a null list costs the Arrow hand-off O(rows²) per batch).
 * source → Kafka: ``source_stream`` (datagen orders, StringConverter key, schemaless JsonConverter value) vs a bare
-  Spark write to Kafka of the same rows built by Catalyst (``spark.range`` as orders, ``to_json``: the goal's
-  baseline). Two more lines: the datagen connector alone into ``noop`` (the source's own cost, no bus), and the
-  datagen records serialized by hand (``to_json``) and written with Spark's Kafka sink, without our bus.
+  Spark streaming write to Kafka of the same rows built by Catalyst (the ids from Parquet files, orders and
+  ``to_json`` as expressions: the goal's baseline). Two more lines: the datagen connector alone into ``noop`` (the
+  source's own cost, no bus), and the datagen records serialized by hand (``to_json``) and written with Spark's
+  Kafka sink, without our bus.
 
-Each streaming figure is one ``Trigger.AvailableNow`` run with a fresh checkpoint, the best of ``reps`` after a
-warm-up. CPU seconds are those of this process and its descendants (the Spark JVM, Python workers), not the broker's:
-on a shared machine they move much less with the load than the wall time; each line also splits them between the
-JVM and Python (this driver and Spark's Python workers). The load average is printed with the figures. The broker
-is ``KCONNECT_BENCH_KAFKA`` (host:port) or a throwaway one (tests/support/kafka.py).
+Every figure is one ``Trigger.AvailableNow`` run with a fresh checkpoint, in ``--batches`` micro-batches of
+``records / batches`` on both sides of each ratio (Kafka source: ``maxOffsetsPerTrigger``; ours:
+``max.records.per.trigger``; the bare write: ``maxFilesPerTrigger`` over one Parquet file of ids per partition and
+batch), so that per-batch costs count as they do in a long-running query; ``--batches 1`` is one batch per run.
+After a warm-up round of every line over a tenth of the records, ``--reps`` rounds run every line in turn (the two
+sides of a ratio alternate, so the load moves both alike); a line shows its best CPU and the spread over the rounds,
+a ratio its value from the best of each side and the range of the rounds' own ratios. CPU seconds are those of this
+process and its descendants (the Spark JVM, Python workers), not the broker's: on a shared machine they move much
+less with the load than the wall time; each line also splits them between the JVM and Python (this driver and
+Spark's Python workers). The load average is printed with the figures. The broker is ``KCONNECT_BENCH_KAFKA``
+(host:port) or a throwaway one (tests/support/kafka.py). ``--arrow-max-bytes`` sets
+``spark.sql.execution.arrow.maxBytesPerBatch`` (Spark's byte bound on the Arrow batches handed to a Python sink;
+2147483647 turns off its check after every row).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -68,9 +80,9 @@ LABELS = {
     "bare read": "Spark Kafka source -> noop",
     "ours sink": "sink_stream -> NoopSink connector",
     "ours stages": "  read_topics + converters + transforms -> noop",
-    "from_json by hand": "  Spark Kafka source + from_json by hand -> noop",
+    "from_json by hand": "  Spark Kafka source + from_json (full parse) by hand -> noop",
     "python hand-off": "  Spark Kafka source -> NoopSink (no stages)",
-    "json by hand sink": "  Spark Kafka source + from_json by hand -> NoopSink",
+    "json by hand sink": "  Spark Kafka source + from_json (full parse) by hand -> NoopSink",
     "bytes sink": "sink_stream (ByteArrayConverter) -> NoopSink",
     "string sink": "sink_stream (StringConverter) -> NoopSink",
     "strings by hand sink": "  Spark Kafka source + cast(string) by hand -> NoopSink",
@@ -98,22 +110,59 @@ def _used(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, 
     return cpu, jvm
 
 
-def measure(fn: Callable[[], Any], reps: int, exclude: set[int]) -> tuple[float, float, float]:
-    """(best wall seconds, CPU seconds of that run, of which the JVM's) over ``reps`` runs after one warm-up."""
-    fn()
-    runs = []
-    for _ in range(reps):
-        before, t = _tree_cpu(exclude), time.perf_counter()
+class Run(NamedTuple):
+    wall: float
+    cpu: float
+    jvm: float
+    batches: int  # micro-batches that had records
+
+
+def measure(fn: Callable[[], int], exclude: set[int]) -> Run:
+    """One run of ``fn`` (which returns its micro-batches with records): wall and CPU seconds, the JVM's part."""
+    before, t = _tree_cpu(exclude), time.perf_counter()
+    batches = fn()
+    wall = time.perf_counter() - t
+    return Run(wall, *_used(before, _tree_cpu(exclude)), batches)
+
+
+def rounds(lines: Mapping[str, Callable[[], int]], reps: int, exclude: set[int],
+           warm_up: Mapping[str, Callable[[], int]]) -> dict[str, list[Run]]:
+    """A warm-up run of every line of ``warm_up`` (the same lines over fewer records), then ``reps`` rounds
+    running every line in turn."""
+    for fn in warm_up.values():
         fn()
-        wall = time.perf_counter() - t
-        runs.append((wall, *_used(before, _tree_cpu(exclude))))
-    return min(runs)
+    runs: dict[str, list[Run]] = {key: [] for key in lines}
+    for _ in range(reps):
+        for key, fn in lines.items():
+            runs[key].append(measure(fn, exclude))
+    return runs
+
+
+def best(runs: Sequence[Run]) -> Run:
+    return min(runs, key=lambda r: r.cpu)
+
+
+def ratio(results: Mapping[str, Sequence[Run]], base: str, ours: str) -> str:
+    """``base / ours`` of the best runs, wall and CPU, and the range of the rounds' own CPU ratios."""
+    b, o = results[base], results[ours]
+    per_round = [x.cpu / y.cpu for x, y in zip(b, o)]
+    spread = f" (rounds {min(per_round):.2f}-{max(per_round):.2f})" if len(per_round) > 1 else ""
+    return (f"{min(r.wall for r in b) / min(r.wall for r in o):.2f}x wall, "
+            f"{best(b).cpu / best(o).cpu:.2f}x CPU{spread}")
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
-    partitions = int(sys.argv[2]) if len(sys.argv) > 2 else 2
-    reps = int(os.environ.get("KCONNECT_BENCH_REPS", "2"))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("records", nargs="?", type=int, default=1_000_000)
+    parser.add_argument("partitions", nargs="?", type=int, default=2)
+    parser.add_argument("--batches", type=int, default=25, help="micro-batches per run (default 25)")
+    parser.add_argument("--reps", type=int, default=int(os.environ.get("KCONNECT_BENCH_REPS", "2")),
+                        help="measured rounds after the warm-up round (default 2)")
+    parser.add_argument("--only", choices=("sink", "source"), help="one direction only")
+    parser.add_argument("--arrow-max-bytes", help="spark.sql.execution.arrow.maxBytesPerBatch (default Spark's)")
+    args = parser.parse_args()
+    n, partitions, batches, reps = args.records, args.partitions, max(1, args.batches), max(1, args.reps)
+    per_batch = -(-n // batches)
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
@@ -135,6 +184,8 @@ def main() -> None:
              .config("spark.sql.shuffle.partitions", str(partitions))
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    if args.arrow_max_bytes:
+        spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", args.arrow_max_bytes)
     run = f"{int(time.time())}"
     made = iter(range(10_000))
 
@@ -144,60 +195,72 @@ def main() -> None:
         ensure_topics({"bootstrap.servers": bootstrap}, {name: (partitions, 1, {})})
         return name
 
-    def run_stream(query: Any) -> None:
+    def run_stream(query: Any) -> int:
         query.awaitTermination()
         if query.exception() is not None:
             raise RuntimeError(str(query.exception()))
+        return sum(1 for p in query.recentProgress if p["numInputRows"])
 
-    try:
-        def orders_df(count: int):
-            return spark.range(0, count, 1, partitions).selectExpr(
-                "cast(id as string) as key",
-                "to_json(named_struct('ordertime', 1487715775521 + id * 1000, 'orderid', cast(id as int), "
-                "'itemid', concat('Item_', cast(abs(hash(id, 5)) % 999 as string)), "
-                "'orderunits', (abs(hash(id, 6)) % 10000) / 1000.0, "
-                "'address', named_struct('city', concat('City_', cast(abs(hash(id, 2)) % 99 as string)), "
-                "'state', concat('State_', cast(abs(hash(id, 3)) % 99 as string)), "
-                "'zipcode', cast(abs(hash(id, 4)) % 90000 as bigint)))) as value")
+    def orders(ids: Any) -> Any:
+        return ids.selectExpr(
+            "cast(id as string) as key",
+            "to_json(named_struct('ordertime', 1487715775521 + id * 1000, 'orderid', cast(id as int), "
+            "'itemid', concat('Item_', cast(abs(hash(id, 5)) % 999 as string)), "
+            "'orderunits', (abs(hash(id, 6)) % 10000) / 1000.0, "
+            "'address', named_struct('city', concat('City_', cast(abs(hash(id, 2)) % 99 as string)), "
+            "'state', concat('State_', cast(abs(hash(id, 3)) % 99 as string)), "
+            "'zipcode', cast(abs(hash(id, 4)) % 90000 as bigint)))) as value")
 
-        # -- source -> Kafka ------------------------------------------------------------------------
-        def bare_write() -> None:
-            (orders_df(n).withColumn("topic", F.lit(new_topic("bare"))).write.format("kafka")
-             .option("kafka.bootstrap.servers", bootstrap).save())
+    # -- source -> Kafka --------------------------------------------------------------------------------
+    def source_lines(count: int) -> dict[str, Callable[[], int]]:
+        per_batch = -(-count // batches)
+        # One Parquet file of ids per partition and batch: maxFilesPerTrigger makes the bare write's batches.
+        ids_dir = tempfile.mkdtemp()
+        spark.range(0, count, 1, partitions * batches).write.mode("overwrite").parquet(ids_dir)
+
+        def bare_write() -> int:
+            ids = (spark.readStream.schema("id BIGINT").option("maxFilesPerTrigger", str(partitions))
+                   .parquet(ids_dir))
+            return run_stream(orders(ids).withColumn("topic", F.lit(new_topic("bare"))).writeStream
+                              .format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                              .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
 
         datagen = {"connector.class": "DatagenConnector", "quickstart": "orders", "tasks.max": str(partitions),
-                   "iterations": str(n // partitions), "max.interval": "0"}
+                   "iterations": str(count // partitions), "max.interval": "0",
+                   "max.records.per.trigger": str(per_batch)}
         source_config = {**datagen, "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                          "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                          "value.converter.schemas.enable": "false"}
 
-        def ours_write() -> None:
+        def ours_write() -> int:
             topic = new_topic("src")
-            run_stream(source_stream(spark, {**source_config, "name": topic, "kafka.topic": topic}, bus=bootstrap,
-                                     checkpoint=tempfile.mkdtemp(), trigger={"availableNow": True}))
+            return run_stream(source_stream(spark, {**source_config, "name": topic, "kafka.topic": topic},
+                                            bus=bootstrap, checkpoint=tempfile.mkdtemp(),
+                                            trigger={"availableNow": True}))
 
-        def datagen_noop() -> None:
+        def datagen_noop() -> int:
             df = read_stream(spark, {**datagen, "name": "datagen", "kafka.topic": "orders"})
-            run_stream(df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
-                       .trigger(availableNow=True).start())
+            return run_stream(df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
+                              .trigger(availableNow=True).start())
 
-        def datagen_by_hand() -> None:
+        def datagen_by_hand() -> int:
             topic = new_topic("hand")
             df = read_stream(spark, {**datagen, "name": topic, "kafka.topic": topic})
             df = df.select(F.col("key").cast("string").alias("key"), F.to_json("value").alias("value"), "topic")
-            run_stream(df.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                       .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
+            return run_stream(df.writeStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                              .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
 
-        write_results = {"bare write": measure(bare_write, reps, exclude),
-                         "ours write": measure(ours_write, reps, exclude),
-                         "datagen noop": measure(datagen_noop, reps, exclude),
-                         "datagen by hand": measure(datagen_by_hand, reps, exclude)}
+        return {"bare write": bare_write, "ours write": ours_write, "datagen noop": datagen_noop,
+                "datagen by hand": datagen_by_hand}
 
-        # -- Kafka -> sink --------------------------------------------------------------------------
+    # -- Kafka -> sink ------------------------------------------------------------------------------------
+    def sink_lines(count: int) -> dict[str, Callable[[], int]]:
+        per_batch = -(-count // batches)
         topic = new_topic("in")
-        (orders_df(n).withColumn("topic", F.lit(topic)).write.format("kafka")
-         .option("kafka.bootstrap.servers", bootstrap).save())
+        orders(spark.range(0, count, 1, partitions)).withColumn("topic", F.lit(topic)).write.format("kafka") \
+            .option("kafka.bootstrap.servers", bootstrap).save()
         sink_config = {"name": "noop", "connector.class": "bench_kafka.NoopSink", "topics": topic,
+                       "max.records.per.trigger": str(per_batch),
                        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
                        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
                        "value.converter.schemas.enable": "false",
@@ -206,102 +269,114 @@ def main() -> None:
                        "transforms.address.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
                        "transforms.address.field": "address"}
 
-        def kafka_source() -> Any:
-            return (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
-                    .option("subscribe", topic).option("startingOffsets", "earliest").load())
+        def full_parse(value: Any) -> Any:
+            # With an option Spark parses every field (as JsonConverter must, to type-check them); without one its
+            # OptimizeJsonExprs prunes the parse to the one field used, which is less work than ours.
+            return F.from_json(value.cast("string"), ORDER_FIELDS, {"mode": "PERMISSIVE"})
 
-        def to_noop(df: Any) -> None:
-            run_stream(df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
-                       .trigger(availableNow=True).start())
+        def records() -> Any:
+            return read_topics(spark, bootstrap, topics=[topic], max_records_per_trigger=per_batch)
 
-        def bare_read() -> None:
-            to_noop(kafka_source())
+        def to_noop(df: Any) -> int:
+            return run_stream(df.writeStream.format("noop").option("checkpointLocation", tempfile.mkdtemp())
+                              .trigger(availableNow=True).start())
 
-        def by_hand() -> None:
-            to_noop(kafka_source().select(F.col("key").cast("string").alias("key"),
-                                          F.from_json(F.col("value").cast("string"), ORDER_FIELDS)["address"]
-                                          .alias("value"), "topic", "partition", "offset", "timestamp"))
+        def bare_read() -> int:
+            return to_noop(spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap)
+                           .option("subscribe", topic).option("startingOffsets", "earliest")
+                           .option("maxOffsetsPerTrigger", str(per_batch)).load())
 
-        def to_noop_sink(df: Any) -> None:
+        def by_hand() -> int:
+            return to_noop(records().select(F.col("key").cast("string").alias("key"),
+                                            full_parse(F.col("value"))["address"]
+                                            .alias("value"), "topic", "partition", "offset", "timestamp"))
+
+        def to_noop_sink(df: Any) -> int:
             noop = prepare({"name": "noop-raw", "connector.class": "bench_kafka.NoopSink"}, kind="sink")
-            run_stream(df.writeStream.format("kconnect").options(**noop.connector_options)
-                       .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
+            return run_stream(df.writeStream.format("kconnect").options(**noop.connector_options)
+                              .option("checkpointLocation", tempfile.mkdtemp()).trigger(availableNow=True).start())
 
-        def records_to_python() -> None:
-            to_noop_sink(read_topics(spark, bootstrap, topics=[topic]))
+        def records_to_python() -> int:
+            return to_noop_sink(records())
 
-        def json_by_hand_sink() -> None:
-            to_noop_sink(read_topics(spark, bootstrap, topics=[topic]).withColumns({
+        def json_by_hand_sink() -> int:
+            return to_noop_sink(records().withColumns({
                 "key": F.col("key").cast("string"),
-                "value": F.from_json(F.col("value").cast("string"), ORDER_FIELDS)["address"]}))
+                "value": full_parse(F.col("value"))["address"]}))
 
-        def strings_by_hand_sink() -> None:
-            to_noop_sink(read_topics(spark, bootstrap, topics=[topic]).withColumns({
+        def strings_by_hand_sink() -> int:
+            return to_noop_sink(records().withColumns({
                 "key": F.col("key").cast("string"), "value": F.col("value").cast("string")}))
 
-        def plain_sink(converter: str) -> Callable[[], None]:
-            config = {"name": "noop", "connector.class": "bench_kafka.NoopSink", "topics": topic,
-                      "key.converter": converter, "value.converter": converter}
-
-            def go() -> None:
-                run_stream(sink_stream(spark, config, bus=bootstrap, checkpoint=tempfile.mkdtemp(),
-                                       trigger={"availableNow": True}))
+        def sink_of(config: Mapping[str, str]) -> Callable[[], int]:
+            def go() -> int:
+                return run_stream(sink_stream(spark, dict(config), bus=bootstrap, checkpoint=tempfile.mkdtemp(),
+                                              trigger={"availableNow": True}))
             return go
 
-        def ours_stages() -> None:
+        def plain(converter: str) -> dict[str, str]:
+            return {"name": "noop", "connector.class": "bench_kafka.NoopSink", "topics": topic,
+                    "max.records.per.trigger": str(per_batch), "key.converter": converter,
+                    "value.converter": converter}
+
+        def ours_stages() -> int:
             p = prepare(sink_config, kind="sink")
-            to_noop(p.transforms(p.converters(read_topics(spark, bootstrap, topics=[topic]))))
+            return to_noop(p.transforms(p.converters(records())))
 
-        def ours_sink() -> None:
-            run_stream(sink_stream(spark, sink_config, bus=bootstrap, checkpoint=tempfile.mkdtemp(),
-                                   trigger={"availableNow": True}))
+        # Each ratio's two sides run next to each other in a round.
+        return {"bare read": bare_read, "ours sink": sink_of(sink_config),
+                "python hand-off": records_to_python, "ours stages": ours_stages, "from_json by hand": by_hand,
+                "json by hand sink": json_by_hand_sink,
+                "bytes sink": sink_of(plain("org.apache.kafka.connect.converters.ByteArrayConverter")),
+                "strings by hand sink": strings_by_hand_sink,
+                "string sink": sink_of(plain("org.apache.kafka.connect.storage.StringConverter"))}
 
-        read_results = {"bare read": measure(bare_read, reps, exclude),
-                        "ours sink": measure(ours_sink, reps, exclude),
-                        "ours stages": measure(ours_stages, reps, exclude),
-                        "from_json by hand": measure(by_hand, reps, exclude),
-                        "python hand-off": measure(records_to_python, reps, exclude),
-                        "json by hand sink": measure(json_by_hand_sink, reps, exclude),
-                        "bytes sink": measure(plain_sink("org.apache.kafka.connect.converters.ByteArrayConverter"),
-                                              reps, exclude),
-                        "string sink": measure(plain_sink("org.apache.kafka.connect.storage.StringConverter"),
-                                               reps, exclude),
-                        "strings by hand sink": measure(strings_by_hand_sink, reps, exclude)}
-        results = {**write_results, **read_results}
-        load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"records: {n:,}  partitions: {partitions}  pyspark {spark.version}  best of {reps}  "
-              f"load average at the end: {load}")
-        for key, label in LABELS.items():
-            secs, cpu, jvm = results[key]
-            print(f"  {label:<56} {n / secs:>12,.0f} records/s  ({secs:6.2f} s, {cpu:6.2f} s CPU: JVM {jvm:5.2f}, "
-                  f"Python {cpu - jvm:5.2f})")
-
-        def ratio(base: str, ours: str) -> str:
-            return (f"{results[base][0] / results[ours][0]:.2f}x wall, "
-                    f"{results[base][1] / results[ours][1]:.2f}x CPU")
-
-        print(f"  ratio source_stream / bare write: {ratio('bare write', 'ours write')}   (goal >= 0.9x)")
-        print(f"  ratio sink_stream / bare read: {ratio('bare read', 'ours sink')}   (goal >= 0.9x)")
-        print("  where the difference goes:")
-        print(f"    bare write / datagen -> noop: {ratio('bare write', 'datagen noop')}  (the source connector alone "
-              f"vs the whole bare write)")
-        print(f"    sink_stream / bare records -> NoopSink: {ratio('python hand-off', 'ours sink')}")
-        print(f"    bare read / bare records -> NoopSink: {ratio('bare read', 'python hand-off')}  (Spark's hand-off "
-              f"of rows to a Python sink)")
-        print(f"    our stages -> noop / from_json by hand -> noop: {ratio('from_json by hand', 'ours stages')}")
-        print("  same work on both sides:")
-        print(f"    sink_stream (JsonConverter) / from_json by hand -> NoopSink: "
-              f"{ratio('json by hand sink', 'ours sink')}")
-        print(f"    sink_stream (ByteArrayConverter) / bare records -> NoopSink: "
-              f"{ratio('python hand-off', 'bytes sink')}")
-        print(f"    sink_stream (StringConverter) / cast(string) by hand -> NoopSink: "
-              f"{ratio('strings by hand sink', 'string sink')}")
-        print(f"    source_stream / datagen + to_json by hand -> Spark's Kafka sink: "
-              f"{ratio('datagen by hand', 'ours write')}")
+    results: dict[str, list[Run]] = {}
+    try:
+        # The warm-up round runs every line over a tenth of the records, in as many batches.
+        if args.only != "sink":
+            results.update(rounds(source_lines(n), reps, exclude, warm_up=source_lines(max(1, n // 10))))
+        if args.only != "source":
+            results.update(rounds(sink_lines(n), reps, exclude, warm_up=sink_lines(max(1, n // 10))))
+        arrow_bytes = spark.conf.get("spark.sql.execution.arrow.maxBytesPerBatch")
+        version = spark.version
     finally:
         spark.stop()
         if broker is not None:
             broker.destroy()
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"records: {n:,}  partitions: {partitions}  micro-batches: {batches} of <= {per_batch:,}  pyspark "
+          f"{version}  arrow maxBytesPerBatch {arrow_bytes}  warm-up + {reps} rounds  load average at the end: "
+          f"{load}")
+    for key, label in LABELS.items():
+        if key not in results:
+            continue
+        runs = results[key]
+        top = best(runs)
+        print(f"  {label:<66} {n / min(r.wall for r in runs):>10,.0f} records/s  ({min(r.wall for r in runs):6.2f} s, "
+              f"{top.cpu:6.2f} s CPU [{min(r.cpu for r in runs):.2f}-{max(r.cpu for r in runs):.2f}]: JVM "
+              f"{top.jvm:5.2f}, Python {top.cpu - top.jvm:5.2f}; {top.batches} batches)")
+
+    def show(text: str, base: str, ours: str, note: str = "") -> None:
+        if base in results and ours in results:
+            print(f"{text}: {ratio(results, base, ours)}{note}")
+
+    show("  ratio source_stream / bare write", "bare write", "ours write", "   (goal >= 0.9x)")
+    show("  ratio sink_stream / bare read", "bare read", "ours sink", "   (goal >= 0.9x)")
+    print("  where the difference goes:")
+    show("    bare write / datagen -> noop", "bare write", "datagen noop",
+         "  (the source connector alone vs the whole bare write)")
+    show("    sink_stream / bare records -> NoopSink", "python hand-off", "ours sink")
+    show("    bare read / bare records -> NoopSink", "bare read", "python hand-off",
+         "  (Spark's hand-off of rows to a Python sink: the most any Python sink can reach)")
+    show("    our stages -> noop / from_json (full parse) by hand -> noop", "from_json by hand", "ours stages")
+    print("  same work on both sides:")
+    show("    sink_stream (JsonConverter) / from_json (full parse) by hand -> NoopSink", "json by hand sink",
+         "ours sink")
+    show("    sink_stream (ByteArrayConverter) / bare records -> NoopSink", "python hand-off", "bytes sink")
+    show("    sink_stream (StringConverter) / cast(string) by hand -> NoopSink", "strings by hand sink",
+         "string sink")
+    show("    source_stream / datagen + to_json by hand -> Spark's Kafka sink", "datagen by hand", "ours write")
 
 
 if __name__ == "__main__":

@@ -257,7 +257,9 @@ def sink_stream(spark: Any, config: Mapping[str, Any] | str | KafkaSinkPlan, *, 
         ensure_topics(bus.admin_config(), {p.policy.dlq_topic: (1, plan.dlq_replication_factor, {})})
     df = read_topics(spark, bus, topics=plan.topics, topics_regex=plan.topics_regex, consumer=plan.consumer,
                      max_records_per_trigger=plan.max_records_per_trigger)
-    query = write_stream(df, p, checkpoint=checkpoint, trigger=trigger, query_name=query_name)
+    # Spark's Kafka source reads only the subscribed topics (Kafka's own matching of topics.regex): the
+    # pipeline keeps no read-topic column and the writer selects nothing again.
+    query = write_stream(df, p, checkpoint=checkpoint, trigger=trigger, query_name=query_name, subscribed=True)
     track_group(spark, query, bus.admin_config(), plan.consumer.group or f"connect-{p.name}")
     return query
 

@@ -131,7 +131,9 @@ KAFKA_ONLY_PREFIXES = ("producer.override.", "consumer.override.", "admin.overri
 # Options Spark adds by itself to a data source's options.
 SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2_source_id",
                      # Set by our own foreachBatch router so that a batch write commits once per micro-batch.
-                     "kconnect.app.id", "kconnect.batch.id", "kconnect.rejects.dir")
+                     "kconnect.app.id", "kconnect.batch.id", "kconnect.rejects.dir",
+                     # Set by the Kafka bus: the records are only those of the sink's topics already.
+                     "kconnect.topics.subscribed")
 
 
 def warn_kafka_only(props: Mapping[str, object], context: str) -> list[str]:

@@ -41,12 +41,15 @@ from ..core.fencing import before_commit
 from ..core.records import arrow_schema
 from ..core.retry import retries_so_far
 
-__all__ = ["KConnectDataSource", "READ_TOPIC_COL", "read_batch_reports", "register"]
+__all__ = ["KConnectDataSource", "READ_TOPIC_COL", "SUBSCRIBED_OPTION", "read_batch_reports", "register"]
 
 #: The topic a record was read from, before the sink's transforms (a RegexRouter may rename it): the sink's
 #: ``topics`` / ``topics.regex`` select on it, as a Kafka consumer's subscription does. Set by the pipeline,
 #: dropped by the writer before the connector sees the records.
 READ_TOPIC_COL = "_kc_read_topic"
+#: A writer option the pipeline sets when the records are already those of the sink's ``topics`` /
+#: ``topics.regex`` (Spark's Kafka source subscribed to them): the writer selects nothing by topic again.
+SUBSCRIBED_OPTION = "kconnect.topics.subscribed"
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +100,17 @@ class KConnectDataSource(DataSource):
         batch_id = self.options.get("kconnect.batch.id")
         return _BatchWriter(sink, schema, overwrite, _app_id(self.options),
                             int(batch_id) if batch_id not in (None, "") else None,
-                            self.options.get("kconnect.rejects.dir"))
+                            self.options.get("kconnect.rejects.dir"), self._subscribed())
 
     def streamWriter(self, schema: Any, overwrite: bool) -> Any:
         sink = self._connector("sink")
         sink.validate_input(_without_read_topic(schema))
         ckpt = self.options.get("checkpointlocation")
         reports = self.options.get("kconnect.rejects.dir") or (reports_dir(str(ckpt)) if ckpt else None)
-        return _StreamWriter(sink, schema, overwrite, _app_id(self.options), reports)
+        return _StreamWriter(sink, schema, overwrite, _app_id(self.options), reports, self._subscribed())
+
+    def _subscribed(self) -> bool:
+        return str(self.options.get(SUBSCRIBED_OPTION, "")).lower() == "true"
 
 
 def _app_id(options: Mapping[str, str]) -> str:
@@ -308,6 +314,7 @@ class _WriteMixin:
     overwrite: bool
     rejects_dir: str | None
     input_schema: Any  # the DataFrame's schema, READ_TOPIC_COL included when the pipeline set it
+    subscribed: bool  # the records are only those of the sink's topics (SUBSCRIBED_OPTION)
 
     def _write_batches(self, batches: Iterator[Any]) -> _Message:
         from pyspark import TaskContext
@@ -319,7 +326,7 @@ class _WriteMixin:
         ctx = WriteContext(self.app_id, int(bid) if bid is not None else None,
                            tc.partitionId() if tc else 0, tc.attemptNumber() if tc else 0)
 
-        keep = _topic_filter(self.sink.config, self.input_schema)
+        keep = None if self.subscribed else _topic_filter(self.sink.config, self.input_schema)
         if keep is not None:
             batches = (keep(b) for b in batches)
         before = retries_so_far()
@@ -348,9 +355,9 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
     micro-batch of that id, so a replayed batch is recognised."""
 
     def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, batch_id: int | None = None,
-                 rejects_dir: str | None = None):
+                 rejects_dir: str | None = None, subscribed: bool = False):
         self.sink, self.input_schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
-        self.batch_id, self.rejects_dir = batch_id, rejects_dir
+        self.batch_id, self.rejects_dir, self.subscribed = batch_id, rejects_dir, subscribed
 
     def write(self, iterator: Iterator[Any]) -> _Message:
         return self._write_batches(iterator)
@@ -363,9 +370,10 @@ class _BatchWriter(_WriteMixin, DataSourceArrowWriter):
 
 
 class _StreamWriter(_WriteMixin, DataSourceStreamArrowWriter):
-    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, rejects_dir: str | None = None):
+    def __init__(self, sink: Any, schema: Any, overwrite: bool, app_id: str, rejects_dir: str | None = None,
+                 subscribed: bool = False):
         self.sink, self.input_schema, self.overwrite, self.app_id = sink, schema, overwrite, app_id
-        self.rejects_dir = rejects_dir
+        self.rejects_dir, self.subscribed = rejects_dir, subscribed
 
     def write(self, iterator: Iterator[Any]) -> _Message:
         return self._write_batches(iterator)

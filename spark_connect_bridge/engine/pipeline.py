@@ -53,7 +53,7 @@ from ..core.record_errors import ERROR_COL
 from ..core.records import record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
-from .datasource import READ_TOPIC_COL, rejects_path, reports_dir
+from .datasource import READ_TOPIC_COL, SUBSCRIBED_OPTION, rejects_path, reports_dir
 from .dead_letter import (
     INTERNAL_COLS,
     SOURCE_FAILED_COL,
@@ -382,39 +382,42 @@ def start_routed(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] |
     return start_query(writer, checkpoint, trigger, query_name)
 
 
-def _sink_side(df: DataFrame, p: PreparedConfig) -> tuple[DataFrame, ErrorPolicy | None, bool]:
+def _sink_side(df: DataFrame, p: PreparedConfig, subscribed: bool = False
+               ) -> tuple[DataFrame, ErrorPolicy | None, bool]:
     source_policy = attached_policy(df)
     tolerant = p.policy.tolerate or source_policy is not None
     if tolerant:
         df = start_tolerant(df)
-    df = p.transforms(p.converters(_keep_read_topic(df, p)))
+    df = p.transforms(p.converters(df if subscribed else _keep_read_topic(df, p)))
     return df, source_policy, tolerant
 
 
 def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoint: str,
                  trigger: Mapping[str, Any] | None = None, query_name: str | None = None,
-                 dead_letter_kafka: Mapping[str, str] | None = None) -> Any:
+                 dead_letter_kafka: Mapping[str, str] | None = None, subscribed: bool = False) -> Any:
     """Start a streaming query that runs a sink connector config over ``df`` (converters → transforms → sink).
 
     ``trigger`` takes ``DataStreamWriter.trigger`` keywords, e.g. ``{"availableNow": True}``;
-    ``dead_letter_kafka``: see :func:`prepare`.
+    ``dead_letter_kafka``: see :func:`prepare`. ``subscribed``: ``df`` holds only records of the sink's
+    ``topics`` / ``topics.regex`` (a Kafka consumer subscribed to them), so nothing is selected by topic again.
     """
     p = prepare(config, kind="sink", dead_letter_kafka=dead_letter_kafka)
     check_python_workers(df.sparkSession)
     name = query_name or p.name
-    opts = p.connector_options
+    opts = {**p.connector_options, **({SUBSCRIBED_OPTION: "true"} if subscribed else {})}
     stages = None
     if df.isStreaming and p.types_from_messages(df):
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = observe_batches(_keep_read_topic(start_tolerant(df), p), p)
+        out = start_tolerant(df)
+        out = observe_batches(out) if subscribed else observe_batches(_keep_read_topic(out, p), p)
 
         def stages(batch: DataFrame) -> DataFrame:
             return p.transforms(p.converters(batch, every_message=True))
     else:
-        out, source_policy, tolerant = _sink_side(df, p)
-        out = observe_batches(out, p)
+        out, source_policy, tolerant = _sink_side(df, p, subscribed)
+        out = observe_batches(out) if subscribed else observe_batches(out, p)
     if not tolerant:
         app = {"kconnect.app.id": checkpoint_app_id(checkpoint)}  # made here, on the driver
         return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,

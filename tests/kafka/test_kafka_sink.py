@@ -8,6 +8,7 @@ import json
 import pytest
 
 from spark_connect_bridge.bus.kafka import sink_stream
+from spark_connect_bridge.engine.pipeline import unmatched_records
 from spark_connect_bridge.errors import ConfigError
 from tests.kafka.conftest import consume, describe_group, produce
 from tests.runtime.worker_helpers import lines, wait_for
@@ -113,3 +114,26 @@ def test_records_without_headers_reach_the_sink_with_an_empty_header_list(spark,
                      "delta.table.path": str(table), "delta.table.columns": "record"}, bootstrap, tmp_path / "ckpt")
     rows = spark.read.format("delta").load(str(table)).orderBy("offset").collect()
     assert [[(h.key, bytes(h.value)) for h in r.headers] for r in rows] == [[], [("h", b"x")]]
+
+
+def test_records_a_regex_subscription_read_are_all_written_after_a_router_renames_their_topics(
+        spark, bootstrap, topic_name, tmp_path):
+    """Spark's Kafka source reads only the topics matching ``topics.regex`` (Kafka's own matching), so the
+    pipeline selects nothing by topic again: records whose topic a RegexRouter renamed to one the regex does not
+    match are written, and none is counted as unmatched."""
+    base = topic_name("sub")
+    first, second, out = f"{base}-a", f"{base}-b", tmp_path / "routed.txt"
+    produce(bootstrap, first, orders(range(3)))
+    produce(bootstrap, second, orders(range(3, 5)))
+    config = file_sink("routed-file", "", out, **{
+        "topics.regex": f"{base}-.*", "transforms": "name,route",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": ".*", "transforms.route.replacement": "renamed"})
+    query = sink_stream(spark, config, bus=bootstrap, checkpoint=str(tmp_path / "ckpt"),
+                        trigger={"availableNow": True})
+    query.awaitTermination(300)
+    assert query.exception() is None, query.exception()
+    assert sorted(lines(out)) == [f"order-{i}" for i in range(5)]
+    assert unmatched_records(query) == 0
+    counts = query.lastProgress["observedMetrics"]["kconnect"]
+    assert "unmatched" not in (counts.asDict() if hasattr(counts, "asDict") else dict(counts))
