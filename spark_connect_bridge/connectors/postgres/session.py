@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -132,7 +131,7 @@ class ReaderConnections:
 
     sql: Any
     arrow: Any
-    idle_since: float = 0.0
+    expiry: threading.Timer | None = None  # closes them when kept unused for READER_KEEP_S
 
     def alive(self) -> bool:
         """Both still answer (a kept pair may have outlived a server restart or an ended backend)."""
@@ -169,25 +168,29 @@ class _KeptReaders:
 
     def take(self, key: str) -> ReaderConnections | None:
         with self._lock:
-            return self._idle.pop(key, None)
+            conns = self._idle.pop(key, None)
+        if conns is not None and conns.expiry is not None:
+            conns.expiry.cancel()
+        return conns
 
     def keep(self, key: str, conns: ReaderConnections) -> None:
-        conns.idle_since = time.monotonic()
         with self._lock:
             evicted = [c for c in (self._idle.pop(key, None),) if c is not None]
             self._idle[key] = conns
             while len(self._idle) > READERS_KEPT_MAX:
                 evicted.append(self._idle.popitem(last=False)[1])
         for old in evicted:
+            if old.expiry is not None:
+                old.expiry.cancel()
             old.close()
-        timer = threading.Timer(READER_KEEP_S, self._expire, (key, conns))
-        timer.daemon = True
-        timer.start()
+        conns.expiry = threading.Timer(READER_KEEP_S, self._expire, (key, conns))
+        conns.expiry.daemon = True
+        conns.expiry.start()
 
     def _expire(self, key: str, conns: ReaderConnections) -> None:
         with self._lock:
-            if self._idle.get(key) is not conns or time.monotonic() - conns.idle_since < READER_KEEP_S:
-                return  # taken again since (and maybe kept again: that keep started its own timer)
+            if self._idle.get(key) is not conns:
+                return  # taken since (a take cancels the timer; this one had fired already)
             del self._idle[key]
         conns.close()
 
