@@ -8,9 +8,11 @@ Debezium: > 1 means ours is faster, for CPU < 1 means ours uses less) and CPU se
   its first record to its last). Two rounds per side: the first connector of a fresh worker / Spark session (its
   JVM compiles the path: the JIT's CPU is counted), then a second connector on its own slot and topic (the steady
   state of a long-running worker); ours into Delta after them.
-* ``stream RATE SECONDS``: a sustained change stream at a fixed rate (single-row INSERT transactions from one
-  writer), both sides running; end-to-end latency = Kafka record's CreateTime - the change's commit time
-  (``source.ts_ms``), p50/p99 over every event; ours with a 500 ms trigger.
+* ``stream RATE SECONDS``: a sustained change stream at a fixed rate (single-row INSERT transactions, written by a
+  PL/pgSQL procedure that commits each row and paces itself: one Python client writing row by row reached only
+  ~1700-2000 tx/s here under load), both sides running; end-to-end latency = Kafka record's CreateTime - the
+  change's commit time (``source.ts_ms``), p50/p99 over every event; ours with a 500 ms trigger, and where its
+  micro-batches spent their time (the mean ``durationMs`` of the batches that read something).
 * ``startup``: config submitted -> first record in the topic, one-row table, worker/Spark session already up; ours
   twice: the session's first connector (it pays the Python workers' start and imports and the JVM's first run of the
   Kafka writer) and a second one.
@@ -111,12 +113,25 @@ def _ours_query(spark, config: dict, bootstrap: str, *, trigger: dict, delta: st
 
 
 def _wait_records(bootstrap: str, topic: str, n: int, timeout: float = 1800) -> float:
+    """When ``topic`` holds ``n`` records. One client asks for the watermarks every 50 ms: this process's CPU is
+    counted as ours, and a new client per look (``_records_in``) cost more than a tenth of a core."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
     deadline = time.monotonic() + timeout
-    while _records_in(bootstrap, [topic]) < n:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{topic}: fewer than {n} records after {timeout}s")
-        time.sleep(0.05)
-    return time.monotonic()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}"})
+    try:
+        while True:
+            try:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+            except KafkaException:  # the topic does not exist yet
+                low, high = 0, 0
+            if high - low >= n:
+                return time.monotonic()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: fewer than {n} records after {timeout}s")
+            time.sleep(0.05)
+    finally:
+        consumer.close()
 
 
 def _row(what: str, theirs: float, ours: float, unit: str, higher_is_better: bool = True,
@@ -203,6 +218,39 @@ def _latencies(bootstrap: str, topic: str) -> list[float]:
     return sorted(out)
 
 
+#: Writes ``n`` single-row INSERT transactions at ``rate`` per second from inside the server: a COMMIT per row,
+#: a sleep every ten rows to keep to the rate.
+_PACED_INSERTS = """
+    create procedure paced_inserts(n int, rate int) language plpgsql as $$
+    declare
+        started timestamptz := clock_timestamp();
+        ahead float8;
+    begin
+        for i in 0 .. n - 1 loop
+            insert into events (id, name, amount) values (i, 'event ' || i, i * 0.01);
+            commit;
+            if i % 10 = 9 then
+                ahead := (i + 1)::float8 / rate - extract(epoch from clock_timestamp() - started);
+                if ahead > 0 then
+                    perform pg_sleep(ahead);
+                end if;
+            end if;
+        end loop;
+    end $$"""
+
+_PHASES = ("latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets", "triggerExecution")
+
+
+def _phases_line(progress: list[dict]) -> str:
+    """The mean durationMs of each phase over the micro-batches that read something."""
+    batches = [p for p in progress if p["numInputRows"]]
+    if not batches:
+        return "no micro-batch read anything"
+    means = " ".join(f"{k} {sum(p['durationMs'].get(k, 0) for p in batches) / len(batches):.0f}" for k in _PHASES)
+    rows = sum(p["numInputRows"] for p in batches) / len(batches)
+    return f"{len(batches)} micro-batches, {rows:.0f} events each, mean ms: {means}"
+
+
 def stream(rate: int, seconds: int) -> None:
     import psycopg
 
@@ -210,6 +258,7 @@ def stream(rate: int, seconds: int) -> None:
         db = pg.new_database("bench")
         pg.execute("create table events (id bigint primary key, name text, amount numeric(12,2), "
                    "at timestamptz default now())", database=db)
+        pg.execute(_PACED_INSERTS, database=db)
         pg.execute("create publication dbz_publication for all tables", database=db)
         spark = _spark()
         with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False,
@@ -219,20 +268,16 @@ def stream(rate: int, seconds: int) -> None:
                                 trigger={"processingTime": "500 milliseconds"})
             time.sleep(15)  # both streaming (empty snapshot done, first batches planned)
             roots = _ours_roots(spark)
-            theirs0, ours0 = _cpu({connect.process.pid}), _cpu(roots)
+            theirs0, ours0, split0 = _cpu({connect.process.pid}), _cpu(roots), _cpu_split(roots)
             n = rate * seconds
             with psycopg.connect(pg.dsn(db), autocommit=True) as conn:
                 start = time.monotonic()
-                for i in range(n):
-                    conn.execute("insert into events (id, name, amount) values (%s, %s, %s)",
-                                 (i, f"event {i}", i * 0.01))
-                    ahead = start + (i + 1) / rate - time.monotonic()
-                    if ahead > 0:
-                        time.sleep(ahead)
+                conn.execute("call paced_inserts(%s, %s)", (n, rate))
                 achieved = n / (time.monotonic() - start)
             _wait_records(theirs_kafka.bootstrap, "theirs.public.events", n, timeout=600)
             _wait_records(ours_kafka.bootstrap, "ours.public.events", n, timeout=600)
-            theirs_cpu, ours_cpu = _cpu({connect.process.pid}) - theirs0, _cpu(roots) - ours0
+            theirs_cpu, ours_cpu, split1 = _cpu({connect.process.pid}) - theirs0, _cpu(roots) - ours0, _cpu_split(roots)
+            progress = query.recentProgress
             query.stop()
             connect.delete("theirs")
         theirs_lat, ours_lat = (_latencies(k.bootstrap, f"{side}.public.events")
@@ -243,6 +288,8 @@ def stream(rate: int, seconds: int) -> None:
             _row(f"latency p{int(q * 100)} (commit -> Kafka)", theirs_lat[int(q * (len(theirs_lat) - 1))],
                  ours_lat[int(q * (len(ours_lat) - 1))], "ms", higher_is_better=False)
         _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
+        _split_line(split0, split1, n)
+        print(f"{'  ours per micro-batch':<42} {_phases_line(progress)}", flush=True)
         spark.stop()
 
 

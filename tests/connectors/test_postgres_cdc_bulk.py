@@ -202,8 +202,8 @@ def _rechunked(builder: SlotReader, lo: int, hi: int, size: int) -> Any:
     """_stream_bulk over record batches of ``size`` messages (ADBC's are megabytes)."""
     orig = builder._peek_chunks
 
-    def small(query: str) -> Any:
-        for rb in orig(query):
+    def small(aconn: Any, query: str) -> Any:
+        for rb in orig(aconn, query):
             yield from (rb.slice(i, size) for i in range(0, rb.num_rows, size))
 
     builder._peek_chunks = small  # type: ignore[method-assign]
@@ -262,4 +262,47 @@ def test_bulk_read_waits_for_a_slot_busy_with_another_session(pg):
         holder.terminate()
         holder.wait()
     assert [r["value"]["after"]["id"] for r in rows] == list(range(1, 51))
+    conn.stop()
+
+
+def test_batches_read_over_the_connections_the_last_batch_kept_new_ones_when_those_are_gone(pg, monkeypatch):
+    """An executor keeps the slot reader's connections for the connector's next batch; kept ones that no longer
+    answer (the server restarted) are replaced without an error; a read left early, or connections kept unused
+    past READER_KEEP_S, are closed."""
+    import time
+
+    from spark_connect_bridge.connectors.postgres import session as session_module
+
+    db = _db(pg)
+    pg.execute("create table t (id int primary key, v text)", database=db)
+    config = _config(pg, db)
+    conn = build_connector(config, kind="source")
+    start = int(conn.initial_offsets()[conn._key]["lsn"])
+    pg.execute("insert into t select g, 'v' || g from generate_series(1, 30) g", database=db)
+    end = _commit_ends(pg, db, config["slot.name"])[-1]
+    opened: list[int] = []
+    real = session_module.PgSession.adbc_connect
+    monkeypatch.setattr(session_module.PgSession, "adbc_connect", lambda self: opened.append(1) or real(self))
+
+    def ids() -> list[int]:
+        reader = SlotReader(conn.session, conn.settings, conn.layout())
+        return [r["value"]["after"]["id"] for r in pa.Table.from_batches(list(reader.stream(start, end))).to_pylist()]
+
+    want = list(range(1, 31))
+    assert ids() == want and ids() == want
+    assert len(opened) == 1
+    pg.restart()
+    assert ids() == want
+    assert len(opened) == 2
+    early = SlotReader(conn.session, conn.settings, conn.layout())._stream_bulk(start, end, 0)
+    next(early)
+    early.close()
+    assert ids() == want
+    assert len(opened) == 3
+    monkeypatch.setattr(session_module, "READER_KEEP_S", 0.1)
+    assert ids() == want  # kept for 0.1 s only
+    deadline = time.monotonic() + 60
+    while conn.session._reader_key() in session_module._KEPT_READERS._idle:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     conn.stop()

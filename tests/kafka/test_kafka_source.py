@@ -4,6 +4,7 @@ with key, value and headers; KIP-158 topic creation; the at-least-once guarantee
 from __future__ import annotations
 
 import os
+import time
 from collections import Counter
 
 from confluent_kafka.admin import AdminClient, ConfigResource
@@ -69,6 +70,42 @@ def test_delivery_into_kafka_is_at_least_once_a_batch_produced_but_not_committed
     # A clean restart produces nothing again.
     run_once(spark, config, bootstrap, checkpoint)
     consume(bootstrap, topic, 12)
+
+
+def test_a_stream_into_kafka_writes_its_checkpoint_asynchronously_and_still_produces_a_lost_commit_again(
+        spark, bootstrap, topic_name, tmp_path):
+    """At a processing-time trigger a query straight into Kafka tracks its progress asynchronously (Spark's
+    asyncProgressTrackingEnabled); a restart after the driver died between producing a batch and the commit log
+    produces that batch again, and nothing is lost."""
+    topic, source = topic_name("lines"), tmp_path / "in.txt"
+    source.write_text("".join(f"line-{i}\n" for i in range(5)))
+    config = {"name": "lines", "connector.class": "FileStreamSource", "file": str(source), "topic": topic}
+    checkpoint = tmp_path / "ckpt"
+
+    def run_until(read: int) -> None:
+        query = source_stream(spark, config, bus=bootstrap, checkpoint=str(checkpoint),
+                              trigger={"processingTime": "200 milliseconds"})
+        try:
+            engine = query._jsq.streamingQuery().getClass().getSimpleName()
+            assert engine == "AsyncProgressTrackingMicroBatchExecution"
+            deadline = time.monotonic() + 120
+            while sum(p["numInputRows"] for p in query.recentProgress) < read:
+                assert query.exception() is None and time.monotonic() < deadline, query.exception()
+                time.sleep(0.2)
+        finally:
+            query.stop()
+        assert query.exception() is None, query.exception()
+
+    run_until(5)
+    commits = checkpoint / "commits"
+    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+    with open(source, "a") as f:
+        f.write("line-5\nline-6\n")
+    run_until(7)  # the batch whose commit was lost, then the new lines
+    values = Counter(m.value().decode() for m in consume(bootstrap, topic, 12))
+    assert values == {**{f"line-{i}": 2 for i in range(5)}, "line-5": 1, "line-6": 1}
 
 
 def test_a_tolerant_source_dead_letters_failed_records_to_its_kafka_dlq_topic(spark, bootstrap, topic_name,

@@ -5,7 +5,9 @@ A :class:`PgSession` opens psycopg connections from the settings (every session 
 busy with another session through the shared :func:`~spark_connect_bridge.retry.retry_call`
 (``errors.retry.timeout``, ``errors.retry.delay.max.ms``; a slot still held by the backend of a crashed
 driver is waited for at least a minute), and keeps the driver's one connection and the replication
-connection that holds an exported snapshot. Pickled to executors without its connections.
+connection that holds an exported snapshot. Pickled to executors without its connections; there
+:meth:`PgSession.reader_connections` keeps the connections a batch read the slot with for the next batch of the
+same connector in the same process (Spark reuses its Python workers; connecting is most of a small batch's read).
 
 The slot is created over a replication connection (``CREATE_REPLICATION_SLOT ... (SNAPSHOT 'export')``, which
 no SQL function offers) and moved only by ``pg_replication_slot_advance``, after Spark committed a batch.
@@ -17,8 +19,13 @@ no SQL function offers) and moved only by ``pg_replication_slot_advance``, after
 
 from __future__ import annotations
 
+import hashlib
 import logging
-from collections.abc import Callable, Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -27,8 +34,9 @@ from ...errors import ConnectError
 from .config import PostgresSettings, PublicationMode
 from .types import SESSION_OPTIONS
 
-__all__ = ["BUSY_SLOT_WAIT_MS", "CONNECTION_LOST", "PgSession", "ReadInterrupted", "SlotBusy", "adbc_module",
-           "is_busy", "is_transient", "lsn_text", "parse_lsn", "psycopg_module"]
+__all__ = ["BUSY_SLOT_WAIT_MS", "CONNECTION_LOST", "READER_KEEP_S", "READERS_KEPT_MAX", "PgSession", "ReadInterrupted",
+           "ReaderConnections", "SlotBusy", "adbc_module", "is_busy", "is_transient", "lsn_text", "parse_lsn",
+           "psycopg_module"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +47,13 @@ BUSY_SLOT_WAIT_MS = 60_000
 #: libpq's words for a connection that went away under a query
 CONNECTION_LOST = ("server closed the connection", "terminating connection", "could not receive data",
                    "no connection to the server", "connection to server", "SSL SYSCALL error")
+#: How long the connections a batch read the slot with stay open after it, for the next batch's read (seconds).
+#: A stream at a sub-second trigger reads every time; ADBC's connect alone took 50 ms idle and 300-500 ms at a
+#: load average of 15 (it reads the server's type catalog), most of a small batch's read.
+READER_KEEP_S = 10.0
+#: The most connectors one process keeps reader connections for (two connections each); the least recently used
+#: are closed first.
+READERS_KEPT_MAX = 4
 
 
 def lsn_text(lsn: int) -> str:
@@ -109,6 +124,80 @@ def _is_operational(e: BaseException) -> bool:
     return isinstance(e, psycopg_module().OperationalError)
 
 
+@dataclass(eq=False)
+class ReaderConnections:
+    """The connections an executor reads the slot with: ``sql`` (psycopg: the slot check, the query's literals)
+    and ``arrow`` (ADBC: the peek as Arrow)."""
+
+    sql: Any
+    arrow: Any
+    expiry: threading.Timer | None = None  # closes them when kept unused for READER_KEEP_S
+
+    def alive(self) -> bool:
+        """Both still answer (a kept pair may have outlived a server restart or an ended backend)."""
+        if self.sql.closed or self.sql.broken:
+            return False
+        try:
+            self.sql.execute("select 1").fetchone()
+            cur = self.arrow.cursor()
+            try:
+                cur.execute("select 1")
+                cur.fetchone()
+            finally:
+                cur.close()
+        except Exception:  # any failure means: open new ones (a failure of those is reported as usual)
+            log.debug("a kept slot reader connection is gone; connecting again", exc_info=True)
+            return False
+        return True
+
+    def close(self) -> None:
+        for conn in (self.arrow, self.sql):
+            try:
+                conn.close()
+            except Exception:  # closing a connection that is already broken
+                log.debug("closing a slot reader connection failed", exc_info=True)
+
+
+class _KeptReaders:
+    """This process's idle reader connections by connector (:meth:`PgSession.reader_connections`): at most
+    :data:`READERS_KEPT_MAX`, each closed after :data:`READER_KEEP_S` unused."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: OrderedDict[str, ReaderConnections] = OrderedDict()
+
+    def take(self, key: str) -> ReaderConnections | None:
+        with self._lock:
+            conns = self._idle.pop(key, None)
+        if conns is not None and conns.expiry is not None:
+            conns.expiry.cancel()
+        return conns
+
+    def keep(self, key: str, conns: ReaderConnections) -> None:
+        with self._lock:
+            evicted = [c for c in (self._idle.pop(key, None),) if c is not None]
+            self._idle[key] = conns
+            while len(self._idle) > READERS_KEPT_MAX:
+                evicted.append(self._idle.popitem(last=False)[1])
+        for old in evicted:
+            if old.expiry is not None:
+                old.expiry.cancel()
+            old.close()
+        conns.expiry = threading.Timer(READER_KEEP_S, self._expire, (key, conns))
+        conns.expiry.daemon = True
+        conns.expiry.start()
+
+    def _expire(self, key: str, conns: ReaderConnections) -> None:
+        with self._lock:
+            if self._idle.get(key) is not conns:
+                return  # taken since (a take cancels the timer; this one had fired already)
+            del self._idle[key]
+        conns.close()
+
+
+_KEPT_READERS = _KeptReaders()
+
+
 class PgSession:
     """The connections of one PostgreSQL connector (see the module docstring)."""
 
@@ -166,6 +255,36 @@ class PgSession:
         uri = f"postgresql://{auth}@{host}:{kw.pop('port')}/{quote(str(kw.pop('dbname')), safe='')}"
         extra = "&".join(f"{k}={quote(str(v), safe='')}" for k, v in kw.items())
         return adbc_module().connect(uri + (("?" + extra) if extra else ""), autocommit=True)
+
+    @contextmanager
+    def reader_connections(self) -> Iterator[ReaderConnections]:
+        """The connections to read the slot with (executor): those this process kept from the connector's last
+        batch when they still answer, else new ones. Kept again for :data:`READER_KEEP_S` when the block ends
+        normally; closed when it raises, or when a generator reading inside it is closed before its end (a
+        connection left in the middle of a result is not reused). An idle kept connection holds no slot: a peek
+        releases the slot when it returns."""
+        key = self._reader_key()
+        conns = _KEPT_READERS.take(key)
+        if conns is not None and not conns.alive():
+            conns.close()
+            conns = None
+        if conns is None:
+            sql_conn = self.connect()
+            try:
+                conns = ReaderConnections(sql_conn, self.adbc_connect())
+            except BaseException:
+                sql_conn.close()
+                raise
+        try:
+            yield conns
+        except BaseException:
+            conns.close()
+            raise
+        _KEPT_READERS.keep(key, conns)
+
+    def _reader_key(self) -> str:
+        """Which kept reader connections are this connector's (a digest: the password is among the keywords)."""
+        return hashlib.sha256(repr(sorted(self.conninfo().items())).encode()).hexdigest()
 
     def _driver(self) -> Any:
         if self._conn is None or self._conn.closed:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 from ...errors import ConnectError, RetriableError
@@ -151,61 +152,68 @@ class SlotReader:
     def _stream_bulk(self, lo: int, hi: int, skip: int) -> Iterator[Any]:
         """:meth:`_stream_once` with the peek fetched as Arrow (ADBC's binary COPY, no Python object per
         message) and decoded a chunk at a time by :func:`~.pgoutput_bulk.decode_chunk`; a chunk it cannot
-        take goes to the per-message decoder with the same state, so the events are the same either way."""
+        take goes to the per-message decoder with the same state, so the events are the same either way. The
+        connections are the ones this process kept from the connector's previous batch
+        (:meth:`~.session.PgSession.reader_connections`)."""
         from psycopg import sql
 
         settings = self.settings
-        with self.session.connect() as conn:
-            self._check_readable(conn, lo, hi)
+        with self.session.reader_connections() as conns:
+            self._check_readable(conns.sql, lo, hi)
             query = sql.SQL("select (lsn - '0/0'::pg_lsn)::int8 as lsn, data from "
                             "pg_logical_slot_peek_binary_changes({}::name, {}::pg_lsn, NULL::int4, "
                             "'proto_version', '1', 'publication_names', {}::text)").format(
                 sql.Literal(settings.slot_name), sql.Literal(lsn_text(hi)),
-                sql.Literal(settings.publication_name)).as_string(conn)
-        dec = Decoder(lo, hi)
-        emitted = 0
+                sql.Literal(settings.publication_name)).as_string(conns.sql)
+            dec = Decoder(lo, hi)
+            emitted = 0
+            # closed before the connections are (a generator left early would hold a cursor open on them)
+            with closing(self._peek_chunks(conns.arrow, query)) as chunks:
+                for rb in chunks:
+                    for batch in self._decode_chunk(dec, rb):
+                        emitted, batch = skip_rows(batch, emitted, skip)
+                        if batch is not None:
+                            yield batch
+
+    def _decode_chunk(self, dec: Decoder, rb: Any) -> list[Any]:
+        """The events of one record batch of the peek, in bulk; a chunk the bulk decoder cannot take goes to the
+        per-message decoder from the same state."""
         events = self.events
         pa = events.pa
-        for rb in self._peek_chunks(query):
-            lsn = rb.column(0).to_numpy()
-            data = rb.column(1)
-            if data.type != pa.binary():
-                data = data.cast(pa.binary())
-            state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
-            try:
-                out = list(events.bulk(pgoutput_bulk.decode_chunk(dec, lsn, data), data))
-            except pgoutput_bulk.Unsupported as e:
-                log.debug("%s: per-message decoding for a chunk (%s)", settings.name, e)
-                dec.keep, dec.xid, dec.ts, dec.done = state[:4]
-                dec.relations.clear()
-                dec.relations.update(state[4])
-                rows = zip(lsn.tolist(), data.to_pylist())
-                out = list(events.windowed(dec.changes(rows)))
-            for b in out:
-                emitted, b = skip_rows(b, emitted, skip)
-                if b is not None:
-                    yield b
+        lsn = rb.column(0).to_numpy()
+        data = rb.column(1)
+        if data.type != pa.binary():
+            data = data.cast(pa.binary())
+        state = (dec.keep, dec.xid, dec.ts, dec.done, dict(dec.relations))
+        try:
+            return list(events.bulk(pgoutput_bulk.decode_chunk(dec, lsn, data), data))
+        except pgoutput_bulk.Unsupported as e:
+            log.debug("%s: per-message decoding for a chunk (%s)", self.settings.name, e)
+            dec.keep, dec.xid, dec.ts, dec.done = state[:4]
+            dec.relations.clear()
+            dec.relations.update(state[4])
+            rows = zip(lsn.tolist(), data.to_pylist())
+            return list(events.windowed(dec.changes(rows)))
 
-    def _peek_chunks(self, query: str) -> Iterator[Any]:
-        """The peek's record batches from ADBC. A failure of the server's query reaches the reader as an
-        ArrowException without a SQLSTATE, so it is classified here (see :meth:`_peek_error`)."""
+    def _peek_chunks(self, aconn: Any, query: str) -> Iterator[Any]:
+        """The peek's record batches from ADBC (``aconn``). A failure of the server's query reaches the reader
+        as an ArrowException without a SQLSTATE, so it is classified here (see :meth:`_peek_error`)."""
         pa = self.events.pa
         adbc = adbc_module()
-        with self.session.adbc_connect() as aconn:
-            cur = aconn.cursor()
-            try:
-                cur.execute(query)
-                reader = cur.fetch_record_batch()
-                while True:
-                    try:
-                        rb = reader.read_next_batch()
-                    except StopIteration:
-                        return
-                    except (pa.ArrowException, adbc.Error) as e:
-                        raise self._peek_error(e) from e
-                    yield rb
-            finally:
-                cur.close()
+        cur = aconn.cursor()
+        try:
+            cur.execute(query)
+            reader = cur.fetch_record_batch()
+            while True:
+                try:
+                    rb = reader.read_next_batch()
+                except StopIteration:
+                    return
+                except (pa.ArrowException, adbc.Error) as e:
+                    raise self._peek_error(e) from e
+                yield rb
+        finally:
+            cur.close()
 
     def _peek_error(self, e: Exception) -> BaseException:
         """What a failed peek means: the slot busy with another session (:class:`~.session.SlotBusy`, retried
