@@ -22,7 +22,7 @@ A read interrupted by a lost connection or a slot busy with another session is r
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import closing
 from typing import Any
 
@@ -195,7 +195,7 @@ class SlotReader:
             rows = zip(lsn.tolist(), data.to_pylist())
             return list(events.windowed(dec.changes(rows)))
 
-    def _peek_chunks(self, aconn: Any, query: str) -> Iterator[Any]:
+    def _peek_chunks(self, aconn: Any, query: str) -> Generator[Any, None, None]:
         """The peek's record batches from ADBC (``aconn``). A failure of the server's query reaches the reader
         as an ArrowException without a SQLSTATE, so it is classified here (see :meth:`_peek_error`)."""
         pa = self.events.pa
