@@ -228,6 +228,17 @@ def test_gather_binary_matches_slicing_up_to_the_end_of_the_buffer():
         assert got == want
 
 
+def _slot_with_rows(pg, n: int) -> tuple[dict, Any, int, int]:
+    """A connector on a new database's slot, and the LSNs before and after the commit of n rows into a table t."""
+    db = _db(pg)
+    pg.execute("create table t (id int primary key, v text)", database=db)
+    config = _config(pg, db)
+    conn = build_connector(config, kind="source")
+    start = int(conn.initial_offsets()[conn._key]["lsn"])
+    pg.execute(f"insert into t select g, 'v' || g from generate_series(1, {n}) g", database=db)
+    return config, conn, start, _commit_ends(pg, db, config["slot.name"])[-1]
+
+
 def test_bulk_read_waits_for_a_slot_busy_with_another_session(pg):
     """ADBC reports a busy slot as a ProgrammingError (SQLSTATE 55006): retried like psycopg's ObjectInUse."""
     import os
@@ -235,13 +246,8 @@ def test_bulk_read_waits_for_a_slot_busy_with_another_session(pg):
     import threading
     import time
 
-    db = _db(pg)
-    pg.execute("create table t (id int primary key, v text)", database=db)
-    config = _config(pg, db)
-    conn = build_connector(config, kind="source")
-    start = int(conn.initial_offsets()[conn._key]["lsn"])
-    pg.execute("insert into t select g, 'v' || g from generate_series(1, 50) g", database=db)
-    end = _commit_ends(pg, db, config["slot.name"])[-1]
+    config, conn, start, end = _slot_with_rows(pg, 50)
+    db = config["database.dbname"]
     holder = subprocess.Popen(
         [os.path.join(pg.bin, "pg_recvlogical"), "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", db,
          "--slot", config["slot.name"], "--start", "-f", os.devnull, "-o", "proto_version=1",
@@ -273,13 +279,7 @@ def test_batches_read_over_the_connections_the_last_batch_kept_new_ones_when_tho
 
     from spark_connect_bridge.connectors.postgres import session as session_module
 
-    db = _db(pg)
-    pg.execute("create table t (id int primary key, v text)", database=db)
-    config = _config(pg, db)
-    conn = build_connector(config, kind="source")
-    start = int(conn.initial_offsets()[conn._key]["lsn"])
-    pg.execute("insert into t select g, 'v' || g from generate_series(1, 30) g", database=db)
-    end = _commit_ends(pg, db, config["slot.name"])[-1]
+    _, conn, start, end = _slot_with_rows(pg, 30)
     opened: list[int] = []
     real = session_module.PgSession.adbc_connect
     monkeypatch.setattr(session_module.PgSession, "adbc_connect", lambda self: opened.append(1) or real(self))

@@ -30,6 +30,14 @@ def datagen(topic: str, **extra: str) -> dict[str, str]:
             "transforms.origin.header": "origin", "transforms.origin.value.literal": "datagen", **extra}
 
 
+def _lose_last_commit(checkpoint) -> None:
+    """The driver died after Spark's Kafka sink produced the last batch and before the commit log recorded it."""
+    commits = checkpoint / "commits"
+    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
+    (commits / str(last)).unlink()
+    (commits / f".{last}.crc").unlink(missing_ok=True)
+
+
 def test_source_records_are_produced_with_key_value_and_headers_into_a_topic_created_by_its_rules(
         spark, bootstrap, topic_name, tmp_path):
     topic = topic_name("orders")
@@ -58,10 +66,7 @@ def test_delivery_into_kafka_is_at_least_once_a_batch_produced_but_not_committed
     checkpoint = tmp_path / "ckpt"
     run_once(spark, config, bootstrap, checkpoint)
     # The driver dies after Spark's Kafka sink produced batch 0 and before the commit log recorded it.
-    commits = checkpoint / "commits"
-    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
-    (commits / str(last)).unlink()
-    (commits / f".{last}.crc").unlink(missing_ok=True)
+    _lose_last_commit(checkpoint)
     with open(source, "a") as f:
         f.write("line-5\nline-6\n")
     run_once(spark, config, bootstrap, checkpoint)
@@ -97,10 +102,7 @@ def test_a_stream_into_kafka_writes_its_checkpoint_asynchronously_and_still_prod
         assert query.exception() is None, query.exception()
 
     run_until(5)
-    commits = checkpoint / "commits"
-    last = max(int(n) for n in os.listdir(commits) if n.isdigit())
-    (commits / str(last)).unlink()
-    (commits / f".{last}.crc").unlink(missing_ok=True)
+    _lose_last_commit(checkpoint)
     with open(source, "a") as f:
         f.write("line-5\nline-6\n")
     run_until(7)  # the batch whose commit was lost, then the new lines
