@@ -200,6 +200,11 @@ class KafkaConnectWorker(ProcessServer):
                 return f"{name}: {what} FAILED:\n{state.get('trace', '')}"
         return None
 
+    def warnings(self, most: int = 40) -> str:
+        """The last WARN/ERROR lines of this worker's log (for a test's failure message)."""
+        with open(self.log, errors="replace") as f:
+            return "".join([line for line in f if " WARN " in line or " ERROR " in line][-most:])
+
     def _task_log(self, name: str) -> list[str]:
         marker = f"WorkerSourceTask{{id={name}-0}} "
         with open(self.log, errors="replace") as f:
@@ -249,7 +254,8 @@ class KafkaConnectWorker(ProcessServer):
                         pending.remove(name)
                 if pending and time.monotonic() > deadline:
                     raise TimeoutError(f"Kafka Connect connectors {pending} did not complete within {timeout}s: "
-                                       + "; ".join(f"{n}: {self.status(n)}" for n in pending))
+                                       + "; ".join(f"{n}: {self.status(n)}" for n in pending)
+                                       + "\nthe worker's last warnings:\n" + self.warnings())
                 if pending:
                     time.sleep(0.2)
         finally:
