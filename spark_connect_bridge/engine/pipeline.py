@@ -404,7 +404,8 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
     p = prepare(config, kind="sink", dead_letter_kafka=dead_letter_kafka)
     check_python_workers(df.sparkSession)
     name = query_name or p.name
-    opts = {**p.connector_options, **({SUBSCRIBED_OPTION: "true"} if subscribed else {})}
+    # Always the pipeline's own value: a config that carries the key cannot turn the sink's topic selection off.
+    opts = {**p.connector_options, SUBSCRIBED_OPTION: "true" if subscribed else "false"}
     stages = None
     if df.isStreaming and p.types_from_messages(df):
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
@@ -473,12 +474,13 @@ def write_batch(df: DataFrame, config: Configish | PreparedConfig, *, mode: str 
     check_python_workers(df.sparkSession)
     out, source_policy, tolerant = _sink_side(df, p)
     if not tolerant:
-        out.write.format("kconnect").options(**p.connector_options).mode(mode).save()
+        out.write.format("kconnect").options(**{**p.connector_options, SUBSCRIBED_OPTION: "false"}).mode(mode).save()
         return
     app = "batch-" + uuid.uuid4().hex[:16]
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
-        _without_internal(good).write.format("kconnect").options(**p.connector_options).mode(mode).save()
+        _without_internal(good).write.format("kconnect") \
+            .options(**{**p.connector_options, SUBSCRIBED_OPTION: "false"}).mode(mode).save()
         return None
 
     BatchRouter(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)
