@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 import uuid
 from pathlib import Path
 
@@ -26,15 +25,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +43,15 @@ def cluster(tmp_path_factory):
                                    "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)],
                                   env=env, stdout=master_log, stderr=subprocess.STDOUT))
     try:
-        _wait_for(lambda: "I have been elected leader" in (work / "master.log").read_text(), 90, "the master")
+        until(lambda: "I have been elected leader" in (work / "master.log").read_text(), timeout=90, what="the master")
         for i in range(2):
             log = open(work / f"worker{i}.log", "w")
             procs.append(subprocess.Popen(
                 [str(home / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker", url, "--host",
                  "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
                  "--work-dir", str(work / f"w{i}")], env=env, stdout=log, stderr=subprocess.STDOUT))
-        _wait_for(lambda: (work / "master.log").read_text().count("Registering worker") >= 2, 120, "two workers")
+        until(lambda: (work / "master.log").read_text().count("Registering worker") >= 2, timeout=120,
+              what="two workers")
         yield url, env, work
     finally:
         for p in procs:

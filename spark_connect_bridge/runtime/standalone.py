@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -122,7 +123,6 @@ def status_table(service: ConnectService, url: str = "") -> Any:
 
 def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) -> None:
     """Show the live status table until interrupted (Ctrl-C) or the process is terminated."""
-    import signal
 
     def _term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -175,6 +175,23 @@ def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bo
                 return 3
         watch(worker, live=live and os.isatty(1))
     except KeyboardInterrupt:
-        print("stopping ...", flush=True)
+        print("stopping ... (Ctrl-C again stops now)", flush=True)
+    _second_signal_stops_now()
     worker.close()
     return 0
+
+
+def _second_signal_stops_now() -> None:
+    """While the worker stops its queries and leaves its group, a second Ctrl-C (or SIGTERM) ends the process at
+    once, as ``kill -9`` would: each query resumes from its checkpoint, a group's lease runs out. (Raised as
+    ``KeyboardInterrupt`` inside ``close()`` instead, it would leave the worker's threads running on: a process
+    that keeps its connectors and never exits.)"""
+
+    def _now(signum: int, frame: Any) -> None:
+        print("stopping now: queries not stopped cleanly, each resumes from its checkpoint", flush=True)
+        logging.shutdown()
+        os._exit(128 + signum)
+
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGINT, _now)
+        signal.signal(signal.SIGTERM, _now)

@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +22,9 @@ import requests
 
 from tests.support.postgres import PostgresCluster, free_port
 from tests.support.processes import interrupt
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.timeout(1800)
-
-
-def _until(predicate: Callable[[], Any], *, timeout: float = 600.0, what: str) -> Any:
-    """Poll ``predicate`` until it returns a truthy value; fail with the last value seen."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-        except (requests.RequestException, OSError, ValueError) as e:
-            last = e  # not ready yet (an exception object is truthy: never returned)
-        else:
-            if value:
-                return value
-            last = value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
 
 
 class HttpWorker:
@@ -63,7 +46,7 @@ class HttpWorker:
         self._stderr = open(self.stderr_path, "w")
         self.proc = subprocess.Popen(cmd + ["standalone", str(props), "--no-live"], cwd=root,
                                      stdout=subprocess.DEVNULL, stderr=self._stderr)
-        _until(lambda: self.proc.poll() is None and requests.get(self.url + "/health", timeout=5).status_code == 200,
+        until(lambda: self.proc.poll() is None and requests.get(self.url + "/health", timeout=5).status_code == 200,
                timeout=300, what="the worker's /health")
 
     def call(self, method: str, path: str, body: Any = None) -> requests.Response:
@@ -89,10 +72,10 @@ class HttpWorker:
     def delete_all(self, *names: str) -> None:
         for name in names:
             self.call("DELETE", f"/connectors/{name}")
-        _until(lambda: not set(names) & set(self.get("/connectors")), what=f"{', '.join(names)} deleted")
+        until(lambda: not set(names) & set(self.get("/connectors")), what=f"{', '.join(names)} deleted")
 
     def wait_state(self, name: str, state: str) -> dict:
-        return _until(lambda: (s := self.get(f"/connectors/{name}/status"))["connector"]["state"] == state and s,
+        return until(lambda: (s := self.get(f"/connectors/{name}/status"))["connector"]["state"] == state and s,
                       what=f"{name} to be {state}")
 
     def stderr(self) -> str:
@@ -158,7 +141,7 @@ def _check_mirror(http_worker: HttpWorker, pg: PostgresCluster, db: str, mirror:
     want = [(1001, "Sally", "sally@example.com"), (1002, "George", "gbailey@foobar.com"),
             (1003, "Edward", "ed@walker.com")]
     names = ("inventory-connector", "mirror-sink")
-    _until(lambda: http_worker.healthy(*names) and _rows(pg, query, mirror) == want,
+    until(lambda: http_worker.healthy(*names) and _rows(pg, query, mirror) == want,
            what="the snapshot's rows in the mirror")
     topics = http_worker.get("/connectors/inventory-connector/topics")
     assert topics == {"inventory-connector": {"topics": ["fulfillment.public.customers"]}}
@@ -168,10 +151,10 @@ def _check_mirror(http_worker: HttpWorker, pg: PostgresCluster, db: str, mirror:
                "delete from customers where id = 1002", database=db)
     want = [(1001, "Sally", "sally@thomas.example"), (1003, "Edward", "ed@walker.com"),
             (1004, "Anne", "annek@noanswer.org")]
-    _until(lambda: http_worker.healthy(*names) and _rows(pg, query, mirror) == want,
+    until(lambda: http_worker.healthy(*names) and _rows(pg, query, mirror) == want,
            what="the streamed changes in the mirror")
     # 3 snapshot reads, the insert, the update, the delete and its tombstone
-    _until(lambda: http_worker.get("/connectors/inventory-connector/status")["metrics"]["records_in_total"] == 7,
+    until(lambda: http_worker.get("/connectors/inventory-connector/status")["metrics"]["records_in_total"] == 7,
            what="7 records counted")
 
 
@@ -201,16 +184,16 @@ def test_jdbc_source_into_a_jdbc_sink(http_worker, acceptance_pg):
 def _check_orders(http_worker: HttpWorker, pg: PostgresCluster, src_db: str, dst_db: str) -> None:
     query = 'select id, product, quantity from "pg-sales-orders"'
     names = ("jdbc-source-orders", "jdbc-sink-orders")
-    _until(lambda: http_worker.healthy(*names) and _rows(pg, query, dst_db) == [(1, "tea", 2), (2, "jam", 1),
+    until(lambda: http_worker.healthy(*names) and _rows(pg, query, dst_db) == [(1, "tea", 2), (2, "jam", 1),
                                                                                  (3, "bread", 4)],
            what="the three orders in the sink's table")
     pg.execute("insert into orders (product, quantity) values ('honey', 3)", database=src_db)
-    _until(lambda: http_worker.healthy(*names) and _rows(pg, query, dst_db) == [(1, "tea", 2), (2, "jam", 1),
+    until(lambda: http_worker.healthy(*names) and _rows(pg, query, dst_db) == [(1, "tea", 2), (2, "jam", 1),
                                                                                  (3, "bread", 4), (4, "honey", 3)],
            what="the new order in the sink's table")
     # The sink's offsets are its checkpoint's commit, made just after the rows are: wait for it.
     expected = [{"partition": {"kafka_topic": "pg-sales-orders", "kafka_partition": 0}, "offset": {"kafka_offset": 4}}]
-    _until(lambda: http_worker.get("/connectors/jdbc-sink-orders/offsets")["offsets"] == expected,
+    until(lambda: http_worker.get("/connectors/jdbc-sink-orders/offsets")["offsets"] == expected,
            what="the sink's committed offset 4")
 
 
@@ -238,7 +221,7 @@ def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(ht
         return sink_file.read_text().splitlines() if sink_file.exists() else []
 
     names = ("local-file-source", "local-file-sink")
-    got = _until(lambda: http_worker.healthy(*names) and len(sink_lines()) >= 2 and sink_lines(),
+    got = until(lambda: http_worker.healthy(*names) and len(sink_lines()) >= 2 and sink_lines(),
                  what="two JSON lines in the sink file")
     schema = {"type": "struct", "optional": False,
               "fields": [{"field": "line", "type": "string", "optional": False},
@@ -256,11 +239,11 @@ def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(ht
     for verb, state in (("pause", "PAUSED"), ("resume", "RUNNING"), ("stop", "STOPPED"), ("resume", "RUNNING")):
         assert http_worker.call("PUT", f"/connectors/local-file-source/{verb}").status_code in (202, 204)
         http_worker.wait_state("local-file-source", state)
-    _until(lambda: len(sink_lines()) == 3, what="the third line after resume")
+    until(lambda: len(sink_lines()) == 3, what="the third line after resume")
     assert json.loads(sink_lines()[2])["payload"] == {"line": "baz", "data_source": "test-file-source"}
     # counted across pause and resume, never backwards (a reset would stay at 1); the status follows the query's
     # progress events, which may arrive after the sink's file shows the line
-    _until(lambda: http_worker.get("/connectors/local-file-source/status")["metrics"]["records_out_total"] >= 3,
+    until(lambda: http_worker.get("/connectors/local-file-source/status")["metrics"]["records_out_total"] >= 3,
            timeout=60, what="records_out_total >= 3 in the source's status")
     http_worker.delete_all("local-file-sink", "local-file-source")
     time.sleep(3)

@@ -16,6 +16,7 @@ import pytest
 from spark_connect_bridge.connectors.offsets import canonical
 from tests.connectors.mysql_support import TYPE_VALUES, TYPES, config, execute, new_database, server, source, step
 from tests.support.kafka_connect import KafkaConnectWorker, _records_in, topic_records
+from tests.support.waiting import until
 
 #: source fields both describe alike (Debezium's ts_ms, version and its own name differ by design)
 _SOURCE = ("db", "table", "server_id", "gtid", "file", "pos", "row", "thread", "query", "snapshot")
@@ -93,18 +94,18 @@ def test_debezium_and_ours_emit_the_same_events_for_every_type(debezium, referen
         return any(text in (r.value or b"").lower() for r in topic_records(reference_kafka.bootstrap, "dbz"))
 
     try:
-        _wait(lambda: _records_in(reference_kafka.bootstrap, [topic]) >= 2)
+        until(lambda: _records_in(reference_kafka.bootstrap, [topic]) >= 2, what="Debezium's records")
         execute(f"insert into {db}.types values {TYPE_VALUES % 2};\n"
                 f"update {db}.types set vc = 'changed', dec1 = 1.5, tm = '01:02:03.5' where id = 1;\n"
                 f"delete from {db}.types where id = 3;\nupdate {db}.types set id = 20 where id = 2")
-        _wait(lambda: _records_in(reference_kafka.bootstrap, [topic]) >= 2 + 1 + 1 + 2 + 3)
+        until(lambda: _records_in(reference_kafka.bootstrap, [topic]) >= 2 + 1 + 1 + 2 + 3, what="Debezium's records")
         execute(f"alter table {db}.types comment = 'types';\ncreate index ix_vc on {db}.types (vc);\n"
                 f"alter table {db}.auto add column note text null, modify total decimal(10,2) not null;\n"
                 f"create table {db}.more (id int primary key, e enum('a','b') default 'a')")
-        _wait(lambda: ddl_seen(b"create table " + db.encode() + b".more"))
+        until(lambda: ddl_seen(b"create table " + db.encode() + b".more"), what="Debezium's records")
         ddl_at, ddl_rows = _all(ddl, ddl_at)  # read before `more` is dropped: ours describes tables as they are
         execute(f"drop table {db}.more")
-        _wait(lambda: ddl_seen(b"drop table"))
+        until(lambda: ddl_seen(b"drop table"), what="Debezium's records")
     finally:
         debezium.delete(name)
     theirs = [_comparable(_decoded(r.key), _decoded(r.value)) for r in topic_records(reference_kafka.bootstrap, topic)]

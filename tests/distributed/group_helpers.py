@@ -8,35 +8,15 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from tests.support.postgres import free_port
-from tests.support.processes import interrupt
-
-
-def until(predicate: Callable[[], Any], *, timeout: float = 300.0, what: str,
-          explain: Callable[[], str] | None = None) -> Any:
-    """Poll ``predicate`` until it returns a truthy value; fail with the last value seen (and ``explain()``)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            value = predicate()
-        except (requests.RequestException, OSError, ValueError, KeyError) as e:
-            last = e
-        else:
-            if value:
-                return value
-            last = value
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}"
-                         + (f"\n{explain()}" if explain is not None else ""))
-
+from tests.support.processes import interrupt, wait_or_kill
+from tests.support.waiting import until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,6 +54,7 @@ class GroupWorker:
         self.stderr_path = shared / f"{name}.stderr"
         self.proc: subprocess.Popen | None = None
         self._stderr: Any = None
+        self._interrupted = False
 
     def start(self) -> GroupWorker:
         kconnect = Path(sys.executable).with_name("kconnect")
@@ -112,6 +93,7 @@ class GroupWorker:
     def signal(self, sig: int) -> None:
         assert self.proc is not None
         self.proc.send_signal(sig)
+        self._interrupted = self._interrupted or sig == signal.SIGINT
 
     def pause(self) -> None:
         """SIGSTOP to every process of the worker (its Spark JVM too), as a paused machine or a long GC."""
@@ -140,7 +122,10 @@ class GroupWorker:
             if self.proc.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(self.proc.pid, signal.SIGCONT)  # a paused worker's JVM too
-            interrupt(self.proc)
+            if self._interrupted:  # one Ctrl-C already sent: a second one would stop it at once, not cleanly
+                wait_or_kill(self.proc)
+            else:
+                interrupt(self.proc)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None

@@ -253,10 +253,12 @@ def test_a_restarted_group_finds_every_connector_in_its_target_state(group):
     assert via.call("PUT", f"/connectors/{DELTA_SINK}/stop").status_code == 204
     group.until(lambda: via.status(FILE_SINK)["connector"]["state"] == "PAUSED"
           and via.status(DELTA_SINK)["connector"]["state"] == "STOPPED", what="paused and stopped")
-    for w in group.live():
-        w.signal(signal.SIGINT)
-    for w in group.live():
+    stopping = group.live()
+    for w in stopping:
+        w.signal(signal.SIGINT)  # all at once: no connector moves from one stopping worker to another
+    for w in stopping:
         w.stop()
+    assert [w.proc.returncode for w in stopping if w.proc] == [0] * len(stopping), group.explain()  # clean stops
     group.add_workers(2)  # a smaller group: the connectors are spread over what there is
     want = {SOURCE: "RUNNING", JDBC_SINK: "RUNNING", FILE_SINK: "PAUSED", DELTA_SINK: "STOPPED"}
     via = group.live()[0]

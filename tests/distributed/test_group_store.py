@@ -24,6 +24,7 @@ from spark_connect_bridge.runtime.group.kafka_topics import TopicReader
 from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
 from spark_connect_bridge.runtime.group.store import Move
 from tests.support import servers
+from tests.support.waiting import until
 
 
 @pytest.fixture(scope="module")
@@ -69,20 +70,12 @@ def fence_file(store, url: str, worker: str) -> FenceFile:
     return FenceFile(POSTGRES_CHECK, {"url": url, "password": None}, store.group_id, worker)
 
 
-def until(predicate, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-    return value
-
-
 def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
     lease = 100 if isinstance(store, PostgresGroupStore) else 1000  # the test broker's minimum session: 500 ms
     store.join("w1:1", "http://w1:1", lease)
     assert [(m.worker_id, m.url) for m in store.members()] == [("w1:1", "http://w1:1")]
     time.sleep(lease * 1.5 / 1000)  # no heartbeat for longer than the lease
-    until(lambda: store.members() == [], "the lease to run out")
+    until(lambda: store.members() == [], what="the lease to run out", interval=0.1)
     assert store.heartbeat("w1:1", lease) is False
     store.join("w1:1", "http://w1:1", 60_000)
     assert store.heartbeat("w1:1", 60_000) is True
@@ -241,12 +234,13 @@ def test_a_new_leader_honours_the_rebalance_delay_already_run(stores):
     else:
         first.join("w:1", "http://w:1", 200)
         first.rebalance(lambda view: [Move("c", "w:1")])
-        until(lambda: "w:1" not in {m.worker_id for m in first.members()}, "the owner's lease to run out")
+        until(lambda: "w:1" not in {m.worker_id for m in first.members()}, what="the owner's lease to run out",
+              interval=0.1)
     assert first.rebalance(plan) == []  # within the delay: the connector waits for its owner
     if isinstance(first, KafkaGroupStore):  # the leadership moves to the second worker
         second.join("b:1", "http://b:1", 60_000)
         first.leave("a:1")
-        until(lambda: second._leading() == "b:1", "the second worker to lead")
+        until(lambda: second._leading() == "b:1", what="the second worker to lead", interval=0.1)
     time.sleep(delay_ms / 1000)
     moves = second.rebalance(plan)  # the first decision of this worker, a delay after the owner was seen gone
     assert [(m.connector, m.pending) for m in moves] == [("c", False)]
@@ -273,7 +267,7 @@ def test_a_kafka_leader_paused_past_its_session_is_fenced_and_steps_down(url, mo
         a.join("a:1", "http://a:1", 1000)  # the first member leads
         beating.start()
         b.join("b:1", "http://b:1", 60_000)
-        until(lambda: a._leading() == "a:1" and b._members["b:1"].assigned, "the group to settle")
+        until(lambda: a._leading() == "a:1" and b._members["b:1"].assigned, what="the group to settle", interval=0.1)
         a.put_connector("c", {"name": "c", "config": {}}, create=True)
         assert a.rebalance(lambda view: [Move("c", "a:1")]) and b.rebalance(plan) == []
         held = a.assignments()["c"]
@@ -284,7 +278,7 @@ def test_a_kafka_leader_paused_past_its_session_is_fenced_and_steps_down(url, mo
         # a stops heartbeating: its consumer is no longer polled and leaves the group; b leads.
         paused.set()
         beating.join()
-        until(lambda: b._leading() == "b:1", "the other worker to lead")
+        until(lambda: b._leading() == "b:1", what="the other worker to lead", interval=0.1)
         woken: list = []
 
         def b_decides(view):
@@ -321,10 +315,10 @@ def test_a_kafka_worker_that_leads_again_decides_again(url):
         m.put_connector("c", {"name": "c", "config": {}}, create=True)
         assert m.rebalance(plan)
         a.join("a:1", "http://a:1", 60_000)  # sorts first: leads, and fences m's producer
-        until(lambda: a._leading() == "a:1", "the second worker to lead")
+        until(lambda: a._leading() == "a:1", what="the second worker to lead", interval=0.1)
         assert a.rebalance(plan) == []  # nothing to move, but its producer is initialised
         a.leave("a:1")
-        until(lambda: m._leading() == "m:1", "the first worker to lead again")
+        until(lambda: m._leading() == "m:1", what="the first worker to lead again", interval=0.1)
         assert m.rebalance(lambda view: [Move("c", "m:1")])
     finally:
         m.close()

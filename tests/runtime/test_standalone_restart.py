@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+import requests
 
 from .worker_helpers import Api, lines, wait_for
 
@@ -108,10 +109,46 @@ spark.sql.shuffle.partitions=2
         bad = subprocess.run(cli + ["connectors", "status", "missing", "--url", api.url], capture_output=True,
                              text=True)
         assert bad.returncode == 1 and "HTTP 404: Connector missing not found" in bad.stderr
+        with open(src, "a") as f:
+            f.writelines(f"line-{i}\n" for i in range(51, 61))
+        wait_for(lambda: len(lines(out)) > 50, what="lines 51.. to start flowing")
+        # An impatient Ctrl-C: the second one, while the worker stops its queries, ends the process at once (as
+        # kill -9 of the Python process: its Spark JVM goes with it), never a worker left running its connectors.
+        p2.send_signal(signal.SIGINT)
+        wait_for(lambda: b"stopping ..." in (tmp_path / "worker2.log").read_bytes(), what="the first Ctrl-C",
+                 interval=0.02)  # stopping three queries takes far longer
+        p2.send_signal(signal.SIGINT)
+        assert p2.wait(timeout=60) == 128 + signal.SIGINT
+        assert b"stopping now" in (tmp_path / "worker2.log").read_bytes()
+        wait_for(lambda: not _session_alive(p2.pid), timeout=60, what="the stopped worker's Spark JVM to exit")
     finally:
-        p2.send_signal(signal.SIGTERM)
+        if p2.poll() is None:
+            _kill9(p2)
+
+    p3 = _kconnect("worker", str(tmp_path / "worker.properties"), "--no-live", log=open(tmp_path / "w3.log", "wb"))
+    try:
+        wait_for(lambda: requests.get(api.url + "/health", timeout=5).status_code == 200, timeout=240,
+                 what="the third worker's /health")
+        api.wait_state("lines-sink", "RUNNING")
+        wait_for(lambda: len(lines(out)) >= 60, timeout=240, what="60 lines through the third worker")
+        assert lines(out) == [f"line-{i}" for i in range(1, 61)]
+    finally:
+        p3.send_signal(signal.SIGTERM)  # one signal: a clean stop
         try:
-            assert p2.wait(timeout=120) == 0
+            p3.wait(timeout=120)
         finally:
-            if p2.poll() is None:
-                _kill9(p2)
+            if p3.poll() is None:
+                _kill9(p3)
+    assert p3.returncode == 0, (tmp_path / "w3.log").read_text()[-3000:]
+
+
+def _session_alive(sid: int) -> bool:
+    """Whether any process of the session (the worker, its Spark JVM, Python workers) still runs."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+            if os.getsid(int(pid)) == sid and state != "Z":  # an exited process its new parent has not reaped
+                return True
+        except (OSError, IndexError):
+            continue
+    return False

@@ -2,29 +2,13 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 import requests
 
 from spark_connect_bridge.runtime.standalone import RunningWorker
-
-
-def wait_for(predicate: Callable[[], Any], *, timeout: float = 120.0, what: str = "condition") -> Any:
-    """Poll ``predicate`` until it returns a truthy value (a deadline for failing, not a timed assertion)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except (requests.RequestException, OSError, ValueError) as e:
-            last = e
-        if last:
-            return last
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+from tests.support.waiting import until as wait_for
 
 
 class Api:

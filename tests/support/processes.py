@@ -13,6 +13,11 @@ def interrupt(proc: subprocess.Popen, timeout: float = 120) -> None:
         return
     proc.send_signal(signal.SIGCONT)
     proc.send_signal(signal.SIGINT)
+    wait_or_kill(proc, timeout)
+
+
+def wait_or_kill(proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Wait for a process that was asked to stop; killed if it has not within ``timeout`` seconds."""
     try:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
