@@ -64,9 +64,11 @@ def _shop(tmp_path) -> dict[str, str]:
 
 
 # The sink's own transforms run after its subscription, as in Kafka Connect: a RegexRouter there renames the
-# records the sink takes (by the topic they were read from) and does not make it drop them.
-@pytest.mark.parametrize("sink_extra", [{}, ROUTER, {**ROUTER, "errors.tolerance": "all"}],
-                         ids=["plain", "sink-router", "sink-router-tolerant"])
+# records the sink takes (by the topic they were read from) and does not make it drop them. A config that carries
+# the pipeline's own option saying "only subscribed topics here" does not turn the selection off.
+@pytest.mark.parametrize("sink_extra", [{}, ROUTER, {**ROUTER, "errors.tolerance": "all"},
+                                        {"kconnect.topics.subscribed": "true"}],
+                         ids=["plain", "sink-router", "sink-router-tolerant", "config-claims-subscribed"])
 def test_records_of_other_topics_are_counted_not_dropped_in_silence(spark, tmp_path, sink_extra):
     source = _shop(tmp_path)
     out = tmp_path / "orders.txt"
