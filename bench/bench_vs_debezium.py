@@ -8,11 +8,13 @@ Debezium: > 1 means ours is faster, for CPU < 1 means ours uses less) and CPU se
   its first record to its last). Two rounds per side: the first connector of a fresh worker / Spark session (its
   JVM compiles the path: the JIT's CPU is counted), then a second connector on its own slot and topic (the steady
   state of a long-running worker); ours into Delta after them.
-* ``stream RATE SECONDS``: a sustained change stream at a fixed rate (single-row INSERT transactions, written by a
-  PL/pgSQL procedure that commits each row and paces itself: one Python client writing row by row reached only
-  ~1700-2000 tx/s here under load), both sides running; end-to-end latency = Kafka record's CreateTime - the
-  change's commit time (``source.ts_ms``), p50/p99 over every event; ours with a 500 ms trigger, and where its
-  micro-batches spent their time (the mean ``durationMs`` of the batches that read something).
+* ``stream RATE SECONDS [together]``: a sustained change stream at a fixed rate (single-row INSERT transactions,
+  written by a PL/pgSQL procedure that commits each row and paces itself: one Python client writing row by row
+  reached only ~1700-2000 tx/s here under load), each side alone with the same workload on a table of its own
+  (two cores: both at once, ``together``, measures mostly how they share them); end-to-end latency = Kafka
+  record's CreateTime - the change's commit time (``source.ts_ms``), p50/p99 over every event; ours with a 500 ms
+  trigger, and where its micro-batches spent their time (the mean ``durationMs`` of the batches that read
+  something).
 * ``startup``: config submitted -> first record in the topic, one-row table, worker/Spark session already up; ours
   twice: the session's first connector (it pays the Python workers' start and imports and the JVM's first run of the
   Kafka writer) and a second one.
@@ -218,16 +220,17 @@ def _latencies(bootstrap: str, topic: str) -> list[float]:
     return sorted(out)
 
 
-#: Writes ``n`` single-row INSERT transactions at ``rate`` per second from inside the server: a COMMIT per row,
-#: a sleep every ten rows to keep to the rate.
+#: Writes ``n`` single-row INSERT transactions into ``tbl`` at ``rate`` per second from inside the server: a COMMIT
+#: per row, a sleep every ten rows to keep to the rate.
 _PACED_INSERTS = """
-    create procedure paced_inserts(n int, rate int) language plpgsql as $$
+    create procedure paced_inserts(tbl text, n int, rate int) language plpgsql as $$
     declare
         started timestamptz := clock_timestamp();
         ahead float8;
+        ins text := format('insert into %I (id, name, amount) values ($1, $2, $3)', tbl);
     begin
         for i in 0 .. n - 1 loop
-            insert into events (id, name, amount) values (i, 'event ' || i, i * 0.01);
+            execute ins using i, 'event ' || i, i * 0.01;
             commit;
             if i % 10 = 9 then
                 ahead := (i + 1)::float8 / rate - extract(epoch from clock_timestamp() - started);
@@ -251,39 +254,57 @@ def _phases_line(progress: list[dict]) -> str:
     return f"{len(batches)} micro-batches, {rows:.0f} events each, mean ms: {means}"
 
 
-def stream(rate: int, seconds: int) -> None:
+def stream(rate: int, seconds: int, together: bool = False) -> None:
+    """Each side alone by default (the other's JVM stopped or idle: two cores shared with PostgreSQL and one broker,
+    the same workload on a table of its own); ``together``: both at once on one table, as before."""
     import psycopg
 
     with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
         db = pg.new_database("bench")
-        pg.execute("create table events (id bigint primary key, name text, amount numeric(12,2), "
-                   "at timestamptz default now())", database=db)
+        for table in ("events", "events_theirs", "events_ours"):
+            pg.execute(f"create table {table} (id bigint primary key, name text, amount numeric(12,2), "
+                       "at timestamptz default now())", database=db)
         pg.execute(_PACED_INSERTS, database=db)
         pg.execute("create publication dbz_publication for all tables", database=db)
         spark = _spark()
-        with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False,
-                                worker={"offset.flush.interval.ms": 10000}) as connect:
-            connect.create(_config(pg, db, "theirs", "theirs_slot", "events"))
-            query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", "events"), ours_kafka.bootstrap,
-                                trigger={"processingTime": "500 milliseconds"})
-            time.sleep(15)  # both streaming (empty snapshot done, first batches planned)
-            roots = _ours_roots(spark)
-            theirs0, ours0, split0 = _cpu({connect.process.pid}), _cpu(roots), _cpu_split(roots)
-            n = rate * seconds
+        n = rate * seconds
+        tables = {"theirs": "events", "ours": "events"} if together else \
+            {"theirs": "events_theirs", "ours": "events_ours"}
+
+        def write(table: str) -> float:
             with psycopg.connect(pg.dsn(db), autocommit=True) as conn:
                 start = time.monotonic()
-                conn.execute("call paced_inserts(%s, %s)", (n, rate))
-                achieved = n / (time.monotonic() - start)
-            _wait_records(theirs_kafka.bootstrap, "theirs.public.events", n, timeout=600)
-            _wait_records(ours_kafka.bootstrap, "ours.public.events", n, timeout=600)
-            theirs_cpu, ours_cpu, split1 = _cpu({connect.process.pid}) - theirs0, _cpu(roots) - ours0, _cpu_split(roots)
-            progress = query.recentProgress
-            query.stop()
+                conn.execute("call paced_inserts(%s, %s, %s)", (table, n, rate))
+                return n / (time.monotonic() - start)
+
+        with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False,
+                                worker={"offset.flush.interval.ms": 10000}) as connect:
+            connect.create(_config(pg, db, "theirs", "theirs_slot", tables["theirs"]))
+            if together:
+                query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", tables["ours"]),
+                                    ours_kafka.bootstrap, trigger={"processingTime": "500 milliseconds"})
+            time.sleep(15)  # streaming (empty snapshot done, first batches planned)
+            roots = _ours_roots(spark)
+            theirs0, ours0, split0 = _cpu({connect.process.pid}), _cpu(roots), _cpu_split(roots)
+            achieved = {"theirs": write(tables["theirs"])}
+            _wait_records(theirs_kafka.bootstrap, f"theirs.public.{tables['theirs']}", n, timeout=600)
+            theirs_cpu = _cpu({connect.process.pid}) - theirs0
             connect.delete("theirs")
-        theirs_lat, ours_lat = (_latencies(k.bootstrap, f"{side}.public.events")
+        if not together:
+            query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", tables["ours"]), ours_kafka.bootstrap,
+                                trigger={"processingTime": "500 milliseconds"})
+            time.sleep(15)
+            ours0, split0 = _cpu(roots), _cpu_split(roots)
+            achieved["ours"] = write(tables["ours"])
+        _wait_records(ours_kafka.bootstrap, f"ours.public.{tables['ours']}", n, timeout=600)
+        ours_cpu, split1 = _cpu(roots) - ours0, _cpu_split(roots)
+        progress = query.recentProgress
+        query.stop()
+        theirs_lat, ours_lat = (_latencies(k.bootstrap, f"{side}.public.{tables[side]}")
                                 for k, side in ((theirs_kafka, "theirs"), (ours_kafka, "ours")))
-        print(f"sustained stream: {n} single-row transactions at {rate}/s asked, {achieved:.0f}/s achieved; "
-              f"ours with a 500 ms trigger")
+        print(f"sustained stream: {n} single-row transactions at {rate}/s asked, "
+              + ", ".join(f"{v:.0f}/s achieved ({k})" for k, v in achieved.items())
+              + f"; ours with a 500 ms trigger; {'both at once' if together else 'each side alone'}")
         for q in (0.5, 0.99):
             _row(f"latency p{int(q * 100)} (commit -> Kafka)", theirs_lat[int(q * (len(theirs_lat) - 1))],
                  ours_lat[int(q * (len(ours_lat) - 1))], "ms", higher_is_better=False)
@@ -321,7 +342,8 @@ if __name__ == "__main__":
     if command == "snapshot":
         snapshot(int(sys.argv[2]) if len(sys.argv) > 2 else 200_000)
     elif command == "stream":
-        stream(int(sys.argv[2]) if len(sys.argv) > 2 else 5000, int(sys.argv[3]) if len(sys.argv) > 3 else 20)
+        stream(int(sys.argv[2]) if len(sys.argv) > 2 else 5000, int(sys.argv[3]) if len(sys.argv) > 3 else 20,
+               together=len(sys.argv) > 4 and sys.argv[4] == "together")
     elif command == "startup":
         startup()
     else:
