@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, NullType, StringType
 
 from ..config import load_config_file
+from ..config.common import SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..core.records import HEADERS, HEADERS_TYPE, RECORD_COLUMNS
 from ..engine.dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
@@ -246,7 +247,8 @@ def plan_sink(config: Mapping[str, Any] | str, bus: KafkaBus | str) -> KafkaSink
     if problems:
         raise ConfigError(problems, context=f"connector {props.get('name')!r}" if props.get("name") else None)
     max_records = props.get("max.records.per.trigger")
-    return KafkaSinkPlan(p, consumer, tuple(topics), regex, int(max_records) if max_records else None,
+    return KafkaSinkPlan(p, consumer, tuple(topics), regex,
+                         int(max_records) if max_records else SINK_MAX_RECORDS_PER_TRIGGER,
                          int(props.get("errors.deadletterqueue.topic.replication.factor") or 3))
 
 

@@ -84,8 +84,14 @@ COMMON = (
             doc="Add __connect.errors.* context headers to dead-lettered records.", group="Error Handling")
     .define("max.records.per.trigger", Type.LONG, None, Range.at_least(1), Importance.MEDIUM,
             "Spark: upper bound on the records one micro-batch reads (admission control). Unset: the "
-            "connector's own default.", group="Spark")
+            "connector's own default; a sink reading Kafka or the worker's topic store: 50000 (its micro-batch is "
+            "cached while it is converted, dead-lettered and written: a backlog read in one batch could outgrow "
+            "the driver's memory).", group="Spark")
 )
+
+#: The micro-batch bound of a sink that reads Kafka or the topic store when its config sets none (see above):
+#: 200,000 Debezium envelopes with schemas (~2 KB each) in one batch ran a 1 GB driver out of heap.
+SINK_MAX_RECORDS_PER_TRIGGER = 50_000
 
 
 def _topics_xor_regex(cfg: Config) -> Iterable[ConfigProblem]:

@@ -31,6 +31,7 @@ from typing import Any
 from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, KafkaSinkPlan, KafkaSourcePlan, sink_stream, source_stream
+from ..config.common import SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..engine.datasource import register
@@ -323,7 +324,9 @@ class Worker:
                     rt.query = sink_stream(self.spark, checked.kafka, bus=self.bus, checkpoint=checkpoint,
                                            trigger=self.config.trigger, query_name=self._query_name(rt))
                 else:
-                    df = self.store.read_stream(self.spark, topics or None, regex or None)
+                    df = self.store.read_stream(self.spark, topics or None, regex or None,
+                                                max_records_per_trigger=checked.prepared.settings.
+                                                max_records_per_trigger or SINK_MAX_RECORDS_PER_TRIGGER)
                     if self.store.format == "delta":
                         options = self.store.source_options(topics or None, regex or None)
                         rt.lag_source = self._driver_source(lambda: build_connector(options, kind="source"))
