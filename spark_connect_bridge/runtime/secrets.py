@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -154,17 +155,23 @@ class ConfigCipher:
                 return f.read().strip()
         except FileNotFoundError:
             pass
-        os.makedirs(os.path.dirname(self.key_file), mode=0o700, exist_ok=True)
+        folder = os.path.dirname(self.key_file)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
         key = Fernet.generate_key()
+        # Written whole under a temporary name, then linked into place: a worker starting at the same moment
+        # finds either no key file or a complete one (created in place, it could read it still empty).
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".key-")  # mode 0600
         try:
-            fd = os.open(self.key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(key)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, self.key_file)
         except FileExistsError:  # another process created it meanwhile
             with open(self.key_file, "rb") as f:
                 return f.read().strip()
-        with os.fdopen(fd, "wb") as f:
-            f.write(key)
-            f.flush()
-            os.fsync(f.fileno())
+        finally:
+            os.unlink(tmp)
         log.info("Created the key that encrypts stored connector configs: %s", self.key_file)
         return key
 

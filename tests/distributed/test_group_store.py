@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyarrow as pa
 import pytest
 
+from spark_connect_bridge.bus.admin import ensure_topics
 from spark_connect_bridge.connectors.base import WriteContext
 from spark_connect_bridge.connectors.factory import build_connector
 from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
@@ -20,7 +21,7 @@ from spark_connect_bridge.errors import FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
 from spark_connect_bridge.runtime.group.fencing import POSTGRES_CHECK, FenceFile
 from spark_connect_bridge.runtime.group.kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
-from spark_connect_bridge.runtime.group.kafka_topics import TopicReader
+from spark_connect_bridge.runtime.group.kafka_topics import TopicReader, TransactionalWriter
 from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
 from spark_connect_bridge.runtime.group.store import Move
 from tests.support import servers
@@ -333,3 +334,31 @@ def config_records(store: KafkaGroupStore) -> dict:
         return dict(reader.values[store.topics.config])
     finally:
         reader.close()
+
+
+def test_a_fenced_config_writer_says_so_and_writes_again_with_a_new_producer():
+    """The loser of a compare-and-set: its commit fails as FencedError (the store decides again), never as the
+    fenced producer's raw fatal error, which its clean-up raised again when the other worker's producer was
+    initialised between this one's records and its commit (a 500 for a create that lost the race)."""
+    topic = f"fence-{uuid.uuid4().hex[:8]}"
+    ensure_topics({"bootstrap.servers": servers.kafka()}, {topic: (1, 1, {})})
+    first, second = (TransactionalWriter({"bootstrap.servers": servers.kafka()}, f"{topic}-configs",
+                                         lambda err, msg: None) for _ in range(2))
+    assert first.ready()
+    producer = first._producer
+
+    class OtherWorkerInitialisesBeforeTheCommit:
+        def __getattr__(self, name: str):
+            return getattr(producer, name)
+
+        def commit_transaction(self, timeout: float):
+            producer.flush(10)  # this writer's records are on the broker, in its open transaction
+            assert second.ready()  # fences the first
+            return producer.commit_transaction(timeout)
+
+    first._producer = OtherWorkerInitialisesBeforeTheCommit()
+    with pytest.raises(FencedError, match="Failed to end transaction"):
+        first.commit([(topic, "k", {"v": 1})])
+    first.commit([(topic, "k", {"v": 2})])  # a new producer (it fences the second in turn)
+    with pytest.raises(FencedError):
+        second.commit([(topic, "k", {"v": 3})])

@@ -104,3 +104,32 @@ def test_status_table_shows_every_connector(tmp_path):
     text = console.export_text()
     assert "orders" in text and "RUNNING" in text and "1,234" in text and "250" in text
     assert svc.status("orders")["metrics"]["lag"] == 5
+
+
+def test_workers_starting_at_once_share_one_complete_key(tmp_path):
+    """The key that encrypts stored configs, created by whichever worker comes first: one starting at the same
+    moment reads the whole key, never a file still empty (it failed "Fernet key must be 32 url-safe base64-encoded
+    bytes" in a group test)."""
+    import threading
+
+    from spark_connect_bridge.runtime.secrets import ConfigCipher
+
+    path, ciphers, errors = str(tmp_path / "_keys" / "state.key"), [], []
+    start = threading.Barrier(8)
+
+    def make() -> None:
+        start.wait()
+        try:
+            ciphers.append(ConfigCipher(path))
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(ciphers) == 8
+    token = ciphers[0].encrypt({"password": "secret"})
+    assert all(c.decrypt(token) == {"password": "secret"} for c in ciphers)
+    assert os.listdir(tmp_path / "_keys") == ["state.key"] and oct(os.stat(path).st_mode & 0o777) == "0o600"

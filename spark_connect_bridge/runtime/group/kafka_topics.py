@@ -12,6 +12,7 @@ impossible whichever workers race.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -188,10 +189,12 @@ class TransactionalWriter:
             raise ConnectError(f"Writing a transaction of {self.transactional_id} failed: {error.str()}") from e
 
     def drop(self) -> None:
-        """Forget the producer (fenced, failed, or no longer entitled to write)."""
+        """Forget the producer (fenced, failed, or no longer entitled to write). A fenced producer's ``flush``
+        raises its fatal error again: there is nothing of it to deliver, and the caller has the error already."""
         producer, self._producer = self._producer, None
         if producer is not None:
-            producer.flush(0)
+            with contextlib.suppress(client_library().KafkaException):
+                producer.flush(0)
 
     def close(self) -> None:
         if self._producer is not None:
