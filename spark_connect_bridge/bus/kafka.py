@@ -41,7 +41,6 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, NullType, StringType
 
 from ..config import load_config_file
-from ..config.common import SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..core.records import HEADERS, HEADERS_TYPE, RECORD_COLUMNS
 from ..engine.dead_letter import INTERNAL_COLS, attached_policy, start_tolerant
@@ -221,7 +220,7 @@ class KafkaSinkPlan:
     consumer: ConsumerSettings
     topics: tuple[str, ...]
     topics_regex: str
-    max_records_per_trigger: int | None
+    max_records_per_trigger: int
     dlq_replication_factor: int
 
 
@@ -246,9 +245,7 @@ def plan_sink(config: Mapping[str, Any] | str, bus: KafkaBus | str) -> KafkaSink
         problems.extend(e.problems)
     if problems:
         raise ConfigError(problems, context=f"connector {props.get('name')!r}" if props.get("name") else None)
-    max_records = props.get("max.records.per.trigger")
-    return KafkaSinkPlan(p, consumer, tuple(topics), regex,
-                         int(max_records) if max_records else SINK_MAX_RECORDS_PER_TRIGGER,
+    return KafkaSinkPlan(p, consumer, tuple(topics), regex, p.sink_records_per_trigger,
                          int(props.get("errors.deadletterqueue.topic.replication.factor") or 3))
 
 

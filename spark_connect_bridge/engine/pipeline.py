@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from ..config import Config, load_config_file
-from ..config.common import PLUGIN_PREFIXES
+from ..config.common import PLUGIN_PREFIXES, SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
@@ -109,6 +109,12 @@ class PreparedConfig:
 
     def transforms(self, df: DataFrame) -> DataFrame:
         return self.chain.apply(df) if self.chain is not None else df
+
+    @property
+    def sink_records_per_trigger(self) -> int:
+        """The micro-batch bound of this sink when it reads Kafka or the topic store: its
+        ``max.records.per.trigger``, else :data:`~spark_connect_bridge.config.common.SINK_MAX_RECORDS_PER_TRIGGER`."""
+        return self.settings.max_records_per_trigger or SINK_MAX_RECORDS_PER_TRIGGER
 
     def converters(self, df: DataFrame, *, every_message: bool = False) -> DataFrame:
         if not self.has_converters:

@@ -31,7 +31,6 @@ from typing import Any
 from ..bus.admin import kafka_topics
 from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, KafkaSinkPlan, KafkaSourcePlan, sink_stream, source_stream
-from ..config.common import SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
 from ..engine.datasource import register
@@ -325,8 +324,7 @@ class Worker:
                                            trigger=self.config.trigger, query_name=self._query_name(rt))
                 else:
                     df = self.store.read_stream(self.spark, topics or None, regex or None,
-                                                max_records_per_trigger=checked.prepared.settings.
-                                                max_records_per_trigger or SINK_MAX_RECORDS_PER_TRIGGER)
+                                                max_records_per_trigger=checked.prepared.sink_records_per_trigger)
                     if self.store.format == "delta":
                         options = self.store.source_options(topics or None, regex or None)
                         rt.lag_source = self._driver_source(lambda: build_connector(options, kind="source"))

@@ -114,3 +114,12 @@ def test_worker_bootstrap_servers_makes_kafka_the_bus_and_its_security_keys_conf
     assert cfg.bootstrap_servers == "127.0.0.1:9092,127.0.0.1:9093"
     assert cfg.kafka_client == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
     assert parse_worker_config({"offset.storage.dir": str(tmp_path)}).bootstrap_servers is None
+
+
+def test_a_kafka_sink_reads_at_most_50000_records_per_micro_batch_unless_its_config_says():
+    """A backlog is never one micro-batch that the sink path would cache whole (see max.records.per.trigger)."""
+    from spark_connect_bridge.bus.kafka import plan_sink
+
+    config = {"name": "s", "connector.class": "FileStreamSink", "file": "/tmp/s.txt", "topics": "t"}
+    assert plan_sink(config, "127.0.0.1:9092").max_records_per_trigger == 50_000
+    assert plan_sink({**config, "max.records.per.trigger": "7"}, "127.0.0.1:9092").max_records_per_trigger == 7

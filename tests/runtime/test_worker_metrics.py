@@ -83,3 +83,27 @@ def test_stopping_a_query_silences_spark_cancellation_errors_for_a_while(spark, 
     w._quiet_until = 0.0
     w._restore_cancellation_logs()
     assert levels.get(name) == before
+
+
+def test_a_topic_store_sink_reads_a_backlog_in_batches_of_its_max_records_per_trigger(start_worker, tmp_path):
+    """A sink started after its topic filled reads the backlog in micro-batches of at most its
+    max.records.per.trigger (unset: 50,000), not in one batch that the sink path would cache whole. The topic
+    store's source takes whole Delta versions: the source writes three, of 4, 4 and 2 records."""
+    worker, api = start_worker()
+    src_file, out_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    assert api.call("PUT", "/connectors/src/config", {"connector.class": "FileStreamSource",
+                                                      "file": str(src_file), "topic": "lines"}).status_code == 201
+    for written, new in ((4, range(0, 4)), (8, range(4, 8)), (10, range(8, 10))):
+        _append(src_file, *[f"line-{i}" for i in new])
+        wait_for(lambda n=written: _metrics(api, "src")["records_out_total"] == n, what=f"{written} records out")
+    assert api.call("PUT", "/connectors/sink/config", {"connector.class": "FileStreamSink", "file": str(out_file),
+                                                       "topics": "lines", "max.records.per.trigger": "4"}
+                    ).status_code == 201
+    wait_for(lambda: lines(out_file) == [f"line-{i}" for i in range(10)], what="10 lines in the sink file")
+
+    def sizes() -> list[int]:
+        query = worker.service.worker.runtimes["sink"].query
+        return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+
+    wait_for(lambda: sum(sizes()) == 10, what="the sink's progress of its 10 records")
+    assert max(sizes()) <= 4, sizes()
