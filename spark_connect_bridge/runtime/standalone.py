@@ -188,8 +188,9 @@ def _second_signal_stops_now() -> None:
     that keeps its connectors and never exits.)"""
 
     def _now(signum: int, frame: Any) -> None:
+        # No logging.shutdown(): it takes every handler's lock, which a thread stopped mid-write may hold; the
+        # handlers flush after each record anyway.
         print("stopping now: queries not stopped cleanly, each resumes from its checkpoint", flush=True)
-        logging.shutdown()
         os._exit(128 + signum)
 
     with contextlib.suppress(ValueError):  # not the main thread
