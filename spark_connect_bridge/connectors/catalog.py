@@ -35,4 +35,7 @@ CATALOG += [
     PluginSpec("source", "spark_connect_bridge.connectors.delta:DeltaSourceConnector",
                connector_names("spark_connect_bridge.connectors.delta.DeltaSourceConnector", "delta-source"),
                "Streams a Delta table's new versions (appends and change data)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.s3:S3SinkConnector",
+               connector_names("io.confluent.connect.s3.S3SinkConnector", "s3-sink"),
+               "Writes records to S3 objects named and filled as Confluent's S3 sink does (JSON, Parquet, bytes)."),
 ]

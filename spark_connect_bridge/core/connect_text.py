@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["connect_text"]
+__all__ = ["connect_text", "java_floating_text"]
 
 _DATE_FORMAT = "%a %b %d %H:%M:%S UTC %Y"  # java.util.Date.toString(), "EEE MMM dd HH:mm:ss zzz yyyy", in UTC
 
@@ -157,6 +157,11 @@ def _floating(arr: Any) -> Any:
     return pa.array([t if p else _java_floating(v, single)
                      for v, p, t in zip(arr.to_pylist(), plain.to_pylist(), text.to_pylist(), strict=True)],
                     pa.string())
+
+
+def java_floating_text(arr: Any) -> Any:
+    """Java's ``Double.toString``/``Float.toString`` of each float of ``arr`` (null where null)."""
+    return _floating(arr)
 
 
 def _java_floating(value: float, single: bool) -> str:

@@ -1,0 +1,3 @@
+"""Storage sinks over one layer, Confluent's storage-common semantics: formats (:mod:`.formats`), partitioners
+(:mod:`.partitioners`), object names and rotation (:mod:`.layout`), the writer and the shared keys (:mod:`.common`);
+one module per store (:mod:`.s3`)."""

@@ -1,0 +1,186 @@
+"""The keys of Confluent's storage-common (``StorageCommonConfig``, ``PartitionerConfig``,
+``StorageSinkConnectorConfig``) that every storage sink shares, declared once, and the writer they drive: records of a
+Spark task -> objects.
+
+>>> STORAGE_COMMON.parse({"format.class": "io.confluent.connect.s3.format.json.JsonFormat",
+...                       "flush.size": "3"}).topics_dir
+'topics'
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, Range, Type
+from ...errors import ConfigError, ConfigProblem, DataError
+from .formats import Format
+from .layout import object_key, plan_chunks
+from .partitioners import PARTITIONERS, Partitioner
+
+__all__ = ["STORAGE_COMMON", "StorageLayout", "short_class", "write_objects", "Written"]
+
+log = logging.getLogger(__name__)
+
+_PARTITIONER_PREFIX = "io.confluent.connect.storage.partitioner."
+
+
+def short_class(value: str) -> str:
+    """The simple name of a class name (``io.confluent...JsonFormat`` -> ``JsonFormat``)."""
+    return str(value).rsplit(".", 1)[-1]
+
+
+def _known_partitioner(value: Any) -> str | None:
+    if short_class(value) in PARTITIONERS and (value.startswith(_PARTITIONER_PREFIX) or "." not in value):
+        return None
+    return "one of " + ", ".join(_PARTITIONER_PREFIX + p for p in PARTITIONERS)
+
+
+_GROUP = "Storage"
+STORAGE_COMMON = (
+    ConfigDef()
+    .define("format.class", Type.CLASS, validator=None, importance=Importance.HIGH, group=_GROUP,
+            doc="The format of the objects: JsonFormat, AvroFormat, ParquetFormat or ByteArrayFormat (the "
+                "connector's own package, or the simple name).")
+    .define("flush.size", Type.INT, validator=Range.at_least(1), importance=Importance.HIGH, group=_GROUP,
+            doc="Records written to the objects of one Kafka partition before they are committed.")
+    .define("rotate.interval.ms", Type.LONG, -1, Range.at_least(-1), Importance.HIGH, group=_GROUP,
+            doc="The time span of record times (the partitioner's timestamp.extractor) in one object: a record this "
+                "long after the first record of the open objects commits them first; so does a change of "
+                "directory. Time-based partitioners only. -1: off.")
+    .define("rotate.schedule.interval.ms", Type.LONG, -1, Range.at_least(-1), Importance.MEDIUM, group=_GROUP,
+            doc="Wall-clock rotation. Here no object stays open past a micro-batch: a trigger interval at or "
+                "under this value gives the same bound. Accepted; -1: off.")
+    .define("topics.dir", Type.STRING, "topics", importance=Importance.HIGH, group=_GROUP,
+            doc="The top-level directory (prefix) of the objects.")
+    .define("directory.delim", Type.STRING, "/", importance=Importance.MEDIUM, group=_GROUP,
+            doc="The directory delimiter of object names.")
+    .define("file.delim", Type.STRING, "+", importance=Importance.MEDIUM, group=_GROUP,
+            doc="The delimiter between topic, partition and start offset in file names.")
+    .define("filename.offset.zero.pad.width", Type.INT, 10, Range.at_least(0), Importance.LOW, group=_GROUP,
+            doc="Width to zero-pad the start offset of file names to.")
+    .define("schema.compatibility", Type.STRING, "NONE",
+            CaseInsensitiveValidString("NONE", "BACKWARD", "FORWARD", "FULL"), Importance.LOW, group=_GROUP,
+            doc="Schema evolution across objects. Here each micro-batch has one Spark schema: NONE only.")
+    .define("schema.cache.size", Type.INT, 1000, Range.at_least(0), Importance.LOW, group=_GROUP,
+            doc="Accepted (Confluent's AvroData cache); no effect here.")
+    .define("retry.backoff.ms", Type.LONG, 5000, Range.at_least(0), Importance.LOW, group=_GROUP,
+            doc="Accepted; the storage client's retries are s3.part.retries and s3.retry.backoff.ms.")
+    .define("shutdown.timeout.ms", Type.LONG, 3000, Range.at_least(0), Importance.LOW, group=_GROUP,
+            doc="Accepted; no effect (nothing stays open past a micro-batch).")
+    .define("avro.codec", Type.STRING, "null", importance=Importance.LOW, group=_GROUP,
+            doc="The Avro container's codec (AvroFormat).")
+    # PartitionerConfig
+    .define("partitioner.class", Type.CLASS, _PARTITIONER_PREFIX + "DefaultPartitioner",
+            Lambda(_known_partitioner, "a storage-common partitioner"), Importance.HIGH, group="Partitioner",
+            doc="DefaultPartitioner (partition=<p>), FieldPartitioner, TimeBasedPartitioner, DailyPartitioner or "
+                "HourlyPartitioner.")
+    .define("partition.field.name", Type.LIST, [], importance=Importance.MEDIUM, group="Partitioner",
+            doc="FieldPartitioner: the value fields of the directory (dotted for a nested field).")
+    .define("partition.duration.ms", Type.LONG, -1, Range.at_least(-1), Importance.MEDIUM, group="Partitioner",
+            doc="TimeBasedPartitioner: the time span of one directory.")
+    .define("path.format", Type.STRING, "", importance=Importance.MEDIUM, group="Partitioner",
+            doc="TimeBasedPartitioner: the Joda pattern of the directory ('year'=YYYY/'month'=MM/'day'=dd/'hour'=HH).")
+    .define("locale", Type.STRING, "", importance=Importance.MEDIUM, group="Partitioner",
+            doc="Time-based partitioners: the locale of path.format (required, as in Confluent's; month and day "
+                "names are English here).")
+    .define("timezone", Type.STRING, "", importance=Importance.MEDIUM, group="Partitioner",
+            doc="Time-based partitioners: the zone of the directories (an IANA id such as UTC).")
+    .define("timestamp.extractor", Type.STRING, "Wallclock",
+            CaseInsensitiveValidString("Wallclock", "Record", "RecordField"), Importance.MEDIUM, group="Partitioner",
+            doc="Time-based partitioners: a record's time: Wallclock (the write), Record (the Kafka timestamp) or "
+                "RecordField (timestamp.field of the value).")
+    .define("timestamp.field", Type.STRING, "timestamp", importance=Importance.MEDIUM, group="Partitioner",
+            doc="RecordField: the value field holding the time (epoch ms, a timestamp, or ISO-8601 text).")
+)
+
+
+@dataclass(frozen=True)
+class StorageLayout:
+    """What names and fills the objects, made on the driver from a parsed config and pickled to executors."""
+
+    partitioner: Partitioner
+    format: Format
+    flush_size: int
+    rotate_interval_ms: int
+    topics_dir: str
+    directory_delim: str
+    file_delim: str
+    pad_width: int
+    null_values: str  # behavior.on.null.values: fail | ignore | write
+
+    def key(self, topic: str, encoded: str, partition: int, start_offset: int) -> str:
+        return object_key(self.topics_dir, topic, encoded, partition, start_offset, self.format.extension,
+                          directory_delim=self.directory_delim, file_delim=self.file_delim,
+                          pad_width=self.pad_width)
+
+
+@dataclass(frozen=True)
+class Written:
+    """The commit message of one Spark task: the objects it wrote (key, records)."""
+
+    partition_id: int
+    objects: tuple[tuple[str, int], ...]
+    skipped_nulls: int = 0
+
+
+def _records(batches: Iterator[Any]) -> Any:
+    collected = [b for b in batches if b.num_rows]
+    if not collected:
+        return None
+    return pa.Table.from_batches(collected)
+
+
+def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[str, bytes], None],
+                  partition_id: int) -> Written:
+    """Write a Spark task's records as objects through ``put(key, data)``; the objects are whole: a replay of the
+    same records writes the same keys with the same bytes."""
+    table = _records(batches)
+    if table is None:
+        return Written(partition_id, ())
+    skipped = 0
+    value = table.column("value")
+    if value.null_count:
+        nulls = pc.is_null(value)
+        if layout.null_values == "fail":
+            i = int(np.flatnonzero(np.asarray(nulls))[0])
+            raise DataError(f"Record topic={table.column('topic')[i]} partition={table.column('partition')[i]} "
+                            f"offset={table.column('offset')[i]} has a null value (a tombstone): set "
+                            f"behavior.on.null.values=ignore to skip such records, or write to write them")
+        if layout.null_values == "ignore":
+            table = table.filter(pc.invert(nulls))
+            skipped = int(pc.sum(nulls).as_py() or 0)
+    table = table.sort_by([("topic", "ascending"), ("partition", "ascending"), ("offset", "ascending")])
+    now_ms = int(time.time() * 1000)
+    encoded = layout.partitioner.encode(table, now_ms)
+    times = layout.partitioner.record_times(table, now_ms) if layout.rotate_interval_ms > 0 else None
+    written: list[tuple[str, int]] = []
+    values = table.column("value")
+    for chunk in plan_chunks(table, encoded, flush_size=layout.flush_size,
+                             rotate_interval_ms=layout.rotate_interval_ms, times=times):
+        key = layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset)
+        put(key, layout.format.encode(values.take(pa.array(chunk.rows)).combine_chunks()))
+        written.append((key, len(chunk.rows)))
+    return Written(partition_id, tuple(written), skipped)
+
+
+def layout_problems(config: Any) -> list[ConfigProblem]:
+    """Cross-key problems every storage sink shares."""
+    problems = []
+    if str(config.schema_compatibility) != "NONE":
+        problems.append(ConfigProblem("schema.compatibility", f"Invalid value {config.schema_compatibility} for "
+                                      f"configuration schema.compatibility: only NONE is supported here (each "
+                                      f"micro-batch has one schema)"))
+    return problems
+
+
+def refuse(problems: list[ConfigProblem]) -> None:
+    if problems:
+        raise ConfigError(problems)

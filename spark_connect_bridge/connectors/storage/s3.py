@@ -1,0 +1,289 @@
+"""Confluent's S3 sink (``io.confluent.connect.s3.S3SinkConnector``): records into objects of an S3 bucket (AWS, or
+any S3 API at ``store.url``), named and filled as Confluent's sink does (:mod:`.layout`, :mod:`.formats`,
+:mod:`.partitioners`).
+
+Each Spark task sorts its records by topic, partition and offset, cuts them into objects (``flush.size``,
+``rotate.interval.ms``, the end of the micro-batch) and PUTs each object whole through ``pyarrow.fs.S3FileSystem``
+(AWS's C++ SDK: credentials from ``aws.access.key.id``/``aws.secret.access.key`` or the AWS default chain:
+environment, profile, instance role). An object's name derives from its first record's offset, so a replayed
+micro-batch overwrites the same objects with the same bytes: **exactly once** with a deterministic partitioner
+(Default, Field, time-based with the Record or RecordField extractor), as Confluent promises; with the
+Wallclock extractor a replay may choose other directories (at least once).
+
+>>> (df.writeStream.format("kconnect")                                        # doctest: +SKIP
+...    .option("connector.class", "io.confluent.connect.s3.S3SinkConnector")
+...    .option("s3.bucket.name", "lake").option("flush.size", "1000")
+...    .option("format.class", "io.confluent.connect.s3.format.json.JsonFormat")
+...    .option("checkpointLocation", "/tmp/ckpt").start())
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
+from ...core.records import is_schemaless
+from ...errors import ConfigError, ConfigProblem, ConnectError
+from ..base import CommitContext, SinkConnector, WriteContext
+from .common import STORAGE_COMMON, StorageLayout, Written, layout_problems, short_class, write_objects
+from .formats import PARQUET_CODEC_EXTENSIONS, ByteArrayFormat, Format, JsonFormat, ParquetFormat
+from .partitioners import partitioner_from_config
+
+__all__ = ["S3SinkConnector", "S3Store"]
+
+log = logging.getLogger(__name__)
+
+_FORMAT_PACKAGE = "io.confluent.connect.s3.format."
+_FORMATS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray"}
+_REFUSED_FORMATS = {"AvroFormat": "Avro objects are not written yet (issue #35)",
+                    "CsvFormat": "CSV objects are not written yet (issue #35)",
+                    "OrcFormat": "ORC objects are not written yet (issue #35)"}
+_DEFAULT_CHAIN = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
+
+
+def _format_problem(value: Any) -> str | None:
+    name = short_class(value)
+    if name in _FORMATS and (str(value).startswith(_FORMAT_PACKAGE) or "." not in str(value)):
+        return None
+    if name in _REFUSED_FORMATS:
+        return _REFUSED_FORMATS[name]
+    return "one of " + ", ".join(f"{_FORMAT_PACKAGE}{kind}.{name}" for name, kind in _FORMATS.items())
+
+
+_S3 = "S3"
+S3_KEYS = (
+    ConfigDef()
+    .define("s3.bucket.name", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH, group=_S3,
+            doc="The bucket the objects are written to.")
+    .define("s3.region", Type.STRING, "us-west-2", importance=Importance.MEDIUM, group=_S3,
+            doc="The AWS region of the bucket.")
+    .define("store.url", Type.STRING, None, importance=Importance.HIGH, group=_S3,
+            doc="The URL of an S3-compatible endpoint (MinIO, Ceph, a local emulator) in place of AWS's: "
+                "http(s)://host:port. A destination key: stored credentials go only where it points.")
+    .define("s3.path.style.access.enabled", Type.BOOLEAN, True, importance=Importance.LOW, group=_S3,
+            doc="Path-style requests (endpoint/bucket/key) to store.url; false: virtual-hosted (bucket.endpoint).")
+    .define("aws.access.key.id", Type.STRING, "", importance=Importance.HIGH, group=_S3,
+            doc="The access key id; empty: the AWS default chain (AWS_ACCESS_KEY_ID, the profile of "
+                "AWS_PROFILE in ~/.aws/credentials, an instance role).")
+    .define("aws.secret.access.key", Type.PASSWORD, None, importance=Importance.HIGH, group=_S3,
+            doc="The secret access key of aws.access.key.id (never logged or shown).")
+    .define("s3.credentials.provider.class", Type.CLASS, _DEFAULT_CHAIN, importance=Importance.LOW, group=_S3,
+            doc="Only AWS's default chain here (or aws.access.key.id / aws.secret.access.key).")
+    .define("s3.compression.type", Type.STRING, "none", CaseInsensitiveValidString("none", "gzip"),
+            Importance.LOW, group=_S3, doc="Compression of JsonFormat and ByteArrayFormat objects.")
+    .define("s3.compression.level", Type.INT, -1, Range.between(-1, 9), Importance.LOW, group=_S3,
+            doc="The gzip level (-1: the default, 9 as Java's Deflater's default... here gzip's 9).")
+    .define("parquet.codec", Type.STRING, "snappy",
+            CaseInsensitiveValidString(*PARQUET_CODEC_EXTENSIONS), Importance.LOW, group=_S3,
+            doc="The Parquet compression codec (its extension goes in the object name: .snappy.parquet).")
+    .define("format.bytearray.extension", Type.STRING, ".bin", importance=Importance.LOW, group=_S3,
+            doc="The extension of ByteArrayFormat objects.")
+    .define("format.bytearray.separator", Type.STRING, None, importance=Importance.LOW, group=_S3,
+            doc="What follows each value in ByteArrayFormat objects (default: a line separator, \\n).")
+    .define("json.decimal.format", Type.STRING, "BASE64", CaseInsensitiveValidString("BASE64", "NUMERIC"),
+            Importance.LOW, group=_S3, doc="How JsonFormat writes decimals: base64 of the unscaled bytes, or a number.")
+    .define("behavior.on.null.values", Type.STRING, "fail", CaseInsensitiveValidString("fail", "ignore", "write"),
+            Importance.LOW, group=_S3,
+            doc="A record with a null value (tombstone): fail the query, ignore (skip) it, or write it (JSON null, "
+                "an empty ByteArray value).")
+    .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
+            doc="Write the keys to .keys objects beside the values (not yet here: false only).")
+    .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
+            doc="Write the headers to .headers objects beside the values (not yet here: false only).")
+    .define("s3.part.size", Type.INT, 26214400, Range.between(5242880, 2**31 - 1), Importance.LOW, group=_S3,
+            doc="Accepted; each object is one PUT here (an object is one micro-batch's share of a partition).")
+    .define("s3.part.retries", Type.INT, 3, Range.at_least(0), Importance.LOW, group=_S3,
+            doc="Retries of a failed request (the SDK's standard retry strategy).")
+    .define("s3.retry.backoff.ms", Type.LONG, 200, Range.at_least(0), Importance.LOW, group=_S3,
+            doc="Accepted; the SDK's standard strategy chooses its own backoff.")
+    .define("s3.ssea.name", Type.STRING, "", importance=Importance.LOW, group=_S3,
+            doc="Server-side encryption algorithm: not supported here (empty only).")
+    .define("s3.sse.customer.key", Type.PASSWORD, None, importance=Importance.LOW, group=_S3,
+            doc="SSE-C key: not supported here.")
+    .define("s3.sse.kms.key.id", Type.STRING, "", importance=Importance.LOW, group=_S3,
+            doc="SSE-KMS key id: not supported here (empty only).")
+    .define("s3.acl.canned", Type.STRING, None, importance=Importance.LOW, group=_S3,
+            doc="A canned ACL: not supported here.")
+    .define("s3.object.tagging", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
+            doc="Tag objects with offsets and record counts: not supported here (false only).")
+    .define("s3.wan.mode", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
+            doc="Accepted; no effect (no transfer acceleration).")
+    .define("s3.http.send.expect.continue", Type.BOOLEAN, True, importance=Importance.LOW, group=_S3,
+            doc="Accepted; no effect.")
+    .define("storage.class", Type.CLASS, "io.confluent.connect.s3.storage.S3Storage", importance=Importance.HIGH,
+            group=_S3, doc="Only io.confluent.connect.s3.storage.S3Storage.")
+)
+
+
+def _problems(config: Any) -> list[ConfigProblem]:
+    problems = layout_problems(config)
+    fmt_reason = _format_problem(config.format_class)
+    if fmt_reason:
+        problems.append(ConfigProblem("format.class", f"Invalid value {config.format_class} for configuration "
+                                                      f"format.class: {fmt_reason}"))
+    if config.store_url:
+        parts = urlsplit(config.store_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            problems.append(ConfigProblem("store.url", f"Invalid value {config.store_url} for configuration "
+                                                       f"store.url: an http(s)://host[:port] URL"))
+        elif parts.username or parts.password:
+            problems.append(ConfigProblem("store.url", "Invalid value for configuration store.url: no credentials "
+                                                       "in the URL (use aws.access.key.id / aws.secret.access.key)"))
+    secret = config.aws_secret_access_key.value() if config.aws_secret_access_key else None
+    if bool(config.aws_access_key_id) != bool(secret):
+        key = "aws.secret.access.key" if config.aws_access_key_id else "aws.access.key.id"
+        problems.append(ConfigProblem(key, "aws.access.key.id and aws.secret.access.key go together: set both, or "
+                                           "neither for the AWS default credentials chain"))
+    if short_class(config.s3_credentials_provider_class) != short_class(_DEFAULT_CHAIN):
+        problems.append(ConfigProblem("s3.credentials.provider.class", f"Invalid value "
+                                      f"{config.s3_credentials_provider_class} for configuration "
+                                      f"s3.credentials.provider.class: only {_DEFAULT_CHAIN} is supported here"))
+    if short_class(config.storage_class) != "S3Storage":
+        problems.append(ConfigProblem("storage.class", f"Invalid value {config.storage_class} for configuration "
+                                                       f"storage.class: io.confluent.connect.s3.storage.S3Storage"))
+    for key, on in (("store.kafka.keys", config.store_kafka_keys), ("store.kafka.headers", config.store_kafka_headers),
+                    ("s3.object.tagging", config.s3_object_tagging), ("s3.ssea.name", config.s3_ssea_name),
+                    ("s3.sse.kms.key.id", config.s3_sse_kms_key_id), ("s3.acl.canned", config.s3_acl_canned),
+                    ("s3.sse.customer.key", config.s3_sse_customer_key)):
+        if on:
+            problems.append(ConfigProblem(key, f"Configuration {key} is not supported by this S3 sink yet "
+                                               f"(issue #35); leave it unset"))
+    if config.rotate_interval_ms > 0 and short_class(config.partitioner_class) in ("DefaultPartitioner",
+                                                                                     "FieldPartitioner"):
+        log.warning("rotate.interval.ms applies with time-based partitioners only (as in Confluent's sink): "
+                    "ignored with %s", short_class(config.partitioner_class))
+    return problems
+
+
+def _check(config: Any) -> list[ConfigProblem]:
+    problems = _problems(config)
+    if not problems:
+        try:
+            partitioner_from_config(config)
+        except ConfigError as e:
+            problems.extend(e.problems)
+    return problems
+
+
+class S3Store:
+    """Whole-object PUTs to one bucket (picklable: the client is made where it is used)."""
+
+    def __init__(self, config: Any):
+        self.bucket = config.s3_bucket_name
+        self.region = config.s3_region
+        self.endpoint = config.store_url
+        self.path_style = config.s3_path_style_access_enabled
+        self.access_key = config.aws_access_key_id or None
+        self._secret = config.aws_secret_access_key
+        self.retries = config.s3_part_retries
+        self._fs: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_fs": None}
+
+    def where(self) -> str:
+        return f"bucket {self.bucket!r} at {self.endpoint or f'AWS S3 ({self.region})'}"
+
+    def filesystem(self) -> Any:
+        if self._fs is None:
+            from pyarrow import fs
+
+            options: dict[str, Any] = {"region": self.region,
+                                       "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=self.retries + 1),
+                                       "connect_timeout": 10, "request_timeout": 60}
+            if self.access_key:
+                options.update(access_key=self.access_key, secret_key=self._secret.value())
+            if self.endpoint:
+                parts = urlsplit(self.endpoint)
+                options.update(endpoint_override=parts.netloc, scheme=parts.scheme,
+                               force_virtual_addressing=not self.path_style)
+            self._fs = fs.S3FileSystem(**options)
+        return self._fs
+
+    def put(self, key: str, data: bytes) -> None:
+        try:
+            with self.filesystem().open_output_stream(f"{self.bucket}/{key}", metadata={}) as out:
+                out.write(data)
+        except OSError as e:
+            raise ConnectError(f"Could not write object {key!r} to {self.where()}: {e}") from None
+
+    def __repr__(self) -> str:
+        return f"S3Store({self.where()})"
+
+
+class S3SinkConnector(SinkConnector):
+    """Writes records to S3 objects as Confluent's S3 sink names and fills them (``io.confluent.connect.s3.
+    S3SinkConnector``); exactly once with a deterministic partitioner."""
+
+    kafka_class = "io.confluent.connect.s3.S3SinkConnector"
+    delivery = "exactly-once"
+    #: Keys saying where the records and the stored credentials go: a masked secret may stand for the stored one
+    #: only while these are unchanged (the worker's rule for secrets over REST).
+    destination_keys: ClassVar[tuple[str, ...]] = ("store.url", "s3.bucket.name", "s3.region",
+                                                    "s3.path.style.access.enabled")
+    config_def = S3_KEYS.merge(STORAGE_COMMON).check(_check)
+
+    def __init__(self, config: Any, *, name: str):
+        super().__init__(config, name=name)
+        self._schemaless = False
+        self._layout: StorageLayout | None = None
+
+    def _format(self) -> Format:
+        kind = _FORMATS[short_class(self.config.format_class)]
+        if kind == "json":
+            return JsonFormat(str(self.config.s3_compression_type), self.config.s3_compression_level,
+                              self._schemaless, str(self.config.json_decimal_format) == "NUMERIC")
+        if kind == "parquet":
+            return ParquetFormat(str(self.config.parquet_codec))
+        separator = self.config.format_bytearray_separator
+        return ByteArrayFormat(("\n" if separator is None else separator).encode(),
+                               self.config.format_bytearray_extension, str(self.config.s3_compression_type),
+                               self.config.s3_compression_level)
+
+    def layout(self) -> StorageLayout:
+        return StorageLayout(partitioner_from_config(self.config), self._format(), self.config.flush_size,
+                             self.config.rotate_interval_ms if short_class(self.config.partitioner_class) not in
+                             ("DefaultPartitioner", "FieldPartitioner") else -1,
+                             self.config.topics_dir, self.config.directory_delim, self.config.file_delim,
+                             self.config.filename_offset_zero_pad_width, str(self.config.behavior_on_null_values))
+
+    def validate_input(self, schema: Any) -> None:
+        from pyspark.sql.types import BinaryType, StringType, StructType
+
+        missing = [c for c in ("value", "topic", "partition", "offset") if c not in schema.fieldNames()]
+        if missing:
+            raise ConfigError(f"The S3 sink needs the record columns value, topic, partition and offset; the input "
+                              f"lacks {missing}")
+        value = schema["value"]
+        self._schemaless = is_schemaless(value.metadata)
+        kind = _FORMATS[short_class(self.config.format_class)]
+        if kind == "parquet" and not isinstance(value.dataType, StructType):
+            raise ConfigError([ConfigProblem("format.class", f"ParquetFormat needs a struct value; the value is "
+                                             f"{value.dataType.simpleString()} (a value.converter with schemas)")])
+        if kind == "bytearray" and not isinstance(value.dataType, (BinaryType, StringType)):
+            raise ConfigError([ConfigProblem("format.class", f"ByteArrayFormat needs a binary value; the value is "
+                                             f"{value.dataType.simpleString()} (value.converter="
+                                             f"org.apache.kafka.connect.converters.ByteArrayConverter)")])
+        self._layout = self.layout()
+
+    # -- executor ---------------------------------------------------------------------------------
+    def write(self, batches: Iterator[Any], ctx: WriteContext) -> Written:
+        layout = self._layout or self.layout()
+        store = S3Store(self.config)
+        return write_objects(batches, layout, store.put, ctx.partition_id)
+
+    # -- driver -----------------------------------------------------------------------------------
+    def commit(self, messages: Sequence[Written | None], ctx: CommitContext) -> None:
+        written = [m for m in messages if m is not None]
+        objects = sum(len(m.objects) for m in written)
+        records = sum(n for m in written for _, n in m.objects)
+        skipped = sum(m.skipped_nulls for m in written)
+        log.info("%s: batch %s wrote %d records in %d objects to %s%s", self.name, ctx.batch_id, records, objects,
+                 S3Store(self.config).where(), f" ({skipped} null values ignored)" if skipped else "")
+
+    def abort(self, messages: Sequence[Written | None], ctx: CommitContext) -> None:
+        # The objects written stay: Spark replays the batch, which writes the same objects again.
+        log.warning("%s: batch %s aborted; its objects are rewritten when Spark replays it", self.name, ctx.batch_id)

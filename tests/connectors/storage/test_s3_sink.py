@@ -1,0 +1,246 @@
+"""Confluent's S3 sink against a real S3 API (moto's server, started by the test run on 127.0.0.1): object names and
+contents as Confluent writes them, per format and partitioner; replays, restarts and a store that refuses writes."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import uuid
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import functions as F
+
+from spark_connect_bridge.connectors.factory import build_connector
+from spark_connect_bridge.errors import ConfigError
+from tests.contract.contract import SinkContract
+from tests.support import servers
+from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
+
+S3_SINK = "io.confluent.connect.s3.S3SinkConnector"
+JSON = "io.confluent.connect.s3.format.json.JsonFormat"
+PARQUET = "io.confluent.connect.s3.format.parquet.ParquetFormat"
+BYTES = "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """The run's S3 server: its endpoint and a client of it (the shared server the suite starts once)."""
+    endpoint = servers.s3()
+    port = int(endpoint.rsplit(":", 1)[1])
+    client = MotoS3Server(port=port)  # a client of the shared server (never started or stopped here)
+    return endpoint, client
+
+
+def _bucket(s3) -> str:
+    name = "kc-" + uuid.uuid4().hex[:12]
+    s3[1].create_bucket(name)
+    return name
+
+
+def _sink(endpoint: str, bucket: str, **extra: str) -> dict:
+    return {"connector.class": S3_SINK, "s3.bucket.name": bucket, "s3.region": REGION, "store.url": endpoint,
+            "aws.access.key.id": ACCESS_KEY, "aws.secret.access.key": SECRET_KEY, "flush.size": "3",
+            "format.class": JSON, **extra}
+
+
+def _records(spark, rows: list[tuple], value_ddl: str = "struct<id:int,name:string>"):
+    """A batch record DataFrame: (topic, partition, offset, timestamp ms, value) rows, in one Spark partition (as
+    Spark's Kafka source gives each Kafka partition's records to one task)."""
+    df = spark.createDataFrame(rows, f"topic string, partition int, offset long, ts long, value {value_ddl}") \
+        .coalesce(1)
+    return (df.withColumn("timestamp", F.timestamp_millis("ts")).drop("ts")
+            .withColumn("key", F.lit(None).cast("binary")).withColumn("headers", F.lit(None).cast(
+                "array<struct<key:string,value:binary>>")))
+
+
+def _write(df, config: dict) -> None:
+    df.write.format("kconnect").options(**config).mode("append").save()
+
+
+def _lines(data: bytes) -> list:
+    return [json.loads(line) for line in data.decode().splitlines()]
+
+
+# ------------------------------------------------------------------------------------------ contract
+class TestS3SinkContract(SinkContract):
+    """The sink contract (replayed batch, failed write then restart) with JsonFormat: the lines are JSON strings."""
+
+    @pytest.fixture(autouse=True)
+    def _server(self, s3):
+        self.s3 = s3
+
+    def sink_config(self, tmp_path: Path) -> dict:
+        if not hasattr(self, "_config"):
+            self._config = _sink(self.s3[0], _bucket(self.s3), **{"flush.size": "2"})
+        return self._config
+
+    def read_back(self, config: dict) -> list[str]:
+        out = []
+        for data in self.s3[1].objects(config["s3.bucket.name"]).values():
+            out.extend(_lines(data))
+        return out
+
+
+# ------------------------------------------------------------------------------------------ names and contents
+def test_default_partitioner_names_objects_by_start_offset_and_cuts_at_flush_size(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("orders", p, o, 1_700_000_000_000 + o, (o, f"n{o}")) for p in (0, 1) for o in range(7)]
+    _write(_records(spark, rows), _sink(s3[0], bucket))
+    objects = s3[1].objects(bucket)
+    assert sorted(objects) == [f"topics/orders/partition={p}/orders+{p}+{o:010d}.json"
+                               for p in (0, 1) for o in (0, 3, 6)]
+    assert _lines(objects["topics/orders/partition=1/orders+1+0000000003.json"]) == [
+        {"id": 3, "name": "n3"}, {"id": 4, "name": "n4"}, {"id": 5, "name": "n5"}]
+    assert _lines(objects["topics/orders/partition=0/orders+0+0000000006.json"]) == [{"id": 6, "name": "n6"}]
+
+
+def test_topics_dir_delimiters_and_padding_shape_the_names(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, "x")) for o in range(2)]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{
+        "topics.dir": "raw/kafka", "directory.delim": "/", "file.delim": "_", "filename.offset.zero.pad.width": "4",
+        "flush.size": "5"}))
+    assert sorted(s3[1].objects(bucket)) == ["raw/kafka/t/partition=0/t_0_0000.json"]
+
+
+def test_field_partitioner_writes_one_object_per_value_starting_at_its_first_offset(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, 0, 0, (1, "eu")), ("t", 0, 1, 0, (2, "us")), ("t", 0, 2, 0, (3, "eu")), ("t", 0, 3, 0, (4, "us"))]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{
+        "partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner",
+        "partition.field.name": "name", "flush.size": "3"}))
+    objects = s3[1].objects(bucket)
+    assert sorted(objects) == ["topics/t/name=eu/t+0+0000000000.json", "topics/t/name=us/t+0+0000000001.json",
+                               "topics/t/name=us/t+0+0000000003.json"]
+    assert [r["id"] for r in _lines(objects["topics/t/name=eu/t+0+0000000000.json"])] == [1, 3]
+
+
+def test_hourly_partitioner_on_record_time_rotates_on_record_time(spark, s3):
+    bucket = _bucket(s3)
+    hour = 3_600_000
+    base = 1_700_000_000_000 // hour * hour  # 2023-11-14T22:00Z
+    rows = [("t", 0, 0, base, (0, "a")), ("t", 0, 1, base + 60_000, (1, "b")), ("t", 0, 2, base + hour, (2, "c")),
+            ("t", 0, 3, base + hour + 1, (3, "d"))]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{
+        "partitioner.class": "io.confluent.connect.storage.partitioner.HourlyPartitioner", "locale": "en-US",
+        "timezone": "UTC", "timestamp.extractor": "Record", "rotate.interval.ms": "600000", "flush.size": "100"}))
+    assert sorted(s3[1].objects(bucket)) == [
+        "topics/t/year=2023/month=11/day=14/hour=22/t+0+0000000000.json",
+        "topics/t/year=2023/month=11/day=14/hour=23/t+0+0000000002.json"]
+
+
+def test_time_based_partitioner_formats_path_in_its_timezone_from_a_value_field(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, 0, 0, (1_700_000_000, "x"))]  # the field is epoch seconds * 1000 below
+    df = _records(spark, rows).withColumn("value", F.struct(
+        (F.col("value.id").cast("long") * 1000).alias("at"), F.col("value.name").alias("name")))
+    _write(df, _sink(s3[0], bucket, **{
+        "partitioner.class": "io.confluent.connect.storage.partitioner.TimeBasedPartitioner",
+        "path.format": "'dt'=YYYY-MM-dd/'hr'=HH", "partition.duration.ms": "3600000", "locale": "en-US",
+        "timezone": "Asia/Tokyo", "timestamp.extractor": "RecordField", "timestamp.field": "at"}))
+    # 1700000000 s = 2023-11-14T22:13:20Z = 2023-11-15 07:13 in Tokyo
+    assert sorted(s3[1].objects(bucket)) == ["topics/t/dt=2023-11-15/hr=07/t+0+0000000000.json"]
+
+
+def test_parquet_objects_hold_the_value_fields_with_the_codec_in_the_name(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, f"n{o}")) for o in range(4)]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{"format.class": PARQUET, "flush.size": "2"}))
+    objects = s3[1].objects(bucket)
+    assert sorted(objects) == ["topics/t/partition=0/t+0+0000000000.snappy.parquet",
+                               "topics/t/partition=0/t+0+0000000002.snappy.parquet"]
+    table = pq.read_table(io.BytesIO(objects["topics/t/partition=0/t+0+0000000002.snappy.parquet"]))
+    assert table.to_pylist() == [{"id": 2, "name": "n2"}, {"id": 3, "name": "n3"}]
+    assert pq.ParquetFile(io.BytesIO(objects["topics/t/partition=0/t+0+0000000002.snappy.parquet"])) \
+        .metadata.row_group(0).column(0).compression == "SNAPPY"
+
+
+def test_gzip_json_and_bytearray_with_separator_and_extension(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, f"n{o}")) for o in range(2)]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{"s3.compression.type": "gzip", "topics.dir": "j"}))
+    raw = _records(spark, rows).withColumn("value", F.encode("value.name", "UTF-8"))
+    _write(raw, _sink(s3[0], bucket, **{"format.class": BYTES, "format.bytearray.separator": "|",
+                                        "format.bytearray.extension": ".txt", "topics.dir": "b"}))
+    objects = s3[1].objects(bucket)
+    assert _lines(gzip.decompress(objects["j/t/partition=0/t+0+0000000000.json.gz"])) == [
+        {"id": 0, "name": "n0"}, {"id": 1, "name": "n1"}]
+    assert objects["b/t/partition=0/t+0+0000000000.txt"] == b"n0|n1|"
+
+
+def test_null_values_fail_by_default_and_are_skipped_with_ignore(spark, s3):
+    bucket = _bucket(s3)
+    df = _records(spark, [("t", 0, 0, 0, (0, "a")), ("t", 0, 1, 0, None), ("t", 0, 2, 0, (2, "c"))])
+    with pytest.raises(Exception, match="offset=1 has a null value"):
+        _write(df, _sink(s3[0], bucket))
+    _write(df, _sink(s3[0], bucket, **{"behavior.on.null.values": "ignore"}))
+    assert [_lines(v) for v in s3[1].objects(bucket).values()] == [[{"id": 0, "name": "a"}, {"id": 2, "name": "c"}]]
+
+
+# ------------------------------------------------------------------------------------------ delivery
+def test_a_store_that_refuses_writes_fails_the_batch_naming_bucket_and_endpoint_and_loses_nothing(spark, tmp_path):
+    """The emulator stops: the batch fails with an error naming the bucket and endpoint (never the secret); the
+    restarted query, the emulator back, writes the failed batch."""
+    own = MotoS3Server().start()
+    try:
+        bucket = "refuses"
+        own.create_bucket(bucket)
+        source = tmp_path / "in.txt"
+        source.write_text("".join(f"r{i}\n" for i in range(4)))
+        sink = _sink(own.endpoint, bucket, **{"s3.part.retries": "0", "flush.size": "10"})
+        ckpt = str(tmp_path / "ckpt")
+
+        def run() -> None:
+            df = spark.readStream.format("kconnect").options(**{
+                "connector.class": "FileStreamSource", "file": str(source), "topic": "t"}).load()
+            df.writeStream.format("kconnect").options(**sink).option("checkpointLocation", ckpt) \
+                .trigger(availableNow=True).start().awaitTermination()
+
+        run()
+        assert sorted(own.objects(bucket)) == ["topics/t/partition=0/t+0+0000000000.json"]
+        with open(source, "a") as f:
+            f.writelines(f"r{i}\n" for i in range(4, 6))
+        own.stop()
+        with pytest.raises(Exception, match=r"to bucket 'refuses' at http://127\.0\.0\.1:\d+") as failure:
+            run()
+        assert SECRET_KEY not in str(failure.value)
+        own.start()  # moto keeps objects in memory: it comes back empty
+        own.create_bucket(bucket)
+        run()
+        assert _lines(own.objects(bucket)["topics/t/partition=0/t+0+0000000012.json"]) == ["r4", "r5"]
+    finally:
+        own.destroy()
+
+
+# ------------------------------------------------------------------------------------------ config
+@pytest.mark.parametrize(("extra", "key"), [
+    ({"s3.bucket.name": None}, "s3.bucket.name"),
+    ({"flush.size": "0"}, "flush.size"),
+    ({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat"}, "format.class"),
+    ({"format.class": "com.example.Mine"}, "format.class"),
+    ({"s3.compression.type": "zip"}, "s3.compression.type"),
+    ({"parquet.codec": "lzo"}, "parquet.codec"),
+    ({"partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner"}, "partition.field.name"),
+    ({"partitioner.class": "io.confluent.connect.storage.partitioner.DailyPartitioner"}, "timezone"),
+    ({"partitioner.class": "io.confluent.connect.storage.partitioner.TimeBasedPartitioner", "locale": "en",
+      "timezone": "UTC", "path.format": "YYYY/ww"}, "path.format"),
+    ({"store.url": "ftp://x"}, "store.url"),
+    ({"aws.secret.access.key": None}, "aws.secret.access.key"),
+    ({"store.kafka.keys": "true"}, "store.kafka.keys"),
+    ({"s3.bucket.nam": "x"}, "s3.bucket.nam"),
+])
+def test_config_errors_name_the_key(extra, key):
+    config = {k: v for k, v in {**_sink("http://127.0.0.1:9", "b"), **extra}.items() if v is not None}
+    with pytest.raises(ConfigError) as e:
+        build_connector(config)
+    assert key in e.value.keys
+    assert SECRET_KEY not in str(e.value)
+
+
+def test_the_secret_is_never_in_the_connectors_repr():
+    connector = build_connector(_sink("http://127.0.0.1:9", "b"))
+    assert SECRET_KEY not in repr(connector)
+    assert SECRET_KEY not in repr(connector.config)

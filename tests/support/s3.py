@@ -1,0 +1,88 @@
+"""A throwaway S3 server for tests and benchmarks: moto's server mode (``moto_server`` from PyPI's ``moto[server]``)
+on 127.0.0.1 and a free port. It keeps buckets and objects in memory: a restart starts empty.
+
+>>> with MotoS3Server() as s3:                      # doctest: +SKIP
+...     s3.create_bucket("lake")
+...     s3.objects("lake")
+{}
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Any
+
+from tests.support.postgres import free_port
+from tests.support.process_server import ProcessServer
+
+__all__ = ["MotoS3Server", "ACCESS_KEY", "SECRET_KEY", "REGION"]
+
+#: moto accepts any credentials; the tests' configs pass these (an S3 client needs some).
+ACCESS_KEY, SECRET_KEY, REGION = "kconnect-test-key", "kconnect-test-secret", "us-east-1"
+
+
+def moto_server() -> str:
+    path = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
+    if not path:
+        raise RuntimeError("No moto_server: pip install 'moto[server]' (the dev extra has it)")
+    return path
+
+
+class MotoS3Server(ProcessServer):
+    """A private S3 API on 127.0.0.1; :meth:`destroy` stops it and removes its directory."""
+
+    name = "moto_server"
+
+    def __init__(self, port: int | None = None):
+        self.port = port or free_port()
+        self.root = tempfile.mkdtemp(prefix="kconnect-s3-")
+        self.log = os.path.join(self.root, "server.log")
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> MotoS3Server:
+        env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+               "AWS_DEFAULT_REGION": REGION}
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen([moto_server(), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log,
+                                            stderr=subprocess.STDOUT, env=env, cwd=self.root)
+        self._wait_for_port(timeout)
+        return self
+
+    def server_log(self) -> str:
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()[-4000:]
+        except FileNotFoundError:
+            return ""
+
+    # -- a client for the tests ---------------------------------------------------------------------
+    def filesystem(self) -> Any:
+        from pyarrow import fs
+
+        return fs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION,
+                               endpoint_override=f"127.0.0.1:{self.port}", scheme="http",
+                               allow_bucket_creation=True, allow_bucket_deletion=True)
+
+    def create_bucket(self, bucket: str) -> None:
+        self.filesystem().create_dir(bucket)
+
+    def objects(self, bucket: str, prefix: str = "") -> dict[str, bytes]:
+        """Every object under ``prefix`` of ``bucket``: key -> bytes."""
+        from pyarrow import fs
+
+        s3fs = self.filesystem()
+        base = f"{bucket}/{prefix}".rstrip("/")
+        out = {}
+        for info in s3fs.get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True)):
+            if info.type == fs.FileType.File:
+                with s3fs.open_input_stream(info.path) as f:
+                    out[info.path[len(bucket) + 1:]] = f.read()
+        return out
