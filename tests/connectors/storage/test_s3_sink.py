@@ -6,6 +6,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +25,7 @@ from tests.contract.contract import SinkContract
 from tests.support import servers
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 
+REPO = Path(__file__).resolve().parents[3]
 S3_SINK = "io.confluent.connect.s3.S3SinkConnector"
 JSON = "io.confluent.connect.s3.format.json.JsonFormat"
 PARQUET = "io.confluent.connect.s3.format.parquet.ParquetFormat"
@@ -213,6 +220,50 @@ def test_a_store_that_refuses_writes_fails_the_batch_naming_bucket_and_endpoint_
         assert _lines(own.objects(bucket)["topics/t/partition=0/t+0+0000000012.json"]) == ["r4", "r5"]
     finally:
         own.destroy()
+
+
+def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3, tmp_path):
+    """A datagen -> S3 query runs in a child driver killed with SIGKILL mid-stream (maybe mid-write); restarted on
+    the same checkpoint it replays the interrupted batch, whose objects get the same names and bytes: every record
+    is in exactly one object."""
+    bucket = _bucket(s3)
+    cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
+           "iterations": "800", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "120"}
+    sink = _sink(s3[0], bucket, **{"flush.size": "50"})
+    ckpt = str(tmp_path / "ckpt")
+    script = textwrap.dedent("""
+        import json, sys
+        from pyspark.sql import SparkSession
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
+                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+        df = spark.readStream.format("kconnect").options(**json.loads(sys.argv[1])).load()
+        (df.writeStream.format("kconnect").options(**json.loads(sys.argv[2])).option("checkpointLocation", sys.argv[3])
+         .trigger(processingTime="1 second").start().awaitTermination())
+    """)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(cfg), json.dumps(sink), ckpt], env=env,
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 400
+        while len(s3[1].objects(bucket)) < 3:
+            assert child.poll() is None, child.stderr.read().decode()[-3000:]
+            assert time.monotonic() < deadline, "the child driver wrote nothing"
+            time.sleep(0.2)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
+        child.wait()
+    assert 0 < sum(len(_lines(v)) for v in s3[1].objects(bucket).values()) < 1600
+    cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
+    df = spark.readStream.format("kconnect").options(**cfg).load()
+    df.writeStream.format("kconnect").options(**sink).option("checkpointLocation", ckpt) \
+        .trigger(availableNow=True).start().awaitTermination()
+    orders = [order for data in s3[1].objects(bucket).values() for order in _lines(data)]
+    expected = [json.loads(r.v) for r in spark.read.format("kconnect").options(**cfg).load()
+                .select(F.to_json("value").alias("v")).collect()]
+    assert len(orders) == 1600
+    assert sorted(json.dumps(o, sort_keys=True) for o in orders) == \
+        sorted(json.dumps(o, sort_keys=True) for o in expected)
 
 
 # ------------------------------------------------------------------------------------------ config
