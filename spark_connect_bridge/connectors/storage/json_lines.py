@@ -36,6 +36,7 @@ __all__ = ["json_text"]
 _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"),
             ("\f", "\\f"))
 _OTHER_CONTROL = "[\\x00-\\x07\\x0b\\x0e-\\x1f]"
+_NEEDS_ESCAPE = '[\\x00-\\x1f"\\\\]'
 
 
 def json_text(values: Any, *, schemaless: bool = False, decimal_numeric: bool = False) -> Any:
@@ -94,6 +95,8 @@ def _unscaled_bytes(value: Any, scale: int) -> bytes:
 
 
 def _quoted(text: Any) -> Any:
+    if not pc.any(pc.fill_null(pc.match_substring_regex(text, _NEEDS_ESCAPE), False)).as_py():
+        return pc.binary_join_element_wise('"', text, '"', "")  # the common case: one scan
     if pc.any(pc.fill_null(pc.match_substring_regex(text, _OTHER_CONTROL), False)).as_py():
         # The rest of the control characters are \\u00XX: rare enough for one Python call per value.
         return pa.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in text.to_pylist()],
@@ -123,6 +126,8 @@ def _struct(arr: Any, schemaless: bool, numeric: bool) -> Any:
         entries.append(pc.binary_join_element_wise(name, value if schemaless else _or_null(value), ""))
     if not entries:
         body = pa.array([""] * n, pa.string())
+    elif not schemaless:  # every entry is there ("name":null for a null field): one join
+        body = pc.binary_join_element_wise(*entries, ",") if len(entries) > 1 else entries[0]
     else:
         # Each present entry led by ",", the first comma cut (Arrow's join skipping nulls drops all-null rows).
         led = [pc.fill_null(pc.binary_join_element_wise(",", entry, ""), "") for entry in entries]

@@ -152,11 +152,22 @@ def joda_to_strftime(pattern: str) -> str:
     while i < len(pattern):
         ch = pattern[i]
         if ch == "'":
-            end = pattern.find("'", i + 1)
-            if end < 0:
-                raise ValueError("an unterminated quote")
-            out.append("'" if end == i + 1 else pattern[i + 1:end].replace("%", "%%"))
-            i = end + 1
+            if pattern.startswith("''", i):  # '' outside quotes: one quote
+                out.append("'")
+                i += 2
+                continue
+            i += 1
+            while True:  # quoted text, where '' is one quote
+                end = pattern.find("'", i)
+                if end < 0:
+                    raise ValueError("an unterminated quote")
+                out.append(pattern[i:end].replace("%", "%%"))
+                if pattern.startswith("''", end):
+                    out.append("'")
+                    i = end + 2
+                    continue
+                i = end + 1
+                break
             continue
         if ch.isalpha():
             run = re.match(re.escape(ch) + "+", pattern[i:])

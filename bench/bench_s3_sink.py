@@ -1,0 +1,152 @@
+"""S3 sink throughput: our Confluent S3 sink (JsonFormat, ParquetFormat) against a bare write of the same records to
+the same S3 server, in the same run.
+
+    .venv/bin/python bench/bench_s3_sink.py [records] [--reps 2]
+
+The S3 server is moto's (``moto_server``, started here on 127.0.0.1, as the tests do). The records are Datagen
+``orders`` in 2 Spark partitions, cached before the runs so that every line writes the same in-memory records:
+
+* ``ours json`` / ``ours parquet``: ``df.write.format("kconnect")`` with ``io.confluent.connect.s3.S3SinkConnector``
+  (``flush.size`` above the records per partition: one object per Kafka partition, as the bare write);
+* ``bare json``: Spark's ``to_json(value)`` in the JVM, then each task PUTs its lines as one object with
+  ``pyarrow.fs.S3FileSystem`` (``mapInArrow``); ``bare parquet``: ``select("value.*")`` and each task writes its
+  Arrow batches as one Parquet object (snappy) the same way.
+
+Wall and CPU seconds of this process's tree (the Spark JVM, its Python workers; not the S3 server's). "cold" is a
+line's first run in the session (its Python workers start), the best of the next ``--reps`` runs is "warm".
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from _proctree import descendants, proc_table
+
+from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
+
+
+def _tree_cpu(exclude: set[int]) -> dict[int, float]:
+    procs = proc_table(reaped=True)
+    return {p: procs[p][2] for p in descendants({os.getpid()}, procs) - descendants(exclude, procs) if p in procs}
+
+
+def measure(fn: Callable[[], None], exclude: set[int]) -> tuple[float, float]:
+    before, t = _tree_cpu(exclude), time.perf_counter()
+    fn()
+    wall = time.perf_counter() - t
+    after = _tree_cpu(exclude)
+    return wall, sum(max(0.0, c - before.get(p, 0.0)) for p, c in after.items())
+
+
+def _bare_writer(endpoint_port: int, bucket: str, prefix: str, kind: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def write(batches: Iterator[Any]) -> Iterator[Any]:
+        import uuid
+
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        from pyarrow import fs
+
+        s3 = fs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION, scheme="http",
+                             endpoint_override=f"127.0.0.1:{endpoint_port}")
+        table = pa.Table.from_batches(list(batches))
+        out = io.BytesIO()
+        if kind == "json":
+            lines = pc.binary_join_element_wise(table.column(0), "\n", "").cast(pa.large_string()).combine_chunks()
+            if len(lines):
+                bounds = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
+                out.write(lines.buffers()[2].to_pybytes()[bounds[0]:bounds[-1]])
+        else:
+            pq.write_table(table, out, compression="snappy")
+        with s3.open_output_stream(f"{bucket}/{prefix}/{uuid.uuid4().hex}.{kind}") as stream:
+            stream.write(out.getvalue())
+        yield pa.RecordBatch.from_pydict({"rows": [table.num_rows]})
+
+    return write
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("records", nargs="?", type=int, default=1_000_000)
+    parser.add_argument("--reps", type=int, default=2)
+    args = parser.parse_args()
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+
+    server = MotoS3Server().start()
+    try:
+        bucket = "bench"
+        server.create_bucket(bucket)
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        src = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
+               "iterations": str(args.records // 2), "max.interval": "0", "tasks.max": "2"}
+        records = spark.read.format("kconnect").options(**src).load().cache()
+        assert records.count() == args.records
+        sink = {"connector.class": "io.confluent.connect.s3.S3SinkConnector", "s3.bucket.name": bucket,
+                "s3.region": REGION, "store.url": server.endpoint, "aws.access.key.id": ACCESS_KEY,
+                "aws.secret.access.key": SECRET_KEY, "flush.size": str(args.records)}
+        runs = {"n": 0}
+
+        def ours(kind: str) -> Callable[[], None]:
+            fmt = {"json": "io.confluent.connect.s3.format.json.JsonFormat",
+                   "parquet": "io.confluent.connect.s3.format.parquet.ParquetFormat"}[kind]
+
+            def run() -> None:
+                runs["n"] += 1
+                records.write.format("kconnect").options(**sink).option("format.class", fmt) \
+                    .option("topics.dir", f"ours-{kind}-{runs['n']}").mode("append").save()
+            return run
+
+        def bare(kind: str) -> Callable[[], None]:
+            def run() -> None:
+                runs["n"] += 1
+                frame = records.select(F.to_json("value").alias("line")) if kind == "json" else \
+                    records.select("value.*")
+                written = frame.mapInArrow(_bare_writer(server.port, bucket, f"bare-{kind}-{runs['n']}", kind),
+                                           "rows long").agg(F.sum("rows")).first()[0]
+                assert written == args.records
+            return run
+
+        lines = {"bare json": bare("json"), "ours json": ours("json"), "bare parquet": bare("parquet"),
+                 "ours parquet": ours("parquet")}
+        exclude = {server.process.pid} if server.process else set()
+        results: dict[str, list[tuple[float, float]]] = {k: [] for k in lines}
+        for _ in range(args.reps + 1):
+            for name, fn in lines.items():
+                results[name].append(measure(fn, exclude))
+        # every line wrote every record: our objects hold args.records lines / rows per run
+        print(f"records={args.records} reps={args.reps} load_avg={os.getloadavg()[0]:.1f} "
+              f"objects={len(server.objects(bucket, 'ours-json-2'))} per json run of ours")
+        for name, measured in results.items():
+            cold, warm = measured[0], min(measured[1:], key=lambda r: r[1])
+            print(f"{name:14s} cold {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU | warm {warm[0]:6.2f} s wall "
+                  f"{warm[1]:6.2f} s CPU  {args.records / warm[0] / 1000:7.1f} k rec/s  "
+                  f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec")
+        for kind in ("json", "parquet"):
+            b = min(results[f"bare {kind}"][1:], key=lambda r: r[1])
+            o = min(results[f"ours {kind}"][1:], key=lambda r: r[1])
+            print(f"{kind}: ours vs bare (warm): {b[0] / o[0]:.2f}x wall, {b[1] / o[1]:.2f}x CPU")
+        spark.stop()
+    finally:
+        server.destroy()
+
+
+if __name__ == "__main__":
+    main()
