@@ -152,3 +152,22 @@ def test_chunk_rows_are_numpy_indices():
     table = _table([0, 1], [0, 0], [{"k": 1}] * 2)
     chunk = next(plan_chunks(table, DefaultPartitioner().encode(table, 0), flush_size=5))
     assert chunk.rows.dtype == np.int64
+
+
+def test_a_tasks_records_in_any_order_make_the_same_objects():
+    from spark_connect_bridge.connectors.storage.common import StorageLayout, write_objects
+    from spark_connect_bridge.connectors.storage.formats import JsonFormat
+
+    layout = StorageLayout(DefaultPartitioner(), JsonFormat(), flush_size=2, rotate_interval_ms=-1,
+                           topics_dir="topics", directory_delim="/", file_delim="+", pad_width=10, null_values="fail")
+    table = pa.concat_tables([_table([3, 4, 5], [0] * 3, [{"k": i} for i in (3, 4, 5)], partition=1),
+                              _table([0, 1], [0] * 2, [{"k": i} for i in (0, 1)], partition=0)])
+    written: list[dict[str, bytes]] = []
+    for order in (list(range(5)), [4, 0, 3, 1, 2]):
+        objects: dict[str, bytes] = {}
+        write_objects(iter(table.take(order).to_batches()), layout, objects.__setitem__, 0)
+        written.append(objects)
+    assert written[0] == written[1] == {
+        "topics/t/partition=0/t+0+0000000000.json": b'{"k":0}\n{"k":1}\n',
+        "topics/t/partition=1/t+1+0000000003.json": b'{"k":3}\n{"k":4}\n',
+        "topics/t/partition=1/t+1+0000000005.json": b'{"k":5}\n'}
