@@ -56,7 +56,7 @@ def _joined(texts: Any, separator: bytes) -> bytes:
 
 def _compressed(data: bytes, compression: str, level: int) -> bytes:
     if compression == "gzip":
-        return gzip.compress(data, compresslevel=9 if level < 0 else level, mtime=0)
+        return gzip.compress(data, compresslevel=6 if level < 0 else level, mtime=0)  # -1: zlib's default
     return data
 
 

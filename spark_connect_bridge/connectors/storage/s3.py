@@ -62,7 +62,7 @@ S3_KEYS = (
             doc="The AWS region of the bucket.")
     .define("store.url", Type.STRING, None, importance=Importance.HIGH, group=_S3,
             doc="The URL of an S3-compatible endpoint (MinIO, Ceph, a local emulator) in place of AWS's: "
-                "http(s)://host:port. A destination key: stored credentials go only where it points.")
+                "http(s)://host:port. One of the connector's destination keys (where the stored credentials are sent).")
     .define("s3.path.style.access.enabled", Type.BOOLEAN, True, importance=Importance.LOW, group=_S3,
             doc="Path-style requests (endpoint/bucket/key) to store.url; false: virtual-hosted (bucket.endpoint).")
     .define("aws.access.key.id", Type.STRING, "", importance=Importance.HIGH, group=_S3,
@@ -75,7 +75,7 @@ S3_KEYS = (
     .define("s3.compression.type", Type.STRING, "none", CaseInsensitiveValidString("none", "gzip"),
             Importance.LOW, group=_S3, doc="Compression of JsonFormat and ByteArrayFormat objects.")
     .define("s3.compression.level", Type.INT, -1, Range.between(-1, 9), Importance.LOW, group=_S3,
-            doc="The gzip level (-1: the default, 9 as Java's Deflater's default... here gzip's 9).")
+            doc="The gzip level, 0-9 (-1: zlib's default, 6, as Java's Deflater).")
     .define("parquet.codec", Type.STRING, "snappy",
             CaseInsensitiveValidString(*PARQUET_CODEC_EXTENSIONS), Importance.LOW, group=_S3,
             doc="The Parquet compression codec (its extension goes in the object name: .snappy.parquet).")
@@ -215,8 +215,8 @@ class S3Store:
 
 
 class S3SinkConnector(SinkConnector):
-    """Writes records to S3 objects as Confluent's S3 sink names and fills them (``io.confluent.connect.s3.
-    S3SinkConnector``); exactly once with a deterministic partitioner."""
+    """Writes records to S3 objects as Confluent's S3 sink names and fills them
+    (``io.confluent.connect.s3.S3SinkConnector``); exactly once with a deterministic partitioner."""
 
     kafka_class = "io.confluent.connect.s3.S3SinkConnector"
     delivery = "exactly-once"
