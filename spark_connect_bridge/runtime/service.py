@@ -439,6 +439,10 @@ class ConnectService:
         entries = body.get("offsets") if isinstance(body, Mapping) else None
         if not entries:
             raise BadRequestError("The offsets to be altered may not be null or empty")
+        if not isinstance(entries, list) or not all(
+                isinstance(e, Mapping) and isinstance(e.get("partition"), Mapping)
+                and (e.get("offset") is None or isinstance(e.get("offset"), Mapping)) for e in entries):
+            raise BadRequestError('offsets must be a list of {"partition": {...}, "offset": {...} or null} objects')
         with self._lock:
             rt = self._runtime(name)
             self._require_stopped(rt)
