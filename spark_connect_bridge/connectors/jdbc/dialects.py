@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from ...config import ConfigDef, Importance, NonEmptyString, Password, Range, Type
+from ...config import ConfigDef, Importance, Password, Range, Type
 from ...core.retry import count_retry, is_transient_os_error, retry_call
 from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
 
@@ -69,22 +69,53 @@ class ConnInfo:
         return f"{self.kind}://{self.host}:{self.port}/{self.database or ''}"
 
 
-# The URL properties accepted (compared in lower case), the harmless documented ones of pgjdbc and MariaDB
+# The URL properties accepted (in any case), the harmless documented ones of pgjdbc and MariaDB
 # Connector/J: TLS modes, timeouts, names. Everything else is refused: socketFactory, sslfactory, loggerFile,
 # sslpasswordcallback, authenticationPluginClassName, allowLoadLocalInfile, autoDeserialize... can load a class,
 # write or read a local file, or make the client send one (a rogue server's LOAD DATA LOCAL INFILE).
-_URL_PROPERTIES: dict[str, frozenset[str]] = {
-    "postgresql": frozenset(p.lower() for p in (
+_URL_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "postgresql": (
         "ssl", "sslmode", "sslrootcert", "sslcert", "sslkey", "connectTimeout", "connect_timeout", "socketTimeout",
         "loginTimeout", "tcpKeepAlive", "ApplicationName", "application_name", "currentSchema", "options",
         "stringtype", "reWriteBatchedInserts", "prepareThreshold", "targetServerType", "readOnly",
-        "defaultRowFetchSize", "gssEncMode", "channelBinding")),
-    "mysql": frozenset(p.lower() for p in (
+        "defaultRowFetchSize", "gssEncMode", "channelBinding"),
+    "mysql": (
         "ssl", "useSSL", "sslMode", "requireSSL", "verifyServerCertificate", "trustServerCertificate",
         "connectTimeout", "socketTimeout", "characterEncoding", "useUnicode", "serverTimezone", "connectionTimeZone",
         "rewriteBatchedStatements", "useServerPrepStmts", "cachePrepStmts", "zeroDateTimeBehavior", "tinyInt1isBit",
-        "tcpKeepAlive", "permitMysqlScheme", "useAffectedRows")),
+        "tcpKeepAlive", "permitMysqlScheme", "useAffectedRows"),
 }
+
+
+_SERVER_URL = re.compile(r"^jdbc:(postgresql|mysql|mariadb)://([^/?]*)(?:/([^?]*))?(?:\?(.*))?$", re.IGNORECASE)
+
+
+def _refused_properties(url: str) -> str | None:
+    """Why the properties of a PostgreSQL or MySQL/MariaDB JDBC URL are refused (``None``: all allowed)."""
+    m = _SERVER_URL.match(url.strip())
+    if not m:
+        return None
+    allowed = _URL_PROPERTIES["postgresql" if m.group(1).lower() == "postgresql" else "mysql"]
+    lower = {p.lower() for p in allowed}
+    refused = [k for k, _ in parse_qsl(m.group(4) or "", keep_blank_values=True)
+               if k not in ("user", "password") and k.lower() not in lower]
+    if not refused:
+        return None
+    return (f"the URL {'property' if len(refused) == 1 else 'properties'} {', '.join(refused)} "
+            f"{'is' if len(refused) == 1 else 'are'} not accepted (such properties can load a class, read or write "
+            f"a local file, or make the client send one); allowed: {', '.join(allowed)}")
+
+
+class JdbcUrl:
+    """A non-empty JDBC URL whose properties are all on the allowlist (:data:`_URL_PROPERTIES`)."""
+
+    def __call__(self, value: Any) -> str | None:
+        if not str(value).strip():
+            return "String may not be empty"
+        return _refused_properties(str(value))
+
+    def describe(self) -> str:
+        return "JDBC URL"
 
 
 def parse_jdbc_url(url: str, user: str | None = None, password: Password | str | None = None,
@@ -97,7 +128,7 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
     if isinstance(password, str):
         password = Password(password)
     u = (url or "").strip()
-    m = re.match(r"^jdbc:(postgresql|mysql|mariadb)://([^/?]*)(?:/([^?]*))?(?:\?(.*))?$", u, re.IGNORECASE)
+    m = _SERVER_URL.match(u)
     if m:
         scheme = m.group(1).lower()
         kind = "postgresql" if scheme == "postgresql" else "mysql"
@@ -116,24 +147,18 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
         except ValueError:
             raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: port {port_s!r} is not "
                                                   "a number")]) from None
+        refused = _refused_properties(u)
+        if refused:
+            raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: {refused}")])
         params = []
         url_user, url_password = None, None
-        allowed = _URL_PROPERTIES[kind]
-        refused: list[str] = []
         for k, v in parse_qsl(m.group(4) or "", keep_blank_values=True):
             if k == "user":
                 url_user = v
             elif k == "password":
                 url_password = Password(v)
-            elif k.lower() in allowed:
-                params.append((k, v))
             else:
-                refused.append(k)
-        if refused:
-            raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: the URL property "
-                                                  f"{name} is not accepted (it could load a class, read or write a "
-                                                  f"local file, or turn off a safety check); allowed: "
-                                                  f"{', '.join(sorted(allowed))}") for name in refused])
+                params.append((k, v))
         return ConnInfo(kind, host or "localhost", port, unquote(m.group(3) or "") or None, None,
                         user or url_user, password if password is not None and password.value() is not None
                         else url_password, tuple(params))
@@ -167,7 +192,7 @@ def connection_config_def(group: str) -> Any:
     names it)."""
 
     return (ConfigDef()
-            .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            .define("connection.url", Type.STRING, validator=JdbcUrl(), importance=Importance.HIGH,
                     doc="JDBC connection URL: jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db, "
                         "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured.",
                     group=group)
