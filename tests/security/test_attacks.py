@@ -114,8 +114,9 @@ class RawAttack:
 
 _POST = "POST /connectors HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\n"
 RAW_ATTACKS = [
-    RawAttack("two differing Content-Length headers (request smuggling)",
-              _POST + "Content-Length: 2\nContent-Length: 40", b"{}", 400),
+    RawAttack("two differing Content-Length headers (request smuggling)",  # the first alone would pause it
+              "PUT /connectors/stored/pause HTTP/1.1\nHost: 127.0.0.1\nContent-Length: 0\nContent-Length: 40",
+              b"", 400),
     RawAttack("a chunked body", _POST + "Transfer-Encoding: chunked", b"2\r\n{}\r\n0\r\n\r\n", 411),
     RawAttack("a 100 KB header", "GET /connectors HTTP/1.1\nHost: 127.0.0.1\nX-Big: " + "a" * 100_000, b"", 431),
     RawAttack("200 headers", "GET /connectors HTTP/1.1\nHost: 127.0.0.1\n"
