@@ -1,6 +1,7 @@
 """FileStreamSource and FileStreamSink: Kafka's file connectors.
 
-**FileStreamSource** reads a text file line by line (UTF-8). Like Kafka's, its source partition is
+**FileStreamSource** reads a text file line by line (UTF-8; bytes that are not UTF-8 read as U+FFFD, as Java's
+decoder in Kafka's task reads them). Like Kafka's, its source partition is
 ``{"filename": <file>}`` and its position ``{"position": <byte offset>}``; a line is emitted only once its
 newline has been written, so a half-written last line waits for the next trigger. Records: ``key`` null,
 ``value`` the line (string, without ``\\n`` or ``\\r\\n``), ``offset`` the line's byte position, ``partition`` 0.

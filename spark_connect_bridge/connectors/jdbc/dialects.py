@@ -115,7 +115,7 @@ class JdbcUrl:
         return _refused_properties(str(value))
 
     def describe(self) -> str:
-        return "JDBC URL"
+        return "non-empty string; URL properties from the allowlist"
 
 
 def parse_jdbc_url(url: str, user: str | None = None, password: Password | str | None = None,
@@ -194,7 +194,8 @@ def connection_config_def(group: str) -> Any:
     return (ConfigDef()
             .define("connection.url", Type.STRING, validator=JdbcUrl(), importance=Importance.HIGH,
                     doc="JDBC connection URL: jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db, "
-                        "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured.",
+                        "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured, other "
+                        "properties only from an allowlist (see Securing the worker).",
                     group=group)
             .define("connection.user", Type.STRING, None, importance=Importance.HIGH,
                     doc="JDBC connection user.", group=group)
