@@ -498,7 +498,7 @@ class ConnectService:
 
             def reset() -> None:
                 self.worker.stop_query(rt)
-                self.worker.remove_checkpoints(name, keep=keep)
+                self.worker.remove_checkpoints(name, keep=keep, totals=False)
                 if rt.kind == "sink" and self.worker.bus is not None:  # Kafka Connect deletes the sink's group
                     kafka_admin.delete_group(self.worker.bus.admin_config(), _kafka_group(rt))
 

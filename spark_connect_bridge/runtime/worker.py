@@ -520,14 +520,17 @@ class Worker:
             return None
 
     # -- storage ------------------------------------------------------------------------------------
-    def remove_checkpoints(self, name: str, keep: str | None = None) -> None:
-        """Delete the connector's checkpoints (all generations but ``keep``)."""
+    def remove_checkpoints(self, name: str, keep: str | None = None, *, totals: bool = True) -> None:
+        """Delete the connector's checkpoints (all generations but ``keep``) and, unless ``totals`` is False (an
+        offset reset: they count from the connector's creation), its saved totals."""
         root = self.checkpoint_root_of(name)
         if not os.path.isdir(root):
             return
         for g in os.listdir(root):
             p = os.path.join(root, g)
-            if g == _TOTALS_FILE:  # the totals count from the connector's creation, across offset resets
+            if g == _TOTALS_FILE:
+                if totals:
+                    os.remove(p)
                 continue
             if keep is None or os.path.abspath(p) != os.path.abspath(keep):
                 shutil.rmtree(p, ignore_errors=True)
