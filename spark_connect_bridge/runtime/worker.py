@@ -300,7 +300,7 @@ class Worker:
         old = rt.metrics
         if not rt.totals_loaded:  # the first start in this process: go on from the totals an earlier run saved
             rt.totals_loaded = True
-            old = self._saved_totals(rt.name) or old
+            old = self._saved_totals(rt) or old
         rt.metrics = Metrics(records_in_total=old.records_in_total, records_out_total=old.records_out_total,
                              batches=old.batches, dead_lettered=old.dead_lettered)
         rt.end_offset = None
@@ -419,11 +419,15 @@ class Worker:
     def _totals_file(self, name: str) -> str:
         return os.path.join(self.checkpoint_root_of(name), _TOTALS_FILE)
 
-    def _saved_totals(self, name: str) -> Metrics | None:
-        """The totals saved by an earlier run of the connector (a worker killed with -9 included)."""
+    def _saved_totals(self, rt: ConnectorRuntime) -> Metrics | None:
+        """The totals saved by an earlier run of the connector (a worker killed with -9 included); not those of
+        an earlier connector of the same name (told apart by the creation time)."""
+        name = rt.name
         try:
             with open(self._totals_file(name), encoding="utf-8") as f:
                 saved = json.load(f)
+            if saved.get("created") != rt.state.created:
+                return None
             return Metrics(records_in_total=int(saved["records_in_total"]),
                            records_out_total=int(saved["records_out_total"]), batches=int(saved["batches"]))
         except FileNotFoundError:
@@ -439,8 +443,9 @@ class Worker:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             tmp = path + ".tmp"
             with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"records_in_total": m.records_in_total, "records_out_total": m.records_out_total,
-                           "batches": m.batches, "last_batch_id": m.last_batch_id}, f)
+                json.dump({"created": rt.state.created, "records_in_total": m.records_in_total,
+                           "records_out_total": m.records_out_total, "batches": m.batches,
+                           "last_batch_id": m.last_batch_id}, f)
             os.replace(tmp, path)
         except OSError:
             log.warning("Connector %s: its totals cannot be saved", rt.name, exc_info=True)
