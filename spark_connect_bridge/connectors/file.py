@@ -1,6 +1,7 @@
 """FileStreamSource and FileStreamSink: Kafka's file connectors.
 
-**FileStreamSource** reads a text file line by line (UTF-8). Like Kafka's, its source partition is
+**FileStreamSource** reads a text file line by line (UTF-8; bytes that are not UTF-8 read as U+FFFD, as Java's
+decoder in Kafka's task reads them). Like Kafka's, its source partition is
 ``{"filename": <file>}`` and its position ``{"position": <byte offset>}``; a line is emitted only once its
 newline has been written, so a half-written last line waits for the next trigger. Records: ``key`` null,
 ``value`` the line (string, without ``\\n`` or ``\\r\\n``), ``offset`` the line's byte position, ``partition`` 0.
@@ -132,11 +133,15 @@ class FileStreamSourceConnector(SourceConnector):
         n_all = len(newlines)
         bounds = np.concatenate(([0], newlines + 1)).astype(np.int64)
         raw = pa.Array.from_buffers(pa.large_binary(), n_all, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+        stripped = pc.replace_substring_regex(raw, pattern="\r?\n$", replacement="")
         try:
-            lines = pc.replace_substring_regex(raw, pattern="\r?\n$", replacement="").cast(pa.large_string())
-        except pa.ArrowInvalid as e:
-            raise ConnectError(f"File {self.config['file']} has a line that is not valid UTF-8 between byte "
-                               f"positions {start} and {end}") from e
+            lines = stripped.cast(pa.large_string())
+        except pa.ArrowInvalid:
+            # Not valid UTF-8: Kafka's task reads through Java's InputStreamReader, which puts U+FFFD for each
+            # malformed sequence and goes on; so do we (Python's "replace" follows the same Unicode practice).
+            log.warning("File %s has bytes that are not UTF-8 between positions %d and %d: read with U+FFFD "
+                        "replacement characters, as Kafka's FileStreamSource does", self.config["file"], start, end)
+            lines = pa.array([b.decode("utf-8", "replace") for b in stripped.to_pylist()], pa.large_string())
         lines = lines.cast(pa.string())
         positions = pa.array(start + bounds[:-1])
         for i in range(0, n_all, step):

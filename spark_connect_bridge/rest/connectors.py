@@ -47,7 +47,7 @@ def _admit(svc: Any, name: str, config: Mapping[str, Any], *, patch: bool = Fals
     except NotFoundError:  # a new connector: nothing stored
         stored = None
     try:
-        restored = restore_masked(config, stored)
+        restored = restore_masked(config, stored, patch=patch)
     except ConfigError as e:
         raise HttpError(400, invalid_config_message(e.problems)) from None
     merged = dict(stored or {}, **restored) if patch else restored

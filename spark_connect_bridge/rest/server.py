@@ -37,6 +37,7 @@ _METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 _BODY_METHODS = ("POST", "PUT", "PATCH")
 _MAX_CONCURRENT = 64
 _SOCKET_TIMEOUT = 30.0
+_DRAIN_BYTES = 16 * 1024 * 1024
 
 
 def _reject_constant(name: str) -> Any:
@@ -142,11 +143,34 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, {"error_code": status, "message": message}, headers, close=close)
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's own errors (a bad request line, headers too long, ...): Kafka's JSON body, then close."""
+        """http.server's own errors (request line over 64 KiB: 414; a header line over 64 KiB or over 100 headers:
+        431; a malformed request line: 400): Kafka's JSON body, then close. The request's headers may not have
+        been read (or be a previous request's), so no CORS headers; the unread rest of the request is drained
+        first so that closing does not reset the connection before the client reads the answer."""
+        self.close_connection = True
+        text = message or self.responses.get(code, ("Error",))[0]
+        data = json.dumps({"error_code": code, "message": text}).encode()
         try:
-            self._fail(code, message or self.responses.get(code, ("Error",))[0], close=True)
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+            self._drain()
         except OSError:
-            self.close_connection = True
+            pass
+
+    def _drain(self) -> None:
+        """Read and drop what the client still sends (at most _DRAIN_BYTES, for at most a second)."""
+        self.connection.settimeout(1.0)
+        left = _DRAIN_BYTES
+        while left > 0:
+            chunk = self.connection.recv(min(left, 65536))
+            if not chunk:
+                return
+            left -= len(chunk)
 
     # -- checks done before the body is read --------------------------------------------------------
     def _origin(self) -> str | None:
@@ -192,7 +216,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._fail(411, "Send the request body with a Content-Length header (chunked bodies are not accepted)",
                        close=True)
             return False, None
-        raw = self.headers.get("Content-Length")
+        lengths = self.headers.get_all("Content-Length") or []
+        if len({v.strip() for v in lengths}) > 1:  # request smuggling: which one would a proxy have used?
+            self._fail(400, "The request has differing Content-Length headers", close=True)
+            return False, None
+        raw = lengths[0] if lengths else None
         if raw is None:
             return True, None
         raw = raw.strip()

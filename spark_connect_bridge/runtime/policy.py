@@ -74,6 +74,8 @@ class ConnectorPolicy:
         shown = value if shown is None else shown
         if not value:
             return None
+        if "\x00" in value:  # the OS cannot open such a path (Python raises ValueError: embedded null byte)
+            return f"Invalid value for configuration {key}: a path may not contain a NUL character"
         uri = _URI.match(value)
         if uri and uri.group(1).lower() != "file":
             return None

@@ -116,16 +116,51 @@ def scrub_text(text: str, config: Mapping[str, str]) -> str:
     return mask_url_secrets(text)
 
 
-def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None) -> dict[str, Any]:
+# Keys that say where a secret goes (which server, which account, which plugin sends it): a masked value stands
+# for the stored secret only while every one of them in the secret's plugin is unchanged.
+_DESTINATION = re.compile(r"(?i)(?:^|\.)(?:url|urls|uri|uris|host|hosts|hostname|hostnames|port|ports|user|username"
+                          r"|user\.name|database|db|dbname|database\.name|server|servers|endpoint|endpoints|address"
+                          r"|addresses|dsn|connection\.string|bootstrap\.servers|security\.protocol|sasl\.mechanism"
+                          r"|region|account|tenant\.id|project|project\.id|instance|domain)$")
+_CONVERTERS = ("key.converter", "value.converter", "header.converter")
+
+
+def _plugin_scope(key: str) -> tuple[str, str]:
+    """``(prefix, class key)`` of the plugin that ``key`` configures: a converter, a transform or predicate alias,
+    or the connector itself (prefix ``""``, every other key, ``producer.override.*`` included)."""
+    for conv in _CONVERTERS:
+        if key == conv or key.startswith(conv + "."):
+            return conv + ".", conv
+    for family in ("transforms", "predicates"):
+        if key.startswith(family + "."):
+            alias = key[len(family) + 1:].split(".", 1)[0]
+            return f"{family}.{alias}.", f"{family}.{alias}.type"
+    return "", "connector.class"
+
+
+def _destination_keys(scope: tuple[str, str], keys: Any) -> list[str]:
+    prefix, class_key = scope
+    return sorted({class_key} | {k for k in keys if _plugin_scope(k) == scope and k != class_key
+                                 and _DESTINATION.search(k[len(prefix):]) and not is_secret_key(k)})
+
+
+def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None, *,
+                   patch: bool = False) -> dict[str, Any]:
     """``new`` with every value that is the stored one as :func:`mask_config` showed it replaced by the stored
-    value; raise a ConfigError for any other value holding ``[hidden]`` (naming the key, never a value)."""
+    value; raise a ConfigError for any other value holding ``[hidden]`` (naming the key, never a value).
+
+    A stored secret is kept this way (or, with ``patch``, by leaving its key out) only while every key that says
+    where it goes is unchanged: the plugin's class and its URL, host, port, user, database, servers... keys
+    (:data:`_DESTINATION`). Otherwise the stored password would be sent to whatever server the request names."""
     masked = mask_config(stored) if stored else {}
     out: dict[str, Any] = {}
     problems: list[ConfigProblem] = []
+    kept: list[str] = []  # stored secrets the request does not send itself
     for k, v in new.items():
         if isinstance(v, str) and HIDDEN in v:
             if stored is not None and k in stored and masked.get(k) == v:
                 out[k] = stored[k]
+                kept.append(k)
                 continue
             problems.append(ConfigProblem(k, f"Configuration {k} holds the masked value {HIDDEN}, which the API "
                                              f"shows in place of a secret: send the secret itself (or a config "
@@ -133,6 +168,18 @@ def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None) -> 
                                              f"the stored secret"))
             continue
         out[k] = v
+    if stored and patch:
+        kept += [k for k, v in stored.items() if k not in new and masked.get(k) != v]
+    if stored and kept:
+        final = dict(stored, **out) if patch else out
+        for k in sorted(kept):
+            scope = _plugin_scope(k)
+            changed = [d for d in _destination_keys(scope, set(stored) | set(final))
+                       if final.get(d) != stored.get(d)]
+            if changed:
+                problems.append(ConfigProblem(k, f"Configuration {k} keeps the stored secret, but "
+                                                 f"{', '.join(changed)} changed: the stored secret stays with the "
+                                                 f"server it was given for; send {k} itself"))
     if problems:
         raise ConfigError(problems)
     return out

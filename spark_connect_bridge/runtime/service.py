@@ -439,6 +439,10 @@ class ConnectService:
         entries = body.get("offsets") if isinstance(body, Mapping) else None
         if not entries:
             raise BadRequestError("The offsets to be altered may not be null or empty")
+        if not isinstance(entries, list) or not all(
+                isinstance(e, Mapping) and isinstance(e.get("partition"), Mapping)
+                and (e.get("offset") is None or isinstance(e.get("offset"), Mapping)) for e in entries):
+            raise BadRequestError('offsets must be a list of {"partition": {...}, "offset": {...} or null} objects')
         with self._lock:
             rt = self._runtime(name)
             self._require_stopped(rt)
@@ -494,7 +498,7 @@ class ConnectService:
 
             def reset() -> None:
                 self.worker.stop_query(rt)
-                self.worker.remove_checkpoints(name, keep=keep)
+                self.worker.remove_checkpoints(name, keep=keep, totals=False)
                 if rt.kind == "sink" and self.worker.bus is not None:  # Kafka Connect deletes the sink's group
                     kafka_admin.delete_group(self.worker.bus.admin_config(), _kafka_group(rt))
 

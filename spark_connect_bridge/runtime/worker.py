@@ -94,10 +94,15 @@ class ConnectorRuntime:
     #: The end offset the lag was last measured at: a new batch end is measured at once, not up to 2 s later.
     lag_checked_end: Any = None
     last_progress_at: float = 0.0
+    #: The totals saved by an earlier run of this connector (see Worker._start_query) were read.
+    totals_loaded: bool = False
 
     @property
     def name(self) -> str:
         return self.state.name
+
+
+_TOTALS_FILE = "totals.json"  # beside a connector's checkpoint generations (g0, g1, ...)
 
 
 def _checkpoint_dir(root: str, name: str, generation: int) -> str:
@@ -293,6 +298,9 @@ class Worker:
         # Totals count the connector's records since it was created here (a paused and resumed connector's
         # go on from where they were); rates and batch ids belong to the new query.
         old = rt.metrics
+        if not rt.totals_loaded:  # the first start in this process: go on from the totals an earlier run saved
+            rt.totals_loaded = True
+            old = self._saved_totals(rt) or old
         rt.metrics = Metrics(records_in_total=old.records_in_total, records_out_total=old.records_out_total,
                              batches=old.batches, dead_lettered=old.dead_lettered)
         rt.end_offset = None
@@ -408,10 +416,51 @@ class Worker:
             m.lag = self._lag(rt)
             m.dead_lettered = self._dead_lettered(rt)
 
+    def _totals_file(self, name: str) -> str:
+        return os.path.join(self.checkpoint_root_of(name), _TOTALS_FILE)
+
+    def _saved_totals(self, rt: ConnectorRuntime) -> Metrics | None:
+        """The totals saved by an earlier run of the connector (a worker killed with -9 included); not those of
+        an earlier connector of the same name (told apart by the creation time)."""
+        name = rt.name
+        try:
+            with open(self._totals_file(name), encoding="utf-8") as f:
+                saved = json.load(f)
+            if saved.get("created") != rt.state.created:
+                return None
+            return Metrics(records_in_total=int(saved["records_in_total"]),
+                           records_out_total=int(saved["records_out_total"]), batches=int(saved["batches"]))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            log.warning("Connector %s: its saved totals cannot be read; they count from 0", name, exc_info=True)
+            return None
+
+    def _save_totals(self, rt: ConnectorRuntime) -> None:
+        m = rt.metrics
+        path = self._totals_file(rt.name)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"created": rt.state.created, "records_in_total": m.records_in_total,
+                           "records_out_total": m.records_out_total, "batches": m.batches,
+                           "last_batch_id": m.last_batch_id}, f)
+            os.replace(tmp, path)
+        except OSError:
+            log.warning("Connector %s: its totals cannot be saved", rt.name, exc_info=True)
+
+    def _count_progress(self, rt: ConnectorRuntime, q: Any) -> None:
+        """Add the query's progress events not counted yet to the connector's totals, and save them (beside the
+        checkpoints: a restarted worker goes on from them). Also called on a query that stopped or ended, so that
+        the batches it ran since the last status poll are not lost from the totals."""
+        batches = rt.metrics.batches
+        self._count_batches(rt, q)
+        if rt.metrics.batches != batches:
+            self._save_totals(rt)
+
     @staticmethod
-    def _count_progress(rt: ConnectorRuntime, q: Any) -> None:
-        """Add the query's progress events not counted yet to the connector's totals. Also called on a query that
-        stopped or ended, so that the batches it ran since the last status poll are not lost from the totals."""
+    def _count_batches(rt: ConnectorRuntime, q: Any) -> None:
         m = rt.metrics
         try:
             progresses = q.recentProgress
@@ -476,13 +525,18 @@ class Worker:
             return None
 
     # -- storage ------------------------------------------------------------------------------------
-    def remove_checkpoints(self, name: str, keep: str | None = None) -> None:
-        """Delete the connector's checkpoints (all generations but ``keep``)."""
+    def remove_checkpoints(self, name: str, keep: str | None = None, *, totals: bool = True) -> None:
+        """Delete the connector's checkpoints (all generations but ``keep``) and, unless ``totals`` is False (an
+        offset reset: they count from the connector's creation), its saved totals."""
         root = self.checkpoint_root_of(name)
         if not os.path.isdir(root):
             return
         for g in os.listdir(root):
             p = os.path.join(root, g)
+            if g == _TOTALS_FILE:
+                if totals:
+                    os.remove(p)
+                continue
             if keep is None or os.path.abspath(p) != os.path.abspath(keep):
                 shutil.rmtree(p, ignore_errors=True)
         if keep is None:

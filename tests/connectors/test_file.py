@@ -49,6 +49,14 @@ def test_source_emits_complete_lines_with_byte_positions(spark, tmp_path):
         ("γάμμα", 13, 0, "lines", None)]
 
 
+def test_bytes_that_are_not_utf8_become_replacement_characters_as_in_kafka(spark, tmp_path):
+    # Kafka's FileStreamSourceTask reads through Java's InputStreamReader: U+FFFD for each malformed sequence.
+    path = tmp_path / "in.txt"
+    path.write_bytes(b"\xff\xfe ok\r\ncaf\xc3\xa9 \xc3(\nfine\n")
+    rows = spark.read.format("kconnect").options(**_src(path)).load().collect()
+    assert [(r.value, r.offset) for r in rows] == [("\ufffd\ufffd ok", 0), ("café \ufffd(", 7), ("fine", 16)]
+
+
 def test_half_written_line_waits_for_its_newline(spark, tmp_path):
     path = tmp_path / "in.txt"
     path.write_text("one\ntw")

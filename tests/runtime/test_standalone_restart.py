@@ -39,6 +39,10 @@ def _kill9(proc: subprocess.Popen) -> None:
     proc.wait(timeout=60)
 
 
+def _records_in(api: Api, name: str) -> int:
+    return int(api.get(f"/connectors/{name}/status")["metrics"]["records_in_total"])
+
+
 def test_killed_worker_resumes_connectors_in_their_states_without_loss(tmp_path):
     port = _free_port()
     src, out = tmp_path / "in.txt", tmp_path / "out.txt"
@@ -76,6 +80,8 @@ spark.sql.shuffle.partitions=2
         with open(src, "a") as f:
             f.writelines(f"line-{i}\n" for i in range(21, 41))
         wait_for(lambda: len(lines(out)) > 20, what="the second lines to start flowing")
+        counted = wait_for(lambda: (n := _records_in(api, "lines")) > 20 and n,
+                           what="the status to count some of lines 21-40")
     finally:
         _kill9(p1)
     with open(src, "a") as f:
@@ -89,6 +95,9 @@ spark.sql.shuffle.partitions=2
         assert sorted(api.get("/connectors")) == ["lines", "lines-sink", "orders"]
         assert api.state("orders") == "PAUSED"
         api.wait_state("lines", "RUNNING")
+        # The totals go on from what the killed worker had counted (saved as it counted them), plus lines 41-50
+        # at least; a worker that lost them would count only what its own query reads again (at most 30).
+        wait_for(lambda: _records_in(api, "lines") >= counted + 10, what="the source's total to go on")
         import deltalake
 
         assert deltalake.DeltaTable(str(tmp_path / "topics" / "connect-test")).count() == 50

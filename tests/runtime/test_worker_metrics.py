@@ -20,7 +20,7 @@ def _metrics(api, name: str) -> dict:
     return api.get(f"/connectors/{name}/status")["metrics"]
 
 
-def test_totals_survive_pause_and_resume_and_sink_offsets_count_records(start_worker, tmp_path):
+def test_totals_survive_pause_resume_and_worker_restarts_and_sink_offsets_count_records(start_worker, tmp_path):
     _worker, api = start_worker()
     src_file, out_file = tmp_path / "in.txt", tmp_path / "out.txt"
     _append(src_file, "a", "b", "c")
@@ -63,6 +63,20 @@ def test_totals_survive_pause_and_resume_and_sink_offsets_count_records(start_wo
     assert r.status_code == 400 and "nearest are 0 and 3" in r.json()["message"]
     assert api.call("PUT", "/connectors/sink/resume").status_code == 202
     wait_for(lambda: lines(out_file) == ["a", "b", "c", "d", "e", "d", "e"], what="d and e delivered again")
+
+    # A restarted worker goes on from the totals the first one saved (its new queries read nothing new)...
+    _worker.close()
+    _append(src_file, "f")
+    _, api = start_worker()
+    wait_for(lambda: _metrics(api, "src")["records_in_total"] == 6, timeout=240,
+             what="the source's totals to go on to 6")
+    # ... but a new connector of the same name starts from 0 (it reads the whole file again: 6 records)
+    assert api.call("DELETE", "/connectors/src").status_code == 204
+    wait_for(lambda: api.call("PUT", "/connectors/src/config", {
+        "connector.class": "FileStreamSource", "file": str(src_file), "topic": "lines"}).status_code == 201,
+        what="the name to be free")
+    wait_for(lambda: _metrics(api, "src")["records_in_total"] == 6 and api.state("src") == "RUNNING",
+             what="the new connector's 6 records")
 
 
 def test_stopping_a_query_silences_spark_cancellation_errors_for_a_while(spark, monkeypatch, tmp_path):
@@ -107,3 +121,4 @@ def test_a_topic_store_sink_reads_a_backlog_in_batches_of_its_max_records_per_tr
 
     wait_for(lambda: sum(sizes()) == 10, what="the sink's progress of its 10 records")
     assert max(sizes()) <= 4, sizes()
+

@@ -17,7 +17,9 @@ read, rendered as typed literals from the values themselves (see :meth:`Postgres
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+import os
 import re
 import threading
 import time
@@ -26,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
-from ...config import ConfigDef, Importance, NonEmptyString, Password, Range, Type
+from ...config import ConfigDef, Importance, Password, Range, Type
 from ...core.retry import count_retry, is_transient_os_error, retry_call
 from ...errors import ConfigError, ConfigProblem, ConnectError, RetriableError
 
@@ -67,6 +69,55 @@ class ConnInfo:
         return f"{self.kind}://{self.host}:{self.port}/{self.database or ''}"
 
 
+# The URL properties accepted (in any case), the harmless documented ones of pgjdbc and MariaDB
+# Connector/J: TLS modes, timeouts, names. Everything else is refused: socketFactory, sslfactory, loggerFile,
+# sslpasswordcallback, authenticationPluginClassName, allowLoadLocalInfile, autoDeserialize... can load a class,
+# write or read a local file, or make the client send one (a rogue server's LOAD DATA LOCAL INFILE).
+_URL_PROPERTIES: dict[str, tuple[str, ...]] = {
+    "postgresql": (
+        "ssl", "sslmode", "sslrootcert", "sslcert", "sslkey", "connectTimeout", "connect_timeout", "socketTimeout",
+        "loginTimeout", "tcpKeepAlive", "ApplicationName", "application_name", "currentSchema", "options",
+        "stringtype", "reWriteBatchedInserts", "prepareThreshold", "targetServerType", "readOnly",
+        "defaultRowFetchSize", "gssEncMode", "channelBinding"),
+    "mysql": (
+        "ssl", "useSSL", "sslMode", "requireSSL", "verifyServerCertificate", "trustServerCertificate",
+        "connectTimeout", "socketTimeout", "characterEncoding", "useUnicode", "serverTimezone", "connectionTimeZone",
+        "rewriteBatchedStatements", "useServerPrepStmts", "cachePrepStmts", "zeroDateTimeBehavior", "tinyInt1isBit",
+        "tcpKeepAlive", "permitMysqlScheme", "useAffectedRows"),
+}
+
+
+_SERVER_URL = re.compile(r"^jdbc:(postgresql|mysql|mariadb)://([^/?]*)(?:/([^?]*))?(?:\?(.*))?$", re.IGNORECASE)
+
+
+def _refused_properties(url: str) -> str | None:
+    """Why the properties of a PostgreSQL or MySQL/MariaDB JDBC URL are refused (``None``: all allowed)."""
+    m = _SERVER_URL.match(url.strip())
+    if not m:
+        return None
+    allowed = _URL_PROPERTIES["postgresql" if m.group(1).lower() == "postgresql" else "mysql"]
+    lower = {p.lower() for p in allowed}
+    refused = [k for k, _ in parse_qsl(m.group(4) or "", keep_blank_values=True)
+               if k not in ("user", "password") and k.lower() not in lower]
+    if not refused:
+        return None
+    return (f"the URL {'property' if len(refused) == 1 else 'properties'} {', '.join(refused)} "
+            f"{'is' if len(refused) == 1 else 'are'} not accepted (such properties can load a class, read or write "
+            f"a local file, or make the client send one); allowed: {', '.join(allowed)}")
+
+
+class JdbcUrl:
+    """A non-empty JDBC URL whose properties are all on the allowlist (:data:`_URL_PROPERTIES`)."""
+
+    def __call__(self, value: Any) -> str | None:
+        if not str(value).strip():
+            return "String may not be empty"
+        return _refused_properties(str(value))
+
+    def describe(self) -> str:
+        return "non-empty string; URL properties from the allowlist"
+
+
 def parse_jdbc_url(url: str, user: str | None = None, password: Password | str | None = None,
                    *, key: str = "connection.url") -> ConnInfo:
     """Parse a JDBC URL; ``?user=&password=`` parameters are honoured (explicit user/password win).
@@ -77,7 +128,7 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
     if isinstance(password, str):
         password = Password(password)
     u = (url or "").strip()
-    m = re.match(r"^jdbc:(postgresql|mysql|mariadb)://([^/?]*)(?:/([^?]*))?(?:\?(.*))?$", u, re.IGNORECASE)
+    m = _SERVER_URL.match(u)
     if m:
         scheme = m.group(1).lower()
         kind = "postgresql" if scheme == "postgresql" else "mysql"
@@ -96,6 +147,9 @@ def parse_jdbc_url(url: str, user: str | None = None, password: Password | str |
         except ValueError:
             raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: port {port_s!r} is not "
                                                   "a number")]) from None
+        refused = _refused_properties(u)
+        if refused:
+            raise ConfigError([ConfigProblem(key, f"Invalid value for configuration {key}: {refused}")])
         params = []
         url_user, url_password = None, None
         for k, v in parse_qsl(m.group(4) or "", keep_blank_values=True):
@@ -138,9 +192,10 @@ def connection_config_def(group: str) -> Any:
     names it)."""
 
     return (ConfigDef()
-            .define("connection.url", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
+            .define("connection.url", Type.STRING, validator=JdbcUrl(), importance=Importance.HIGH,
                     doc="JDBC connection URL: jdbc:postgresql://host:port/db, jdbc:mysql://host:port/db, "
-                        "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured.",
+                        "jdbc:mariadb://host:port/db or jdbc:sqlite:<path>; ?user=&password= are honoured, other "
+                        "properties only from an allowlist (see Securing the worker).",
                     group=group)
             .define("connection.user", Type.STRING, None, importance=Importance.HIGH,
                     doc="JDBC connection user.", group=group)
@@ -590,6 +645,45 @@ class _PostgresAdbcDialect(PostgresDialect):
         return re.sub(r"\{p\}", ph, template)
 
 
+@functools.cache
+def _own_file_connection_class() -> Any:
+    """A pymysql ``Connection`` that answers a server's ``LOAD DATA LOCAL INFILE`` request only with the file
+    :meth:`MySQLDialect.load_data` is loading (``own_file``). pymysql itself sends whatever file the server names,
+    and a rogue server may name any file of the worker (its state encryption key, say)."""
+    import pymysql
+    from pymysql.connections import Connection, MySQLResult
+    from pymysql.protocol import LoadLocalPacketWrapper
+
+    class OwnFileResult(MySQLResult):
+        def _read_load_local_packet(self, first_packet: Any) -> None:
+            conn: Any = self.connection
+            asked = LoadLocalPacketWrapper(first_packet).filename
+            if conn.own_file is None or asked != os.fsencode(conn.own_file):
+                conn._force_close()  # nothing was sent; the protocol cannot go on
+                raise pymysql.err.OperationalError(
+                    2000, "The MySQL server asked for a local file other than the one being loaded; nothing was "
+                          "sent (a rogue server's LOAD DATA LOCAL INFILE request)")
+            super()._read_load_local_packet(first_packet)  # type: ignore[misc]  # not in the stubs
+
+    class OwnFileConnection(Connection):
+        own_file: str | None = None
+
+        def _read_query_result(self, unbuffered: bool = False) -> Any:
+            # pymysql's own method, with OwnFileResult for MySQLResult.
+            self._result = None
+            result = OwnFileResult(self)
+            if unbuffered:
+                result.init_unbuffered_query()
+            else:
+                result.read()
+            self._result = result
+            if result.server_status is not None:
+                self.server_status = result.server_status
+            return result.affected_rows
+
+    return OwnFileConnection
+
+
 class MySQLDialect(Dialect):
     name = "MySqlDatabaseDialect"
     quote_char = "`"
@@ -599,17 +693,17 @@ class MySQLDialect(Dialect):
         a file request only while :meth:`load_data` runs its own statement (``_local_infile`` is switched on
         just for it), so no other statement can make the client send a file."""
         try:
-            import pymysql
+            connection_class = _own_file_connection_class()
         except ImportError as e:  # pragma: no cover
             raise ConnectError("The MySQL/MariaDB dialect needs pymysql: pip install "
                                "'spark_connect_bridge[jdbc]'") from e
         i = self.info
-        conn = pymysql.connect(host=i.host, port=i.port or 3306, user=i.user or "root",
-                               password=(i.password.value() if i.password is not None else None) or "",
-                               database=i.database, charset="utf8mb4", autocommit=False, connect_timeout=10,
-                               local_infile=local_infile, binary_prefix=True)
+        conn = connection_class(
+            host=i.host, port=i.port or 3306, user=i.user or "root",
+            password=(i.password.value() if i.password is not None else None) or "", database=i.database,
+            charset="utf8mb4", autocommit=False, connect_timeout=10, local_infile=local_infile, binary_prefix=True)
         # pymysql has no public switch for it: a private attribute, set and reset around load_data's statement.
-        conn._local_infile = False  # type: ignore[attr-defined]
+        conn._local_infile = False
         with conn.cursor() as cur:
             cur.execute("SET time_zone = %s", (_mysql_tz(self.timezone),))
             cur.execute("SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
@@ -626,13 +720,13 @@ class MySQLDialect(Dialect):
         fails the load instead of leaving silently altered rows."""
         cols = ", ".join(self.quote(c) for c in columns)
         cur = conn.cursor()
-        conn._local_infile = True
+        conn._local_infile, conn.own_file = True, path
         try:
             cur.execute(f"LOAD DATA LOCAL INFILE %s INTO TABLE {self.quote(table)} CHARACTER SET utf8mb4 "
                         "FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' "
                         f"({cols})", (path,))
         finally:
-            conn._local_infile = False
+            conn._local_infile, conn.own_file = False, None
         cur.execute("SHOW WARNINGS LIMIT 3")
         warnings = cur.fetchall()
         cur.close()

@@ -86,7 +86,7 @@ class Session:
         pymysql = pymysql_module()
         s = self.settings
         kwargs: dict[str, Any] = {"host": s.host, "port": s.port, "user": s.user, "charset": "utf8mb4",
-                                  "connect_timeout": s.connect_timeout_s, "autocommit": True,
+                                  "connect_timeout": s.connect_timeout_s, "autocommit": True, "local_infile": False,
                                   "init_command": "SET time_zone = '+00:00'"}
         password = s.password.value() if s.password is not None else None
         if password:
