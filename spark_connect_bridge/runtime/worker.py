@@ -37,6 +37,7 @@ from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
+from ..errors import ConnectError
 from ..jvm import with_session_defaults
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
@@ -130,6 +131,9 @@ class Worker:
         self._stopping = threading.Event()
         self.started = threading.Event()  # the Spark session is up
         self._quiet_until: float | None = None  # cancellation noise silenced until then (see _quiet_cancellation)
+        #: Why the worker's Spark session is gone (its JVM died or its SparkContext stopped), once it is: every
+        #: connector is then FAILED with this cause, and the process exits (see :func:`~.standalone.run`).
+        self.spark_lost: str | None = None
         self._saved_levels: dict[str, str | None] = {}
 
     # -- Spark --------------------------------------------------------------------------------------
@@ -196,17 +200,59 @@ class Worker:
             if item is not None:
                 fn, fut = item
                 if fut.set_running_or_notify_cancel():
+                    if self.spark_lost is not None:
+                        fut.set_exception(ConnectError(self.spark_lost))
+                        continue
                     try:
                         fut.set_result(fn())
                     except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
                         fut.set_exception(e)
+            if self.spark_lost is not None:
+                continue
+            cause = self._spark_gone()
+            if cause is not None:
+                self._session_lost(cause)
+                continue
             try:
                 self.poll()
             except Exception:
                 log.exception("Polling the connector queries failed")
 
+    def _spark_gone(self) -> str | None:
+        """Why the worker's Spark session can no longer run anything (None: it can): its SparkContext was stopped,
+        or its JVM does not answer (killed, or ended by System.exit)."""
+        spark = self._spark
+        if spark is None:
+            return None
+        try:
+            context = spark.sparkContext
+            jsc = getattr(context, "_jsc", None)
+            if jsc is None or jsc.sc().isStopped():
+                return "The worker's SparkContext was stopped: no connector can run until the worker is restarted"
+        except AttributeError:  # a Spark Connect session: its server is watched by its own client
+            return None
+        except Exception as e:  # noqa: BLE001 - py4j: connection refused / reset, the gateway is gone
+            return (f"The worker's Spark session is gone: its JVM does not answer ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0] if str(e) else ''}); no connector can run until the worker is "
+                    f"restarted")
+        return None
+
+    def _session_lost(self, cause: str) -> None:
+        """Every connector FAILED with ``cause``; actions requested from now on fail with it."""
+        self.spark_lost = cause
+        log.error("%s", cause)
+        for rt in list(self.runtimes.values()):
+            rt.query, rt.lag_source = None, None
+            rt.phase, rt.trace, rt.restarting = "FAILED", cause, False
+            rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0
+
     def shutdown(self, timeout: float = 60.0) -> None:
         """Stop every query (target states are kept: a restarted worker resumes them) and the herder."""
+        if self.spark_lost is not None:  # nothing left to stop in Spark
+            self._stopping.set()
+            if self._thread is not None:
+                self._thread.join(timeout=timeout)
+            return
         if self._thread is not None and self._thread.is_alive():
             done = self.submit(self._stop_all)
             try:
