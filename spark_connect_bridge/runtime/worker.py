@@ -38,7 +38,7 @@ from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from ..errors import ConnectError
-from ..jvm import with_session_defaults
+from ..jvm import SAFE_PATH_ENV, with_session_defaults
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -101,6 +101,20 @@ class ConnectorRuntime:
         return self.state.name
 
 
+def _warn_unsafe_path(spark: Any) -> None:
+    """A session made elsewhere (a notebook's) may start Spark's Python processes in a directory they import from."""
+    try:
+        safe = spark.conf.get(f"spark.executorEnv.{SAFE_PATH_ENV}", None) and \
+            spark._jvm.java.lang.System.getenv(SAFE_PATH_ENV)
+    except Exception:  # noqa: BLE001 - a Spark Connect session: its server's processes are not ours to see
+        return
+    if not safe:
+        log.warning("The worker's Spark session starts its Python processes without %s=1: a file a connector writes "
+                    "in their working directory could be imported. Build the session with configure_spark, or set "
+                    "spark.executorEnv.%s=1 and %s=1 in the environment before it starts",
+                    SAFE_PATH_ENV, SAFE_PATH_ENV, SAFE_PATH_ENV)
+
+
 def _checkpoint_dir(root: str, name: str, generation: int) -> str:
     return os.path.join(root, "checkpoints", storage_name(name), f"g{generation}")
 
@@ -154,6 +168,8 @@ class Worker:
             self._spark.sparkContext.setLogLevel("ERROR")
         if not self._registered:
             self._registered = True
+            if not self._owns_spark:
+                _warn_unsafe_path(self._spark)
             _register(self._spark)
         return self._spark
 

@@ -24,13 +24,24 @@ pytestmark = pytest.mark.timeout(900)
 @pytest.fixture(scope="module")
 def worker(tmp_path_factory):
     root = tmp_path_factory.mktemp("process-attacks")
-    w = HttpWorker(root, {"connector.allowed.paths": ".", "rest.sql.expressions.enable": "true"})
+    # A new Python process per task (no reuse): every task after the plant imports its modules afresh, as a
+    # worker's new processes do sooner or later.
+    w = HttpWorker(root, {"connector.allowed.paths": ".", "rest.sql.expressions.enable": "true",
+                          "spark.python.worker.reuse": "false"})
     yield w
     w.close()
 
 
-def _descendants(pid: int) -> list[psutil.Process]:
-    return psutil.Process(pid).children(recursive=True)
+def _descendants(pid: int, word: str) -> list[psutil.Process]:
+    """The processes under ``pid`` whose command line has ``word`` (those that end meanwhile left out)."""
+    found = []
+    for process in psutil.Process(pid).children(recursive=True):
+        try:
+            if word in " ".join(process.cmdline()):
+                found.append(process)
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_a_module_planted_in_the_workers_directory_is_never_imported(worker):
@@ -57,7 +68,7 @@ def test_a_module_planted_in_the_workers_directory_is_never_imported(worker):
           and (root / "after.txt").read_text().splitlines() == ["a", "b"], timeout=300,
           what="the records of the connectors started after the plant")
     assert not marker.exists(), "a Python process of the worker imported the planted deltalake.py"
-    daemons = [p for p in _descendants(worker.proc.pid) if "pyspark.daemon" in " ".join(p.cmdline())]
+    daemons = _descendants(worker.proc.pid, "pyspark.daemon")
     assert daemons, "no Python daemon under the worker"
     for daemon in daemons:
         assert daemon.environ().get("PYTHONSAFEPATH") == "1", daemon.cmdline()
@@ -67,7 +78,7 @@ def test_a_module_planted_in_the_workers_directory_is_never_imported(worker):
 def test_a_dead_spark_jvm_fails_every_connector_and_the_worker_exits(worker):
     names = worker.get("/connectors")
     assert names, "the connectors of the previous test"
-    jvms = [p for p in _descendants(worker.proc.pid) if p.name() == "java"]
+    jvms = _descendants(worker.proc.pid, "org.apache.spark.deploy.SparkSubmit")
     assert len(jvms) == 1, [p.cmdline()[:2] for p in jvms]
     jvms[0].send_signal(signal.SIGKILL)  # as System.exit through java_method did
 
