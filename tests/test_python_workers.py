@@ -14,7 +14,7 @@ from spark_connect_bridge.engine.python_workers import check_python_workers
 @pytest.fixture
 def system_python(spark, monkeypatch, tmp_path):
     """Spark's workers run the base interpreter of this venv (a venv used without activating it), from a directory
-    that is not the checkout (a worker's Python also imports from its working directory)."""
+    that is not the checkout (without PYTHONSAFEPATH a worker's Python would also import from its working directory)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PYTHONPATH", raising=False)
     monkeypatch.delenv("PYSPARK_PYTHON", raising=False)

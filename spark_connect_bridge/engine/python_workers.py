@@ -88,7 +88,7 @@ def check_python_workers(spark: Any) -> None:
                                 f"PATH. {_hint(worker_python)}")
     try:
         # Same interpreter, environment and working directory as the workers (the JVM inherited them from this
-        # process; a worker's Python imports from its working directory too, as `python -c` does here).
+        # process; with PYTHONSAFEPATH, set by our session builders, neither imports from its working directory).
         run = subprocess.run([resolved, "-c", _PROBE, *REQUIRED_MODULES], capture_output=True, text=True,
                              timeout=60, env=dict(os.environ), check=False)
     except (OSError, subprocess.TimeoutExpired) as e:

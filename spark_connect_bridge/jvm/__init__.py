@@ -30,8 +30,8 @@ from typing import Any
 
 from ..errors import ConnectError
 
-__all__ = ["POM", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath", "configure_spark", "spark_version",
-           "with_session_defaults"]
+__all__ = ["POM", "SAFE_PATH_ENV", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath", "configure_spark",
+           "spark_version", "with_session_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -175,12 +175,28 @@ def _without_spark_own(jars: list[str]) -> list[str]:
 SESSION_DEFAULTS = {"spark.sql.codegen.hugeMethodLimit": "8000"}
 
 
+# Every Python process Spark starts for us runs with a safe import path (Python 3.11's PYTHONSAFEPATH): Spark
+# starts its Python workers as `python -m pyspark.daemon` in the driver's working directory, which would otherwise be
+# first on their sys.path, and a connector that may write files there (a FileStreamSink) could plant a module
+# (`deltalake.py`) that the next connector imports. spark.executorEnv reaches every daemon Spark starts for a Python
+# function (UDFs, data sources' readers, writers and planners); the driver's own environment reaches the others (the
+# lookup of `pyspark_*` data sources ignores spark.executorEnv), so it is set before the JVM starts.
+SAFE_PATH_ENV = "PYTHONSAFEPATH"
+
+
 def with_session_defaults(builder: Any) -> Any:
-    """``builder`` with :data:`SESSION_DEFAULTS` where it does not set the key itself."""
+    """``builder`` with :data:`SESSION_DEFAULTS` where it does not set the key itself, and Python's safe import path
+    (:data:`SAFE_PATH_ENV`) for every Python process Spark starts: in ``spark.executorEnv`` and in this process's
+    environment, which the JVM that ``getOrCreate()`` launches inherits (a JVM already running keeps its own)."""
     options = getattr(builder, "_options", {})
     for key, value in SESSION_DEFAULTS.items():
         if key not in options:
             builder = builder.config(key, value)
+    executor_key = f"spark.executorEnv.{SAFE_PATH_ENV}"
+    if not options.get(executor_key):
+        builder = builder.config(executor_key, "1")
+    if not os.environ.get(SAFE_PATH_ENV):
+        os.environ[SAFE_PATH_ENV] = "1"
     return builder
 
 

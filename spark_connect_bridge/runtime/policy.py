@@ -6,12 +6,15 @@ it may resolve. A REST user manages connectors, nothing else.
   for any other name.
 * Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
   ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following
-  links, under ``connector.allowed.paths``
-  (default: the worker's working directory) and never under the worker's state directory (its stored configs,
-  keys and checkpoints). Remote URIs (``s3://``...) are not local files and are left to the storage's own access
-  control.
+  links, under ``connector.allowed.paths`` (default: ``work/data`` under the worker's working directory) and never
+  under the worker's state directory (its stored configs, keys and checkpoints). Remote URIs (``s3://``...) are
+  not local files and are left to the storage's own access control.
 * Config providers: :class:`~spark_connect_bridge.config.providers.ProviderPolicy` (``config.providers``,
   KIP-993 ``allowed.paths``, the env provider's ``allowlist.pattern``).
+* Spark SQL: the keys of stages that run expressions (the Sql transform's ``filter`` and ``select``, every
+  plugin's ``expression_keys``) are refused unless ``rest.sql.expressions.enable`` is true; then each expression
+  may call only side-effect-free built-in functions, checked on Spark's parsed tree
+  (:mod:`~spark_connect_bridge.transforms.sql_allowlist`).
 
 Every REST request runs inside :meth:`ConnectorPolicy.restricted`, so whatever the request resolves (validation
 included) obeys the policy; :meth:`ConnectorPolicy.check` reports a config's violations up front, by key.
@@ -32,6 +35,8 @@ from dataclasses import dataclass, field
 from ..config.providers import ProviderPolicy, provider_policy, resolve_providers
 from ..core import plugins
 from ..errors import ConfigError, ConfigProblem
+from ..transforms.regex import active_session
+from ..transforms.sql_allowlist import expression_problem
 
 __all__ = ["ConnectorPolicy", "is_path_key"]
 
@@ -39,6 +44,8 @@ _PATH_KEYS = ("file", "path", "checkpointlocation")
 _PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory")
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SQLITE_URL = re.compile(r"^\s*jdbc:sqlite:(.*)$", re.IGNORECASE)
+_STAGE_TYPE = re.compile(r"^(transforms|predicates)\.(.+)\.type$")
+_FAMILY = {"transforms": "transformation", "predicates": "predicate"}
 
 
 def is_path_key(key: str) -> bool:
@@ -59,6 +66,8 @@ class ConnectorPolicy:
     allowed_paths: tuple[str, ...] = ()
     forbidden_paths: tuple[str, ...] = ()
     providers: ProviderPolicy = field(default_factory=ProviderPolicy)
+    #: rest.sql.expressions.enable: stages that run Spark SQL are allowed (their expressions checked)
+    expressions: bool = False
 
     @contextlib.contextmanager
     def restricted(self) -> Iterator[list[str]]:
@@ -107,6 +116,7 @@ class ConnectorPolicy:
             message = self.path_problem(key, str(value), str(config[key])) if value is not None else None
             if message is not None:
                 problems.append(ConfigProblem(key, message))
+        problems.extend(self.expression_problems(config))
         for key, value in config.items():  # a SQLite database is a local file too
             sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith("url") else None
             if sqlite:
@@ -114,6 +124,49 @@ class ConnectorPolicy:
                 message = self.path_problem(key, path, str(value)) if path and path != ":memory:" else None
                 if message is not None:
                     problems.append(ConfigProblem(key, message))
+        return problems
+
+    def expression_problems(self, config: Mapping[str, str]) -> list[ConfigProblem]:
+        """The refusals of the Spark SQL that the stages of ``config`` would run (see the module doc)."""
+        found: list[tuple[str, list[str]]] = []  # (key, its expressions)
+        with self.restricted():
+            for key, value in config.items():
+                stage = _STAGE_TYPE.match(key)
+                if not stage:
+                    continue
+                try:
+                    cls = plugins.resolve_class(_FAMILY[stage.group(1)], str(resolve_providers({key: value})[key]),
+                                                key=key)
+                except ConfigError:
+                    continue  # reported by the config's own validation
+                for name in getattr(cls, "expression_keys", ()):
+                    sub = f"{stage.group(1)}.{stage.group(2)}.{name}"
+                    if config.get(sub, "").strip():
+                        try:
+                            text = str(resolve_providers({sub: config[sub]})[sub])
+                        except ConfigError:
+                            continue  # a refused provider reference: reported by check()
+                        found.append((sub, cls.expressions(name, text)))
+        problems: list[ConfigProblem] = []
+        spark = active_session() if found and self.expressions else None
+        for key, expressions in found:
+            if not self.expressions:
+                problems.append(ConfigProblem(key, (
+                    f"Invalid value {config[key]} for configuration {key}: Spark SQL expressions are off for "
+                    f"connector configs sent over REST; the worker config rest.sql.expressions.enable=true allows "
+                    f"side-effect-free ones")))
+                continue
+            if spark is None:
+                problems.append(ConfigProblem(key, (
+                    f"Invalid value {config[key]} for configuration {key}: its Spark SQL cannot be checked before "
+                    f"the worker's Spark session is up; try again")))
+                continue
+            for text in expressions:
+                why = expression_problem(spark, text)
+                if why is not None:
+                    problems.append(ConfigProblem(key, f"Invalid value {config[key]} for configuration {key}: "
+                                                       f"{text!r}: {why}"))
+                    break
         return problems
 
     def enforce(self, config: Mapping[str, str], *, context: str | None = None) -> None:

@@ -314,6 +314,8 @@ class ConnectService:
 
     # -- status -------------------------------------------------------------------------------------
     def _phase(self, rt: ConnectorRuntime) -> str:
+        if self.worker.spark_lost is not None:
+            return "FAILED"
         if rt.restarting:
             return "RESTARTING"
         target = rt.state.target_state
@@ -329,14 +331,15 @@ class ConnectService:
         rt = self._runtime(name)
         phase = self._phase(rt)
         conn: dict[str, Any] = {"state": phase, "worker_id": self.worker_id}
-        if phase == "FAILED" and rt.trace:
-            conn["trace"] = rt.trace
+        trace = self.worker.spark_lost or rt.trace
+        if phase == "FAILED" and trace:
+            conn["trace"] = trace
         tasks = []
         if phase != "STOPPED" and rt.state.target_state != "STOPPED":
             for i in range(self._tasks_max(rt)):
                 t: dict[str, Any] = {"id": i, "state": phase, "worker_id": self.worker_id}
-                if phase == "FAILED" and rt.trace:
-                    t["trace"] = rt.trace
+                if phase == "FAILED" and trace:
+                    t["trace"] = trace
                 tasks.append(t)
         return {"name": name, "connector": conn, "tasks": tasks, "type": rt.kind,
                 "metrics": rt.metrics.to_json()}
@@ -583,6 +586,8 @@ class ConnectService:
         return {"version": __version__, "commit": _commit(), "kafka_cluster_id": self.cluster_id}
 
     def health(self) -> tuple[int, dict[str, str]]:
+        if self.worker.spark_lost is not None:
+            return 503, {"status": "unhealthy", "message": self.worker.spark_lost}
         if self.ready:
             return 200, {"status": "healthy", "message": "Worker has completed startup and is ready to handle "
                                                          "requests."}

@@ -121,31 +121,50 @@ def status_table(service: ConnectService, url: str = "") -> Any:
     return t
 
 
-def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) -> None:
-    """Show the live status table until interrupted (Ctrl-C) or the process is terminated."""
+#: How long a worker whose Spark session is gone keeps answering (every connector FAILED with the cause, /health
+#: 503) before it exits, so that clients and monitors read why; a supervisor (systemd, Kubernetes) then restarts it,
+#: as it restarts a Kafka Connect worker that died. Each connector resumes from its checkpoint.
+SPARK_LOST_EXIT_S = 10.0
+
+
+def _spark_lost_long_enough(worker: RunningWorker, since: list[float]) -> bool:
+    if worker.service.worker.spark_lost is None:
+        return False
+    if not since:
+        since.append(time.monotonic())
+        print(f"error: {worker.service.worker.spark_lost}; exiting in {SPARK_LOST_EXIT_S:g} s", flush=True)
+    return time.monotonic() - since[0] >= SPARK_LOST_EXIT_S
+
+
+def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) -> bool:
+    """Show the live status table until interrupted (Ctrl-C) or the process is terminated; returns True when the
+    worker's Spark session is gone (after :data:`SPARK_LOST_EXIT_S`)."""
 
     def _term(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     with contextlib.suppress(ValueError):  # not the main thread
         signal.signal(signal.SIGTERM, _term)
+    lost: list[float] = []
     if live:
         from rich.console import Console
         from rich.live import Live
 
         console = Console()
         with Live(status_table(worker.service, worker.url), console=console, refresh_per_second=2) as lv:
-            while True:
+            while not _spark_lost_long_enough(worker, lost):
                 time.sleep(interval)
                 lv.update(status_table(worker.service, worker.url))
     else:
-        while True:
+        while not _spark_lost_long_enough(worker, lost):
             time.sleep(interval)
+    return True
 
 
 def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bool = True,
         service_class: type[ConnectService] = ConnectService) -> int:
-    """``kconnect standalone``: exit codes as connect-standalone (2 startup failure, 3 connector creation)."""
+    """``kconnect standalone``: exit codes as connect-standalone (2 startup failure, 3 connector creation), and 1
+    when the worker's Spark session is gone (see :data:`SPARK_LOST_EXIT_S`)."""
 
     try:
         config = load_worker_config(worker_properties)
@@ -173,7 +192,9 @@ def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bo
                 print(f"error: connector {path}: {e}", flush=True)
                 worker.close()
                 return 3
-        watch(worker, live=live and os.isatty(1))
+        if watch(worker, live=live and os.isatty(1)):
+            worker.close()  # the REST API; the worker stops no query (nothing runs in a Spark that is gone)
+            return 1
     except KeyboardInterrupt:
         print("stopping ... (Ctrl-C again stops now)", flush=True)
     _second_signal_stops_now()

@@ -37,7 +37,8 @@ from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
-from ..jvm import with_session_defaults
+from ..errors import ConnectError
+from ..jvm import SAFE_PATH_ENV, with_session_defaults
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -105,6 +106,20 @@ class ConnectorRuntime:
 _TOTALS_FILE = "totals.json"  # beside a connector's checkpoint generations (g0, g1, ...)
 
 
+def _warn_unsafe_path(spark: Any) -> None:
+    """A session made elsewhere (a notebook's) may start Spark's Python processes in a directory they import from."""
+    try:
+        safe = spark.conf.get(f"spark.executorEnv.{SAFE_PATH_ENV}", None) and \
+            spark._jvm.java.lang.System.getenv(SAFE_PATH_ENV)
+    except Exception:  # noqa: BLE001 - a Spark Connect session: its server's processes are not ours to see
+        return
+    if not safe:
+        log.warning("The worker's Spark session starts its Python processes without %s=1: a file a connector writes "
+                    "in their working directory could be imported. Build the session with configure_spark, or set "
+                    "spark.executorEnv.%s=1 and %s=1 in the environment before it starts",
+                    SAFE_PATH_ENV, SAFE_PATH_ENV, SAFE_PATH_ENV)
+
+
 def _checkpoint_dir(root: str, name: str, generation: int) -> str:
     return os.path.join(root, "checkpoints", storage_name(name), f"g{generation}")
 
@@ -135,6 +150,9 @@ class Worker:
         self._stopping = threading.Event()
         self.started = threading.Event()  # the Spark session is up
         self._quiet_until: float | None = None  # cancellation noise silenced until then (see _quiet_cancellation)
+        #: Why the worker's Spark session is gone (its JVM died or its SparkContext stopped), once it is: every
+        #: connector is then FAILED with this cause, and the process exits (see :func:`~.standalone.run`).
+        self.spark_lost: str | None = None
         self._saved_levels: dict[str, str | None] = {}
 
     # -- Spark --------------------------------------------------------------------------------------
@@ -155,6 +173,8 @@ class Worker:
             self._spark.sparkContext.setLogLevel("ERROR")
         if not self._registered:
             self._registered = True
+            if not self._owns_spark:
+                _warn_unsafe_path(self._spark)
             _register(self._spark)
         return self._spark
 
@@ -201,17 +221,59 @@ class Worker:
             if item is not None:
                 fn, fut = item
                 if fut.set_running_or_notify_cancel():
+                    if self.spark_lost is not None:
+                        fut.set_exception(ConnectError(self.spark_lost))
+                        continue
                     try:
                         fut.set_result(fn())
                     except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
                         fut.set_exception(e)
+            if self.spark_lost is not None:
+                continue
+            cause = self._spark_gone()
+            if cause is not None:
+                self._session_lost(cause)
+                continue
             try:
                 self.poll()
             except Exception:
                 log.exception("Polling the connector queries failed")
 
+    def _spark_gone(self) -> str | None:
+        """Why the worker's Spark session can no longer run anything (None: it can): its SparkContext was stopped,
+        or its JVM does not answer (killed, or ended by System.exit)."""
+        spark = self._spark
+        if spark is None:
+            return None
+        try:
+            context = spark.sparkContext
+            jsc = getattr(context, "_jsc", None)
+            if jsc is None or jsc.sc().isStopped():
+                return "The worker's SparkContext was stopped: no connector can run until the worker is restarted"
+        except AttributeError:  # a Spark Connect session: its server is watched by its own client
+            return None
+        except Exception as e:  # noqa: BLE001 - py4j: connection refused / reset, the gateway is gone
+            return (f"The worker's Spark session is gone: its JVM does not answer ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0] if str(e) else ''}); no connector can run until the worker is "
+                    f"restarted")
+        return None
+
+    def _session_lost(self, cause: str) -> None:
+        """Every connector FAILED with ``cause``; actions requested from now on fail with it."""
+        self.spark_lost = cause
+        log.error("%s", cause)
+        for rt in list(self.runtimes.values()):
+            rt.query, rt.lag_source = None, None
+            rt.phase, rt.trace, rt.restarting = "FAILED", cause, False
+            rt.metrics.records_in_per_sec = rt.metrics.records_out_per_sec = 0.0
+
     def shutdown(self, timeout: float = 60.0) -> None:
         """Stop every query (target states are kept: a restarted worker resumes them) and the herder."""
+        if self.spark_lost is not None:  # nothing left to stop in Spark
+            self._stopping.set()
+            if self._thread is not None:
+                self._thread.join(timeout=timeout)
+            return
         if self._thread is not None and self._thread.is_alive():
             done = self.submit(self._stop_all)
             try:

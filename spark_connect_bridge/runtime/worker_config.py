@@ -15,6 +15,8 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +60,8 @@ _SSL_KEYS = ("keystore.location", "keystore.password", "keystore.type", "key.pas
              "keystore.key", "truststore.location", "truststore.password", "truststore.type",
              "truststore.certificates", "client.auth", "enabled.protocols", "protocol", "cipher.suites")
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+#: connector.allowed.paths when unset, under the worker's working directory (beside topics.dir's work/topics).
+DEFAULT_DATA_DIR = os.path.join("work", "data")
 
 WORKER_CONFIG = (
     ConfigDef()
@@ -92,8 +96,17 @@ WORKER_CONFIG = (
                 "no other module is ever imported for a REST request.")
     .define("connector.allowed.paths", Type.LIST, None, importance=Importance.MEDIUM, group="Plugins",
             doc="Directories that connector configs sent over REST may read or write (file, *.path, *.dir, "
-                "*.file, *.filename, *.location keys), checked after resolving links. Default: the worker's "
-                "working directory. The state directory (offset.storage.dir) is never allowed.")
+                "*.file, *.filename, *.location keys), checked after resolving links. Default: work/data under "
+                "the worker's working directory (a directory of its own, apart from the worker's). The state "
+                "directory (offset.storage.dir) is never allowed, nor a directory holding one of the worker's "
+                "Python import paths or Spark's local directory (a module written there could be imported).")
+    .define("rest.sql.expressions.enable", Type.BOOLEAN, False, importance=Importance.MEDIUM, group="Plugins",
+            doc="Allow connector configs sent over REST to use stages that take Spark SQL expressions (the Sql "
+                "transform's filter and select). Off: such a config is refused (400 naming the key). On: every "
+                "expression is parsed by Spark and may call only side-effect-free built-in functions (no "
+                "subqueries, tables or files, reflect/java_method, UDFs, raise_error/assert_true, input_file_name, "
+                "current_user, ...). Configs given to kconnect on the command line are the operator's own and "
+                "not limited.")
     .define("state.encryption.key.file", Type.STRING, None, importance=Importance.MEDIUM, group="Storage",
             doc="Key file that encrypts the stored connector configs (Fernet); created with mode 0600 when "
                 "missing. Default: <offset.storage.dir>/_keys/state.key. Keep it elsewhere (a secret mount) to "
@@ -374,15 +387,37 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     spark_conf["spark.master"] = cfg.spark_master
     state_dir = os.path.abspath(os.path.join(base, state))
     spark_env = _loopback_spark(cfg, spark_conf)
-    allowed = cfg.connector_allowed_paths or [base]
-    policy = ConnectorPolicy(tuple(cfg.plugin_allowed_modules),
-                             tuple(os.path.realpath(os.path.join(base, p)) for p in allowed),
-                             (os.path.realpath(state_dir),), providers)
+    allowed = tuple(os.path.realpath(os.path.join(base, p)) for p in cfg.connector_allowed_paths or [DEFAULT_DATA_DIR])
+    problems.extend(_import_path_problems(allowed, spark_conf))
+    if problems:
+        raise ConfigError(problems, context="worker config")
+    policy = ConnectorPolicy(tuple(cfg.plugin_allowed_modules), allowed, (os.path.realpath(state_dir),), providers,
+                             expressions=bool(cfg.rest_sql_expressions_enable))
     key_file = os.path.abspath(os.path.join(base, cfg.state_encryption_key_file)) \
         if cfg.state_encryption_key_file else os.path.join(state_dir, "_keys", "state.key")
     return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg.topics_dir)),
                         spark_conf, converters, scheme, ssl, policy, key_file, spark_env,
                         kafka_client=kafka_client if cfg.bootstrap_servers else {})
+
+
+def _import_path_problems(allowed: tuple[str, ...], spark_conf: Mapping[str, str]) -> list[ConfigProblem]:
+    """A directory connectors may write must not hold a directory Python imports from: this process's sys.path
+    (the current directory included when Python was started with ``-m`` or ``-c``), or Spark's local directory,
+    whose ``userFiles-*`` directories are on the Python workers' sys.path in local mode."""
+    imported = [os.path.realpath(p or os.getcwd()) for p in sys.path]
+    if str(spark_conf.get("spark.master", "local")).startswith("local"):
+        local_dirs = spark_conf.get("spark.local.dir") or os.environ.get("SPARK_LOCAL_DIRS") or tempfile.gettempdir()
+        imported += [os.path.realpath(d) for d in local_dirs.split(",") if d.strip()]
+    problems = []
+    for root in allowed:
+        inside = [p for p in dict.fromkeys(imported) if p == root or p.startswith(root.rstrip(os.sep) + os.sep)]
+        if inside:
+            problems.append(ConfigProblem("connector.allowed.paths", (
+                f"Invalid value {root} for configuration connector.allowed.paths: it holds {inside[0]}, where the "
+                f"worker's Python processes import modules from (sys.path or Spark's local directory); a connector "
+                f"could plant code there. Allow a directory of its own (default: {DEFAULT_DATA_DIR} under the "
+                f"working directory)")))
+    return problems
 
 
 def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:

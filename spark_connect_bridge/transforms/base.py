@@ -102,6 +102,14 @@ class _Configurable:
 
     #: The default of :meth:`lift_safe` for every column.
     liftable: ClassVar[bool] = False
+    #: Keys whose values are Spark SQL that this plugin runs (off for configs sent over REST unless the worker
+    #: enables them, then checked by :mod:`~spark_connect_bridge.transforms.sql_allowlist`).
+    expression_keys: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def expressions(cls, key: str, value: str) -> list[str]:
+        """The Spark SQL expressions that ``value`` of the expression key ``key`` runs, each as it is parsed."""
+        return [value] if value.strip() else []
 
     # -- hooks -------------------------------------------------------------------------------------
     def lift_safe(self, column: str) -> bool:

@@ -80,6 +80,12 @@ class SqlTransform(Transformation):
                 doc="A Spark SQL select list; each item must be named (AS) after the record column it replaces.")
     )
 
+    expression_keys = ("filter", "select")
+
+    @classmethod
+    def expressions(cls, key: str, value: str) -> list[str]:
+        return split_select(value) if key == "select" else super().expressions(key, value)
+
     def validate(self, config: Config) -> list[ConfigProblem]:
         problems = []
         if not config.filter.strip() and not config.select.strip():

@@ -11,6 +11,7 @@ the data that arrives row by row.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.timeout(1800)
 class HttpWorker:
     """A ``kconnect standalone`` process and a JSON client of its REST API."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, extra: dict[str, str] | None = None):
         self.root = root
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -39,12 +40,15 @@ class HttpWorker:
             f"listeners=http://127.0.0.1:{self.port}", f"offset.storage.dir={root / 'state'}",
             f"topics.dir={root / 'topics'}", "trigger.interval.ms=1000", "spark.master=local[2]",
             "spark.sql.shuffle.partitions=2", "spark.ui.enabled=false", "spark.driver.host=127.0.0.1",
-            "spark.driver.bindAddress=127.0.0.1", "spark.python.authenticate.socketTimeout=300s", ""]))
+            "spark.driver.bindAddress=127.0.0.1", "spark.python.authenticate.socketTimeout=300s",
+            *(f"{k}={v}" for k, v in (extra or {}).items()), ""]))
         kconnect = Path(sys.executable).with_name("kconnect")
         cmd = [str(kconnect)] if kconnect.exists() else [sys.executable, "-m", "spark_connect_bridge.cli"]
         self.stderr_path = root / "worker.stderr"
         self._stderr = open(self.stderr_path, "w")
-        self.proc = subprocess.Popen(cmd + ["standalone", str(props), "--no-live"], cwd=root,
+        # PYTHONSAFEPATH is the worker's to set (this test session set it for its own Spark)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONSAFEPATH"}
+        self.proc = subprocess.Popen(cmd + ["standalone", str(props), "--no-live"], cwd=root, env=env,
                                      stdout=subprocess.DEVNULL, stderr=self._stderr)
         until(lambda: self.proc.poll() is None and requests.get(self.url + "/health", timeout=5).status_code == 200,
                timeout=300, what="the worker's /health")
@@ -198,8 +202,10 @@ def _check_orders(http_worker: HttpWorker, pg: PostgresCluster, src_db: str, dst
 
 
 def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(http_worker):
-    # In the worker's directory: by default connectors touch files only there (connector.allowed.paths).
-    source_file, sink_file = http_worker.root / "test.txt", http_worker.root / "test.sink.txt"
+    # By default connectors touch files only under work/data in the worker's directory (connector.allowed.paths).
+    data = http_worker.root / "work" / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    source_file, sink_file = data / "test.txt", data / "test.sink.txt"
     source_file.write_text("foo\nbar\n")
     # Kafka's connect-file-source.properties + the SMT example of Kafka's documentation, JSON with schemas
     http_worker.create("local-file-source", {
