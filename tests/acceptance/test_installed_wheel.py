@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -123,6 +124,20 @@ def test_wheel_holds_every_file_of_the_packages(wheel, clone):
         in_wheel = {n for n in zf.namelist() if n.split("/", 1)[0] in PACKAGES}
     assert sorted(in_checkout - in_wheel) == []
     assert sorted(in_wheel - in_checkout) == []
+
+
+def test_wheel_metadata_keeps_the_upper_bounds_of_constraints_txt(wheel, clone):
+    # The README's wheel install (`pip install dist/...whl`) resolves without constraints.txt: every upper bound
+    # it holds for a runtime dependency (pandas<3: pyspark 4.2 prints a FutureWarning under pandas 3) must be in
+    # the wheel's own Requires-Dist, or that install gets what the tests never ran.
+    with zipfile.ZipFile(wheel) as zf:
+        [meta] = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = {m[1].lower(): m[2] for m in re.finditer(r"^Requires-Dist: ([A-Za-z0-9_.-]+)\s*\(?([^;\n)]*)",
+                                                             zf.read(meta).decode(), re.M)}
+    for line in (clone / "constraints.txt").read_text().splitlines():
+        bound = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(<[=]?\s*[\w.]+)", line.strip())
+        if bound and bound[1].lower() in requires:
+            assert bound[2].replace(" ", "") in requires[bound[1].lower()].replace(" ", ""), (line, requires)
 
 
 def test_installed_package_is_the_wheel_not_the_checkout(venv, user_dir):
