@@ -167,6 +167,21 @@ def test_kconnect_run_of_kafkas_filestream_configs(venv, user_dir):
     assert (user_dir / "test.sink.txt").read_text(encoding="utf-8").splitlines() == LINES
 
 
+def test_quick_start_configs_come_with_the_wheel(venv, user_dir):
+    # The README's commands read conf/...: from an installed wheel, `kconnect examples --to conf` writes them.
+    assert "kconnect examples --to conf" in (ROOT / "README.md").read_text()
+    out = _ok(_run(["kconnect", "examples", "--to", "conf"], cwd=user_dir, env=_activated(venv)))
+    shipped = sorted(p.relative_to(user_dir / "conf").as_posix() for p in (user_dir / "conf").rglob("*") if p.is_file())
+    in_checkout = sorted(p.relative_to(ROOT / "conf").as_posix() for p in (ROOT / "conf").resolve().rglob("*")
+                         if p.is_file())
+    assert shipped == in_checkout and f"wrote {len(shipped)} example configs to conf" in out, out
+    for name in shipped:
+        assert (user_dir / "conf" / name).read_bytes() == (ROOT / "conf" / name).read_bytes(), name
+    out = _ok(_run(["kconnect", "plugins", "validate", "conf/file-source.properties"], cwd=user_dir,
+                   env=_activated(venv)))
+    assert "conf/file-source.properties: valid source connector config" in out, out
+
+
 SUBMITTED_JOB = """
     import json
 
