@@ -172,8 +172,8 @@ def test_quick_start_configs_come_with_the_wheel(venv, user_dir):
     assert "kconnect examples --to conf" in (ROOT / "README.md").read_text()
     out = _ok(_run(["kconnect", "examples", "--to", "conf"], cwd=user_dir, env=_activated(venv)))
     shipped = sorted(p.relative_to(user_dir / "conf").as_posix() for p in (user_dir / "conf").rglob("*") if p.is_file())
-    in_checkout = sorted(p.relative_to(ROOT / "conf").as_posix() for p in (ROOT / "conf").resolve().rglob("*")
-                         if p.is_file())
+    conf = (ROOT / "conf").resolve()  # a link to spark_connect_bridge/examples
+    in_checkout = sorted(p.relative_to(conf).as_posix() for p in conf.rglob("*") if p.is_file())
     assert shipped == in_checkout and f"wrote {len(shipped)} example configs to conf" in out, out
     for name in shipped:
         assert (user_dir / "conf" / name).read_bytes() == (ROOT / "conf" / name).read_bytes(), name
