@@ -208,8 +208,17 @@ def test_postgres_cdc_into_delta_merge_mirrors_each_table(spark, pg, tmp_path):
         run()
         assert table("shop.public.customers") == [(1, "Ada L."), (2, "Grace"), (3, "Edsger")]
         assert [(i, c, float(t)) for i, c, t in table("shop.public.orders")] == [(10, 1, 9.5)]
+        # One table path for both tables would give each the other's columns: refused, naming the key and the way.
+        one_table = {**sink, "delta.table.path": str(tmp_path / "work/delta/shop")}
+        with pytest.raises(Exception, match=r"delta\.table\.path.*2 topics whose records have different columns "
+                                            r"\(shop\.public\.customers, shop\.public\.orders;.*\$\{topic\}"):
+            query = scb.write_stream(scb.read_stream(spark, source), one_table, checkpoint=str(tmp_path / "one"),
+                                     trigger={"availableNow": True})
+            query.awaitTermination()
+        assert not (tmp_path / "work/delta/shop").exists()
     finally:
-        pg.execute("SELECT pg_drop_replication_slot('shop_cdc')", database=db)
+        pg.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'shop_cdc'",
+                   database=db)
 
 
 def test_datagen_orders_into_jdbc_with_flatten(spark, pg):
