@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .config import load_config_file
+from .config.examples import example_names, example_text, write_examples
 from .converters.registry_server import main as registry_main
 from .core import plugins
 from .docs import plugin_markdown
@@ -54,6 +55,12 @@ def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
     return spark
 
 
+def _rate(records: int, seconds: float) -> str:
+    """``12,345 records/s``; below 10 a second with one decimal (``0.3 records/s``), not a rounded ``0``."""
+    rate = records / max(seconds, 1e-9)
+    return f"{rate:,.0f} records/s" if rate >= 10 or records == 0 else f"{rate:.1f} records/s"
+
+
 def _print_progress(query: Any, seen: int, started: float) -> int:
     progress = query.recentProgress
     for p in progress[seen:]:
@@ -61,7 +68,7 @@ def _print_progress(query: Any, seen: int, started: float) -> int:
         if rows:
             dur = p.get("durationMs", {}).get("triggerExecution", 0) / 1000 or 1e-9
             print(f"  batch {p['batchId']:>4}: {rows:>10,} records in {dur:6.2f} s "
-                  f"({rows / dur:,.0f} records/s)  [{time.monotonic() - started:6.1f} s elapsed]", flush=True)
+                  f"({_rate(rows, dur)})  [{time.monotonic() - started:6.1f} s elapsed]", flush=True)
     return len(progress)
 
 
@@ -98,6 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     df = read_stream(spark, source)
     trigger = {"availableNow": True} if args.once else {"processingTime": args.trigger_interval}
     ckpt_root = os.path.abspath(args.checkpoint_dir)
+    resumed = os.path.isdir(ckpt_root) and any(os.scandir(ckpt_root))
     if args.sink:
         queries = [write_stream(df, sink, checkpoint=os.path.join(ckpt_root, os.path.basename(s)), trigger=trigger)
                    for s, sink in zip(args.sink, sinks)]
@@ -110,7 +118,11 @@ def cmd_run(args: argparse.Namespace) -> int:
           flush=True)
     total = _await(queries, args.graceful_timeout)
     elapsed = time.monotonic() - started
-    print(f"done: {total:,} records in {elapsed:.1f} s ({total / max(elapsed, 1e-9):,.0f} records/s overall)")
+    print(f"done: {total:,} records in {elapsed:.1f} s ({_rate(total, elapsed)} overall)")
+    if total == 0 and resumed:
+        print(f"  nothing new: the checkpoints under {ckpt_root} were already at the end of the source (a run "
+              f"resumes where the last one stopped); to start afresh, delete them or pass another --checkpoint-dir",
+              flush=True)
     for s, q in zip(args.sink, queries if args.sink else []):
         unmatched = unmatched_records(q)
         if unmatched:
@@ -176,6 +188,8 @@ def cmd_connectors(args: argparse.Namespace) -> int:
     c = _client(args)
     if args.action == "list":
         out: Any = c.call("GET", "/connectors", expand=["status"])
+        if not out:
+            print(f"no connectors on the worker at {c.url}")
         for name, entry in sorted(out.items()):
             st = entry["status"]
             print(f"{name:<30} {st['type']:<7} {st['connector']['state']:<11} tasks={len(st['tasks'])}")
@@ -215,6 +229,20 @@ def cmd_offsets(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_examples(args: argparse.Namespace) -> int:
+    if args.to:
+        written = write_examples(args.to)
+        kept = len(example_names()) - len(written)
+        print(f"wrote {len(written)} example configs to {args.to}" + (f" ({kept} already there, kept)" if kept else ""))
+        return 0
+    if args.name:
+        print(example_text(args.name), end="")
+        return 0
+    for name in example_names():
+        print(name)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kconnect", description="Kafka Connect pipelines on Apache Spark.")
     p.add_argument("--version", action="version", version=f"kconnect {__version__}")
@@ -249,6 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="check the config as the worker of this config file runs it (its converter defaults, "
                         "topic store or Kafka bus); without it, as kconnect run and the one-call API run it")
     pl.set_defaults(func=cmd_plugins)
+
+    ex = sub.add_parser("examples", help="the example configs of the quick start: list them, print one, or write "
+                                         "them all (kconnect examples --to conf)")
+    ex.add_argument("name", nargs="?", help="the example to print (file-source, demo/datagen-orders, ...)")
+    ex.add_argument("--to", metavar="DIR", help="write every example under DIR (existing files are kept)")
+    ex.set_defaults(func=cmd_examples)
 
     sa = sub.add_parser("standalone", help="run a worker with the REST API and the given connectors "
                                            "(like connect-standalone)")

@@ -174,3 +174,67 @@ def test_kafka_s_connect_distributed_properties_open_a_group_on_kafka(tmp_path):
         resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
         described = admin.describe_configs([resource])[resource].result()
         assert described["cleanup.policy"].value == "compact"
+
+
+def test_postgres_cdc_into_delta_merge_mirrors_each_table(spark, pg, tmp_path):
+    """conf/postgres-cdc.properties into conf/postgres-to-delta-merge.properties, as the latter's comment runs them:
+    the snapshot, then an insert, an update and a delete, each table in its own Delta table with its own columns."""
+    db = pg.new_database("shop")
+    pg.execute("CREATE TABLE customers (id int PRIMARY KEY, name text NOT NULL);"
+               "CREATE TABLE orders (id int PRIMARY KEY, customer_id int NOT NULL, total numeric(10,2));"
+               "INSERT INTO customers VALUES (1, 'Ada'), (2, 'Grace');"
+               "INSERT INTO orders VALUES (10, 1, 9.50), (11, 2, 20.00)", database=db)
+    source = {**scb.load_config_file(str(CONF / "postgres-cdc.properties")), "database.port": str(pg.port),
+              "database.dbname": db}
+    sink = scb.load_config_file(str(CONF / "postgres-to-delta-merge.properties"))
+    sink["delta.table.path"] = str(tmp_path / sink["delta.table.path"])  # work/delta/${topic} under the test's dir
+
+    def run() -> None:
+        query = scb.write_stream(scb.read_stream(spark, source), sink, checkpoint=str(tmp_path / "ckpt"),
+                                 trigger={"availableNow": True})
+        query.awaitTermination()
+        assert query.exception() is None, query.exception()
+
+    def table(name: str) -> list[tuple]:
+        return sorted(tuple(r) for r in spark.read.format("delta").load(str(tmp_path / "work/delta" / name))
+                      .collect())
+
+    try:
+        run()
+        assert table("shop.public.customers") == [(1, "Ada"), (2, "Grace")]
+        assert [(i, c, float(t)) for i, c, t in table("shop.public.orders")] == [(10, 1, 9.5), (11, 2, 20.0)]
+        pg.execute("INSERT INTO customers VALUES (3, 'Edsger'); UPDATE customers SET name = 'Ada L.' WHERE id = 1;"
+                   "DELETE FROM orders WHERE id = 11", database=db)
+        run()
+        assert table("shop.public.customers") == [(1, "Ada L."), (2, "Grace"), (3, "Edsger")]
+        assert [(i, c, float(t)) for i, c, t in table("shop.public.orders")] == [(10, 1, 9.5)]
+        # One table path for both tables would give each the other's columns: refused, naming the key and the way.
+        one_table = {**sink, "delta.table.path": str(tmp_path / "work/delta/shop")}
+        with pytest.raises(Exception, match=r"delta\.table\.path.*2 topics whose records have different columns "
+                                            r"\(shop\.public\.customers, shop\.public\.orders;.*\$\{topic\}"):
+            query = scb.write_stream(scb.read_stream(spark, source), one_table, checkpoint=str(tmp_path / "one"),
+                                     trigger={"availableNow": True})
+            query.awaitTermination()
+        assert not (tmp_path / "work/delta/shop").exists()
+    finally:
+        pg.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'shop_cdc'",
+                   database=db)
+
+
+def test_datagen_orders_into_jdbc_with_flatten(spark, pg):
+    """conf/datagen-to-jdbc.properties: datagen's orders, their nested address flattened into columns; without
+    the Flatten transform the sink names the field and the transform."""
+    db = pg.new_database("orders")
+    orders = scb.read_batch(spark, {"connector.class": "DatagenConnector", "kafka.topic": "orders",
+                                    "quickstart": "orders", "iterations": "20", "max.interval": "0"})
+    sink = {**scb.load_config_file(str(CONF / "datagen-to-jdbc.properties")),
+            "connection.url": f"jdbc:postgresql://127.0.0.1:{pg.port}/{db}?user=postgres"}
+    unflattened = {k: v for k, v in sink.items() if not k.startswith("transforms")}
+    with pytest.raises(Exception, match=r"value field 'address' is struct<.*Flatten transform"):
+        scb.write_batch(orders, unflattened)
+    scb.write_batch(orders, sink)
+    expected = sorted((r.orderid, r.itemid, r.address.city, r.address.state, r.address.zipcode)
+                      for r in orders.select("value.*").collect())
+    assert len(expected) == 20
+    assert sorted(pg.execute("SELECT orderid, itemid, address_city, address_state, address_zipcode FROM orders",
+                             database=db)) == expected

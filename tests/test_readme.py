@@ -202,6 +202,9 @@ def test_readme_file_copy_command_runs_until_stopped(user_dir):
         proc.send_signal(signal.SIGINT)  # Ctrl-C: the queries stop, the command prints its summary
         out, _ = proc.communicate(timeout=120)
     assert "stopping ..." in out and "done: 3 records" in out, out
+    # Run again: the checkpoints are at the end of the file, and the command says so and how to start afresh.
+    out = _kconnect(command + " --once", user_dir)
+    assert "done: 0 records" in out and "nothing new: the checkpoints under" in out and "--checkpoint-dir" in out, out
 
 
 def test_readme_worker_block_runs_as_written(user_dir):

@@ -205,8 +205,26 @@ class DeltaSinkConnector(SinkConnector):
         rows_arrow(pa.Table.from_batches([], schema=target), self.config)  # raises on a bad layout
         # Several schemas in one input (one CDC connector over many tables): each topic's table gets only its
         # own columns (see spark_connect_bridge.core.topic_schemas).
-        layouts = topic_layouts(schema, "value") if self.per_topic and "topic" in schema.names else None
-        self._layouts = layouts if layouts and len(layouts) > 1 else None
+        layouts = topic_layouts(schema, "value") if "topic" in schema.names else None
+        if layouts and len(layouts) > 1 and not self.per_topic:
+            self._refuse_one_table_for_many(layouts)
+        self._layouts = layouts if layouts and len(layouts) > 1 and self.per_topic else None
+
+    def _refuse_one_table_for_many(self, layouts: dict[str, Any]) -> None:
+        """One Delta table for the records of several topics that each have their own columns (one CDC connector
+        over many tables) would give every table's rows the union of all their columns: refused, before any data
+        moves, unless the sink takes only one of those topics."""
+        wanted, regex = set(self.config.get("topics") or ()), self.config.get("topics.regex") or ""
+        taken = sorted(t for t in layouts if (not wanted and not regex) or t in wanted
+                       or (regex and re.fullmatch(regex, t)))
+        if len(taken) > 1:
+            shown = ", ".join(taken[:4]) + (", ..." if len(taken) > 4 else "")
+            raise ConfigError([ConfigProblem("delta.table.path", (
+                f"Invalid value {self.config.delta_table_path} for configuration delta.table.path: the sink takes "
+                f"{len(taken)} topics whose records have different columns ({shown}; one source connector over "
+                "several tables), and one Delta table would give each table's rows the union of all their "
+                "columns; put ${topic} in the path (a table per topic, e.g. work/delta/${topic}) or give each "
+                "topic a sink of its own (topics=...)"))])
 
     # -- executor ---------------------------------------------------------------------------------
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> Any:

@@ -38,7 +38,7 @@ from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from ..errors import ConnectError
-from ..jvm import SAFE_PATH_ENV, with_session_defaults
+from ..jvm import SAFE_PATH_ENV, configure_spark
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -167,9 +167,14 @@ class Worker:
             builder = (SparkSession.builder.appName("kconnect-worker")
                        .config("spark.sql.session.timeZone", "UTC")
                        .config("spark.ui.showConsoleProgress", "false"))
+            # The worker's own session loads the project's JVM packages (spark-sql-kafka for bootstrap.servers,
+            # spark-avro, Delta) as configure_spark gives them to any session: a connector created later over REST
+            # may need any of them, and a running JVM cannot add a data source. The worker config's own spark.*
+            # keys come after, so a spark.jars of the user's wins.
+            builder = configure_spark(builder)
             for k, v in self.config.spark_conf.items():
                 builder = builder.config(k, v)
-            self._spark = with_session_defaults(builder).getOrCreate()
+            self._spark = builder.getOrCreate()
             self._spark.sparkContext.setLogLevel("ERROR")
         if not self._registered:
             self._registered = True

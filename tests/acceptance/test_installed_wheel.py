@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -125,6 +126,20 @@ def test_wheel_holds_every_file_of_the_packages(wheel, clone):
     assert sorted(in_wheel - in_checkout) == []
 
 
+def test_wheel_metadata_keeps_the_upper_bounds_of_constraints_txt(wheel, clone):
+    # The README's wheel install (`pip install dist/...whl`) resolves without constraints.txt: every upper bound
+    # it holds for a runtime dependency (pandas<3: pyspark 4.2 prints a FutureWarning under pandas 3) must be in
+    # the wheel's own Requires-Dist, or that install gets what the tests never ran.
+    with zipfile.ZipFile(wheel) as zf:
+        [meta] = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        requires = {m[1].lower(): m[2] for m in re.finditer(r"^Requires-Dist: ([A-Za-z0-9_.-]+)\s*\(?([^;\n)]*)",
+                                                             zf.read(meta).decode(), re.M)}
+    for line in (clone / "constraints.txt").read_text().splitlines():
+        bound = re.fullmatch(r"([A-Za-z0-9_.-]+)\s*(<[=]?\s*[\w.]+)", line.strip())
+        if bound and bound[1].lower() in requires:
+            assert bound[2].replace(" ", "") in requires[bound[1].lower()].replace(" ", ""), (line, requires)
+
+
 def test_installed_package_is_the_wheel_not_the_checkout(venv, user_dir):
     out = _ok(_run(["python", "-c", "import spark_connect_bridge.connectors.file as m, pyspark_kconnect as k; "
                     "print(m.__file__); print(k.__file__)"], cwd=user_dir, env=_activated(venv)))
@@ -150,6 +165,21 @@ def test_kconnect_run_of_kafkas_filestream_configs(venv, user_dir):
                     "--master", "local[1]", "--conf", "spark.ui.enabled=false"], cwd=user_dir, env=_activated(venv)))
     assert "done: 3 records" in out, out
     assert (user_dir / "test.sink.txt").read_text(encoding="utf-8").splitlines() == LINES
+
+
+def test_quick_start_configs_come_with_the_wheel(venv, user_dir):
+    # The README's commands read conf/...: from an installed wheel, `kconnect examples --to conf` writes them.
+    assert "kconnect examples --to conf" in (ROOT / "README.md").read_text()
+    out = _ok(_run(["kconnect", "examples", "--to", "conf"], cwd=user_dir, env=_activated(venv)))
+    shipped = sorted(p.relative_to(user_dir / "conf").as_posix() for p in (user_dir / "conf").rglob("*") if p.is_file())
+    conf = (ROOT / "conf").resolve()  # a link to spark_connect_bridge/examples
+    in_checkout = sorted(p.relative_to(conf).as_posix() for p in conf.rglob("*") if p.is_file())
+    assert shipped == in_checkout and f"wrote {len(shipped)} example configs to conf" in out, out
+    for name in shipped:
+        assert (user_dir / "conf" / name).read_bytes() == (ROOT / "conf" / name).read_bytes(), name
+    out = _ok(_run(["kconnect", "plugins", "validate", "conf/file-source.properties"], cwd=user_dir,
+                   env=_activated(venv)))
+    assert "conf/file-source.properties: valid source connector config" in out, out
 
 
 SUBMITTED_JOB = """

@@ -1,0 +1,235 @@
+"""The corpus (tests/corpus/, sources in tests/corpus/SOURCES.md): connector and worker configs written by others,
+kept as written. Every one is validated as ``PUT /connector-plugins/{class}/config/validate`` and ``kconnect plugins
+validate`` validate it (worker configs as ``kconnect standalone`` reads them), and one per connector class runs end
+to end against the test servers, data checked row by row. The README's claim ("N of N public configs validate; M
+run end to end") is computed here.
+
+The only change a test makes to a corpus config is where a server, a file or a table lives: the keys of
+``LOCATION_KEYS`` (as an operator's host mapping, ``${file:...}``/``${env:...}`` provider or mounted path would).
+A config posted as the body of ``PUT /connectors/{name}/config`` (a bare map) takes its name from that path: the
+file's name here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from confluent_kafka.admin import AdminClient
+
+import spark_connect_bridge as scb
+from spark_connect_bridge.errors import ConnectError
+from spark_connect_bridge.runtime.validate import validate_connector_config
+from spark_connect_bridge.runtime.worker_config import parse_worker_config
+from tests.support.postgres import PostgresCluster, free_port
+from tests.support.processes import interrupt
+from tests.support.waiting import until
+
+ROOT = Path(__file__).resolve().parent
+CORPUS = ROOT / "corpus"
+README = ROOT.parent / "README.md"
+
+#: The keys a test may change: where a server, file or table lives, and who logs in.
+LOCATION_KEYS = frozenset({
+    "database.hostname", "database.port", "database.user", "database.password", "database.dbname",
+    "connection.url", "connection.user", "connection.password", "file", "bootstrap.servers", "listeners",
+    "offset.storage.file.filename", "offset.storage.dir", "topics.dir"})
+
+#: One corpus config per connector class, run end to end below (the test that runs it in brackets).
+END_TO_END = {
+    "org.apache.kafka.connect.file.FileStreamSourceConnector": "apache-kafka/connect-file-source.properties",
+    "org.apache.kafka.connect.file.FileStreamSinkConnector": "apache-kafka/connect-file-sink.properties",
+    "io.confluent.kafka.connect.datagen.DatagenConnector": "kafka-connect-datagen/connector_users.config",
+    "io.debezium.connector.postgresql.PostgresConnector": "debezium-examples/tutorial__register-postgres.json",
+    "io.confluent.connect.jdbc.JdbcSourceConnector": "kafka-connect-jdbc/source-quickstart-sqlite.properties",
+    "io.confluent.connect.jdbc.JdbcSinkConnector": "kafka-connect-jdbc/sink-quickstart-sqlite.properties",
+}
+#: Worker configs run end to end (a ``kconnect standalone`` process).
+END_TO_END_WORKERS = ("apache-kafka/connect-standalone.properties",)
+
+
+def corpus_files() -> list[str]:
+    return sorted(str(p.relative_to(CORPUS)) for p in CORPUS.glob("*/*") if p.is_file())
+
+
+def load(name: str) -> dict[str, str]:
+    """A corpus file as the flat string map Kafka Connect (or Strimzi's operator) makes of it."""
+    path = CORPUS / name
+    if path.suffix == ".yaml":
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        spec = doc["spec"]
+        config = {k: str(v) for k, v in spec.get("config", {}).items()}
+        if doc["kind"] == "KafkaConnector":
+            return {**config, "name": doc["metadata"]["name"], "connector.class": spec["class"],
+                    "tasks.max": str(spec.get("tasksMax", 1))}
+        return {**config, "bootstrap.servers": spec["bootstrapServers"]}
+    config = dict(scb.load_config_file(str(path)))
+    if "connector.class" in config and "name" not in config:  # the body of PUT /connectors/{name}/config
+        config["name"] = path.stem.split("__")[-1]
+    return config
+
+
+def relocated(config: Mapping[str, str], **where: str) -> dict[str, str]:
+    """``config`` with location keys only changed (or added)."""
+    assert set(where) <= LOCATION_KEYS, set(where) - LOCATION_KEYS
+    return {**config, **where}
+
+
+def validation_errors(name: str) -> list[str]:
+    """Every error validation reports for a corpus file, as ``key: message``."""
+    config = load(name)
+    if "connector.class" not in config:
+        try:
+            parse_worker_config(config)
+        except ConnectError as e:
+            return [f"{p.key}: {p.message}" for p in getattr(e, "problems", ())] or [str(e)]
+        return []
+    try:
+        infos = validate_connector_config(config["connector.class"], config)
+    except ConnectError as e:  # the endpoint's 400: an unknown connector class
+        return [f"connector.class: {e}"]
+    return [f"{c['value']['name']}: {m}" for c in infos["configs"] for m in c["value"]["errors"]]
+
+
+def test_the_corpus_holds_at_least_50_configs_each_with_its_source():
+    files = corpus_files()
+    sources = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| ([\w.-]+/[\w.-]+) \| [\w.-]+/[\w.-]+ \| `", sources, re.M)
+    assert sorted(listed) == [f for f in files if f != "SOURCES.md"]
+    assert len(listed) >= 50
+    for name in listed:
+        if not name.endswith((".json", ".config")):  # JSON has no comments: its source is SOURCES.md alone
+            assert (CORPUS / name).read_text(encoding="utf-8").startswith("# source: "), name
+
+
+@pytest.mark.parametrize("name", [f for f in corpus_files() if f != "SOURCES.md"])
+def test_corpus_config_validates(name):
+    assert validation_errors(name) == []
+
+
+def test_readme_states_the_corpus_numbers():
+    names = [f for f in corpus_files() if f != "SOURCES.md"]
+    valid = sum(not validation_errors(n) for n in names)
+    runs = len(set(END_TO_END.values()) | set(END_TO_END_WORKERS))
+    claim = f"{valid} of {len(names)} public configs validate; {runs} run end to end"
+    assert claim in README.read_text(encoding="utf-8"), claim
+
+
+# -- end to end --------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pg():
+    with PostgresCluster() as cluster:
+        yield cluster
+
+
+def _memory(spark, df, name: str, checkpoint: str, *, until_rows: int | None = None) -> list[Any]:
+    """The rows of a stream: all of them (availableNow), or the first ``until_rows`` of an endless one."""
+    writer = df.writeStream.format("memory").queryName(name).option("checkpointLocation", checkpoint)
+    if until_rows is None:
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+    else:
+        query = writer.trigger(processingTime="1 second").start()
+        try:
+            until(lambda: query.exception() is None and spark.table(name).count() >= until_rows,
+                  what=f"{until_rows} rows", timeout=180)
+        finally:
+            query.stop()
+    assert query.exception() is None, query.exception()
+    rows = spark.table(name).collect()
+    spark.catalog.dropTempView(name)
+    return rows
+
+
+def test_datagen_users_config_generates_users(spark, tmp_path):
+    config = load(END_TO_END["io.confluent.kafka.connect.datagen.DatagenConnector"])
+    rows = _memory(spark, scb.read_stream(spark, config), "corpus_users", str(tmp_path / "ckpt"), until_rows=3)
+    assert len(rows) >= 3
+    for r in rows:  # StringConverter key, schemaless JSON value, as the config says
+        assert r.topic == "users"
+        value = json.loads(r.value)
+        assert set(value) == {"registertime", "userid", "regionid", "gender"}
+        assert r.key == value["userid"].encode() or r.key == value["userid"]
+        assert re.fullmatch(r"User_[1-9]", value["userid"]) and re.fullmatch(r"Region_[1-9]", value["regionid"])
+        assert value["gender"] in ("MALE", "FEMALE", "OTHER")
+
+
+def test_debezium_postgres_tutorial_config_snapshots_the_inventory_schema(spark, pg, tmp_path):
+    db = pg.new_database("corpus_inventory")
+    pg.execute("CREATE SCHEMA inventory; CREATE TABLE inventory.customers (id int PRIMARY KEY, first_name text, "
+               "email text); INSERT INTO inventory.customers VALUES (1001, 'Sally', 'sally.thomas@acme.com'), "
+               "(1002, 'George', 'gbailey@foobar.com'); CREATE TABLE public.other (id int PRIMARY KEY); "
+               "INSERT INTO public.other VALUES (1)", database=db)
+    config = relocated(load(END_TO_END["io.debezium.connector.postgresql.PostgresConnector"]),
+                       **{"database.hostname": "127.0.0.1", "database.port": str(pg.port), "database.dbname": db})
+    rows = _memory(spark, scb.read_stream(spark, config), "corpus_pg", str(tmp_path / "ckpt"))
+    got = sorted((r.topic, r.value.op, tuple(r.value.after)) for r in rows)
+    assert got == [("dbserver1.inventory.customers", "r", (1001, "Sally", "sally.thomas@acme.com")),
+                   ("dbserver1.inventory.customers", "r", (1002, "George", "gbailey@foobar.com"))]
+
+
+def test_jdbc_quickstart_source_and_sink_configs_copy_a_table(spark, pg, tmp_path):
+    db = pg.new_database("corpus_jdbc")
+    url = f"jdbc:postgresql://127.0.0.1:{pg.port}/{db}"
+    pg.execute("CREATE TABLE accounts (id serial PRIMARY KEY, name text NOT NULL);"
+               "INSERT INTO accounts (name) VALUES ('alice'), ('bob')", database=db)
+    source = relocated(load(END_TO_END["io.confluent.connect.jdbc.JdbcSourceConnector"]),
+                       **{"connection.url": url, "connection.user": "postgres"})
+    rows = _memory(spark, scb.read_stream(spark, source), "corpus_jdbc_src", str(tmp_path / "src"))
+    assert sorted((r.topic, r.value.id, r.value.name) for r in rows) == [
+        ("test-sqlite-jdbc-accounts", 1, "alice"), ("test-sqlite-jdbc-accounts", 2, "bob")]
+
+    # The sink quickstart reads topic "orders" and creates its table (auto.create=true).
+    orders = spark.createDataFrame([("orders", 0, i, (i, f"item-{i}", 1.5 * i)) for i in (1, 2, 3)],
+                                   "topic string, partition int, offset long, "
+                                   "value struct<id:int,product:string,price:double>")
+    sink = relocated(load(END_TO_END["io.confluent.connect.jdbc.JdbcSinkConnector"]),
+                     **{"connection.url": url, "connection.user": "postgres"})
+    scb.write_batch(orders, sink)
+    assert sorted(pg.execute("SELECT id, product, price FROM orders", database=db)) == [
+        (1, "item-1", 1.5), (2, "item-2", 3.0), (3, "item-3", 4.5)]
+
+
+def test_kafka_s_own_standalone_worker_and_file_configs_run_as_kconnect_standalone(tmp_path):
+    """``kconnect standalone connect-standalone.properties connect-file-source.properties connect-file-sink.properties``
+    as Kafka's quickstart runs it: a process with its own Spark session, Kafka as the bus (bootstrap.servers)."""
+    from tests.support import servers
+
+    port = free_port()
+    admin = AdminClient({"bootstrap.servers": servers.kafka()})
+    if "connect-test" in admin.list_topics(timeout=30).topics:  # the run's broker is shared: start from no topic
+        admin.delete_topics(["connect-test"])["connect-test"].result(30)
+    worker = tmp_path / "connect-standalone.properties"
+    worker_config = relocated(load(END_TO_END_WORKERS[0]), **{
+        "bootstrap.servers": servers.kafka(), "listeners": f"http://127.0.0.1:{port}",
+        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+        "offset.storage.dir": str(tmp_path / "state"), "topics.dir": str(tmp_path / "topics")})
+    worker.write_text("".join(f"{k}={v}\n" for k, v in worker_config.items()))
+    test_txt, sink_txt = tmp_path / "test.txt", tmp_path / "test.sink.txt"
+    test_txt.write_text("foo\nbar\n")
+    connectors = []
+    for kind, where in (("source", str(test_txt)), ("sink", str(sink_txt))):
+        path = tmp_path / f"connect-file-{kind}.properties"
+        config = relocated(load(f"apache-kafka/connect-file-{kind}.properties"), file=where)
+        path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        connectors.append(str(path))
+    kconnect = Path(sys.executable).with_name("kconnect")
+    stderr = tmp_path / "worker.stderr"
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([str(kconnect), "standalone", str(worker), *connectors, "--no-live"], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            until(lambda: proc.poll() is None and sink_txt.exists()
+                  and sink_txt.read_text().splitlines() == ["foo", "bar"],
+                  what="foo and bar in test.sink.txt", timeout=300, explain=lambda: stderr.read_text()[-3000:])
+        finally:
+            interrupt(proc)
+    assert "Failed to find data source" not in stderr.read_text()
