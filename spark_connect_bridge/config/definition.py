@@ -236,12 +236,15 @@ class ConfigDef:
     """An ordered set of :class:`ConfigKey` declarations plus cross-key checks."""
 
     def __init__(self, keys: Iterable[ConfigKey] = (), checks: Iterable[Check] = (),
-                 renamed: Mapping[str, tuple[str, str]] = MappingProxyType({})):
+                 renamed: Mapping[str, tuple[str, str]] = MappingProxyType({}),
+                 refused_patterns: Mapping[str, str] = MappingProxyType({})):
         self._keys: dict[str, ConfigKey] = {}
         self._attributes: dict[str, str] = {}
         self._checks: list[Check] = list(checks)
         # old spelling (lower case; a key or, ending in ".", a prefix) -> (new spelling, who accepts the old one)
         self._renamed: dict[str, tuple[str, str]] = dict(renamed)
+        # regular expression of pattern-named keys (Debezium's column.mask.with.<n>.chars) -> why refused
+        self._refused_patterns: dict[str, str] = dict(refused_patterns)
         for k in keys:
             self._add(k)
 
@@ -256,6 +259,16 @@ class ConfigDef:
         """
         self._renamed[old.lower()] = (new, accepted_by)
         return self
+
+    def refuse_pattern(self, pattern: str, note: str) -> ConfigDef:
+        """Refuse keys whose whole name matches ``pattern`` (an original's pattern-named keys, such as Debezium's
+        ``column.mask.with.<n>.chars``), saying why. Returns ``self``."""
+        self._refused_patterns[pattern] = note
+        return self
+
+    @property
+    def refused_patterns(self) -> Mapping[str, str]:
+        return dict(self._refused_patterns)
 
     def _new_spelling(self, key: str) -> tuple[str, str] | None:
         low = key.lower()
@@ -329,7 +342,7 @@ class ConfigDef:
 
     def merge(self, *others: ConfigDef) -> ConfigDef:
         """A new ConfigDef with this one's keys followed by the others' (later definitions must be new)."""
-        out = ConfigDef(self._keys.values(), self._checks, self._renamed)
+        out = ConfigDef(self._keys.values(), self._checks, self._renamed, self._refused_patterns)
         for o in others:
             for k in o._keys.values():
                 if k.name not in out._keys:
@@ -337,10 +350,13 @@ class ConfigDef:
             out._checks.extend(c for c in o._checks if c not in out._checks)
             for old, spelling in o._renamed.items():
                 out._renamed.setdefault(old, spelling)
+            for pattern, note in o._refused_patterns.items():
+                out._refused_patterns.setdefault(pattern, note)
         return out
 
     def without(self, *names: str) -> ConfigDef:
-        return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks, self._renamed)
+        return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks, self._renamed,
+                         self._refused_patterns)
 
     # -- introspection ----------------------------------------------------------------------------
     @property
@@ -386,6 +402,9 @@ class ConfigDef:
                 given[name] = raw
             elif ignore_unknown or raw_key.lower() in allowed or raw_key.lower().startswith(prefixes):
                 continue
+            elif any(re.fullmatch(p, raw_key) for p in self._refused_patterns):
+                note = next(n for p, n in self._refused_patterns.items() if re.fullmatch(p, raw_key))
+                problems.append(ConfigProblem(raw_key, f"Configuration {raw_key} is not supported here: {note}"))
             elif close_key(raw_key, self._keys) is not None:
                 problems.append(ConfigProblem(raw_key, unknown_key_message(raw_key, self._keys)))
             else:
