@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-from collections.abc import Mapping
 
 __all__ = ["DECLARED_DIR", "DeclaredKey", "declared", "declared_classes", "source_of"]
 
