@@ -493,8 +493,9 @@ class ConfigDef:
         """A reference table of every key, generated from the declaration."""
         rows = ["| Key | Type | Default | Valid values | Importance | Description |",
                 "|---|---|---|---|---|---|"]
+        accepted = [k for k in self._keys.values() if k.support is not Support.IMPLEMENTED and not k.internal]
         for k in self._keys.values():
-            if k.internal:
+            if k.internal or k.support is not Support.IMPLEMENTED:
                 continue
             if k.required:
                 default = "*required*"
@@ -506,6 +507,17 @@ class ConfigDef:
             doc = " ".join(k.doc.split()).replace("|", "\\|")
             rows.append(f"| `{k.name}` | {k.type.value.lower()} | {default} | {valid} | "
                         f"{k.importance.value.lower()} | {doc} |")
+        if accepted or self._refused_patterns:
+            rows += ["", "Keys of the original accepted without being implemented: *no effect* (Spark does the job "
+                         "as said), *not supported* (a warning when set), *refused* (any value but the default "
+                         "fails, as it would change the records).", "",
+                     "| Key | Default | Here | How or why |", "|---|---|---|---|"]
+            for k in accepted:
+                default = "null" if k.default is None else f"`{k.default_text()}`" if k.default_text() else '`""`'
+                note = " ".join(k.note.split()).replace("|", "\\|")
+                rows.append(f"| `{k.name}` | {default.replace('|', chr(92) + '|')} | {k.support.value} | {note} |")
+            for pattern, note in self._refused_patterns.items():
+                rows.append(f"| `{pattern}` (pattern) | | refused | {note.replace('|', chr(92) + '|')} |")
         return "\n".join(rows)
 
 
