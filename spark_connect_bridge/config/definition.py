@@ -270,6 +270,16 @@ class ConfigDef:
     def refused_patterns(self) -> Mapping[str, str]:
         return dict(self._refused_patterns)
 
+    @property
+    def renames(self) -> Mapping[str, tuple[str, str]]:
+        """Old spelling (lower case) -> (new spelling, who accepts the old one); see :meth:`renamed`."""
+        return dict(self._renamed)
+
+    def new_spelling(self, key: str) -> str | None:
+        """The key ``key`` is an old spelling of (:meth:`renamed`), if any."""
+        spelling = self._new_spelling(key)
+        return spelling[0] if spelling else None
+
     def _new_spelling(self, key: str) -> tuple[str, str] | None:
         low = key.lower()
         if low in self._renamed:

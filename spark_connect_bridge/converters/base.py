@@ -73,11 +73,13 @@ def parse_prefixed(config_def: ConfigDef, props: Mapping[str, Any], prefix: str 
     for key in config_def:
         full.define(prefix + key.name, key.type, key.default, key.validator, key.importance, key.doc,
                     internal=key.internal, support=key.support, note=key.note)
+    for old, (new, accepted_by) in config_def.renames.items():
+        full.renamed(prefix + old, prefix + new, accepted_by)
     sub = {k: v for k, v in props.items() if k.lower().startswith(prefix.lower())}
     cfg = full.parse(sub, context=context)
     values = {k[len(prefix):]: v for k, v in cfg.parsed.items()}
     originals = {k[len(prefix):]: v for k, v in sub.items()}
-    return Config(config_def, values, originals)
+    return Config(config_def, values, originals, cfg.warnings)
 
 
 def parse_spark_type(text: str | DataType, *, key: str) -> DataType:
