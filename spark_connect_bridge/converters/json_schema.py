@@ -57,10 +57,10 @@ from ..config import (
 )
 from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter, scalar_arrow_udf
-from .registry_keys import accept_registry
 from .json import JsonConverter
 from .json_schema_compat import can_read
 from .json_schema_data import json_schema_to_spark, spark_to_json_schema
+from .registry_keys import accept_registry
 from .schema_registry import (
     DEFAULT_STRATEGY,
     STRATEGY_NAMES,
