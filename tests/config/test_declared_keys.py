@@ -47,7 +47,9 @@ def _known(key: str, ours: ConfigDef) -> bool:
     pattern of that name, or a worker key the worker config accepts as Kafka-only."""
     if ours is WORKER_CONFIG and (key in KAFKA_ONLY_KEYS or key.startswith(_WORKER_PREFIXES)):
         return True
-    return key in ours or ours.new_spelling(key) in ours or any(p.replace("\\", "") == key for p in ours.refused_patterns)
+    if key in ours or ours.new_spelling(key) in ours:
+        return True
+    return any(p.replace("\\", "") == key for p in ours.refused_patterns)
 
 
 #: Classes whose declared keys are checked in but that no plugin here runs yet (issue #34: "the plugins real configs
