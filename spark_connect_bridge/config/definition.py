@@ -418,7 +418,9 @@ class ConfigDef:
             elif close_key(raw_key, self._keys) is not None:
                 problems.append(ConfigProblem(raw_key, unknown_key_message(raw_key, self._keys)))
             else:
-                warnings.append(ConfigProblem(raw_key, f'Unknown configuration "{raw_key}" is ignored: no plugin '
+                # the key is the user's text (a REST body): control characters escaped, so it cannot forge log lines
+                shown = raw_key.encode("unicode_escape").decode("ascii")
+                warnings.append(ConfigProblem(raw_key, f'Unknown configuration "{shown}" is ignored: no plugin '
                                                        "here declares it (Kafka Connect passes such keys on unread)"))
         values: dict[str, Any] = {}
         for key in self._keys.values():

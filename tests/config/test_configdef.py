@@ -7,6 +7,7 @@ import enum
 import pytest
 
 from spark_connect_bridge.config import CaseInsensitiveValidString, ConfigDef, Password, Range, Type, ValidString
+from spark_connect_bridge.config.definition import is_misspelling
 from spark_connect_bridge.errors import ConfigError
 
 
@@ -137,3 +138,25 @@ def test_case_insensitive_choices_are_parsed_to_their_declared_spelling():
     assert cd.parse({})["errors.tolerance"] == "none"
     with pytest.raises(ConfigError, match=r"Invalid value some for configuration errors.tolerance"):
         cd.parse({"errors.tolerance": "some"})
+
+
+def test_unknown_key_warns_without_its_value_and_cannot_forge_log_lines(caplog):
+    """A REST user's unknown key is logged: never its value (it may be a secret), and a newline in the key is
+    escaped so that it cannot start a forged log line."""
+    cd = ConfigDef().define("file", Type.STRING)
+    cfg = cd.parse({"file": "a", "vault.token": "s3cr3t-value", "x\nWARNING forged": "1"})
+    assert [w.key for w in cfg.warnings] == ["vault.token", "x\nWARNING forged"]
+    assert "s3cr3t-value" not in caplog.text
+    assert 'Unknown configuration "x\\nWARNING forged"' in caplog.text and "\nWARNING forged" not in caplog.text
+
+
+@pytest.mark.parametrize("key, known", [("batch.sise", "batch.size"), ("fiel", "file"), ("delimeter", "delimiter"),
+                                        ("topic.fromat", "topic.format")])
+def test_a_likely_misspelling_still_fails(key, known):
+    assert is_misspelling(key, known)
+
+
+@pytest.mark.parametrize("key, known", [("topic.heartbeat.prefix", "heartbeat.topics.prefix"), ("x", "file"),
+                                        ("vault.token", "batch.size")])
+def test_another_unknown_key_is_not_a_misspelling(key, known):
+    assert not is_misspelling(key, known)
