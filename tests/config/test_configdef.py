@@ -160,3 +160,30 @@ def test_a_likely_misspelling_still_fails(key, known):
                                         ("vault.token", "batch.size")])
 def test_another_unknown_key_is_not_a_misspelling(key, known):
     assert not is_misspelling(key, known)
+
+
+_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+
+
+def test_accepted_keys_refuse_warn_or_pass_as_declared(caplog):
+    cd = ConfigDef().accept(_SINK, refused={"file": "files are not written here (test)"})
+    assert cd.parse({}).file is None and cd.parse({"file": ""}).warnings == ()
+    with pytest.raises(ConfigError) as e:
+        cd.parse({"file": "/tmp/x"})
+    assert e.value.keys == ["file"] and "only its default () is supported here: files are not written" in str(e.value)
+    warned = ConfigDef().accept(_SINK, not_supported={"file": "why not"}).parse({"file": "/tmp/x"})
+    assert [w.key for w in warned.warnings] == ["file"] and "file=/tmp/x is not supported here" in caplog.text
+    quiet = ConfigDef().accept(_SINK, no_effect={"file": "how Spark does it"}).parse({"file": "/tmp/x"})
+    assert quiet.warnings == () and quiet.file == "/tmp/x"
+
+
+def test_accepting_a_key_the_original_does_not_declare_fails_at_declaration():
+    with pytest.raises(ValueError, match="declares no configuration 'topic'"):
+        ConfigDef().accept(_SINK, no_effect={"topic": "x"})
+
+
+def test_old_spelling_and_new_one_together_fail():
+    cd = ConfigDef().define("include", Type.LIST, []).renamed("whitelist", "include", "Kafka 3.x")
+    with pytest.raises(ConfigError) as e:
+        cd.parse({"whitelist": "a", "include": "b"})
+    assert e.value.keys == ["whitelist"]
