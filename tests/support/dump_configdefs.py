@@ -9,7 +9,7 @@ and the runtime read; no JVM is needed after this step.
     python -m tests.support.dump_configdefs --check    # exit 1 when a checked-in file differs from the originals
 
 Classes that are not on Maven Central (Confluent's JDBC connectors, datagen, Avro and JSON Schema converters) are
-written by hand from their sources: see ``spark_connect_bridge/config/declared/README.md``.
+written from their GitHub sources: see ``spark_connect_bridge/config/declared/README.md``.
 """
 
 from __future__ import annotations
