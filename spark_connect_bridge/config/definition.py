@@ -419,7 +419,7 @@ class ConfigDef:
                 problems.append(ConfigProblem(raw_key, unknown_key_message(raw_key, self._keys)))
             else:
                 # the key is the user's text (a REST body): control characters escaped, so it cannot forge log lines
-                shown = raw_key.encode("unicode_escape").decode("ascii")
+                shown = raw_key[:200].encode("unicode_escape").decode("ascii") + ("..." if len(raw_key) > 200 else "")
                 warnings.append(ConfigProblem(raw_key, f'Unknown configuration "{shown}" is ignored: no plugin '
                                                        "here declares it (Kafka Connect passes such keys on unread)"))
         values: dict[str, Any] = {}
@@ -564,7 +564,8 @@ def is_misspelling(key: str, known: str) -> bool:
     (True, False)
     """
     a, b = key.lower(), known.lower()
-    if a == b:
+    # lengths that differ by more than two cannot be two edits apart: a REST user's megabyte key costs nothing
+    if a == b or abs(len(a) - len(b)) > 2:
         return False
     return _edit_distance(a, b) <= (1 if min(len(a), len(b)) <= 6 else 2)
 

@@ -187,3 +187,12 @@ def test_old_spelling_and_new_one_together_fail():
     with pytest.raises(ConfigError) as e:
         cd.parse({"whitelist": "a", "include": "b"})
     assert e.value.keys == ["whitelist"]
+
+
+def test_a_huge_unknown_key_is_warned_about_shortened():
+    """A REST body may carry a megabyte key: the misspelling check skips it by length alone (two edits cannot
+    bridge it), and the warning shows its first 200 characters."""
+    key = "k" * 1_000_000
+    cfg = ConfigDef().define("file", Type.STRING, "").parse({key: "1"})
+    assert [w.key for w in cfg.warnings] == [key]
+    assert cfg.warnings[0].message.startswith('Unknown configuration "' + "k" * 200 + '..."')
