@@ -82,6 +82,10 @@ COMMON = (
                 "store has none.", group="Error Handling")
     .define("errors.deadletterqueue.context.headers.enable", Type.BOOLEAN, False, importance=Importance.MEDIUM,
             doc="Add __connect.errors.* context headers to dead-lettered records.", group="Error Handling")
+    .accept("org.apache.kafka.connect.runtime.ConnectorConfig", group="Common", no_effect={
+        k: "KIP-891 plugin versions choose among installed versions of a Java plugin; here each plugin has one "
+           "version, this package's" for k in ("connector.plugin.version", "key.converter.plugin.version",
+                                                "value.converter.plugin.version", "header.converter.plugin.version")})
     .define("max.records.per.trigger", Type.LONG, None, Range.at_least(1), Importance.MEDIUM,
             "Spark: upper bound on the records one micro-batch reads (admission control). Unset: the "
             "connector's own default; a sink reading Kafka or the worker's topic store: 50000 (its micro-batch is "
@@ -126,6 +130,9 @@ SOURCE = (
             "Kafka's KIP-618 key; see trigger intervals instead.", group="Common")
     .define("offsets.storage.topic", Type.STRING, None, importance=Importance.LOW,
             doc="Kafka only; offsets live in the Spark checkpoint.", group="Common")
+    .accept("org.apache.kafka.connect.runtime.SourceConnectorConfig", group="Common", no_effect={
+        "topic.creation.groups": "topics are created by the bus (a table of the topic store, or a Kafka topic "
+                                 "with the broker's defaults); there are no topic creation groups"})
 )
 
 # Key prefixes owned by other plugins (validated by them, not by the connector).
@@ -133,7 +140,12 @@ PLUGIN_PREFIXES = ("transforms.", "predicates.", "key.converter.", "value.conver
                    # A sink connector config that receives dead letters instead of the topic store.
                    "errors.deadletterqueue.sink.")
 # Key prefixes that configure Kafka clients; they have no meaning without Kafka and are warned about.
-KAFKA_ONLY_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.", "topic.creation.")
+KAFKA_ONLY_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.", "topic.creation.",
+                       # Kafka Connect passes these on to the clients it makes (a worker's producer/consumer keys
+                       # written into a connector config; Debezium's Kafka-based schema history and signals)
+                       "producer.", "consumer.", "admin.", "schema.history.internal.kafka.",
+                       "schema.history.internal.producer.", "schema.history.internal.consumer.", "signal.kafka.",
+                       "signal.consumer.")
 # Options Spark adds by itself to a data source's options.
 SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2_source_id",
                      # Set by our own foreachBatch router so that a batch write commits once per micro-batch.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,12 +25,15 @@ from types import MappingProxyType
 from typing import Any
 
 from ..errors import ConfigError, ConfigProblem
+from .declared_keys import declared
 from .validators import Validator
 
 __all__ = [
-    "Type", "Importance", "ConfigKey", "ConfigDef", "Config", "Password", "attribute_name", "NO_DEFAULT", "HIDDEN",
-    "mask_secrets",
+    "Type", "Importance", "Support", "ConfigKey", "ConfigDef", "Config", "Password", "attribute_name", "NO_DEFAULT",
+    "HIDDEN", "mask_secrets", "is_misspelling",
 ]
+
+log = logging.getLogger(__name__)
 
 HIDDEN = "[hidden]"
 
@@ -60,6 +64,20 @@ class Importance(enum.Enum):
     HIGH = "HIGH"
     MEDIUM = "MEDIUM"
     LOW = "LOW"
+
+
+class Support(enum.Enum):
+    """What a declared key does here. Every key the original class declares is one of these (see
+    :meth:`ConfigDef.accept`); ``note`` on the key says how or why."""
+
+    #: the key does what the original's does
+    IMPLEMENTED = "implemented"
+    #: accepted; it has no effect because Spark does the job another way (the note says how)
+    NO_EFFECT = "no effect"
+    #: accepted; set to a value other than its default it has no effect here, with a warning naming the key and why
+    NOT_SUPPORTED = "not supported"
+    #: accepted at its default value only: any other value would change the delivered data, so it fails with why
+    REFUSED = "refused"
 
 
 class Password:
@@ -174,6 +192,9 @@ class ConfigKey:
     display_name: str | None = None
     dependents: tuple[str, ...] = ()
     internal: bool = False
+    support: Support = Support.IMPLEMENTED
+    #: how a NO_EFFECT key's job is done here, or why a NOT_SUPPORTED/REFUSED key is not
+    note: str = ""
 
     @property
     def required(self) -> bool:
@@ -214,18 +235,65 @@ Check = Callable[["Config"], Iterable[ConfigProblem]]
 class ConfigDef:
     """An ordered set of :class:`ConfigKey` declarations plus cross-key checks."""
 
-    def __init__(self, keys: Iterable[ConfigKey] = (), checks: Iterable[Check] = ()):
+    def __init__(self, keys: Iterable[ConfigKey] = (), checks: Iterable[Check] = (),
+                 renamed: Mapping[str, tuple[str, str]] = MappingProxyType({}),
+                 refused_patterns: Mapping[str, str] = MappingProxyType({})):
         self._keys: dict[str, ConfigKey] = {}
         self._attributes: dict[str, str] = {}
         self._checks: list[Check] = list(checks)
+        # old spelling (lower case; a key or, ending in ".", a prefix) -> (new spelling, who accepts the old one)
+        self._renamed: dict[str, tuple[str, str]] = dict(renamed)
+        # regular expression of pattern-named keys (Debezium's column.mask.with.<n>.chars) -> why refused
+        self._refused_patterns: dict[str, str] = dict(refused_patterns)
         for k in keys:
             self._add(k)
+
+    def renamed(self, old: str, new: str, accepted_by: str) -> ConfigDef:
+        """Accept ``old``, an earlier spelling of key ``new`` (or, both ending in ``.``, of a prefix), as
+        ``accepted_by`` (the version that still runs it) does: read as ``new``, with a deprecation warning.
+        Setting both fails. Returns ``self``.
+
+        >>> cd = ConfigDef().define("include", Type.LIST, []).renamed("whitelist", "include", "Kafka 3.x")
+        >>> cd.parse({"whitelist": "a"}).include
+        ('a',)
+        """
+        self._renamed[old.lower()] = (new, accepted_by)
+        return self
+
+    def refuse_pattern(self, pattern: str, note: str) -> ConfigDef:
+        """Refuse keys whose whole name matches ``pattern`` (an original's pattern-named keys, such as Debezium's
+        ``column.mask.with.<n>.chars``), saying why. Returns ``self``."""
+        self._refused_patterns[pattern] = note
+        return self
+
+    @property
+    def refused_patterns(self) -> Mapping[str, str]:
+        return dict(self._refused_patterns)
+
+    @property
+    def renames(self) -> Mapping[str, tuple[str, str]]:
+        """Old spelling (lower case) -> (new spelling, who accepts the old one); see :meth:`renamed`."""
+        return dict(self._renamed)
+
+    def new_spelling(self, key: str) -> str | None:
+        """The key ``key`` is an old spelling of (:meth:`renamed`), if any."""
+        spelling = self._new_spelling(key)
+        return spelling[0] if spelling else None
+
+    def _new_spelling(self, key: str) -> tuple[str, str] | None:
+        low = key.lower()
+        if low in self._renamed:
+            return self._renamed[low]
+        for old, (new, accepted_by) in self._renamed.items():
+            if old.endswith(".") and low.startswith(old):
+                return new + key[len(old):], accepted_by
+        return None
 
     # -- declaration ------------------------------------------------------------------------------
     def define(self, name: str, type: Type, default: Any = NO_DEFAULT, validator: Validator | None = None,
                importance: Importance = Importance.MEDIUM, doc: str = "", *, group: str | None = None,
                display_name: str | None = None, dependents: Sequence[str] = (),
-               internal: bool = False) -> ConfigDef:
+               internal: bool = False, support: Support = Support.IMPLEMENTED, note: str = "") -> ConfigDef:
         """Declare a key; returns ``self`` so definitions chain."""
         if default is not NO_DEFAULT and default is not None and type is not Type.PASSWORD:
             # Defaults are written as Python values; normalise them through the parser once.
@@ -234,7 +302,33 @@ class ConfigDef:
             if normalize is not None and validator is not None and not validator(default):
                 default = normalize(default)
         self._add(ConfigKey(name, type, default, validator, importance, doc, group, display_name,
-                            tuple(dependents), internal))
+                            tuple(dependents), internal, support, note))
+        return self
+
+    def accept(self, original: str, *, no_effect: Mapping[str, str] = MappingProxyType({}),
+               not_supported: Mapping[str, str] = MappingProxyType({}),
+               refused: Mapping[str, str] = MappingProxyType({}), group: str | None = None) -> ConfigDef:
+        """Declare keys of ``original`` (a class with a data file, see :mod:`.declared_keys`) that this plugin
+        accepts without implementing them: each mapping is key -> note (how Spark does the job instead, or why
+        not). The key's type, default, importance and doc are the original's. Returns ``self``.
+
+        >>> cd = ConfigDef().accept("org.apache.kafka.connect.file.FileStreamSinkConnector",
+        ...                         no_effect={"file": "example"})
+        >>> cd.keys["file"].support.value
+        'no effect'
+        """
+        keys = declared(original)
+        tables = ((no_effect, Support.NO_EFFECT), (not_supported, Support.NOT_SUPPORTED), (refused, Support.REFUSED))
+        for table, support in tables:
+            for name, note in table.items():
+                if name not in keys:
+                    raise ValueError(f"{original} declares no configuration {name!r}")
+                k = keys[name]
+                default = None if k.required else k.default
+                if Type[k.type] is Type.PASSWORD:
+                    default = None
+                self.define(name, Type[k.type], default, importance=Importance[k.importance or "LOW"],
+                            doc=k.doc, group=group, support=support, note=note)
         return self
 
     def check(self, fn: Check) -> ConfigDef:
@@ -258,16 +352,21 @@ class ConfigDef:
 
     def merge(self, *others: ConfigDef) -> ConfigDef:
         """A new ConfigDef with this one's keys followed by the others' (later definitions must be new)."""
-        out = ConfigDef(self._keys.values(), self._checks)
+        out = ConfigDef(self._keys.values(), self._checks, self._renamed, self._refused_patterns)
         for o in others:
             for k in o._keys.values():
                 if k.name not in out._keys:
                     out._add(k)
             out._checks.extend(c for c in o._checks if c not in out._checks)
+            for old, spelling in o._renamed.items():
+                out._renamed.setdefault(old, spelling)
+            for pattern, note in o._refused_patterns.items():
+                out._refused_patterns.setdefault(pattern, note)
         return out
 
     def without(self, *names: str) -> ConfigDef:
-        return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks)
+        return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks, self._renamed,
+                         self._refused_patterns)
 
     # -- introspection ----------------------------------------------------------------------------
     @property
@@ -294,22 +393,35 @@ class ConfigDef:
 
         Keys are matched case-insensitively when no exact match exists (Spark lower-cases option keys).
         Keys under ``allowed_prefixes`` or in ``allowed_keys`` are left to their owner (kept in
-        ``Config.originals``); any other unknown key fails with a "did you mean" suggestion unless
-        ``ignore_unknown``.
+        ``Config.originals``). Any other unknown key that looks like a misspelling of a declared key fails with a
+        "did you mean" suggestion; the rest are accepted with a warning, as Kafka Connect accepts keys a plugin
+        does not declare (``ignore_unknown`` accepts them all silently). A key accepted as ``NOT_SUPPORTED`` warns
+        when set to a value other than its default; a ``REFUSED`` key with such a value fails with the reason.
+        Warnings are logged (once per parse) and kept in ``Config.warnings``.
         """
         problems: list[ConfigProblem] = []
+        warnings: list[ConfigProblem] = []
         lower = {n.lower(): n for n in self._keys}
         given: dict[str, Any] = {}
         allowed = {k.lower() for k in allowed_keys}
         prefixes = tuple(p.lower() for p in allowed_prefixes)
+        props = self._rename(props, problems, warnings)
         for raw_key, raw in props.items():
             name = raw_key if raw_key in self._keys else lower.get(raw_key.lower())
             if name is not None:
                 given[name] = raw
             elif ignore_unknown or raw_key.lower() in allowed or raw_key.lower().startswith(prefixes):
                 continue
-            else:
+            elif any(re.fullmatch(p, raw_key) for p in self._refused_patterns):
+                note = next(n for p, n in self._refused_patterns.items() if re.fullmatch(p, raw_key))
+                problems.append(ConfigProblem(raw_key, f"Configuration {raw_key} is not supported here: {note}"))
+            elif close_key(raw_key, self._keys) is not None:
                 problems.append(ConfigProblem(raw_key, unknown_key_message(raw_key, self._keys)))
+            else:
+                # the key is the user's text (a REST body): control characters escaped, so it cannot forge log lines
+                shown = raw_key[:200].encode("unicode_escape").decode("ascii") + ("..." if len(raw_key) > 200 else "")
+                warnings.append(ConfigProblem(raw_key, f'Unknown configuration "{shown}" is ignored: no plugin '
+                                                       "here declares it (Kafka Connect passes such keys on unread)"))
         values: dict[str, Any] = {}
         for key in self._keys.values():
             if key.name in given:
@@ -317,18 +429,53 @@ class ConfigDef:
                     values[key.name] = key.parse(given[key.name])
                 except ConfigError as e:
                     problems.extend(e.problems)
+                    continue
+                if key.support in (Support.IMPLEMENTED, Support.NO_EFFECT) or _is_default(key, values[key.name]):
+                    continue
+                shown = _render(key, values[key.name])
+                if key.support is Support.REFUSED:
+                    problems.append(ConfigProblem(key.name, f"Invalid value {shown} for configuration {key.name}: "
+                                                            f"only its default ({key.default_text()}) is supported "
+                                                            f"here: {key.note}"))
+                else:
+                    warnings.append(ConfigProblem(key.name, f"Configuration {key.name}={shown} is not supported "
+                                                            f"here and has no effect: {key.note}"))
             elif key.required:
                 problems.append(ConfigProblem(
                     key.name, f'Missing required configuration "{key.name}" which has no default value.'))
             else:
                 values[key.name] = key.default
-        cfg = Config(self, values, props)
+        cfg = Config(self, values, props, tuple(warnings))
         if not problems:
             for chk in self._checks:
                 problems.extend(chk(cfg))
         if problems:
             raise ConfigError(problems, context=context)
+        for w in warnings:
+            log.warning("%s%s", f"{context}: " if context else "", w.message)
         return cfg
+
+    def _rename(self, props: Mapping[str, Any], problems: list[ConfigProblem],
+                warnings: list[ConfigProblem]) -> Mapping[str, Any]:
+        """``props`` with old spellings (:meth:`renamed`) read as the new ones."""
+        if not self._renamed:
+            return props
+        out: dict[str, Any] = {}
+        given = {k.lower() for k in props}
+        for key, value in props.items():
+            spelling = self._new_spelling(key)
+            if spelling is None:
+                out.setdefault(key, value)
+                continue
+            new, accepted_by = spelling
+            if new.lower() in given:
+                problems.append(ConfigProblem(key, f"Configuration {key} is the old spelling of {new}, which is set "
+                                                   "too: remove one"))
+                continue
+            warnings.append(ConfigProblem(key, f"Configuration {key} is deprecated (an old spelling {accepted_by} "
+                                               f"accepts): read as {new}"))
+            out[new] = value
+        return out
 
     def validate(self, props: Mapping[str, Any]) -> dict[str, list[str]]:
         """Per-key error messages (empty lists for good keys), as Kafka's REST validate reports them."""
@@ -358,8 +505,9 @@ class ConfigDef:
         """A reference table of every key, generated from the declaration."""
         rows = ["| Key | Type | Default | Valid values | Importance | Description |",
                 "|---|---|---|---|---|---|"]
+        accepted = [k for k in self._keys.values() if k.support is not Support.IMPLEMENTED and not k.internal]
         for k in self._keys.values():
-            if k.internal:
+            if k.internal or k.support is not Support.IMPLEMENTED:
                 continue
             if k.required:
                 default = "*required*"
@@ -371,12 +519,67 @@ class ConfigDef:
             doc = " ".join(k.doc.split()).replace("|", "\\|")
             rows.append(f"| `{k.name}` | {k.type.value.lower()} | {default} | {valid} | "
                         f"{k.importance.value.lower()} | {doc} |")
+        if accepted or self._refused_patterns:
+            rows += ["", "Keys of the original accepted without being implemented: *no effect* (Spark does the job "
+                         "as said), *not supported* (a warning when set), *refused* (any value but the default "
+                         "fails, as it would change the records).", "",
+                     "| Key | Default | Here | How or why |", "|---|---|---|---|"]
+            for k in accepted:
+                default = "null" if k.default is None else f"`{k.default_text()}`" if k.default_text() else '`""`'
+                note = " ".join(k.note.split()).replace("|", "\\|")
+                rows.append(f"| `{k.name}` | {default.replace('|', chr(92) + '|')} | {k.support.value} | {note} |")
+            for pattern, note in self._refused_patterns.items():
+                rows.append(f"| `{pattern}` (pattern) | | refused | {note.replace('|', chr(92) + '|')} |")
         return "\n".join(rows)
+
+
+def _is_default(key: ConfigKey, value: Any) -> bool:
+    """Whether ``value`` is the key's default (an empty value counts as a null default)."""
+    if key.default is None or key.default in ("", ()):
+        return value in (None, "", ())
+    return bool(value == key.default)
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Optimal string alignment distance: insertions, deletions, substitutions and adjacent swaps."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        prev2, prev = prev, cur
+    return prev[len(b)]
+
+
+def is_misspelling(key: str, known: str) -> bool:
+    """Whether ``key`` reads as a typo of ``known``: at most two edits (one for keys of up to six characters),
+    case ignored. ``batch.sise`` and ``fiel`` are; ``topic.heartbeat.prefix`` (another key's words reordered)
+    is not.
+
+    >>> is_misspelling("delimeter", "delimiter"), is_misspelling("x", "field")
+    (True, False)
+    """
+    a, b = key.lower(), known.lower()
+    # lengths that differ by more than two cannot be two edits apart: a REST user's megabyte key costs nothing
+    if a == b or abs(len(a) - len(b)) > 2:
+        return False
+    return _edit_distance(a, b) <= (1 if min(len(a), len(b)) <= 6 else 2)
+
+
+def close_key(key: str, known: Iterable[str]) -> str | None:
+    """The declared key ``key`` is a likely misspelling of, if any."""
+    return next((k for k in known if is_misspelling(key, k)), None)
 
 
 def unknown_key_message(key: str, known: Iterable[str]) -> str:
     known = list(known)
-    close = difflib.get_close_matches(key.lower(), [k.lower() for k in known], n=1, cutoff=0.6)
+    typo = close_key(key, known)
+    close = [typo.lower()] if typo else difflib.get_close_matches(key.lower(), [k.lower() for k in known], n=1,
+                                                                  cutoff=0.6)
     hint = ""
     if close:
         original = next(k for k in known if k.lower() == close[0])
@@ -415,6 +618,8 @@ class Config(Mapping[str, Any]):
     # Not ``values``: that name is Mapping's ``values()`` method, which a field of that name would hide.
     parsed: Mapping[str, Any]
     originals: Mapping[str, Any] = field(repr=False, default_factory=dict)
+    #: keys accepted with a warning: unknown to every declaration here, or set though not supported
+    warnings: tuple[ConfigProblem, ...] = field(repr=False, default=())
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "parsed", MappingProxyType(dict(self.parsed)))
@@ -429,7 +634,7 @@ class Config(Mapping[str, Any]):
         return self.parsed[key]
 
     def __reduce__(self) -> Any:  # picklable (executors need the config); MappingProxyType is not
-        return Config, (self.definition, dict(self.parsed), dict(self.originals))
+        return Config, (self.definition, dict(self.parsed), dict(self.originals), self.warnings)
 
     def __getitem__(self, key: str) -> Any:
         return self.parsed[key]

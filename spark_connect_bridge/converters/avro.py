@@ -57,6 +57,7 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .avro_data import avro_to_spark, record_fullname, spark_to_avro
 from .avro_native import NativeDecode, header_bytes, native_decode, native_encode, nullable_type, plain_logical_types
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter, scalar_arrow_udf
+from .registry_keys import accept_registry
 from .schema_registry import (
     DEFAULT_STRATEGY,
     STRATEGIES,
@@ -595,3 +596,6 @@ class AvroConverter(Converter):
         rt = StructType([StructField("value", BinaryType()), StructField("error", StringType())])
         h = scalar_arrow_udf(header, rt)(topic if topic is not None else F.lit(None).cast("string"))
         return native_encode(col, data_type, mode["schema"], h["value"], h["error"])
+
+
+accept_registry(AvroConverter.config_def, AvroConverter.class_name)

@@ -72,12 +72,14 @@ def parse_prefixed(config_def: ConfigDef, props: Mapping[str, Any], prefix: str 
     full = ConfigDef()
     for key in config_def:
         full.define(prefix + key.name, key.type, key.default, key.validator, key.importance, key.doc,
-                    internal=key.internal)
+                    internal=key.internal, support=key.support, note=key.note)
+    for old, (new, accepted_by) in config_def.renames.items():
+        full.renamed(prefix + old, prefix + new, accepted_by)
     sub = {k: v for k, v in props.items() if k.lower().startswith(prefix.lower())}
     cfg = full.parse(sub, context=context)
     values = {k[len(prefix):]: v for k, v in cfg.parsed.items()}
     originals = {k[len(prefix):]: v for k, v in sub.items()}
-    return Config(config_def, values, originals)
+    return Config(config_def, values, originals, cfg.warnings)
 
 
 def parse_spark_type(text: str | DataType, *, key: str) -> DataType:
@@ -104,6 +106,17 @@ def _from_json_type(obj: Any) -> DataType:
     return _parse_datatype_json_value(obj)
 
 
+#: Keys every Kafka converter declares (``ConverterConfig``), merged into each converter's own.
+CONVERTER_COMMON = ConfigDef().accept("org.apache.kafka.connect.storage.StringConverter", no_effect={
+    "converter.type": "set by the worker in Kafka; here the prefix a converter is configured under "
+                      "(key.converter, value.converter, header.converter) says what it converts"})
+
+
+def converter_config_def(cls: type[Converter]) -> ConfigDef:
+    """The full declaration of a converter class: its own keys, then the ones every converter has."""
+    return cls.config_def.merge(CONVERTER_COMMON)
+
+
 class Converter:
     """Base class of the converters. Subclasses set ``class_name``, ``config_def`` and implement
     :meth:`parse_checked` / :meth:`serialize_checked`.
@@ -125,7 +138,7 @@ class Converter:
         self.prefix = prefix
         # The whole connector config (read-only): some converters read connector keys such as ``topics``.
         self.connector_config: Mapping[str, Any] = dict(config or {})
-        self.config = parse_prefixed(self.config_def, config or {}, prefix,
+        self.config = parse_prefixed(converter_config_def(type(self)), config or {}, prefix,
                                      context=f"{prefix.rstrip('.') or type(self).__name__}")
         self.validate()
 

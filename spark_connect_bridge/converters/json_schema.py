@@ -60,6 +60,7 @@ from .base import SPARK_SCHEMA_DOC, Conversion, Converter, scalar_arrow_udf
 from .json import JsonConverter
 from .json_schema_compat import can_read
 from .json_schema_data import json_schema_to_spark, spark_to_json_schema
+from .registry_keys import accept_registry
 from .schema_registry import (
     DEFAULT_STRATEGY,
     STRATEGY_NAMES,
@@ -481,3 +482,6 @@ class JsonSchemaConverter(Converter):
         failed = col.isNotNull() & header_error.isNotNull()
         return Conversion(F.when(col.isNull() | failed, F.lit(None).cast("binary")).otherwise(framed), failed,
                           header_error)
+
+
+accept_registry(JsonSchemaConverter.config_def, JsonSchemaConverter.class_name)

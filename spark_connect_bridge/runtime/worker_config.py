@@ -52,7 +52,19 @@ KAFKA_ONLY_KEYS = ("offset.flush.interval.ms", "offset.flush.timeout.ms",
                    "exactly.once.source.support", "inter.worker.key.generation.algorithm",
                    "inter.worker.key.size", "inter.worker.key.ttl.ms", "inter.worker.signature.algorithm",
                    "inter.worker.verification.algorithms",
-                   "internal.key.converter", "internal.value.converter", "key.converter.schema.registry.url")
+                   "internal.key.converter", "internal.value.converter", "key.converter.schema.registry.url",
+                   # the worker's own Kafka clients' settings (WorkerConfig declares them): the Kafka bus's
+                   # clients take librdkafka/Spark's defaults
+                   "client.dns.lookup", "client.id", "connections.max.idle.ms", "metadata.max.age.ms",
+                   "metadata.recovery.rebootstrap.trigger.ms", "metadata.recovery.strategy", "metric.reporters",
+                   "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
+                   "receive.buffer.bytes", "send.buffer.bytes", "reconnect.backoff.max.ms", "reconnect.backoff.ms",
+                   "request.timeout.ms", "retry.backoff.max.ms", "retry.backoff.ms",
+                   "socket.connection.setup.timeout.max.ms", "socket.connection.setup.timeout.ms",
+                   # topics are tables of the topic store, or Kafka topics the bus creates with broker defaults
+                   "topic.creation.enable",
+                   # the REST server's response headers are fixed (Jetty's HeaderFilter is not applied)
+                   "response.http.headers.config")
 KAFKA_ONLY_PREFIXES = ("producer.", "consumer.", "admin.", "sasl.", "security.",
                        "internal.key.converter.", "internal.value.converter.")
 # The REST listener's TLS settings: Kafka's listeners.https.ssl.* keys, falling back to the worker's ssl.* keys.

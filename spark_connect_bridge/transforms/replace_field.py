@@ -37,6 +37,9 @@ class ReplaceField(KeyOrValue):
         .define("renames", Type.LIST, [], importance=Importance.MEDIUM,
                 doc="Field rename mappings, as a comma-separated list of old:new pairs.")
         .define("replace.null.with.default", Type.BOOLEAN, True, importance=Importance.MEDIUM, doc=REPLACE_NULL_DOC)
+        # Kafka 2.x-3.x's names (KIP-629); Kafka 4.0 removed them, but configs written for 3.x still carry them
+        .renamed("whitelist", "include", "Kafka 3.x's ReplaceField")
+        .renamed("blacklist", "exclude", "Kafka 3.x's ReplaceField")
     )
 
     def validate(self, config: Config) -> list[ConfigProblem]:

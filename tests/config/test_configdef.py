@@ -7,6 +7,7 @@ import enum
 import pytest
 
 from spark_connect_bridge.config import CaseInsensitiveValidString, ConfigDef, Password, Range, Type, ValidString
+from spark_connect_bridge.config.definition import is_misspelling
 from spark_connect_bridge.errors import ConfigError
 
 
@@ -137,3 +138,61 @@ def test_case_insensitive_choices_are_parsed_to_their_declared_spelling():
     assert cd.parse({})["errors.tolerance"] == "none"
     with pytest.raises(ConfigError, match=r"Invalid value some for configuration errors.tolerance"):
         cd.parse({"errors.tolerance": "some"})
+
+
+def test_unknown_key_warns_without_its_value_and_cannot_forge_log_lines(caplog):
+    """A REST user's unknown key is logged: never its value (it may be a secret), and a newline in the key is
+    escaped so that it cannot start a forged log line."""
+    cd = ConfigDef().define("file", Type.STRING)
+    cfg = cd.parse({"file": "a", "vault.token": "s3cr3t-value", "x\nWARNING forged": "1"})
+    assert [w.key for w in cfg.warnings] == ["vault.token", "x\nWARNING forged"]
+    assert "s3cr3t-value" not in caplog.text
+    assert 'Unknown configuration "x\\nWARNING forged"' in caplog.text and "\nWARNING forged" not in caplog.text
+
+
+@pytest.mark.parametrize("key, known", [("batch.sise", "batch.size"), ("fiel", "file"), ("delimeter", "delimiter"),
+                                        ("topic.fromat", "topic.format")])
+def test_a_likely_misspelling_still_fails(key, known):
+    assert is_misspelling(key, known)
+
+
+@pytest.mark.parametrize("key, known", [("topic.heartbeat.prefix", "heartbeat.topics.prefix"), ("x", "file"),
+                                        ("vault.token", "batch.size")])
+def test_another_unknown_key_is_not_a_misspelling(key, known):
+    assert not is_misspelling(key, known)
+
+
+_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+
+
+def test_accepted_keys_refuse_warn_or_pass_as_declared(caplog):
+    cd = ConfigDef().accept(_SINK, refused={"file": "files are not written here (test)"})
+    assert cd.parse({}).file is None and cd.parse({"file": ""}).warnings == ()
+    with pytest.raises(ConfigError) as e:
+        cd.parse({"file": "/tmp/x"})
+    assert e.value.keys == ["file"] and "only its default () is supported here: files are not written" in str(e.value)
+    warned = ConfigDef().accept(_SINK, not_supported={"file": "why not"}).parse({"file": "/tmp/x"})
+    assert [w.key for w in warned.warnings] == ["file"] and "file=/tmp/x is not supported here" in caplog.text
+    quiet = ConfigDef().accept(_SINK, no_effect={"file": "how Spark does it"}).parse({"file": "/tmp/x"})
+    assert quiet.warnings == () and quiet.file == "/tmp/x"
+
+
+def test_accepting_a_key_the_original_does_not_declare_fails_at_declaration():
+    with pytest.raises(ValueError, match="declares no configuration 'topic'"):
+        ConfigDef().accept(_SINK, no_effect={"topic": "x"})
+
+
+def test_old_spelling_and_new_one_together_fail():
+    cd = ConfigDef().define("include", Type.LIST, []).renamed("whitelist", "include", "Kafka 3.x")
+    with pytest.raises(ConfigError) as e:
+        cd.parse({"whitelist": "a", "include": "b"})
+    assert e.value.keys == ["whitelist"]
+
+
+def test_a_huge_unknown_key_is_warned_about_shortened():
+    """A REST body may carry a megabyte key: the misspelling check skips it by length alone (two edits cannot
+    bridge it), and the warning shows its first 200 characters."""
+    key = "k" * 1_000_000
+    cfg = ConfigDef().define("file", Type.STRING, "").parse({key: "1"})
+    assert [w.key for w in cfg.warnings] == [key]
+    assert cfg.warnings[0].message.startswith('Unknown configuration "' + "k" * 200 + '..."')

@@ -263,12 +263,14 @@ def test_config_errors(spark, records, registry, extra, key, message):
 
 def test_password_never_shows_and_config_is_not_mutated(spark, records, registry):
     c = {**cfg(registry), "value.converter.basic.auth.credentials.source": "USER_INFO",
-         "value.converter.basic.auth.user.info": "bob:hunter2", "value.converter.bogus": "1"}
+         "value.converter.basic.auth.user.info": "bob:hunter2",
+         "value.converter.auto.register.schema": "1"}  # a misspelling: fails
     before = dict(c)
     with pytest.raises(ConfigError) as e:
         apply_source_converters(records([(None, 1)], value_type="int"), c)
     assert "hunter2" not in str(e.value) and c == before
-    conv = JsonSchemaConverter({k: v for k, v in c.items() if k != "value.converter.bogus"}, prefix="value.converter.")
+    typo = "value.converter.auto.register.schema"
+    conv = JsonSchemaConverter({k: v for k, v in c.items() if k != typo}, prefix="value.converter.")
     assert "hunter2" not in repr(conv)
 
 

@@ -77,7 +77,8 @@ DIFFERENCES = {
                               "it reads a Map); ours renames the struct schema the config declares "
                               "(value.converter.spark.schema) and writes every record",
     "sl-replace-field-3x-names": "Kafka 4 removed ReplaceField's blacklist/whitelist and ignores unknown keys, so the "
-                                 "field to drop is written; ours rejects the config before any data moves",
+                                 "field to drop is written; ours reads them as Kafka 3.x did (include/exclude, "
+                                 "with a deprecation warning), so it is dropped",
 }
 
 
@@ -231,8 +232,9 @@ def test_set_schema_metadata_renames_the_declared_schema_where_kafka_fails(lines
     assert len(ours) == len(MESSAGES)  # every record: the schema's name is not in a FileStreamSink line
 
 
-def test_replace_field_kafka_3x_names_are_rejected_where_kafka_4_ignores_them(lines):
+def test_replace_field_kafka_3x_names_are_read_as_kafka_3x_did_where_kafka_4_ignores_them(lines):
     theirs, ours = lines["sl-replace-field-3x-names"]
     assert [_java(line).get("secret") for line in theirs if line != "null"] == ["s1", None, None, "s5"]  # written
-    assert isinstance(ours, ConfigError)
-    assert sorted(p.key for p in ours.problems) == ["transforms.s0.blacklist", "transforms.s0.whitelist"]
+    assert not isinstance(ours, ConfigError)
+    kept = [set(_java(line)) for line in ours if line != "null"]
+    assert kept and all(fields <= {"id"} for fields in kept)  # whitelist id,secret minus blacklist secret

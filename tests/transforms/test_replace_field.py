@@ -60,7 +60,7 @@ def test_from_config_with_kafka_class_name(make_records):
 @pytest.mark.parametrize("config, key, fragment", [
     ({"renames": "a:b:c"}, "renames", "Invalid rename mapping"),
     ({"renames": "ab"}, "renames", "Invalid rename mapping"),
-    ({"whitelist": "a"}, "whitelist", "Unknown configuration"),
+    ({"whitelist": "a", "include": "b"}, "whitelist", "old spelling of include"),
     ({"exclud": "a"}, "exclud", 'did you mean "exclude"'),
     ({"replace.null.with.default": "maybe"}, "replace.null.with.default", "true or false"),
 ])
@@ -69,6 +69,12 @@ def test_config_errors(config, key, fragment):
         ReplaceField.Value(config)
     assert e.value.keys == [key]
     assert fragment in str(e.value)
+
+
+def test_old_spellings_whitelist_blacklist_read_as_include_exclude_with_a_warning(caplog):
+    smt = ReplaceField.Value({"whitelist": "a,b", "blacklist": "b"})
+    assert smt.include == {"a", "b"} and smt.exclude == {"b"}
+    assert "whitelist is deprecated" in caplog.text and "read as include" in caplog.text
 
 
 def test_rename_keeps_field_order_and_metadata(make_records):

@@ -164,6 +164,26 @@ CONFIG_DEF = (
             CaseInsensitiveValidString("none", "after-stage", "after-apply"), Importance.LOW,
             "Testing only: fail the commit after staging or after the transaction committed.", internal=True)
     .check(_check)
+    .accept("io.confluent.connect.jdbc.JdbcSinkConnector", group="Accepted (Confluent)", no_effect={
+        "date.calendar.system": "dates are proleptic Gregorian here (Spark's and java.time's calendar, "
+                                "PROLEPTIC_GREGORIAN); the LEGACY hybrid Julian calendar of dates before 1582-10-15 "
+                                "is not reproduced",
+        "mssql.use.merge.holdlock": "SQL Server is not a dialect here (PostgreSQL, MariaDB/MySQL, SQLite)",
+        "replace.null.with.default": "Spark types carry no field defaults: a null is written as null, which is "
+                                     "what Kafka's default of true gives for a schema without defaults",
+    }, refused={
+        "date.timezone": "DATE values are written as they are (the default DB_TIMEZONE keeps them as given); "
+                         "UTC conversion is not implemented",
+        "jdbc.credentials.provider.class": "Java credentials providers are not loaded; give connection.user and "
+                                           "connection.password (a config provider such as ${file:...} keeps "
+                                           "them out of the file)",
+        "string.output.value.column.name": "a string value is written to the record_value column (the default); "
+                                           "another name is not implemented",
+        "timestamp.fields.list": "fields are written with their own types; converting listed fields to "
+                                 "timestamps is not implemented",
+        "timestamp.precision.mode": "timestamps are written with microsecond precision (Spark's; the default); "
+                                    "nanoseconds are not implemented",
+    })
 )
 
 

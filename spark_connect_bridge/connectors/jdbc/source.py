@@ -148,6 +148,23 @@ CONFIG_DEF = (
             doc="Prefix of the topic names (table name appended; the topic itself in query mode).",
             group="Connector")
     .check(_check)
+    .accept("io.confluent.connect.jdbc.JdbcSourceConnector", group="Accepted (Confluent)", no_effect={
+        "date.calendar.system": "dates are proleptic Gregorian here (Spark's and java.time's calendar, "
+                                "PROLEPTIC_GREGORIAN); the LEGACY hybrid Julian calendar of dates before 1582-10-15 "
+                                "is not reproduced",
+        "max.buffer.size": "a micro-batch's size is bounded by batch.max.rows and max.records.per.trigger",
+        "poll.linger.ms": "Spark's trigger interval sets when the next micro-batch polls",
+        "query.retry.attempts": "a failed query fails the micro-batch; errors.retry.timeout retries it, and a "
+                                "restarted query resumes from the Spark checkpoint",
+    }, refused={
+        "incrementing.column.mapping": "per-table incrementing columns are not implemented; use "
+                                       "incrementing.column.name",
+        "timestamp.columns.mapping": "per-table timestamp columns are not implemented; use timestamp.column.name",
+        "jdbc.credentials.provider.class": "Java credentials providers are not loaded; give connection.user and "
+                                           "connection.password (a config provider such as ${file:...} keeps "
+                                           "them out of the file)",
+        "query.masked": "the masked form of query is not implemented; use query",
+    })
 )
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
+from ..cdc.accepted import accept_debezium, old_spellings
 from ..cdc.config import REGEX_LIST, SKIPPED_OPERATIONS, define_filters, define_signals, matches, split_table
 
 __all__ = ["CONFIG_DEF", "SNAPSHOT_MODES", "Settings"]
@@ -124,6 +125,7 @@ CONFIG_DEF = (
 define_filters(CONFIG_DEF, "database")
 define_signals(CONFIG_DEF, "database", "The connector only reads it (its inserts in the binlog): chunks are read "
                                        "between binlog watermarks, as Debezium's read.only mode.")
+
 CONFIG_DEF.define("read.only", Type.BOOLEAN, False, importance=Importance.LOW,
                   doc="Accepted: incremental snapshots never write to the signal table (both values behave as "
                       "Debezium's read.only=true): each chunk is read between two binlog positions (Debezium's "
@@ -143,6 +145,9 @@ _accepted(CONFIG_DEF, {
     "connect.keep.alive": (Type.BOOLEAN, True, "Accepted; every read opens its own binlog connection."),
 })
 
+accept_debezium(CONFIG_DEF, "io.debezium.connector.mysql.MySqlConnector")
+accept_debezium(CONFIG_DEF, "io.debezium.connector.mariadb.MariaDbConnector")
+old_spellings(CONFIG_DEF, "database")
 
 @dataclass(frozen=True)
 class Settings:

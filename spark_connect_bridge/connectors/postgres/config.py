@@ -18,6 +18,7 @@ from typing import Any
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ...config.definition import Password
+from ..cdc.accepted import accept_debezium, old_spellings
 from ..cdc.config import SKIPPED_OPERATIONS, define_filters, define_signals, split_table
 from ..offsets import partition_key
 
@@ -131,6 +132,9 @@ CONFIG_DEF = (
 define_filters(CONFIG_DEF, "schema")
 define_signals(CONFIG_DEF, "schema", "The table must be in the publication. The connector writes its watermark "
                                      "rows (snapshot-window-open/-close) into it and deletes them again.")
+accept_debezium(CONFIG_DEF, "io.debezium.connector.postgresql.PostgresConnector")
+old_spellings(CONFIG_DEF, "schema")
+
 
 
 @dataclass(frozen=True)
