@@ -7,8 +7,12 @@ it may resolve. A REST user manages connectors, nothing else.
 * Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
   ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following
   links, under ``connector.allowed.paths`` (default: ``work/data`` under the worker's working directory) and never
-  under the worker's state directory (its stored configs, keys and checkpoints). Remote URIs (``s3://``...) are
-  not local files and are left to the storage's own access control.
+  under the worker's state directory (its stored configs, keys and checkpoints). A remote URI (``s3://``,
+  ``s3a://``, ``gs://``, ``abfss://``...) reaches the store with the worker's own credentials (its environment, its
+  instance role): it must lie under a URI entry of ``connector.allowed.paths`` (a bucket and prefix list, e.g.
+  ``s3://team-bucket/exports``); none is allowed by default. A connector that names its destination in other keys
+  (the S3 sink's ``s3.bucket.name`` and ``topics.dir``) says so with ``worker_credentials_destination``: the URI it
+  would reach with the worker's credentials, checked the same way (``None`` when the config brings its own).
 * Config providers: :class:`~spark_connect_bridge.config.providers.ProviderPolicy` (``config.providers``,
   KIP-993 ``allowed.paths``, the env provider's ``allowlist.pattern``).
 * Spark SQL: the keys of stages that run expressions (the Sql transform's ``filter`` and ``select``, every
@@ -58,6 +62,23 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
+_SAME_SCHEME = {"s3a": "s3", "s3n": "s3", "abfss": "abfs", "wasbs": "wasb", "gcs": "gs", "https": "http"}
+
+
+def normalise_uri(uri: str) -> str:
+    """A remote URI as the allowlist compares it: the scheme lower-cased and its Hadoop/TLS spellings folded
+    (``s3a``/``s3n`` -> ``s3``), no trailing slash, ``..`` segments refused by the caller."""
+    scheme, rest = uri.split("://", 1)
+    scheme = scheme.lower()
+    return f"{_SAME_SCHEME.get(scheme, scheme)}://{rest.rstrip('/')}"
+
+
+def is_remote_uri(value: str) -> bool:
+    """Whether ``value`` is a URI other than ``file://``."""
+    uri = _URI.match(value.strip())
+    return uri is not None and uri.group(1).lower() != "file"
+
+
 @dataclass(frozen=True)
 class ConnectorPolicy:
     """The worker's limits on connector configs received over REST (see the module doc)."""
@@ -87,29 +108,45 @@ class ConnectorPolicy:
             return f"Invalid value for configuration {key}: a path may not contain a NUL character"
         uri = _URI.match(value)
         if uri and uri.group(1).lower() != "file":
-            return None
+            return self.remote_problem(key, value, shown)
         local = value[len("file://"):] if uri else value
         real = os.path.realpath(os.path.abspath(local))
         if any(_under(real, root) for root in self.forbidden_paths):
             return (f"Invalid value {shown} for configuration {key}: the worker's state directory is not "
                     f"reachable from connector configs")
-        if not any(_under(real, root) for root in self.allowed_paths):
+        if not any(_under(real, root) for root in self.allowed_paths if not is_remote_uri(root)):
             return (f"Invalid value {shown} for configuration {key}: not under the directories this worker allows "
                     f"connectors to use (worker config connector.allowed.paths: "
                     f"{', '.join(self.allowed_paths) or '<none>'})")
         return None
 
+    def remote_problem(self, key: str, uri: str, shown: str | None = None) -> str | None:
+        """Why the remote ``uri`` of ``key`` is refused (``None``: under a URI entry of ``connector.allowed.paths``)."""
+        shown = uri if shown is None else shown
+        target = normalise_uri(uri)
+        if "/../" in target + "/" or "/./" in target + "/":
+            return f"Invalid value {shown} for configuration {key}: a URI may not contain '.' or '..' segments"
+        roots = [normalise_uri(r) for r in self.allowed_paths if is_remote_uri(r)]
+        if any(target == root or target.startswith(root + "/") for root in roots):
+            return None
+        return (f"Invalid value {shown} for configuration {key}: {target} is reached with the worker's own "
+                f"credentials and is not under a URI this worker allows connectors to use (worker config "
+                f"connector.allowed.paths: {', '.join(roots) or 'no URI entries'})")
+
     def check(self, config: Mapping[str, str]) -> list[ConfigProblem]:
         """Every violation of this policy in ``config`` (provider references resolved under the policy first)."""
         problems: list[ConfigProblem] = []
+        cls = self._connector_class(config)
+        remote = {k.lower() for k in getattr(cls, "object_store_keys", ())}  # names in a bucket, not local paths
+        local = {k for k in config if is_path_key(k) and k.lower() not in remote}
         with self.restricted():
             try:
-                resolved = resolve_providers({k: v for k, v in config.items() if is_path_key(k)})
+                resolved = resolve_providers({k: v for k, v in config.items() if k in local})
             except ConfigError as e:
                 problems.extend(e.problems)
                 resolved = {}
             try:  # the references of the other keys: refused ones are reported now, by key
-                resolve_providers({k: v for k, v in config.items() if not is_path_key(k)})
+                resolve_providers({k: v for k, v in config.items() if k not in local})
             except ConfigError as e:
                 problems.extend(e.problems)
         for key, value in resolved.items():
@@ -117,6 +154,7 @@ class ConnectorPolicy:
             if message is not None:
                 problems.append(ConfigProblem(key, message))
         problems.extend(self.expression_problems(config))
+        problems.extend(self._destination_problems(cls, config))
         for key, value in config.items():  # a SQLite database is a local file too
             sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith("url") else None
             if sqlite:
@@ -125,6 +163,30 @@ class ConnectorPolicy:
                 if message is not None:
                     problems.append(ConfigProblem(key, message))
         return problems
+
+    def _connector_class(self, config: Mapping[str, str]) -> type | None:
+        with self.restricted():
+            try:
+                name = resolve_providers({"connector.class": config.get("connector.class", "")})["connector.class"]
+                return plugins.resolve_class("connector", str(name))
+            except ConfigError:
+                return None  # reported by the config's own validation
+
+    def _destination_problems(self, cls: type | None, config: Mapping[str, str]) -> list[ConfigProblem]:
+        """The refusal of a destination the connector would reach with the worker's own credentials."""
+        where = getattr(cls, "worker_credentials_destination", None)
+        if where is None:
+            return []
+        with self.restricted():
+            try:
+                found = where(resolve_providers(dict(config)))
+            except ConfigError:
+                return []  # a refused provider reference: reported by check()
+        if found is None:
+            return []
+        key, uri = found
+        message = self.remote_problem(key, uri)
+        return [] if message is None else [ConfigProblem(key, message)]
 
     def expression_problems(self, config: Mapping[str, str]) -> list[ConfigProblem]:
         """The refusals of the Spark SQL that the stages of ``config`` would run (see the module doc)."""

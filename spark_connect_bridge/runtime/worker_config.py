@@ -35,7 +35,7 @@ from ..config import (
 from ..config.definition import Config
 from ..config.providers import PROVIDER_KINDS, ProviderPolicy, ProviderSpec
 from ..errors import ConfigError, ConfigProblem
-from .policy import ConnectorPolicy
+from .policy import ConnectorPolicy, is_remote_uri
 
 __all__ = ["WORKER_CONFIG", "WorkerConfig", "parse_worker_config", "load_worker_config"]
 
@@ -111,7 +111,9 @@ WORKER_CONFIG = (
                 "*.file, *.filename, *.location keys), checked after resolving links. Default: work/data under "
                 "the worker's working directory (a directory of its own, apart from the worker's). The state "
                 "directory (offset.storage.dir) is never allowed, nor a directory holding one of the worker's "
-                "Python import paths or Spark's local directory (a module written there could be imported).")
+                "Python import paths or Spark's local directory (a module written there could be imported). "
+                "URI entries (s3://bucket/prefix, gs://..., abfss://...) list the remote locations connectors may "
+                "reach with the worker's own credentials; none by default.")
     .define("rest.sql.expressions.enable", Type.BOOLEAN, False, importance=Importance.MEDIUM, group="Plugins",
             doc="Allow connector configs sent over REST to use stages that take Spark SQL expressions (the Sql "
                 "transform's filter and select). Off: such a config is refused (400 naming the key). On: every "
@@ -399,7 +401,8 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
     spark_conf["spark.master"] = cfg.spark_master
     state_dir = os.path.abspath(os.path.join(base, state))
     spark_env = _loopback_spark(cfg, spark_conf)
-    allowed = tuple(os.path.realpath(os.path.join(base, p)) for p in cfg.connector_allowed_paths or [DEFAULT_DATA_DIR])
+    allowed = tuple(p if is_remote_uri(p) else os.path.realpath(os.path.join(base, p))
+                    for p in cfg.connector_allowed_paths or [DEFAULT_DATA_DIR])
     problems.extend(_import_path_problems(allowed, spark_conf))
     if problems:
         raise ConfigError(problems, context="worker config")

@@ -46,3 +46,54 @@ def test_credentials_inside_the_store_url_are_refused_and_never_echoed(rest_only
     assert errors["store.url"], errors
     r = api.call("POST", "/connectors", {"name": "s3", "config": config})
     assert r.status_code == 400 and "store.url" in r.json()["message"] and "url-s3cret" not in r.text
+
+
+def test_a_masked_secret_never_goes_to_a_new_endpoint(rest_only):
+    worker, api = rest_only()
+    assert api.call("POST", "/connectors", {"name": "s3", "config": S3_SINK,
+                                            "initial_state": "STOPPED"}).status_code == 201
+    moved = dict(api.get("/connectors/s3/config"), **{"store.url": "http://attacker.example:9000"})
+    r = api.call("PUT", "/connectors/s3/config", moved)
+    assert r.status_code == 400 and "aws.secret.access.key" in r.json()["message"], r.text
+    assert worker.service.raw_config("s3")["store.url"] == S3_SINK["store.url"]
+
+
+WORKER_CREDENTIALS = {k: v for k, v in S3_SINK.items() if not k.startswith("aws.")}
+
+
+def test_the_workers_own_credentials_reach_only_the_buckets_it_allows(rest_only):
+    """Without aws.access.key.id the sink signs with the worker's credentials (its environment, its role): a REST
+    user may then write only where connector.allowed.paths lists a URI, on AWS as on a custom endpoint."""
+    _, api = rest_only()
+    own = {k: v for k, v in WORKER_CREDENTIALS.items() if k != "store.url"}
+    for config, key in ((own, "s3.bucket.name"), (WORKER_CREDENTIALS, "store.url"),
+                        (dict(own, **{"topics.dir": "exports/../../other"}), "s3.bucket.name")):
+        r = api.call("POST", "/connectors", {"name": "s3", "config": config, "initial_state": "STOPPED"})
+        assert r.status_code == 400 and key in r.json()["message"], r.text
+        assert "worker's own credentials" in r.json()["message"] or "segments" in r.json()["message"]
+
+
+def test_a_uri_entry_of_connector_allowed_paths_lets_a_bucket_prefix_through(rest_only, tmp_path):
+    _, api = rest_only(**{"connector.allowed.paths": f"{tmp_path / 'data'},s3a://lake/exports"})
+    inside = {k: v for k, v in WORKER_CREDENTIALS.items() if k != "store.url"}
+    r = api.call("POST", "/connectors", {"name": "s3", "config": dict(inside, **{"topics.dir": "exports/orders"}),
+                                         "initial_state": "STOPPED"})
+    assert r.status_code == 201, r.text
+    for config in (dict(inside, **{"topics.dir": "exportsX"}), dict(inside, **{"s3.bucket.name": "other"})):
+        r = api.call("POST", "/connectors", {"name": "s3b", "config": config, "initial_state": "STOPPED"})
+        assert r.status_code == 400, r.text
+
+
+def test_a_remote_table_path_is_refused_unless_allowed(rest_only, tmp_path):
+    """delta-rs and Hadoop read AWS_ACCESS_KEY_ID from the worker's environment: a Delta path on a bucket is
+    reached with the worker's credentials, so it obeys the same URI entries."""
+    _, api = rest_only(**{"connector.allowed.paths": f"{tmp_path / 'data'},s3://lake/tables"})
+    delta = {"connector.class": "spark_connect_bridge.connectors.delta.DeltaSinkConnector", "topics": "orders"}
+    refused = api.call("PUT", "/connector-plugins/DeltaSinkConnector/config/validate",
+                       dict(delta, **{"delta.table.path": "s3://victim/tables/orders"}))
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in refused.json()["configs"]}
+    assert any("worker's own credentials" in e for e in errors["delta.table.path"]), errors
+    allowed = api.call("PUT", "/connector-plugins/DeltaSinkConnector/config/validate",
+                       dict(delta, **{"delta.table.path": "s3a://lake/tables/orders"}))
+    errors = {c["value"]["name"]: c["value"]["errors"] for c in allowed.json()["configs"]}
+    assert not any("credentials" in e for e in errors.get("delta.table.path", [])), errors

@@ -20,7 +20,7 @@ Wallclock extractor a replay may choose other directories (at least once).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
@@ -224,7 +224,23 @@ class S3SinkConnector(SinkConnector):
     #: only while these are unchanged (the worker's rule for secrets over REST).
     destination_keys: ClassVar[tuple[str, ...]] = ("store.url", "s3.bucket.name", "s3.region",
                                                     "s3.path.style.access.enabled")
+    #: Keys that name objects in the bucket, not local files (the worker's path policy leaves them to
+    #: worker_credentials_destination).
+    object_store_keys: ClassVar[tuple[str, ...]] = ("topics.dir",)
     config_def = S3_KEYS.merge(STORAGE_COMMON).check(_check)
+
+    @classmethod
+    def worker_credentials_destination(cls, props: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(key, URI) this config would write with the worker's own AWS credentials (no aws.access.key.id given),
+        for the worker's ``connector.allowed.paths`` check over REST; ``None`` when the config brings its own."""
+        if str(props.get("aws.access.key.id") or "").strip():
+            return None
+        bucket = str(props.get("s3.bucket.name") or "").strip()
+        prefix = str(props.get("topics.dir") or "topics").strip().strip("/")
+        endpoint = str(props.get("store.url") or "").strip().rstrip("/")
+        if endpoint:
+            return "store.url", f"{endpoint}/{bucket}/{prefix}"
+        return "s3.bucket.name", f"s3://{bucket}/{prefix}"
 
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
