@@ -354,6 +354,11 @@ class JsonConverter(Converter):
             metadata = {**metadata, SCHEMALESS_META: "true"}
         return data_type, metadata
 
+    def schemaless_key(self, column: str) -> str | None:
+        if column in ("key", "value") and not self.schemas_enabled and not self.config.get("spark.schema"):
+            return self.key_name("schemas.enable")
+        return None
+
     def sink_problems(self, column: str) -> list[ConfigProblem]:
         if self.config.get("spark.schema") or column != "headers":
             return []

@@ -175,6 +175,10 @@ def prepare(config: Configish | PreparedConfig, *, kind: str,
             converters = build_converters(props)
             if kind == "sink":
                 problems = [pr for column, conv in converters.items() for pr in conv.sink_problems(column)]
+                schemaless = {column: key for column, conv in converters.items()
+                              if (key := conv.schemaless_key(column)) is not None}
+                if schemaless and cls is not None and parsed is not None:
+                    problems += cls.schemaless_problems(parsed, schemaless)
                 if problems:
                     raise ConfigError(problems)
         except ConfigError as e:
