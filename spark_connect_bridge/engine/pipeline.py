@@ -53,6 +53,7 @@ from ..core.record_errors import ERROR_COL
 from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
+from ..transforms.base import variant_problems
 from .datasource import READ_TOPIC_COL, SUBSCRIBED_OPTION, rejects_path, reports_dir
 from .dead_letter import (
     INTERNAL_COLS,
@@ -179,6 +180,8 @@ def prepare(config: Configish | PreparedConfig, *, kind: str,
                               if (key := conv.schemaless_key(column)) is not None}
                 if schemaless and cls is not None and parsed is not None:
                     problems += cls.schemaless_problems(parsed, schemaless)
+                if schemaless and chain is not None:
+                    problems += variant_problems(chain, schemaless)
                 if problems:
                     raise ConfigError(problems)
         except ConfigError as e:
