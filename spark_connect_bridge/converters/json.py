@@ -12,13 +12,15 @@ With ``schemas.enable=true`` (the default) a message is the envelope ``{"schema"
 | bytes | ``binary`` | Base64 string |
 
 **Where the parsed type comes from** (plan time), in this order: the caller's ``value_schema``/``key_schema``
-argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then,
-with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the first
+argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then with
+``schemas.enable=false`` a ``VARIANT`` (Kafka's schemaless Map, list or primitive, through ``try_parse_json``; see
+:meth:`JsonConverter._parse_variant`), with ``schemas.enable=true`` Kafka 4.2's ``schema.content`` (KIP-1054: a
+Connect schema with which each message is read as a bare payload), then, with a batch DataFrame, the ``schema`` part of the first
 ``schemas.sample.size`` messages (each topic's must map to one Spark type; several topics with their own
 struct types give their union, see :mod:`spark_connect_bridge.core.topic_schemas`, and each topic's messages are
 read with its own type). A sink's stream does this per micro-batch, over every message of the batch
-(:func:`spark_connect_bridge.engine.pipeline.write_stream`). Otherwise it is a ConfigError naming
-``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
+(:func:`spark_connect_bridge.engine.pipeline.write_stream`). Otherwise (a header converter) it is a ConfigError
+naming ``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
 payload of every message is read with that plan-time type; the ``schema`` part of each message is not re-read
 per message.
 
