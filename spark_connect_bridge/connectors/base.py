@@ -32,12 +32,13 @@ from __future__ import annotations
 import abc
 import hashlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..config import Config, ConfigDef
 from ..config.common import COMMON, SINK, SOURCE
+from ..errors import ConfigProblem
 from ..version import __version__
 from .offsets import Offsets, parse_partition_key
 
@@ -185,6 +186,13 @@ class SinkConnector(_Plugin, abc.ABC):
 
     def validate_input(self, schema: Any) -> None:
         """Driver: check the input DataFrame schema before any data moves (raise ConfigError/DataError)."""
+
+    @classmethod
+    def schemaless_problems(cls, settings: Any, schemaless: Mapping[str, str]) -> list[ConfigProblem]:
+        """Config validation: what stops this sink from taking schemaless records (``schemaless``: column ->
+        the converter key that reads it without a schema, e.g. ``value`` -> ``value.converter.schemas.enable``).
+        Default: none (the sink takes a VARIANT)."""
+        return []
 
     @abc.abstractmethod
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> Any:

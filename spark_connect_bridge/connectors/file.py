@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..config import ConfigDef, Importance, NonEmptyString, Range, Type
-from ..core.connect_text import connect_text
+from ..core.connect_text import connect_text, java_text_of_json
 from ..core.paths import local_path
-from ..core.records import is_schemaless, no_headers, record_schema
+from ..core.records import is_schemaless, is_variant_json, no_headers, record_schema
 from ..errors import ConfigError, ConnectError
 from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
@@ -205,6 +205,8 @@ class FileStreamSinkConnector(SinkConnector):
     #: The value was read from schemaless messages (set by :meth:`validate_input`, on the driver: Arrow batches
     #: carry no column metadata; it travels with the pickled writer).
     _schemaless = False
+    #: The value is a schemaless VARIANT's JSON text (core.records.VARIANT_JSON_META), set like ``_schemaless``.
+    _variant_json = False
     config_def = ConfigDef().define(
         "file", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
         doc="Destination filename. (Kafka writes to stdout when unset; here a file is required.)")
@@ -221,6 +223,7 @@ class FileStreamSinkConnector(SinkConnector):
         if "value" not in schema.fieldNames():
             raise ConfigError(f"FileStreamSink needs a 'value' column; the input has {schema.fieldNames()}")
         self._schemaless = is_schemaless(schema["value"].metadata)
+        self._variant_json = is_variant_json(schema["value"].metadata)
 
     # -- executor ---------------------------------------------------------------------------------
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> _Staged | None:
@@ -234,7 +237,7 @@ class FileStreamSinkConnector(SinkConnector):
                 if batch.num_rows == 0:
                     continue
                 value = batch.column(batch.schema.get_field_index("value"))
-                out.write(_lines(value, self._schemaless))
+                out.write(_lines(value, self._schemaless, self._variant_json))
                 rows += batch.num_rows
             out.flush()
             os.fsync(out.fileno())
@@ -311,12 +314,13 @@ class FileStreamSinkConnector(SinkConnector):
                 os.remove(m.path)
 
 
-def _lines(values: Any, schemaless: bool) -> bytes:
+def _lines(values: Any, schemaless: bool, variant_json: bool = False) -> bytes:
     """One line per value, as Kafka's FileStreamSink prints them (``null`` for null)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    values = connect_text(values, schemaless=schemaless)  # invalid UTF-8 in binary fails here, naming no secret
+    # invalid UTF-8 in binary fails in connect_text, naming no secret
+    values = java_text_of_json(values) if variant_json else connect_text(values, schemaless=schemaless)
     values = pc.fill_null(values, "null")
     if len(values) == 0:
         return b""

@@ -177,6 +177,11 @@ class Converter:
         ``schemas.enable=true``): on a stream it is then found per micro-batch, from that batch's messages."""
         return False
 
+    def schemaless_key(self, column: str) -> str | None:
+        """The config key that makes this converter read ``column`` without a schema (Kafka's null schema; a
+        VARIANT here), or None when it reads it with one."""
+        return None
+
     def sink_problems(self, column: str) -> list[ConfigProblem]:
         """What stops this converter from parsing ``column`` (``key``, ``value``, ``headers``) of a sink
         connector's input, found from the config alone, so that validation reports it, not the start."""

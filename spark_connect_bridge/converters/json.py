@@ -12,13 +12,15 @@ With ``schemas.enable=true`` (the default) a message is the envelope ``{"schema"
 | bytes | ``binary`` | Base64 string |
 
 **Where the parsed type comes from** (plan time), in this order: the caller's ``value_schema``/``key_schema``
-argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then,
-with ``schemas.enable=true`` and a batch DataFrame, the ``schema`` part of the first
+argument, the ``spark.schema`` sub-key (``value.converter.spark.schema``, a Spark DDL or JSON schema), then with
+``schemas.enable=false`` a ``VARIANT`` (Kafka's schemaless Map, list or primitive, through ``try_parse_json``; see
+:meth:`JsonConverter._parse_variant`), with ``schemas.enable=true`` Kafka 4.2's ``schema.content`` (KIP-1054: a
+Connect schema with which each message is read as a bare payload), then, with a batch DataFrame, the ``schema`` part of the first
 ``schemas.sample.size`` messages (each topic's must map to one Spark type; several topics with their own
 struct types give their union, see :mod:`spark_connect_bridge.core.topic_schemas`, and each topic's messages are
 read with its own type). A sink's stream does this per micro-batch, over every message of the batch
-(:func:`spark_connect_bridge.engine.pipeline.write_stream`). Otherwise it is a ConfigError naming
-``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
+(:func:`spark_connect_bridge.engine.pipeline.write_stream`). Otherwise (a header converter) it is a ConfigError
+naming ``<prefix>spark.schema``, reported by config validation for a sink (:meth:`JsonConverter.sink_problems`). The
 payload of every message is read with that plan-time type; the ``schema`` part of each message is not re-read
 per message.
 
@@ -294,6 +296,11 @@ class JsonConverter(Converter):
         .define("schemas.enable", Type.BOOLEAN, True, None, Importance.HIGH,
                 "Include schemas within each of the serialized values and keys (the {\"schema\", \"payload\"} "
                 "envelope).")
+        .define("schema.content", Type.STRING, None, None, Importance.HIGH,
+                "Kafka 4.2's schema of every message (KIP-1054): a Connect JSON schema, as the \"schema\" part of "
+                "an envelope has it. When set, with schemas.enable=true, each message is read as a bare payload of "
+                "this schema (no envelope; an envelope's \"schema\" is not read). Ignored with "
+                "schemas.enable=false, as Kafka does; spark.schema takes precedence. Sink side only.")
         .define("schemas.cache.size", Type.INT, 1000, Range.at_least(0), Importance.HIGH,
                 "Kafka's cache of schemas; accepted for compatibility (schemas are resolved once per plan).")
         .define("decimal.format", Type.STRING, "BASE64", CaseInsensitiveValidString("BASE64", "NUMERIC"),
@@ -318,8 +325,28 @@ class JsonConverter(Converter):
     def schemas_enabled(self) -> bool:
         return bool(self.config.schemas_enable)
 
+    def validate(self) -> None:
+        self._content: tuple[DataType, dict[str, Any]] | None = None
+        text = self.config.get("schema.content")
+        if text and self.schemas_enabled:
+            key = self.key_name("schema.content")
+            try:
+                schema = json.loads(text)
+                if not isinstance(schema, dict):
+                    raise DataError(f"a JSON object is required, got {type(schema).__name__}")
+                dt, _, meta = connect_to_spark(schema)
+            except (ValueError, DataError) as e:
+                raise ConfigError([ConfigProblem(key, f"Invalid value {str(text)[:200]} for configuration {key}: "
+                                                      f"not a Connect JSON schema ({e})")]) from e
+            self._content = (dt, meta)
+
+    @property
+    def _enveloped(self) -> bool:
+        """Messages are ``{"schema", "payload"}`` envelopes: schemas.enable without a schema.content."""
+        return self.schemas_enabled and self._content is None
+
     def types_from_messages(self, column: str) -> bool:
-        return self.schemas_enabled and column != "headers" and not self.config.get("spark.schema")
+        return self._enveloped and column != "headers" and not self.config.get("spark.schema")
 
     def resolve_parse_type(self, df: Any = None, column: str | None = None,
                            explicit: DataType | None = None) -> tuple[DataType, dict[str, Any]]:
@@ -329,25 +356,30 @@ class JsonConverter(Converter):
             metadata = {**metadata, SCHEMALESS_META: "true"}
         return data_type, metadata
 
+    def schemaless_key(self, column: str) -> str | None:
+        if column in ("key", "value") and not self.schemas_enabled and not self.config.get("spark.schema"):
+            return self.key_name("schemas.enable")
+        return None
+
     def sink_problems(self, column: str) -> list[ConfigProblem]:
-        if self.config.get("spark.schema"):
+        if self.config.get("spark.schema") or column != "headers":
             return []
         key = self.key_name("spark.schema")
-        if column == "headers":
-            return [ConfigProblem(key, f"Set {key}: JsonConverter as header.converter of a sink needs the Spark "
-                                       f"type of the header values (a Spark DDL or JSON schema)")]
-        if not self.schemas_enabled:
-            return [ConfigProblem(key, f"Set {key} (a Spark DDL or JSON schema) or "
-                                       f"{self.key_name('schemas.enable')}=true: with schemas.enable=false the "
-                                       f"JSON {self.side}s carry no schema, and the sink needs their type")]
-        return []
+        return [ConfigProblem(key, f"Set {key}: JsonConverter as header.converter of a sink needs the Spark "
+                                   f"type of the header values (a Spark DDL or JSON schema)")]
 
     def default_parse_type(self, df: DataFrame | None, column: str | None) -> tuple[DataType, dict[str, Any]]:
+        """Without ``spark.schema``: ``schema.content``'s type; with ``schemas.enable=false`` a VARIANT (Kafka's
+        schemaless Map, list or primitive: no declaration needed); else the envelopes' schemas."""
+        if self._content is not None:
+            return self._content
+        if not self.schemas_enabled:
+            return VariantType(), {}
         key = self.key_name("spark.schema")
-        if not self.schemas_enabled or df is None or column is None:
-            why = "schemas.enable=false" if not self.schemas_enabled else "no DataFrame to sample"
+        if df is None or column is None:
             raise ConfigError([ConfigProblem(key, f"Set {key}: JsonConverter needs the Spark type of the parsed "
-                                                  f"{self.side} ({why}; a Spark DDL or JSON schema)")])
+                                                  f"{self.side} (no DataFrame to sample; a Spark DDL or JSON "
+                                                  f"schema)")])
         sample = None if self.sample_every_message else self.config.schemas_sample_size
         dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key, keys=self.is_key)
         self._union_type = dt if self._topic_types else None
@@ -364,7 +396,7 @@ class JsonConverter(Converter):
         wire = _wire(data_type, self.key_name("spark.schema"))
         opts = {"columnNameOfCorruptRecord": _CORRUPT, "mode": "PERMISSIVE", **_JACKSON_OPTIONS}
         text = col.cast("string")
-        if not self.schemas_enabled and isinstance(wire, StructType) and _CORRUPT not in wire.names:
+        if not self._enveloped and isinstance(wire, StructType) and _CORRUPT not in wire.names:
             # A struct is read from the text itself: Spark's parser reads the root object and, like Jackson's
             # readTree, ignores what follows it. Measured: the {"payload": ...} wrapper below costs a copy of
             # every message and ~15% more CPU. The JSON text null is a null value, not a corrupt record.
@@ -373,7 +405,7 @@ class JsonConverter(Converter):
             corrupt = parsed.isNull() | (parsed[_CORRUPT].isNotNull() & ~is_null_text)
             return F.when(parsed[_CORRUPT].isNull(), parsed.dropFields(_CORRUPT)), corrupt
         st = StructType([StructField("payload", wire), StructField(_CORRUPT, StringType())])
-        if self.schemas_enabled:
+        if self._enveloped:
             # The "schema" part is skipped by the parser, not copied; like Jackson's readTree, Spark's parser
             # stops at the end of the root object and ignores what follows it.
             parsed = F.from_json(text, st, opts)
@@ -392,7 +424,7 @@ class JsonConverter(Converter):
         listed (a second parse) only for rows whose payload is null, which is where a plain-JSON message lands:
         one reference inside a CASE branch, so that codegen never hoists it for every row. sort_array, not
         array_sort: no lambda, so no interpreted fallback."""
-        if not self.schemas_enabled:
+        if not self._enveloped:
             return F.lit(False)
         exact = F.sort_array(F.json_object_keys(col.cast("string"))) == F.array(F.lit("payload"), F.lit("schema"))
         return F.when(payload.isNull(), ~F.coalesce(exact, F.lit(False))).otherwise(F.lit(False))
@@ -427,9 +459,34 @@ class JsonConverter(Converter):
         the message bytes (~10% of the decode). The message carries a nondeterministic always-true test
         (:func:`_barrier`), evaluated only for a failed record, so that the optimizer never pushes a later filter
         on the result below this projection, which would parse every message a second time inside the filter."""
+        if isinstance(data_type, VariantType):
+            return self._parse_variant(col)
         if self._topic_types and topic is not None and data_type == self._union_type:
             return self._parse_per_topic(col, data_type, topic)
         return self._finish(col, self._parsed(col, data_type), data_type)
+
+    def _parse_variant(self, col: Column) -> Conversion:
+        """A message as a VARIANT (``parse_json``): what Kafka reads without a schema, a Map, a list or a
+        primitive. The JSON text ``null`` is a null value; text after the first value is ignored, as Jackson's
+        ``readTree`` does. An envelope (with schemas.enable) gives its payload, its schema ignored."""
+        parsed = F.try_parse_json(col.cast("string"))
+        if self._enveloped:
+            payload = F.try_variant_get(parsed, "$.payload", "variant")
+            keys = F.sort_array(F.json_object_keys(col.cast("string")))
+            bad_envelope = parsed.isNotNull() & ~F.coalesce(keys == F.array(F.lit("payload"), F.lit("schema")),
+                                                            F.lit(False))
+        else:
+            payload, bad_envelope = parsed, F.lit(False)
+        corrupt = col.isNotNull() & parsed.isNull()
+        failed = corrupt | bad_envelope
+        message = (F.when(~_barrier(), F.lit(None).cast("string"))
+                   .when(corrupt, F.concat(F.lit("Converting byte[] to Kafka Connect data failed due to "
+                                                 "serialization error: invalid JSON: "),
+                                           F.substring(col.cast("string"), 1, 200)))
+                   .otherwise(F.lit(_ENVELOPE_MESSAGE)))
+        value = F.when(failed | payload.isNull() | F.is_variant_null(payload), F.lit(None).cast(VariantType())) \
+            .otherwise(payload)
+        return Conversion(value, failed, message)
 
     def _parse_per_topic(self, col: Column, union: DataType, topic: Column) -> Conversion:
         """Each topic's messages parsed with that topic's own type (one ``from_json`` per row: a CASE over the
@@ -500,6 +557,12 @@ class JsonConverter(Converter):
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
+        if isinstance(data_type, VariantType):
+            # Kafka writes a schemaless value as its JSON ({"schema":null,"payload":...} with schemas.enable).
+            body = F.to_json(col)
+            if self.schemas_enabled:
+                body = F.concat(F.lit('{"schema":null,"payload":'), F.coalesce(body, F.lit("null")), F.lit("}"))
+            return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(utf8_bytes(body)))
         numeric = self.config.decimal_format.upper() == "NUMERIC"
         schema = None
         if self.schemas_enabled:

@@ -25,6 +25,7 @@ Arrow kernels compute it a whole batch at a time; only a float outside 10^-3 to 
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -32,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["connect_text", "java_floating_text"]
+__all__ = ["connect_text", "java_floating_text", "java_text_of_json"]
 
 _DATE_FORMAT = "%a %b %d %H:%M:%S UTC %Y"  # java.util.Date.toString(), "EEE MMM dd HH:mm:ss zzz yyyy", in UTC
 
@@ -43,6 +44,39 @@ def connect_text(values: Any, *, schemaless: bool = False) -> Any:
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
     return _text(values, schemaless)
+
+
+def java_text_of_json(values: Any) -> Any:
+    """For JSON texts (an Arrow string array; a schemaless VARIANT's ``to_json``): the ``toString()`` of what Kafka's
+    JsonConverter reads from them without a schema: a ``java.util.HashMap`` for an object (``{k=v, k2=null}`` in
+    hash order, every entry of the message, null ones too), an ``ArrayList`` for an array (``[a, b]``), a Long for
+    an integral number, a Double for any other (``2.5``, ``1.0E10``), a String, ``true``/``false``.
+
+    One ``json.loads`` per value: a JSON value has no type to compute its text from as a whole array. Within one
+    hash bucket Kafka's map keeps the message's order, this the VARIANT's (sorted by key)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return pa.array([None if v is None else _java_of_json(json.loads(v)) for v in values.to_pylist()], pa.string())
+
+
+def _java_of_json(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _java_floating(value, False)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "[" + ", ".join(_java_of_json(v) for v in value) + "]"
+    capacity = 16  # a java.util.HashMap's table after that many puts: doubled each time it is more than 3/4 full
+    while len(value) > capacity * 3 // 4:
+        capacity *= 2
+    keys = sorted(value, key=lambda k: _bucket(k, capacity))  # stable: within a bucket, the order read
+    return "{" + ", ".join(f"{k}={_java_of_json(value[k])}" for k in keys) + "}"
 
 
 def _text(arr: Any, schemaless: bool) -> Any:

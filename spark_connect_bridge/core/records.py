@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = ["KEY", "VALUE", "TOPIC", "PARTITION", "OFFSET", "TIMESTAMP", "HEADERS", "HEADERS_TYPE",
-           "RECORD_COLUMNS", "record_schema", "arrow_schema", "no_headers", "SCHEMALESS_META", "is_schemaless"]
+           "RECORD_COLUMNS", "record_schema", "arrow_schema", "no_headers", "SCHEMALESS_META", "is_schemaless",
+           "VARIANT_JSON_META", "is_variant_json"]
 
 KEY, VALUE, TOPIC, PARTITION, OFFSET, TIMESTAMP, HEADERS = (
     "key", "value", "topic", "partition", "offset", "timestamp", "headers")
@@ -48,6 +49,16 @@ SCHEMALESS_META = "kconnect.schemaless"
 def is_schemaless(metadata: dict | None) -> bool:
     """Whether a column's metadata says its struct was read from schemaless messages (:data:`SCHEMALESS_META`)."""
     return (metadata or {}).get(SCHEMALESS_META) == "true"
+
+
+#: Column metadata of a ``key``/``value`` string that holds a VARIANT's JSON text (the pipeline hands a Python sink
+#: its schemaless values so: a Python sink gets Arrow batches, where a VARIANT is its undecoded binary form).
+VARIANT_JSON_META = "kconnect.variant"
+
+
+def is_variant_json(metadata: dict | None) -> bool:
+    """Whether a column's metadata says it holds a VARIANT's JSON text (:data:`VARIANT_JSON_META`)."""
+    return (metadata or {}).get(VARIANT_JSON_META) == "json"
 
 
 HEADER_TYPE = StructType([StructField("key", StringType()), StructField("value", BinaryType())])

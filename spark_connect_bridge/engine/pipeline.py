@@ -42,7 +42,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType
+from pyspark.sql.types import StringType, VariantType
 
 from ..config import Config, load_config_file
 from ..config.common import PLUGIN_PREFIXES, SINK_MAX_RECORDS_PER_TRIGGER
@@ -50,9 +50,10 @@ from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
 from ..core.record_errors import ERROR_COL
-from ..core.records import record_schema
+from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
+from ..transforms.base import variant_problems
 from .datasource import READ_TOPIC_COL, SUBSCRIBED_OPTION, rejects_path, reports_dir
 from .dead_letter import (
     INTERNAL_COLS,
@@ -175,6 +176,12 @@ def prepare(config: Configish | PreparedConfig, *, kind: str,
             converters = build_converters(props)
             if kind == "sink":
                 problems = [pr for column, conv in converters.items() for pr in conv.sink_problems(column)]
+                schemaless = {column: key for column, conv in converters.items()
+                              if (key := conv.schemaless_key(column)) is not None}
+                if schemaless and cls is not None and parsed is not None:
+                    problems += cls.schemaless_problems(parsed, schemaless)
+                if schemaless and chain is not None:
+                    problems += variant_problems(chain, schemaless)
                 if problems:
                     raise ConfigError(problems)
         except ConfigError as e:
@@ -395,7 +402,16 @@ def _sink_side(df: DataFrame, p: PreparedConfig, subscribed: bool = False
     if tolerant:
         df = start_tolerant(df)
     df = p.transforms(p.converters(df if subscribed else _keep_read_topic(df, p)))
-    return df, source_policy, tolerant
+    return _variants_as_json(df), source_policy, tolerant
+
+
+def _variants_as_json(df: DataFrame) -> DataFrame:
+    """A VARIANT ``key``/``value`` (schemaless JSON, :class:`~spark_connect_bridge.converters.json.JsonConverter`)
+    as its JSON text, marked with :data:`~spark_connect_bridge.core.records.VARIANT_JSON_META`, for the Python sinks:
+    Spark hands them Arrow batches, where a VARIANT is its undecoded binary form. One ``to_json`` per value."""
+    variants: dict[str, Any] = {c: F.to_json(F.col(c)).alias(c, metadata={VARIANT_JSON_META: "json"})
+                for c in ("key", "value") if c in df.columns and isinstance(df.schema[c].dataType, VariantType)}
+    return df.select(*[variants.get(c, F.col(c)) for c in df.columns]) if variants else df
 
 
 def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoint: str,
@@ -421,7 +437,7 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         out = observe_batches(out) if subscribed else observe_batches(_keep_read_topic(out, p), p)
 
         def stages(batch: DataFrame) -> DataFrame:
-            return p.transforms(p.converters(batch, every_message=True))
+            return _variants_as_json(p.transforms(p.converters(batch, every_message=True)))
     else:
         out, source_policy, tolerant = _sink_side(df, p, subscribed)
         out = observe_batches(out) if subscribed else observe_batches(out, p)

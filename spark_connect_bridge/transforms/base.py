@@ -53,6 +53,53 @@ def struct_or_map_required(purpose: str, found: str) -> str:
     return f"Only Struct or Map objects supported for [{purpose}], found: {found}"
 
 
+#: SMTs that take a schemaless VARIANT key/value (JsonConverter ``schemas.enable=false`` without ``spark.schema``)
+#: as Kafka's SMTs take its Map; a chain with another SMT on such a column is refused at validation (it needs the
+#: fields' types: ``spark.schema``). Transforms of the whole record (routers, headers, filters) take any value.
+VARIANT_CAPABLE: set[str] = set()
+
+
+def variant_problems(chain: Any, schemaless: Mapping[str, str]) -> list[ConfigProblem]:
+    """Config validation: the stages of ``chain`` that read the fields of a schemaless VARIANT column
+    (``schemaless``: column -> the converter key that makes it so) and cannot (see :data:`VARIANT_CAPABLE`)."""
+    problems = []
+    for stage in chain.stages:
+        transform = stage.transform
+        read = [c for c in transform.reads_columns() if c in schemaless]
+        if read and not any(cls.__name__ in VARIANT_CAPABLE for cls in type(transform).__mro__):
+            column = read[0]
+            prefix = schemaless[column][: -len("schemas.enable")]
+            problems.append(ConfigProblem(
+                f"transforms.{stage.alias}.type",
+                f"{transform.class_name} needs the fields of the {column} here: {schemaless[column]}=false "
+                f"without {prefix}spark.schema reads each {column} as a VARIANT, which only "
+                f"{', '.join(sorted(VARIANT_CAPABLE))} and the record-level transforms take. Set {prefix}spark.schema "
+                f"(a Spark DDL of the JSON) to run it on Kafka's schemaless rules"))
+    return problems
+
+
+def variant_capable(cls: type) -> type:
+    """Class decorator: the SMT's ``plan`` handles a VARIANT key/value (see :data:`VARIANT_CAPABLE`)."""
+    VARIANT_CAPABLE.add(cls.__name__)
+    return cls
+
+
+def java_class_of_variant(value: Column) -> Column:
+    """The class Kafka's JsonConverter reads a schemaless JSON value as (its SMTs' messages name it)."""
+    t = F.schema_of_variant(value)
+    return (F.when(t.startswith("OBJECT"), F.lit("java.util.HashMap"))
+            .when(t.startswith("ARRAY"), F.lit("java.util.ArrayList"))
+            .when(t == F.lit("STRING"), F.lit("java.lang.String"))
+            .when(t == F.lit("BOOLEAN"), F.lit("java.lang.Boolean"))
+            .when(t.isin("TINYINT", "SMALLINT", "INT", "BIGINT"), F.lit("java.lang.Long"))
+            .otherwise(F.lit("java.lang.Double")))
+
+
+def variant_or_null(value: Column) -> Column:
+    """A VARIANT with its JSON null as SQL null: Kafka's value is then null (a tombstone to a sink)."""
+    return F.when(F.is_variant_null(value), F.lit(None).cast("variant")).otherwise(value)
+
+
 def null_flag(column: str) -> str:
     """The hidden boolean column that says ``column`` is null while a chain runs with it lifted (chain.py)."""
     return f"{LIFT_FLAG_PREFIX}{column}"
@@ -168,6 +215,11 @@ class Transformation(_Configurable):
     def plan(self, df: DataFrame) -> Step:
         raise NotImplementedError
 
+    def reads_columns(self) -> tuple[str, ...]:
+        """The record columns whose fields this transform reads (``key``/``value``); none for one that takes the
+        record as a whole (a router, a header transform)."""
+        return ()
+
     def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None,
               unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
         """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records;
@@ -190,6 +242,9 @@ class KeyOrValue(Transformation):
     """An SMT with ``$Key`` and ``$Value`` variants: ``target`` names the column it reads and writes."""
 
     target: ClassVar[str] = ""
+
+    def reads_columns(self) -> tuple[str, ...]:
+        return (self.target,)
 
     def __init__(self, config: Mapping[str, Any] | None = None, /, **kwargs: Any):
         if not self.target:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import VariantType
 
 from ..config import CaseInsensitiveValidString, Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import (
+    KeyOrValue,
+    Step,
+    java_class_of_variant,
+    key_value_variants,
+    kind,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+    variant_or_null,
+)
 from .fieldpath import SYNTAX_VERSIONS, parse_path, resolve
 from .replace_field import REPLACE_NULL_DOC
 
@@ -17,6 +28,7 @@ FIELD_SYNTAX_DOC = ("Field syntax version: V1 (default) takes the field name as 
                     "separated by dots, with backticks around a step that contains dots (`a.b`.c).")
 
 
+@variant_capable
 @key_value_variants
 class ExtractField(KeyOrValue):
     """Replace the key or value with the field ``field`` (a nested path with ``field.syntax.version=V2``).
@@ -45,6 +57,8 @@ class ExtractField(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
+        if isinstance(dtype, VariantType):
+            return self._plan_variant(op)
         k = kind(dtype)
         if k not in ("struct", "map"):
             return Step().fail(op.isNotNull(), struct_or_map_required("field extraction", type_name(dtype)))
@@ -63,4 +77,22 @@ class ExtractField(KeyOrValue):
                 return step
         step.updates[self.target] = r.column
         step.metadata[self.target] = r.metadata
+        return step
+
+    def _plan_variant(self, op: Column) -> Step:
+        """A schemaless JSON value as Kafka's Map: the entry at the path (null where missing); a value that is not an
+        object fails the record, as an object on the path that is not one does."""
+        def at(steps: list[str]) -> Column:
+            return op if not steps else F.try_variant_get(op, "$" + "".join(f"['{s}']" for s in steps), "variant")
+
+        def not_object(value: Column) -> Column:
+            return value.isNotNull() & ~F.is_variant_null(value) & ~F.schema_of_variant(value).startswith("OBJECT")
+
+        step = Step({self.target: variant_or_null(at(list(self.steps)))})
+        step.fail(not_object(op), F.concat(F.lit(struct_or_map_required("field extraction", "")),
+                                           java_class_of_variant(op)))
+        for i in range(1, len(self.steps)):
+            step.fail(not_object(at(list(self.steps[:i]))),
+                      f"Only Map objects supported in absence of schema for [field extraction], found a non-Map on "
+                      f"the path {self.path}")
         return step

@@ -88,6 +88,9 @@ class ExtractNewRecordState(Transformation):
     """
 
     kafka_class = "io.debezium.transforms.ExtractNewRecordState"
+    def reads_columns(self) -> tuple[str, ...]:
+        return ("value",)
+
     config_def = (
         ConfigDef()
         .define("delete.tombstone.handling.mode", Type.STRING, None, ValidString(*MODES), Importance.MEDIUM,

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StructField, StructType
+from pyspark.sql.types import MapType, StructField, StructType, VariantType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..core.topic_schemas import held_columns, is_envelope_type, relaid
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
+from .base import (
+    KeyOrValue,
+    Step,
+    java_class_of_variant,
+    key_value_variants,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+)
 from .columns import q, rebuild_struct
 
 _PLACEHOLDER = "__kc_placeholder"
@@ -20,6 +28,7 @@ REPLACE_NULL_DOC = ("Kafka: when a struct field is null but its schema has a def
                     "types carry no defaults, so a null stays null; accepted for compatibility.")
 
 
+@variant_capable
 @key_value_variants
 class ReplaceField(KeyOrValue):
     """Filter or rename fields: ``exclude`` drops fields, ``include`` keeps only the listed ones, ``renames``
@@ -126,15 +135,28 @@ class ReplaceField(KeyOrValue):
         dtype = df.schema[self.target].dataType
         if isinstance(dtype, StructType):
             return self._plan_struct(op, dtype, dict(df.schema[self.target].metadata))
+        if isinstance(dtype, VariantType):
+            # A schemaless JSON object as Kafka's Map: its entries filtered and renamed, built back as an object
+            entries = F.try_variant_get(op, "$", "map<string,variant>")
+            not_a_map = op.isNotNull() & entries.isNull()
+            step = self._plan_map(entries)
+            step.updates[self.target] = F.when(entries.isNull(), F.lit(None).cast(dtype)) \
+                .otherwise(F.to_variant_object(step.updates[self.target]))
+            return step.fail(not_a_map, F.concat(F.lit("Only Map objects supported in absence of schema for [field "
+                                                       "replacement], found: "), java_class_of_variant(op)))
         if isinstance(dtype, MapType):
-            m = op
-            if self.exclude:
-                ex = F.array(*[F.lit(x) for x in sorted(self.exclude)])
-                m = F.map_filter(m, lambda key, v: ~F.array_contains(ex, key))
-            if self.include:
-                inc = F.array(*[F.lit(x) for x in sorted(self.include)])
-                m = F.map_filter(m, lambda key, v: F.array_contains(inc, key))
-            if self.renames:
-                m = self._rename_map(m)
-            return Step({self.target: m})
+            return self._plan_map(op)
         return Step().fail(op.isNotNull(), struct_or_map_required("field replacement", type_name(dtype)))
+
+    def _plan_map(self, op: Column) -> Step:
+        """The Map case: entries filtered by exclude/include, then renamed."""
+        m = op
+        if self.exclude:
+            ex = F.array(*[F.lit(x) for x in sorted(self.exclude)])
+            m = F.map_filter(m, lambda key, v: ~F.array_contains(ex, key))
+        if self.include:
+            inc = F.array(*[F.lit(x) for x in sorted(self.include)])
+            m = F.map_filter(m, lambda key, v: F.array_contains(inc, key))
+        if self.renames:
+            m = self._rename_map(m)
+        return Step({self.target: m})

@@ -19,6 +19,9 @@ class ValueToKey(Transformation):
     gives a null entry). A null value fails the record, as in Kafka."""
 
     kafka_class = "org.apache.kafka.connect.transforms.ValueToKey"
+    def reads_columns(self) -> tuple[str, ...]:
+        return ("value",)
+
     config_def = (
         ConfigDef()
         .define("fields", Type.LIST, validator=ValidList.non_empty_list(), importance=Importance.HIGH,

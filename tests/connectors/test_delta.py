@@ -749,3 +749,20 @@ def test_delta_spark_row_logic_agrees_with_the_deltalake_engine(spark):
         assert keys == arrow_keys == ["id"]
         assert by_spark == sorted(tuple(r.values()) for r in last.to_pylist())
         assert ("d", 6) in {(r[3], r[0]) for r in by_spark}
+
+
+def test_schemaless_json_value_is_written_as_its_json_text(spark, tmp_path):
+    """JsonConverter schemas.enable=false without spark.schema: the VARIANT value reaches the deltalake engine as its
+    JSON text (Arrow has no VARIANT for a Python sink), a record per row, the tombstone a null value."""
+    from spark_connect_bridge.core.records import record_schema
+    from spark_connect_bridge.engine.pipeline import write_batch
+
+    rows = [(b"k", text, "t", 0, i, None, []) for i, text in enumerate((b'{"name":"ada","id":1}', None, b"[1,2]"))]
+    write_batch(spark.createDataFrame(rows, record_schema()), {
+        "name": "d", "connector.class": "DeltaSink", "topics": "t", "delta.table.path": str(tmp_path / "tbl"),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter", "value.converter.schemas.enable": "false"})
+    table = DeltaTable(str(tmp_path / "tbl")).to_pyarrow_table()
+    assert table.schema.field("value").type == pa.string()
+    assert sorted(zip(table["offset"].to_pylist(), table["value"].to_pylist(), strict=True)) == [
+        (0, '{"id":1,"name":"ada"}'), (1, None), (2, "[1,2]")]

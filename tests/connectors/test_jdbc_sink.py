@@ -379,3 +379,34 @@ def test_mariadb_load_data_keeps_special_characters_nulls_and_times(my_db):  # n
     local = dt.datetime(2024, 3, 1, 13, 30, 15, 250000)
     assert got == [(1, "tab\there", 1, local), (2, "line\nbreak\\slash", 0, None), (3, "", None, local),
                    (4, None, 1, local)]
+
+
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+
+
+@pytest.mark.parametrize("cfg, keys, requirement", [
+    ({}, ["value.converter.schemas.enable"],
+     "Sink connector 'j' is configured with 'delete.enabled=false' and 'pk.mode=none' and therefore requires records "
+     "with a non-null Struct value and non-null Struct schema, but value.converter.schemas.enable=false reads every "
+     "value without a schema"),
+    ({"pk.mode": "record_key", "pk.fields": "id", "delete.enabled": "true", "key.converter": JSON_CONVERTER,
+      "key.converter.schemas.enable": "false"}, ["key.converter.schemas.enable", "value.converter.schemas.enable"],
+     "Sink connector 'j' is configured with 'delete.enabled=true' and 'pk.mode=record_key' and therefore requires "
+     "records with a non-null key and non-null Struct or primitive key schema, but key.converter.schemas.enable="
+     "false reads every key without a schema"),
+])
+def test_schemaless_json_is_refused_at_validation_with_confluents_reason(cfg, keys, requirement, tmp_path):
+    """Confluent's sink fails every schemaless record (its RecordValidator); here the config that makes them so is
+    refused before any data moves, with the original's reason and the keys that give the records a schema."""
+    from spark_connect_bridge.engine.pipeline import prepare
+
+    props = {"name": "j", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "t",
+             "connection.url": f"jdbc:sqlite:{tmp_path}/x.db", "value.converter": JSON_CONVERTER,
+             "value.converter.schemas.enable": "false", **cfg}
+    with pytest.raises(ConfigError) as e:
+        prepare(props, kind="sink")
+    assert sorted(e.value.keys) == keys
+    assert requirement in str(e.value)
+    assert "value.converter.schema.content" in str(e.value) and "value.converter.spark.schema" in str(e.value)
+    prepare({**props, "value.converter.spark.schema": "id BIGINT", "key.converter.spark.schema": "id BIGINT"},
+            kind="sink")  # a declared schema: accepted

@@ -69,7 +69,13 @@ CHAINS: dict[str, dict[str, str]] = {
     "sl-set-schema-metadata": _steps(("SetSchemaMetadata$Value", {"schema.name": "com.example.Row"})),
     # Kafka 4 ignores these keys: Kafka's plain lines
     "sl-replace-field-3x-names": _steps(("ReplaceField$Value", {"blacklist": "secret", "whitelist": "id,secret"})),
+    "sl-plain": {},
+    "sl-replace-field": _steps(("ReplaceField$Value", {"exclude": "secret,tags", "renames": "name:who,id:key"})),
+    "sl-extract-nested": _steps(("ExtractField$Value", {"field": "addr.city", "field.syntax.version": "V2"})),
 }
+#: The chains ours runs without value.converter.spark.schema (the value a VARIANT, as Kafka's a Map), compared with
+#: Kafka Connect's lines entry by entry, null entries included; ours refuses the others at validation, naming the SMT.
+VARIANT_CHAINS = ("sl-plain", "sl-replace-field", "sl-extract-nested", "sl-extract-field")
 
 #: Chains whose lines cannot be the same, and why (README, "Compared with Kafka Connect"); each is checked exactly.
 DIFFERENCES = {
@@ -82,11 +88,12 @@ DIFFERENCES = {
 }
 
 
-def _config(name: str, path: str) -> dict[str, str]:
+def _config(name: str, path: str, *, declared: bool = True) -> dict[str, str]:
+    """The chain's FileStreamSink config; ``declared``: with ours' ``value.converter.spark.schema``."""
     return {"name": name, "connector.class": "FileStreamSink", "topics": TOPIC, "file": path,
             "key.converter": "org.apache.kafka.connect.storage.StringConverter", "value.converter": JSON,
-            "value.converter.schemas.enable": "false", "value.converter.spark.schema": SPARK_SCHEMA,
-            "errors.tolerance": "all", **CHAINS[name]}
+            "value.converter.schemas.enable": "false", "errors.tolerance": "all", **CHAINS[name],
+            **({"value.converter.spark.schema": SPARK_SCHEMA} if declared else {})}
 
 
 def _produce(bootstrap: str) -> None:
@@ -130,13 +137,17 @@ def lines(spark, connect, reference_kafka, bootstrap, tmp_path_factory):
     records = _records(spark, bootstrap).cache()
     ours: dict[str, list[str] | ConfigError | None] = {}
     for name in CHAINS:
-        try:
-            write_batch(records, _config(name, ours_path(name)))
-            ours[name] = _read(ours_path(name)) or []
-        except ConfigError as e:
-            ours[name] = e
+        for declared in (True, False):
+            path = ours_path(name) + ("" if declared else ".variant")
+            try:
+                write_batch(records, _config(name, path, declared=declared))
+                ours[name if declared else name + "/variant"] = _read(path) or []
+            except ConfigError as e:
+                ours[name if declared else name + "/variant"] = e
     records.unpersist()
-    return {n: (failed[n] or _read(theirs_path(n)), ours[n]) for n in CHAINS}
+    out = {n: (failed[n] or _read(theirs_path(n)), ours[n]) for n in CHAINS}
+    out.update({n + "/variant": (out[n][0], ours[n + "/variant"]) for n in CHAINS})
+    return out
 
 
 def _java(line: str):
@@ -186,7 +197,7 @@ def _compared(theirs: list[str], ours: list[str]) -> tuple[list, list]:
     return [_canonical(_java(line)) for line in theirs], [_canonical(_java(line)) for line in ours]
 
 
-@pytest.mark.parametrize("name", [n for n in CHAINS if n not in DIFFERENCES])
+@pytest.mark.parametrize("name", [n for n in CHAINS if n not in DIFFERENCES and n not in VARIANT_CHAINS[:3]])
 def test_same_lines_as_kafka_connect(lines, name):
     theirs, ours = lines[name]
     assert isinstance(theirs, list), f"Kafka Connect fails where ours writes {ours}: {str(theirs)[:3000]}"
@@ -238,3 +249,40 @@ def test_replace_field_kafka_3x_names_are_read_as_kafka_3x_did_where_kafka_4_ign
     assert not isinstance(ours, ConfigError)
     kept = [set(_java(line)) for line in ours if line != "null"]
     assert kept and all(fields <= {"id"} for fields in kept)  # whitelist id,secret minus blacklist secret
+
+
+def _entries(line: str):
+    """A line as Python, the order of a map's entries not compared (see :func:`_canonical`), null entries kept."""
+    def sort(value):
+        if isinstance(value, dict):
+            return sorted((k, sort(v)) for k, v in value.items())
+        return [sort(v) for v in value] if isinstance(value, list) else value
+    return sort(_java(line))
+
+
+@pytest.mark.parametrize("name", VARIANT_CHAINS)
+def test_without_spark_schema_the_same_entries_as_kafka_connect_null_ones_too(lines, name):
+    """No spark.schema: the value is a VARIANT, as Kafka's is a Map, so even a null entry is printed as Kafka
+    prints it (``k=null``)."""
+    theirs, ours = lines[name + "/variant"]
+    assert isinstance(theirs, list) and theirs, f"Kafka Connect: {str(theirs)[:3000]}"
+    assert isinstance(ours, list), f"ours rejects a config Kafka Connect runs: {ours}"
+    assert [_entries(line) for line in ours] == [_entries(line) for line in theirs]
+
+
+def test_without_spark_schema_plain_lines_are_kafkas_text(lines):
+    """The same text, in Kafka's HashMap order, null entries included, but for two keys in one bucket (``ts`` and
+    ``tags`` here): Kafka's map keeps the message's order there, ours the VARIANT's (sorted by key)."""
+    theirs, ours = lines["sl-plain/variant"]
+    assert ours[1:4] == theirs[1:4]
+    assert ours[1] == "{name=null, id=2, addr={zip=2, city=null}, tags=[]}"
+    assert theirs[0] == "{name=ada, id=1, secret=s1, addr={zip=0150, city=Oslo}, ts=1700000000000, tags=[a, b]}"
+    assert ours[0] == "{name=ada, id=1, secret=s1, addr={zip=0150, city=Oslo}, tags=[a, b], ts=1700000000000}"
+
+
+@pytest.mark.parametrize("name", [n for n in CHAINS if n not in VARIANT_CHAINS and n != "sl-replace-field-3x-names"])
+def test_without_spark_schema_an_smt_that_needs_the_fields_is_refused_naming_it(lines, name):
+    _, ours = lines[name + "/variant"]
+    assert isinstance(ours, ConfigError)
+    assert all(p.key.startswith("transforms.s") and p.key.endswith(".type") for p in ours.problems), ours.problems
+    assert "value.converter.spark.schema" in str(ours)

@@ -49,6 +49,11 @@ def test_cli_rest_validate_create_and_start_agree(worker_setup, tmp_path):
                       "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq"}, None),
         # a worker's sink reads topics: it must name them (Kafka Connect's rule)
         "no-topics": ({"connector.class": "FileStreamSink", "file": str(tmp_path / "out2.txt")}, "topics"),
+        # Confluent's JDBC sink refuses schemaless values: the config that makes every value so is refused
+        "jdbc-schemaless": ({"connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "lines",
+                             "connection.url": f"jdbc:sqlite:{tmp_path}/x.db",
+                             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                             "value.converter.schemas.enable": "false"}, "value.converter.schemas.enable"),
         "typo": ({"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "x",
                   "batch.sise": "5"}, "batch.sise"),
         "bad-transform": ({"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"), "topic": "x",

@@ -65,3 +65,22 @@ def test_config_errors(config, key, fragment):
     with pytest.raises(ConfigError) as e:
         ExtractField.Value(config)
     assert e.value.keys == [key] and fragment in str(e.value)
+
+
+@pytest.mark.parametrize("field,version,expected,failed", [
+    ("a", "V1", ['{"b":{"c":5}}', '{"b":[1]}', None, None], [None, None, None, "found: java.lang.Long"]),
+    ("a.b.c", "V2", ["5", None, None, None],
+     [None, "found a non-Map on the path a.b.c", None, "found: java.lang.Long"]),
+    ("missing", "V1", [None, None, None, None], [None, None, None, "found: java.lang.Long"]),
+])
+def test_schemaless_variant_entry_as_kafkas_map(make_records, field, version, expected, failed):
+    """A VARIANT value (JsonConverter schemas.enable=false): the entry at the path, null where missing; a value or
+    an object on the path that is not an object fails the record; a tombstone stays null."""
+    from pyspark.sql import functions as F
+
+    df = make_records([("k", t) for t in ('{"a":{"b":{"c":5}}}', '{"a":{"b":[1]}}', None, "7")], tolerant=True)
+    df = df.withColumn("value", F.try_parse_json("value"))
+    out = df.transform(ExtractField.Value(field=field, **{"field.syntax.version": version}))
+    rows = out.select(F.to_json("value").alias("j"), "_kc_error").orderBy("offset").collect()
+    assert [r.j for r in rows] == expected
+    assert [m if m is None else next(f for f in failed if f and f in m) for m in errors(rows)] == failed

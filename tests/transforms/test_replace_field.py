@@ -88,3 +88,24 @@ def test_rename_keeps_field_order_and_metadata(make_records):
     st = out.schema["value"].dataType
     assert st.fieldNames() == ["a", "bb", "dd"] and st["bb"].metadata == md
     assert [r["value"] and r["value"].asDict() for r in out.collect()] == [{"a": 1, "bb": 2, "dd": "y"}, None]
+
+
+def _json_values(make_records, texts):
+    """A record DataFrame whose value is a schemaless VARIANT (JsonConverter schemas.enable=false)."""
+    from pyspark.sql import functions as F
+
+    df = make_records([("k", t) for t in texts], value_type="string", tolerant=True)
+    return df.withColumn("value", F.try_parse_json("value"))
+
+
+def test_schemaless_variant_object_filtered_and_renamed_as_kafkas_map(make_records):
+    from pyspark.sql import functions as F
+
+    df = _json_values(make_records, ['{"a":1,"b":{"x":null},"c":"3"}', None, "[1,2]"])
+    out = df.transform(ReplaceField.Value(exclude=["c"], renames=["a:z"]))
+    rows = out.select(F.to_json("value").alias("j"), "_kc_error").orderBy("offset").collect()
+    assert [r.j for r in rows] == ['{"b":{"x":null},"z":1}', None, None]
+    msgs = errors(rows)
+    assert msgs[0] is None and msgs[1] is None
+    assert "Only Map objects supported in absence of schema for [field replacement], found: java.util.ArrayList" \
+        in msgs[2]

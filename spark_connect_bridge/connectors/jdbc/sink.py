@@ -42,7 +42,7 @@ import itertools
 import json
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -252,6 +252,14 @@ def _key_stats(keys: list[Any]) -> tuple[bool | None, tuple[Any, Any] | None]:
     return True, (mm["min"].as_py(), mm["max"].as_py())
 
 
+def _schemaless_message(requirement: str, key: str, side: str) -> str:
+    """Confluent's reason for refusing a schemaless record, said of the config that makes every record so."""
+    prefix = key[: -len("schemas.enable")]
+    return (f"{requirement}, but {key}=false reads every {side} without a schema (in Kafka Connect a HashMap {side} "
+            f"and null {side} schema, which the JDBC sink refuses record by record). Give the {side}s a schema: "
+            f"{key}=true with schema'd messages, {prefix}schema.content (a Connect schema) or {prefix}spark.schema")
+
+
 class JdbcSinkConnector(JdbcConnection, SinkConnector):
     """Writes records to PostgreSQL, MariaDB/MySQL or SQLite tables (Confluent's JDBC sink), exactly once."""
 
@@ -279,6 +287,22 @@ class JdbcSinkConnector(JdbcConnection, SinkConnector):
         return self.config.pk_mode
 
     # -- driver: input checks -----------------------------------------------------------------------
+    @classmethod
+    def schemaless_problems(cls, settings: Any, schemaless: Mapping[str, str]) -> list[ConfigProblem]:
+        """Confluent's sink refuses schemaless records (its RecordValidator, per record): values always (they are
+        bound as Structs), keys where the key is the primary key (pk.mode=record_key) or deletes need it."""
+        configured = (f"Sink connector '{settings['name']}' is configured with 'delete.enabled="
+                      f"{str(bool(settings.delete_enabled)).lower()}' and 'pk.mode={settings.pk_mode}' and therefore "
+                      f"requires records with a non-null")
+        problems = []
+        if "value" in schemaless:
+            problems.append(ConfigProblem(schemaless["value"], _schemaless_message(
+                f"{configured} Struct value and non-null Struct schema", schemaless["value"], "value")))
+        if "key" in schemaless and (settings.pk_mode == "record_key" or settings.delete_enabled):
+            problems.append(ConfigProblem(schemaless["key"], _schemaless_message(
+                f"{configured} key and non-null Struct or primitive key schema", schemaless["key"], "key")))
+        return problems
+
     def validate_input(self, schema: Any) -> None:
         from pyspark.sql.types import ArrayType, MapType, StructType
 
