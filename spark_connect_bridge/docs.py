@@ -55,9 +55,11 @@ def _loadable(spec: plugins.PluginSpec) -> bool:
     return True
 
 
-def common_reference() -> str:
-    return (f"#### Every connector\n\n{COMMON.to_markdown()}\n\n#### Source connectors\n\n{SOURCE.to_markdown()}\n\n"
-            f"#### Sink connectors\n\n{SINK.to_markdown()}\n")
+def common_reference(*, level: int = 2) -> str:
+    """The keys every connector, every source and every sink takes, under headings of ``level``."""
+    heading = "#" * level
+    return (f"{heading} Every connector\n\n{COMMON.to_markdown()}\n\n{heading} Source connectors\n\n"
+            f"{SOURCE.to_markdown()}\n\n{heading} Sink connectors\n\n{SINK.to_markdown()}\n")
 
 
 REFERENCE_DIR = "docs/reference"
@@ -89,10 +91,7 @@ def reference_pages() -> dict[str, str]:
     """
     pages = {}
     for name, (title, family) in PAGES.items():
-        if family is None:
-            body = common_reference().replace("#### ", "## ")
-        else:
-            body = _family_reference(family)
+        body = common_reference() if family is None else _family_reference(family)
         pages[name] = f"# {title}\n\n{_GENERATED}\n{body.rstrip()}\n"
     return pages
 

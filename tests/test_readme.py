@@ -37,9 +37,11 @@ KCONNECT = str(Path(sys.executable).with_name("kconnect"))
 BLOCK = re.compile(r"(?:<!-- readme-test: (?P<needs>[\w-]+)[^\n]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
 # What the examples write in the repo root: removed before and after the test.
 EXAMPLE_OUTPUTS = ["payments.jsonl", "payments.txt", "payments.txt.kconnect", "checkpoints/payments",
-                   "checkpoints/orders-now", "work/topics/dlq-payments"]
+                   "checkpoints/orders-now", "work/topics/dlq-payments", "checkpoints/shop-delta",
+                   "work/delta/shop.public.orders", "work/delta/shop.public.customers"]
 # What they write that a developer may also have made: removed after the test only if the test made it.
-SHARED_OUTPUTS = ["test.txt", "test.sink.txt", "test.sink.txt.kconnect", "checkpoints", "work/topics", "work"]
+SHARED_OUTPUTS = ["test.txt", "test.sink.txt", "test.sink.txt.kconnect", "checkpoints", "work/topics", "work/delta",
+                  "work"]
 
 
 def _pages() -> list[Path]:
@@ -106,18 +108,24 @@ def _debezium_config(pg) -> dict:
 
 
 def test_readme_cdc_example_runs(spark, in_repo_root, pg):
+    """The CDC blocks, in order in one namespace: the Delta mirror (snapshot, then changes applied), then the
+    memory table of public.orders, which snapshots the table as the first block left it."""
     with psycopg.connect(pg.dsn(), autocommit=True) as conn:
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, product text NOT NULL, qty int)")
         conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text, email text, vip boolean)")
         conn.execute("INSERT INTO orders VALUES (1, 'pen', 2), (2, 'ink', NULL), (3, 'pad', 7)")
         conn.execute("INSERT INTO customers VALUES (1, 'Ada', 'ada@example.com', true)")
-    [(page, block)] = _located_blocks("python", needs="postgres")
+    blocks = _located_blocks("python", needs="postgres")
+    assert len(blocks) == 2
     namespace = {"spark": spark, "debezium_config": _debezium_config(pg)}
     try:
-        exec(compile(block, page, "exec"), namespace)
+        for page, block in blocks:
+            exec(compile(block, page, "exec"), namespace)
+        now = [(1, "pen", 2), (2, "ink", 5), (4, "nib", 1)]
+        assert namespace["sync_orders"]() == now  # nothing new: the mirror stays as it is
         mirror = spark.table("orders_now")
         assert mirror.columns == ["id", "product", "qty"]
-        assert sorted(tuple(r) for r in mirror.collect()) == [(1, "pen", 2), (2, "ink", None), (3, "pad", 7)]
+        assert sorted(tuple(r) for r in mirror.collect()) == now
     finally:
         spark.catalog.dropTempView("orders_now")
 
