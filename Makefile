@@ -1,4 +1,4 @@
-# The two set-up commands of the README. Both create .venv and install what they need on first use.
+# The two commands of the README (make demo, make test). Both create .venv and install what they need on first use.
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python

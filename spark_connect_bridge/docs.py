@@ -1,7 +1,9 @@
-"""Reference docs generated from the plugins' config declarations (README, ``kconnect plugins describe``)."""
+"""Reference docs generated from the plugins' config declarations (the docs site's ``docs/reference`` pages,
+``kconnect plugins describe``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from .config.common import COMMON, SINK, SOURCE
@@ -9,7 +11,7 @@ from .config.definition import ConfigDef
 from .core import plugins
 from .errors import PluginNotFoundError
 
-__all__ = ["plugin_markdown", "common_reference", "reference", "update_readme"]
+__all__ = ["plugin_markdown", "common_reference", "reference_pages", "update_reference"]
 
 
 def _definition(cls: type[Any]) -> ConfigDef | None:
@@ -53,48 +55,61 @@ def _loadable(spec: plugins.PluginSpec) -> bool:
     return True
 
 
-def common_reference() -> str:
-    return (f"#### Every connector\n\n{COMMON.to_markdown()}\n\n#### Source connectors\n\n{SOURCE.to_markdown()}\n\n"
-            f"#### Sink connectors\n\n{SINK.to_markdown()}\n")
+def common_reference(*, level: int = 2) -> str:
+    """The keys every connector, every source and every sink takes, under headings of ``level``."""
+    heading = "#" * level
+    return (f"{heading} Every connector\n\n{COMMON.to_markdown()}\n\n{heading} Source connectors\n\n"
+            f"{SOURCE.to_markdown()}\n\n{heading} Sink connectors\n\n{SINK.to_markdown()}\n")
 
 
-BEGIN, END = "<!-- BEGIN GENERATED REFERENCE -->", "<!-- END GENERATED REFERENCE -->"
+REFERENCE_DIR = "docs/reference"
+
+#: The generated pages of the docs site: file name -> (title, plugin family or None for the common keys).
+PAGES = {"common.md": ("Common connector keys", None), "connectors.md": ("Connectors", "connector"),
+         "transforms.md": ("Transforms (SMTs)", "transformation"), "predicates.md": ("Predicates", "predicate"),
+         "converters.md": ("Converters", "converter")}
+
+_GENERATED = "<!-- Generated from the config declarations by `python -m spark_connect_bridge.docs`: do not edit. -->\n"
 
 
-def reference() -> str:
-    """The whole generated reference: common keys, then every plugin of every family."""
-    parts = ["### Common connector keys\n", common_reference()]
-    titles = {"connector": "Connectors", "transformation": "Transforms (SMTs)", "predicate": "Predicates",
-              "converter": "Converters"}
-    for family, title in titles.items():
-        specs = [s for s in plugins.all_specs(family) if _loadable(s)]
-        if not specs:
+def _family_reference(family: str) -> str:
+    parts = []
+    seen: set[str] = set()
+    for s in plugins.all_specs(family):
+        if s.target in seen or not _loadable(s):
             continue
-        parts.append(f"### {title}\n")
-        seen: set[str] = set()
-        for s in specs:
-            if s.target in seen:
-                continue
-            seen.add(s.target)
-            parts.append(plugin_markdown(s.names[0], level=4))
+        seen.add(s.target)
+        parts.append(plugin_markdown(s.names[0], level=2))
     return "\n".join(parts)
 
 
-def update_readme(path: str = "README.md") -> bool:
-    """Rewrite the generated block of the README; returns True when it changed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    new = f"{head}{BEGIN}\n\n{reference()}\n{END}{tail}"
-    if new != text:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(new)
-    return new != text
+def reference_pages() -> dict[str, str]:
+    """The generated reference, one Markdown page per family (file name -> text), for ``docs/reference``.
+
+    >>> sorted(reference_pages())
+    ['common.md', 'connectors.md', 'converters.md', 'predicates.md', 'transforms.md']
+    """
+    pages = {}
+    for name, (title, family) in PAGES.items():
+        body = common_reference() if family is None else _family_reference(family)
+        pages[name] = f"# {title}\n\n{_GENERATED}\n{body.rstrip()}\n"
+    return pages
 
 
-if __name__ == "__main__":  # python -m spark_connect_bridge.docs [README.md]
+def update_reference(directory: str = REFERENCE_DIR) -> list[str]:
+    """Write the generated reference pages into ``directory``; returns the names of the pages that changed."""
+    changed = []
+    for name, text in reference_pages().items():
+        path = Path(directory) / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            changed.append(name)
+    return changed
+
+
+if __name__ == "__main__":  # python -m spark_connect_bridge.docs [docs/reference]
     import sys
 
-    changed = update_readme(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-    print("README reference updated" if changed else "README reference already up to date")
+    written = update_reference(sys.argv[1] if len(sys.argv) > 1 else REFERENCE_DIR)
+    print(f"reference pages updated: {', '.join(written)}" if written else "reference pages already up to date")

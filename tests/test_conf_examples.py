@@ -1,10 +1,10 @@
 """The example configs of conf/ run as they are; the only change a test makes is where a server or a table lives
 (host and port of a throwaway PostgreSQL, a table path under the test's temp dir).
 
-mariadb-cdc.properties is also the README's MariaDB block. Covered elsewhere: file-source/file-sink and
-demo/datagen-orders (tests/test_readme.py, the README's commands),
-postgres-cdc.properties (the README's CDC example in tests/test_readme.py), jdbc-source/jdbc-sink
-(tests/connectors/test_jdbc_spark.py), worker.properties (the README's worker block in tests/test_readme.py, on its
+mariadb-cdc.properties is also the MariaDB block of docs/tasks/debezium.md. Covered elsewhere: file-source/file-sink
+and demo/datagen-orders (tests/test_readme.py, the docs' commands),
+postgres-cdc.properties (the docs' CDC example in tests/test_readme.py), jdbc-source/jdbc-sink
+(tests/connectors/test_jdbc_spark.py), worker.properties (the docs' worker block in tests/test_readme.py, on its
 own port 8083), connect-distributed.properties with worker processes (tests/distributed/test_group_kafka.py).
 """
 
@@ -129,9 +129,9 @@ def test_mariadb_cdc_properties_from_debezium_s_tutorial_mirror_the_inventory(sp
             "INSERT INTO inventory.customers VALUES (default, 'Sally', 'Thomas', 'sally.thomas@acme.com'), "
             "(default, 'George', 'Bailey', 'gbailey@foobar.com')")
     readme = re.search(r"```properties\n([^`]*?connector.class=io.debezium.connector.mariadb[^`]*?)```",
-                       (CONF.parent / "README.md").read_text(), re.S)
+                       (CONF.parent / "docs" / "tasks" / "debezium.md").read_text(), re.S)
     assert readme is not None and set(readme[1].splitlines()) <= set((CONF / "mariadb-cdc.properties").read_text()
-                                                                     .splitlines())  # the README shows this file
+                                                                     .splitlines())  # the docs show this file
     config = {**scb.load_config_file(str(CONF / "mariadb-cdc.properties")), "database.hostname": host,
               "database.port": str(port)}
     ckpt = str(tmp_path / "ckpt")

@@ -1,10 +1,13 @@
-"""The README's examples run as written, and its generated reference matches the config declarations.
+"""The examples of the README and of every page of the docs site (``docs/**/*.md``) run as written, and the site's
+generated reference pages match the config declarations.
 
-Python blocks run in order in one namespace, with the test run's ``spark``, from the repo root (relative paths in
-the examples resolve against the Spark JVM's working directory). A block preceded by
-``<!-- readme-test: postgres ... -->`` needs a PostgreSQL server: it runs in its own test, with ``debezium_config``
-being ``conf/postgres-cdc.properties`` pointed at a throwaway server (host and port are the only change). Shell
-blocks run ``kconnect`` in a temporary directory that holds the checkout's ``conf/``.
+The pages are read in order (the README, then ``docs/`` by path); a block that appears verbatim on several pages (the
+README's first example is the getting-started page's) runs once. Python blocks run in order in one namespace, with
+the test run's ``spark``, from the repo root (relative paths in the examples resolve against the Spark JVM's working
+directory). A block preceded by ``<!-- readme-test: postgres ... -->`` needs a PostgreSQL server: it runs in its own
+test, with ``debezium_config`` being ``conf/postgres-cdc.properties`` pointed at a throwaway server (host and port are
+the only change); ``jvm`` and ``classic`` blocks make sessions and run in their own tests. Shell blocks run
+``kconnect`` in a temporary directory that holds the checkout's ``conf/``.
 """
 
 from __future__ import annotations
@@ -24,22 +27,40 @@ import pytest
 
 from spark_connect_bridge.config import load_config_file
 from spark_connect_bridge.core import plugins
-from spark_connect_bridge.docs import BEGIN, END, reference
+from spark_connect_bridge.docs import REFERENCE_DIR, reference_pages
 from tests.support.postgres import PostgresCluster
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
 KCONNECT = str(Path(sys.executable).with_name("kconnect"))
 BLOCK = re.compile(r"(?:<!-- readme-test: (?P<needs>[\w-]+)[^\n]*-->\n)?```(?P<lang>\w+)\n(?P<code>.*?)```", re.S)
 # What the examples write in the repo root: removed before and after the test.
 EXAMPLE_OUTPUTS = ["payments.jsonl", "payments.txt", "payments.txt.kconnect", "checkpoints/payments",
-                   "checkpoints/orders-now", "work/topics/dlq-payments"]
+                   "checkpoints/orders-now", "work/topics/dlq-payments", "checkpoints/shop-delta",
+                   "work/delta/shop.public.orders", "work/delta/shop.public.customers"]
 # What they write that a developer may also have made: removed after the test only if the test made it.
-SHARED_OUTPUTS = ["test.txt", "test.sink.txt", "test.sink.txt.kconnect", "checkpoints", "work/topics", "work"]
+SHARED_OUTPUTS = ["test.txt", "test.sink.txt", "test.sink.txt.kconnect", "checkpoints", "work/topics", "work/delta",
+                  "work"]
+
+
+def _pages() -> list[Path]:
+    """The README, then every Markdown page of the docs site, by path."""
+    return [README, *sorted(DOCS.rglob("*.md"))]
+
+
+def _located_blocks(lang: str, needs: str | None = None) -> list[tuple[str, str]]:
+    """(page, code) of every ``lang`` block marked ``needs`` (None: unmarked), each distinct block once."""
+    found: dict[str, str] = {}
+    for page in _pages():
+        for m in BLOCK.finditer(page.read_text()):
+            if m["lang"] == lang and m["needs"] == needs:
+                found.setdefault(m["code"], str(page.relative_to(ROOT)))
+    return [(page, code) for code, page in found.items()]
 
 
 def _blocks(lang: str, needs: str | None = None) -> list[str]:
-    return [m["code"] for m in BLOCK.finditer(README.read_text()) if m["lang"] == lang and m["needs"] == needs]
+    return [code for _, code in _located_blocks(lang, needs)]
 
 
 def _remove(path: Path) -> None:
@@ -66,11 +87,11 @@ def in_repo_root():
 
 
 def test_readme_examples_run(spark, in_repo_root):
-    blocks = _blocks("python")
+    blocks = _located_blocks("python")
     assert len(blocks) >= 6
     namespace = {"spark": spark}
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), namespace)
+    for page, block in blocks:
+        exec(compile(block, page, "exec"), namespace)
 
 
 @pytest.fixture(scope="module")
@@ -87,43 +108,57 @@ def _debezium_config(pg) -> dict:
 
 
 def test_readme_cdc_example_runs(spark, in_repo_root, pg):
+    """The CDC blocks, in order in one namespace: the Delta mirror (snapshot, then changes applied), then the
+    memory table of public.orders, which snapshots the table as the first block left it."""
     with psycopg.connect(pg.dsn(), autocommit=True) as conn:
         conn.execute("CREATE TABLE orders (id int PRIMARY KEY, product text NOT NULL, qty int)")
         conn.execute("CREATE TABLE customers (id int PRIMARY KEY, name text, email text, vip boolean)")
         conn.execute("INSERT INTO orders VALUES (1, 'pen', 2), (2, 'ink', NULL), (3, 'pad', 7)")
         conn.execute("INSERT INTO customers VALUES (1, 'Ada', 'ada@example.com', true)")
-    [block] = _blocks("python", needs="postgres")
+    blocks = _located_blocks("python", needs="postgres")
+    assert len(blocks) == 2
     namespace = {"spark": spark, "debezium_config": _debezium_config(pg)}
     try:
-        exec(compile(block, "README.md", "exec"), namespace)
+        for page, block in blocks:
+            exec(compile(block, page, "exec"), namespace)
+        now = [(1, "pen", 2), (2, "ink", 5), (4, "nib", 1)]
+        assert namespace["sync_orders"]() == now  # nothing new: the mirror stays as it is
         mirror = spark.table("orders_now")
         assert mirror.columns == ["id", "product", "qty"]
-        assert sorted(tuple(r) for r in mirror.collect()) == [(1, "pen", 2), (2, "ink", None), (3, "pad", 7)]
+        assert sorted(tuple(r) for r in mirror.collect()) == now
     finally:
         spark.catalog.dropTempView("orders_now")
 
 
 def test_reference_headings_are_the_names_plugins_list_shows():
-    text = README.read_text()
-    generated = text.split(BEGIN, 1)[1].split(END, 1)[0]
-    headings = re.findall(r"^#### (\S+) \((\w+)\)$", generated, flags=re.M)
+    headings = [heading for name in ("connectors.md", "transforms.md", "predicates.md", "converters.md")
+                for heading in re.findall(r"^## (\S+) \((\w+)\)$", (ROOT / REFERENCE_DIR / name).read_text(),
+                                          flags=re.M)]
     assert headings == [(row["class"], row["type"]) for row in plugins.describe_all()]
 
 
 def test_generated_reference_is_current():
+    for name, text in reference_pages().items():
+        assert (ROOT / REFERENCE_DIR / name).read_text() == text, f"{name}: run python -m spark_connect_bridge.docs"
+
+
+def test_docs_do_not_point_at_documents_a_user_cannot_read():
+    for page in _pages():
+        assert "issue notes" not in page.read_text().lower(), page
+
+
+def test_readme_is_a_front_page_whose_example_is_the_getting_started_one():
     text = README.read_text()
-    block = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    assert block == reference().strip(), "run: python -m spark_connect_bridge.docs"
-
-
-def test_readme_does_not_point_at_documents_a_user_cannot_read():
-    assert "issue notes" not in README.read_text().lower()
+    assert len(text.splitlines()) < 200
+    assert "(docs/index.md)" in text and "mkdocs serve" in text
+    [example] = [m["code"] for m in BLOCK.finditer(text) if m["lang"] == "python"]
+    assert f"```python\n{example}```" in (DOCS / "getting-started.md").read_text()
 
 
 # -- shell examples ---------------------------------------------------------------------------------------------
 
 def _command_lines(lang: str = "bash") -> list[str]:
-    """Every command of the README's shell blocks, without its trailing comment."""
+    """Every command of the pages' shell blocks, without its trailing comment."""
     lines = []
     for block in _blocks(lang):
         for line in block.splitlines():
@@ -265,7 +300,7 @@ def test_readme_worker_block_runs_as_written(user_dir):
 
 def test_readme_classic_session_block_runs(spark):
     """The block that makes a classic SparkSession in a script (getOrCreate returns this run's session)."""
-    [block] = _blocks("python", "classic")
+    [(page, block)] = _located_blocks("python", "classic")
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, page, "exec"), namespace)
     assert namespace["spark"].range(3).count() == 3

@@ -655,8 +655,9 @@ class DeltaSourceConnector(SourceConnector):
                 group="Delta")
         .define("delta.engine", Type.STRING, "auto", CaseInsensitiveValidString("auto", "deltalake", "delta-spark"),
                 Importance.LOW, "delta-spark: spark_connect_bridge.engine.delta_spark.read_stream reads with Delta's "
-                                "own streaming source (records without per-row offsets; see the README). auto and "
-                                "deltalake, and the kconnect data source: the deltalake reader.", group="Delta")
+                                "own streaming source (records without per-row offsets; see the docs' Delta "
+                                "page). auto and deltalake, and the kconnect data source: the deltalake reader.",
+                group="Delta")
         .check(_source_checks)
     )
 

@@ -170,8 +170,8 @@ def _without_spark_own(jars: list[str]) -> list[str]:
 # Spark's SQL settings every session of ours starts with (a user's own setting wins). hugeMethodLimit: HotSpot
 # compiles no method over 8000 bytes of bytecode, and a whole-stage-codegen method over it runs interpreted.
 # Converters into Kafka make such methods (a Debezium envelope's JSON: processNext of 19,489 bytes): with the
-# limit at 8000 Spark runs that stage as separate compiled operators, 2-3x faster (measured, bench/ notes in the
-# README). Spark's own docs recommend 8000 on HotSpot.
+# limit at 8000 Spark runs that stage as separate compiled operators, 2-3x faster (measured, bench/ notes in
+# docs/getting-started.md). Spark's own docs recommend 8000 on HotSpot.
 SESSION_DEFAULTS = {"spark.sql.codegen.hugeMethodLimit": "8000"}
 
 

@@ -112,8 +112,8 @@ def user_dir(tmp_path) -> Path:
     return tmp_path
 
 
-def test_readme_names_the_wheel_that_is_built(wheel):
-    assert f"dist/{wheel.name}" in (ROOT / "README.md").read_text()
+def test_getting_started_names_the_wheel_that_is_built(wheel):
+    assert f"dist/{wheel.name}" in (ROOT / "docs" / "getting-started.md").read_text()
 
 
 def test_wheel_holds_every_file_of_the_packages(wheel, clone):

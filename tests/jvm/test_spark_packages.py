@@ -66,12 +66,12 @@ def test_spark_jdbc_reader_uses_the_fetched_postgresql_driver(spark):
 
 
 def test_readme_configure_spark_example_gives_a_session_with_the_packages(spark):
-    """The README's configure_spark block, as written (getOrCreate returns this run's session, made the same way)."""
-    from tests.test_readme import _blocks
+    """The docs' configure_spark block, as written (getOrCreate returns this run's session, made the same way)."""
+    from tests.test_readme import _located_blocks
 
-    [block] = _blocks("python", "jvm")
+    [(page, block)] = _located_blocks("python", "jvm")
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, page, "exec"), namespace)
     assert delta_spark_engine.spark_has_delta(namespace["spark"]) and native_avro_available(namespace["spark"])
 
 
