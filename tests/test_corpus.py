@@ -109,9 +109,33 @@ def test_the_corpus_holds_at_least_50_configs_each_with_its_source():
             assert (CORPUS / name).read_text(encoding="utf-8").startswith("# source: "), name
 
 
+#: Public configs that do not validate yet, with the refusal they get (issue #34: plugins real configs name beside the
+#: connector, not yet run here). Each is pinned: it must fail with that reason until the plugin exists, and the test
+#: fails as soon as it validates, to move it out of this list.
+NOT_YET = {
+    **{f"debezium-examples/{name}": "no connector plugin named 'io.debezium.connector.jdbc.JdbcSinkConnector'"
+       for name in ("cqrs__mysql-sink.json", "unwrap-smt__jdbc-sink.json")},
+    "debezium-examples/cqrs__postgres-source.json":
+        "no transformation plugin named 'io.debezium.transforms.ByLogicalTableRouter'",
+    **{f"debezium-examples/{name}": "no transformation plugin named 'io.debezium.transforms.outbox.EventRouter'"
+       for name in ("outbox__register-postgres.json", "saga__register-credit-connector.json",
+                    "saga__register-order-connector.json", "saga__register-payment-connector.json")},
+    **{f"kafka-connect-datagen/connector_{name}.config": "for configuration quickstart"
+       for name in ("campaign_finance", "credit_cards", "inventory", "product", "purchases", "stock_trades",
+                    "stores", "transactions")},
+    "kafka-connect-datagen/connector_custom.config": "schema.filename is not supported yet",
+    "kafka-connect-datagen/connector_pageviews_string.config": "schema.string is not supported yet",
+}
+
+
 @pytest.mark.parametrize("name", [f for f in corpus_files() if f != "SOURCES.md"])
 def test_corpus_config_validates(name):
-    assert validation_errors(name) == []
+    errors = validation_errors(name)
+    if name in NOT_YET:
+        assert errors, f"{name} validates now: remove it from NOT_YET"
+        assert any(NOT_YET[name] in e for e in errors), errors
+    else:
+        assert errors == []
 
 
 def test_readme_states_the_corpus_numbers():
