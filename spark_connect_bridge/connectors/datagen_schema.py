@@ -7,8 +7,10 @@ exclusive; default ``{min: 8, max: 16}``), ``regex`` (strings; literals, classes
 repeats, an unbounded repeat capped at min + 8), ``iteration`` (numbers: ``start``, ``step``, ``restart``;
 booleans alternate from ``start``), ``odds`` (booleans), ``keys`` (maps), ``prefix``/``suffix`` (strings).
 Types: primitives, record (struct), enum (string), array, map, a union of ``null`` and one type (nullable; null
-with the generator's 1 in 2), ``timestamp-millis`` (timestamp), ``date`` (date). Anything else is refused at
-validation with the field's path and the reason (:class:`SchemaError`).
+with the generator's 1 in 2), ``timestamp-millis`` (timestamp), ``date`` (date; both 1970-2100 without a range),
+``decimal`` on bytes (decimal(p, s), ``range``/``options``). Numbers without range: int and long over a wide
+range, float and double in [0, 1); strings without regex/options: word characters, length 8 to 15.
+Anything else is refused at validation with the field's path and the reason (:class:`SchemaError`).
 
 A schema compiles once into a tree of functions ``gen(g) -> pyarrow.Array`` where ``g`` is datagen's counter-based
 ``_Gen`` (record ``n`` of task ``i`` is a pure function of the seed, ``i`` and ``n``); each generator node takes
@@ -18,6 +20,7 @@ its own random stream ids, assigned in schema order.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -70,9 +73,14 @@ QUICKSTART_FILES: dict[str, tuple[str, str]] = {
 
 _INT = (-(2**31), 2**31)
 _LONG = (-(2**62), 2**62)  # the generator's modulus stays inside uint64
+_MS_TO_2100 = (0, 4_102_444_800_000)  # a date or timestamp without range: 1970 to 2100
+_DAYS_TO_2100 = (0, 47_482)
 _UNBOUNDED_REPEAT = 8
 _PRINTABLE = [chr(c) for c in range(32, 127)]
 _WORD = [chr(c) for c in [*range(48, 58), *range(65, 91), *range(97, 123)]] + ["_"]
+
+
+_COMMENT = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/', re.S)
 
 
 class SchemaError(ValueError):
@@ -260,7 +268,9 @@ class _Compiler:
             raise SchemaError(f"{path}: arg.properties range must be an object with min and/or max")
         s = self.sid()
         if integral:
-            lo_default, hi_default = _INT if typ == "int" or arrow == pa.date32() else _LONG
+            lo_default, hi_default = (_DAYS_TO_2100 if arrow == pa.date32()
+                                      else _MS_TO_2100 if pa.types.is_timestamp(arrow)
+                                      else _INT if typ == "int" else _LONG)
             lo, hi = int(rng.get("min", lo_default)), int(rng.get("max", hi_default))
             if hi <= lo:
                 raise SchemaError(f"{path}: arg.properties range max {hi} must be greater than min {lo}")
@@ -418,8 +428,6 @@ class _Regex:
         self.c, self.path = c, path
 
     def compile(self, pattern: str) -> Gen:
-        import re
-
         parser: Any = getattr(re, "_parser")  # noqa: B009 - the stdlib's parser, sre_parse before 3.11
         try:
             parsed = parser.parse(pattern)
@@ -505,8 +513,8 @@ class _Regex:
 
 def compile_schema(text: str, what: str) -> CompiledSchema:
     """Compiles a schema's text (``what`` names where it came from, for errors)."""
-    try:
-        doc = json.loads(text)
+    try:  # Avro's parser (Jackson) allows // and /* */ comments; so do Confluent's quickstart files
+        doc = json.loads(_COMMENT.sub(lambda m: m.group(0) if m.group(0).startswith('"') else "", text))
     except json.JSONDecodeError as e:
         raise SchemaError(f"{what} is not valid JSON: {e}") from None
     if not isinstance(doc, dict) or doc.get("type") != "record":
