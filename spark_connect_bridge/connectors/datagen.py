@@ -1,5 +1,12 @@
 """Datagen: mock records from quickstart schemas, like Confluent's kafka-connect-datagen.
 
+The schema comes, in datagen's precedence, from ``quickstart`` (case-insensitive; every quickstart of datagen),
+``schema.string`` or ``schema.filename`` (a path, else a shipped quickstart file of that name): an Avro schema with
+``arg.properties``, compiled by :mod:`.datagen_schema` into vectorised generators. ``orders``, ``users`` and
+``pageviews`` keep the hand-written generators below. Records of a schema-driven source carry the time they are made
+(as Kafka's producer stamps datagen's records), and a null key unless ``schema.keyfield`` (or the quickstart's
+default key field) names one.
+
 Each of ``tasks.max`` tasks is one source partition ``{"task.id": i}`` with position
 ``{"current.iteration": n}`` (records emitted so far). Record ``n`` of task ``i`` is a pure function of
 ``(random.seed, i, n)`` (counter-based hashing, vectorised with numpy), so a replayed micro-batch yields the

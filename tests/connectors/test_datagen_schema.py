@@ -147,3 +147,14 @@ def test_schema_derived_spark_types_and_keys(spark, tmp_path):
         "connector.class": "DatagenConnector", "kafka.topic": "t", "quickstart": "TRANSACTIONS",
         "iterations": "3", "max.interval": "0"}).load().collect()
     assert [r.key for r in keyless] == [1, 2, 3]  # transactions' key field: transaction_id
+
+
+def test_attack_schema_filename_over_rest_is_held_to_the_allowed_paths(tmp_path):
+    """A REST user naming a host file as the schema: the worker's path policy refuses it by key, before reading."""
+    from spark_connect_bridge.runtime.policy import ConnectorPolicy
+
+    policy = ConnectorPolicy(allowed_paths=(str(tmp_path),), forbidden_paths=(str(tmp_path / "state"),))
+    config = {"connector.class": "DatagenConnector", "kafka.topic": "t"}
+    for target in ("/etc/passwd", str(tmp_path / "state" / "keys.json"), str(tmp_path / ".." / "x.avro")):
+        assert [p.key for p in policy.check({**config, "schema.filename": target})] == ["schema.filename"]
+    assert policy.check({**config, "schema.filename": str(tmp_path / "s.avro")}) == []
