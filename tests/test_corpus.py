@@ -120,11 +120,6 @@ NOT_YET = {
     **{f"debezium-examples/{name}": "no transformation plugin named 'io.debezium.transforms.outbox.EventRouter'"
        for name in ("outbox__register-postgres.json", "saga__register-credit-connector.json",
                     "saga__register-order-connector.json", "saga__register-payment-connector.json")},
-    **{f"kafka-connect-datagen/connector_{name}.config": "for configuration quickstart"
-       for name in ("campaign_finance", "credit_cards", "inventory", "product", "purchases", "stock_trades",
-                    "stores", "transactions")},
-    "kafka-connect-datagen/connector_custom.config": "schema.filename is not supported yet",
-    "kafka-connect-datagen/connector_pageviews_string.config": "schema.string is not supported yet",
 }
 
 

@@ -1,5 +1,12 @@
 """Datagen: mock records from quickstart schemas, like Confluent's kafka-connect-datagen.
 
+The schema comes, in datagen's precedence, from ``quickstart`` (case-insensitive; every quickstart of datagen),
+``schema.string`` or ``schema.filename`` (a path, else a shipped quickstart file of that name): an Avro schema with
+``arg.properties``, compiled by :mod:`.datagen_schema` into vectorised generators. ``orders``, ``users`` and
+``pageviews`` keep the hand-written generators below. Records of a schema-driven source carry the time they are made
+(as Kafka's producer stamps datagen's records), and a null key unless ``schema.keyfield`` (or the quickstart's
+default key field) names one.
+
 Each of ``tasks.max`` tasks is one source partition ``{"task.id": i}`` with position
 ``{"current.iteration": n}`` (records emitted so far). Record ``n`` of task ``i`` is a pure function of
 ``(random.seed, i, n)`` (counter-based hashing, vectorised with numpy), so a replayed micro-batch yields the
@@ -27,10 +34,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
-from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidString
+from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ..core.records import no_headers, record_schema
 from ..errors import ConfigProblem
 from .base import ReadRange, SourceConnector
+from .datagen_schema import QUICKSTART_FILES, CompiledSchema, SchemaError, compile_schema, load_schema_file
 from .offsets import Offsets, partition_key
 
 __all__ = ["DatagenConnector", "QUICKSTARTS"]
@@ -81,6 +89,12 @@ class _Gen:
         import pyarrow as pa
 
         return pa.array(options).take(pa.array(self.ints(field, 0, len(options) - 1)))
+
+    def child(self, idx: Any) -> _Gen:
+        """The same streams over other indices (the elements of arrays and maps)."""
+        g = object.__new__(_Gen)
+        g.np, g.idx, g.base = self.np, idx, self.base
+        return g
 
 
 def _orders(g: _Gen, task: int, tasks: int) -> tuple[dict[str, Any], Any]:
@@ -150,21 +164,60 @@ QUICKSTARTS: dict[str, tuple[Callable[[], Any], str, Callable[..., Any]]] = {
 }
 
 
-def _unsupported(what: str) -> Lambda:
-    return Lambda(lambda v: f"{what} is not supported yet; use quickstart" if v else None, "empty")
+def _quickstart_valid(v: str) -> str | None:
+    if v and v.lower() not in QUICKSTART_FILES:
+        return f"quickstart must be one out of {','.join(QUICKSTART_FILES)}"
+    return None
+
+
+def _schema_valid(key: str) -> Lambda:
+    def check(v: str) -> str | None:
+        if not v:
+            return None
+        try:
+            text = load_schema_file(v) if key == "schema.filename" else v
+            compile_schema(text, key)
+        except SchemaError as e:
+            return f"Unable to use the provided schema: {e}"
+        return None
+    return Lambda(check, "an Avro schema with arg.properties")
+
+
+def resolve_schema(cfg: Any) -> tuple[str | CompiledSchema, str]:
+    """The schema to generate (a built-in generator's name, or a compiled schema) and its default key field,
+    in datagen's precedence: quickstart, schema.string, schema.filename."""
+    if cfg.quickstart:
+        name = cfg.quickstart.lower()
+        file, keyfield = QUICKSTART_FILES[name]
+        if name in QUICKSTARTS:
+            return name, keyfield
+        return compile_schema(load_schema_file(file), f"quickstart {name}"), keyfield
+    if cfg.schema_string:
+        return compile_schema(cfg.schema_string, "schema.string"), ""
+    return compile_schema(load_schema_file(cfg.schema_filename), "schema.filename"), ""
+
+
+def _value_type(source: str | CompiledSchema) -> Any:
+    return QUICKSTARTS[source][0]() if isinstance(source, str) else source.spark_type
 
 
 def _one_schema(cfg: Any) -> list[ConfigProblem]:
-    if not cfg.quickstart:
-        return [ConfigProblem("quickstart", "Missing configuration quickstart: set one of "
-                                            + ", ".join(QUICKSTARTS))]
+    if not (cfg.quickstart or cfg.schema_string or cfg.schema_filename):
+        return [ConfigProblem("quickstart", "Missing configuration quickstart: set one of quickstart, schema.string "
+                                            "or schema.filename")]
+    try:
+        source, _ = resolve_schema(cfg)
+    except SchemaError as e:
+        key = "quickstart" if cfg.quickstart else "schema.string" if cfg.schema_string else "schema.filename"
+        if key == "quickstart":  # the other keys' own validators report theirs
+            return [ConfigProblem(key, f"Unable to use quickstart {cfg.quickstart}: {e}")]
+        return []
     keyfield = cfg.schema_keyfield
     if keyfield:
-        fields = set(QUICKSTARTS[cfg.quickstart][0]().fieldNames())
+        fields = set(_value_type(source).fieldNames())
         if keyfield not in fields:
             return [ConfigProblem("schema.keyfield", f"Invalid value {keyfield} for configuration schema.keyfield: "
-                                                     f"quickstart {cfg['quickstart']} has fields "
-                                                     f"{', '.join(sorted(fields))}")]
+                                                     f"the schema has fields {', '.join(sorted(fields))}")]
     return []
 
 
@@ -178,14 +231,14 @@ class DatagenConnector(SourceConnector):
         ConfigDef()
         .define("kafka.topic", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH,
                 doc="The topic to write to.")
-        .define("quickstart", Type.STRING, "", ValidString("", *QUICKSTARTS), Importance.HIGH,
-                "The name of the quickstart schema to generate.")
+        .define("quickstart", Type.STRING, "", Lambda(_quickstart_valid, ", ".join(QUICKSTART_FILES)),
+                Importance.HIGH, "The name of the quickstart schema to generate (case-insensitive).")
         .define("schema.keyfield", Type.STRING, "", importance=Importance.MEDIUM,
                 doc="The value field used as the record key (default: the quickstart's).")
-        .define("schema.string", Type.STRING, "", _unsupported("schema.string"), Importance.LOW,
-                "Confluent: a literal Avro schema to generate from. Not supported yet.")
-        .define("schema.filename", Type.STRING, "", _unsupported("schema.filename"), Importance.LOW,
-                "Confluent: a file holding the Avro schema. Not supported yet.")
+        .define("schema.string", Type.STRING, "", _schema_valid("schema.string"), Importance.LOW,
+                "An Avro record schema with arg.properties to generate from (when quickstart is empty).")
+        .define("schema.filename", Type.STRING, "", _schema_valid("schema.filename"), Importance.LOW,
+                "A file holding the Avro schema (a shipped quickstart file name when the path does not exist).")
         .define("max.interval", Type.LONG, 500, Range.at_least(0), Importance.MEDIUM,
                 "Milliseconds between records of one task (steady rate 1000/max.interval per second); "
                 "0 generates as fast as Spark reads.")
@@ -199,6 +252,7 @@ class DatagenConnector(SourceConnector):
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
         self._origin: tuple[float, dict[str, int]] | None = None  # rate clock (driver only)
+        self._resolved: tuple[str | CompiledSchema, str] | None = None
 
     @property
     def _tasks(self) -> int:
@@ -207,12 +261,20 @@ class DatagenConnector(SourceConnector):
     def _keys(self) -> list[str]:
         return [partition_key({"task.id": i}) for i in range(self._tasks)]
 
+    def _source(self) -> tuple[str | CompiledSchema, str]:
+        if self._resolved is None:
+            self._resolved = resolve_schema(self.config)
+        return self._resolved
+
     def _keyfield(self) -> str:
-        return self.config.schema_keyfield or QUICKSTARTS[self.config.quickstart][1]
+        return self.config.schema_keyfield or self._source()[1]
 
     def schema(self) -> Any:
-        value = QUICKSTARTS[self.config.quickstart][0]()
-        key = next(f.dataType for f in value.fields if f.name == self._keyfield())
+        from pyspark.sql.types import StringType
+
+        value = _value_type(self._source()[0])
+        keyfield = self._keyfield()
+        key = next(f.dataType for f in value.fields if f.name == keyfield) if keyfield else StringType()
         return record_schema(key, value)
 
     def initial_offsets(self) -> Offsets:
@@ -254,15 +316,22 @@ class DatagenConnector(SourceConnector):
         task = int(rng.partition["task.id"])
         lo = int(rng.start["current.iteration"]) if rng.start else 0
         hi = int(rng.end["current.iteration"])
-        _, _, gen = QUICKSTARTS[self.config.quickstart]
+        source = self._source()[0]
         keyfield, topic = self._keyfield(), self.config.kafka_topic
         for a in range(lo, hi, _BATCH):
             idx = np.arange(a, min(hi, a + _BATCH), dtype=np.int64)
             n = len(idx)
-            cols, ts_ms = gen(_Gen(self.config.random_seed, task, idx), task, self._tasks)
-            value = pa.StructArray.from_arrays(list(cols.values()), names=list(cols))
+            g = _Gen(self.config.random_seed, task, idx)
+            if isinstance(source, str):
+                cols, ts_ms = QUICKSTARTS[source][2](g, task, self._tasks)
+                value = pa.StructArray.from_arrays(list(cols.values()), names=list(cols))
+            else:  # the record's time: when it is made, as Kafka's producer stamps datagen's records
+                value = source.gen(g)
+                cols = {value.type.field(i).name: value.field(i) for i in range(value.type.num_fields)}
+                ts_ms = np.full(n, int(time.time() * 1000))
+            key = cols[keyfield] if keyfield else pa.nulls(n, pa.string())
             yield pa.RecordBatch.from_arrays(
-                [cols[keyfield], value, pa.repeat(pa.scalar(topic, pa.string()), n),
+                [key, value, pa.repeat(pa.scalar(topic, pa.string()), n),
                  pa.array(np.full(n, task, dtype=np.int32)), pa.array(idx),
                  pa.array(ts_ms * 1000, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
                  no_headers(n)],
