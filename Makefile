@@ -13,8 +13,16 @@ $(VENV)/.installed: setup.cfg constraints.txt pyproject.toml
 
 install: $(VENV)/.installed
 
+# What the demo needs, far less than the dev extra: the package with its delta extra (deltalake: the topic store's
+# Delta tables). make test adds the rest to the same venv.
+$(VENV)/.demo-installed: setup.cfg constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -c constraints.txt -e '.[delta]'
+	touch $@
+
 # The main job: datagen "orders" -> the topic store (a Delta table per topic under work/topics), until caught up.
-demo: $(VENV)/.installed
+demo: $(VENV)/.demo-installed
 	$(VENV)/bin/kconnect run conf/demo/datagen-orders.properties --topics-dir work/topics \
 	    --checkpoint-dir work/checkpoints --once
 

@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import time
+import traceback
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ from .docs import plugin_markdown
 from .engine.pipeline import check_routes, read_stream, unmatched_records, write_stream, write_topic_store
 from .engine.queries import stop_query
 from .engine.topic_store import TopicStore
-from .errors import ConfigError, ConnectError
+from .errors import ConfigError, ConnectError, headline
 from .jvm import with_session_defaults
 from .rest.client import Client
 from .runtime.group import run_distributed
@@ -39,6 +40,18 @@ from .version import __version__
 __all__ = ["main"]
 
 log = logging.getLogger("spark_connect_bridge.cli")
+
+
+class QueryFailed(ConnectError):
+    """A query of ``kconnect run`` failed: our message (or the first line of Spark's) with Spark's whole text kept
+    for ``--debug``."""
+
+    def __init__(self, name: str, error: Any):
+        text = str(getattr(error, "desc", None) or error)
+        first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+        super().__init__(f"query {name} failed: {headline(text) or first}")
+        stack = getattr(error, "stackTrace", None) or getattr(error, "_stackTrace", None)  # the JVM's (pyspark 4)
+        self.trace = f"{text}\n\nJVM stacktrace:\n{stack}" if stack and str(stack) not in text else text
 
 
 def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
@@ -53,6 +66,20 @@ def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
     spark = with_session_defaults(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _quiet_query_failures(spark: Any) -> None:
+    """A failed query is reported once, by :class:`QueryFailed` (our message; Spark's traces with ``--debug``):
+    the copies of its stack trace that Spark's own loggers print at ERROR as the task, the stage and the query fail
+    are silenced (the loggers the worker silences while it cancels a batch)."""
+    from .runtime.worker import _CANCEL_NOISE, _Log4jLevels
+
+    try:
+        levels = _Log4jLevels(spark._jvm)
+        for name in _CANCEL_NOISE:
+            levels.set(name, "OFF")
+    except Exception:  # not a classic JVM session: nothing to silence
+        log.debug("no log4j access", exc_info=True)
 
 
 def _rate(records: int, seconds: float) -> str:
@@ -92,7 +119,7 @@ def _await(queries: list[Any], graceful_timeout_s: float) -> int:
         seen[i] = _print_progress(q, seen[i], started)
         total += sum(p.get("numInputRows", 0) for p in q.recentProgress)
         if q.exception() is not None:
-            raise ConnectError(f"query {q.name} failed: {q.exception()}")
+            raise QueryFailed(q.name, q.exception())
     return total
 
 
@@ -100,6 +127,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     source = check_config(load_config_file(args.source), kind="source").prepared  # every problem before Spark
     sinks = [check_config(load_config_file(s), kind="sink").prepared for s in args.sink]
     spark = _spark(args.master, "kconnect-run", args.conf)
+    if not args.debug:
+        _quiet_query_failures(spark)
     check_routes(spark, source, sinks)  # a sink that can take none of the source's topics
     started = time.monotonic()
     df = read_stream(spark, source)
@@ -247,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kconnect", description="Kafka Connect pipelines on Apache Spark.")
     p.add_argument("--version", action="version", version=f"kconnect {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    p.add_argument("--debug", action="store_true",
+                   help="on a failure, print Spark's whole Java/Python stack trace after the message")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a source config into a sink config (or into the topic store)")
@@ -341,12 +372,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     except ConnectError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {headline(e) or e}", file=sys.stderr)
+        _trace(args, getattr(e, "trace", None) or ("".join(traceback.format_exception(e)) if args.debug else None))
+        return 2 if isinstance(e, ConfigError) else 1
+    except Exception as e:  # Spark's error around one of ours (a Py4J or analysis error of a batch write)
+        ours = headline(e)
+        if ours is None:
+            raise
+        print(f"error: {ours}", file=sys.stderr)
+        _trace(args, "".join(traceback.format_exception(e)))
         return 1
+
+
+def _trace(args: argparse.Namespace, trace: str | None) -> None:
+    """The stack trace behind a message: printed with ``--debug``, else a line saying how to see it."""
+    if not trace:
+        return
+    if args.debug:
+        print(f"\n{trace.rstrip()}", file=sys.stderr)
+    else:
+        print("(Spark's Java/Python stack trace: run again with kconnect --debug ...)", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

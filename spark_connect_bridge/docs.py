@@ -108,8 +108,23 @@ def update_reference(directory: str = REFERENCE_DIR) -> list[str]:
     return changed
 
 
-if __name__ == "__main__":  # python -m spark_connect_bridge.docs [docs/reference]
+def main(argv: list[str]) -> int:
+    """``python -m spark_connect_bridge.docs [DIRECTORY]``: regenerate the reference pages of the docs site."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m spark_connect_bridge.docs",
+        description="Regenerate the generated reference pages of the docs site (one page per plugin family and "
+                    "the common keys) from the plugins' config declarations; prints the pages that changed.")
+    parser.add_argument("directory", nargs="?", default=REFERENCE_DIR,
+                        help="where the pages go (default: %(default)s, relative to the working directory)")
+    args = parser.parse_args(argv)
+    written = update_reference(args.directory)
+    print(f"reference pages updated: {', '.join(written)}" if written else "reference pages already up to date")
+    return 0
+
+
+if __name__ == "__main__":
     import sys
 
-    written = update_reference(sys.argv[1] if len(sys.argv) > 1 else REFERENCE_DIR)
-    print(f"reference pages updated: {', '.join(written)}" if written else "reference pages already up to date")
+    sys.exit(main(sys.argv[1:]))

@@ -7,6 +7,7 @@ record-level problems are :class:`RecordError`; retriable system problems are :c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ __all__ = [
     "RetriableError",
     "DataError",
     "FencedError",
+    "headline",
 ]
 
 
@@ -95,3 +97,34 @@ class RecordError(ConnectError):
 
 class RetriableError(ConnectError):
     """A transient failure (connection refused or reset, timeout, deadlock); the operation may succeed later."""
+
+
+# "spark_connect_bridge.errors.ConfigError: Invalid configuration ..." as a Python traceback ends, wherever Spark
+# put it (a Python worker's traceback inside a Java exception inside a Py4J or streaming query exception).
+_OURS = re.compile(r"(?:^|[\s:])spark_connect_bridge\.(?:\w+\.)*(\w+(?:Error|Exception)): (.*)$")
+
+
+def headline(error: BaseException | str) -> str | None:
+    """Our own message inside a failure Spark wrapped in stack traces, once; ``None`` when there is none.
+
+    A config or record error raised in a Spark task reaches the driver as the text of a Java exception that holds
+    the Python worker's traceback, often twice (the task's failure and the job's). The last error of ours in that
+    text is the one raised first, at the cause; its message lines follow it (``  - key: ...`` for several
+    problems). An error of ours raised on the driver is its own message.
+    """
+    text = str(error)
+    if isinstance(error, ConnectError) and "Traceback (most recent call last)" not in text:
+        return text
+    lines = text.splitlines()
+    found: str | None = None
+    for i, line in enumerate(lines):
+        m = _OURS.search(line)
+        if not m:
+            continue
+        message = [m.group(2)]
+        for more in lines[i + 1:]:
+            if not more.startswith("  - "):
+                break
+            message.append(more)
+        found = "\n".join(message)
+    return found

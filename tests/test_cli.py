@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from spark_connect_bridge.cli import _rate, main
 from tests.runtime.worker_helpers import start_worker  # noqa: F401 - a fixture of the worker test below
@@ -20,6 +21,30 @@ def test_jvm_module_help_is_its_usage_not_a_traceback():
                          text=True, timeout=120, check=False)
     assert run.returncode == 0 and run.stderr == "", run.stderr
     assert run.stdout.startswith("usage: python -m spark_connect_bridge.jvm") and "kafka-broker" in run.stdout
+
+
+def test_docs_module_help_is_its_usage_not_a_traceback(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "spark_connect_bridge.docs", "--help"], capture_output=True,
+                         text=True, timeout=120, check=False, cwd=tmp_path)
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert run.stdout.startswith("usage: python -m spark_connect_bridge.docs") and "docs/reference" in run.stdout
+    assert list(tmp_path.iterdir()) == []  # no directory called --help
+
+
+def test_make_demo_installs_what_the_demo_needs_and_make_test_the_dev_extra(tmp_path):
+    """make demo (on a machine where nothing is installed yet): the package with its delta extra, not the 1.4 GB
+    dev extra; make test still installs dev. (The demo itself runs in tests/test_readme.py.)"""
+    root = Path(__file__).resolve().parent.parent
+
+    def plan(target: str) -> str:
+        run = subprocess.run(["make", "-n", target, f"VENV={tmp_path / 'venv'}"], cwd=root, capture_output=True,
+                             text=True, timeout=60, check=True)
+        return run.stdout
+
+    demo = plan("demo")
+    assert "pip install -q -c constraints.txt -e '.[delta]'" in demo and "[dev]" not in demo
+    assert "kconnect run conf/demo/datagen-orders.properties" in demo
+    assert "-e '.[dev]'" in plan("test")
 
 
 def test_connectors_list_of_a_worker_without_connectors_says_so(start_worker, capsys):  # noqa: F811

@@ -10,7 +10,10 @@ own port 8083), connect-distributed.properties with worker processes (tests/dist
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -238,3 +241,87 @@ def test_datagen_orders_into_jdbc_with_flatten(spark, pg):
     assert len(expected) == 20
     assert sorted(pg.execute("SELECT orderid, itemid, address_city, address_state, address_zipcode FROM orders",
                              database=db)) == expected
+
+
+def test_kconnect_run_prints_a_runtime_config_error_once_first_with_the_trace_behind_debug(pg, tmp_path):
+    """`kconnect run` of datagen's orders into the JDBC sink without its Flatten transform: the sink's message
+    (the field, its type, the transform to add) once, first; Spark's Java/Python stack traces only with --debug."""
+    db = pg.new_database("orders_cli")
+    sink = {**scb.load_config_file(str(CONF / "datagen-to-jdbc.properties")),
+            "connection.url": f"jdbc:postgresql://127.0.0.1:{pg.port}/{db}?user=postgres"}
+    (tmp_path / "sink.properties").write_text("".join(f"{k}={v}\n" for k, v in sink.items()
+                                                      if not k.startswith("transforms")))
+    (tmp_path / "orders.properties").write_text("name=orders\nconnector.class=DatagenConnector\nkafka.topic=orders\n"
+                                                "quickstart=orders\niterations=5\nmax.interval=0\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+    def kconnect(*flags: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(Path(sys.executable).with_name("kconnect")), *flags, "run", "orders.properties",
+                               "sink.properties", "--once", "--checkpoint-dir", f"ckpt{len(flags)}"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    run = kconnect()
+    assert run.returncode == 1, run.stderr[-3000:]
+    # What the JVM says while starting (its own WARNING lines) comes before; from our line on, nothing but the hint.
+    lines = run.stderr.strip().splitlines()
+    ours = [i for i, line in enumerate(lines) if line.startswith("error:")]
+    assert len(ours) == 1, run.stderr[-3000:]
+    first, *rest = lines[ours[0]:]
+    assert re.match(r"error: query .* failed: .*value field 'address' is struct<.*Flatten transform", first), first
+    assert rest == ["(Spark's Java/Python stack trace: run again with kconnect --debug ...)"], run.stderr[-3000:]
+    assert "Traceback" not in run.stderr and "\tat " not in run.stderr and run.stderr.count("'address'") == 1
+    debug = kconnect("--debug")
+    assert debug.returncode == 1
+    lines = debug.stderr.strip().splitlines()
+    assert next(line for line in lines if line.startswith("error:")) == first
+    after = debug.stderr.split(first, 1)[1]
+    assert "Traceback (most recent call last)" in after and "at org.apache.spark." in after  # Python and Java
+
+
+def test_worker_on_kafka_runs_datagen_into_kafka_and_a_sink_out_of_it(tmp_path):
+    """`kconnect standalone conf/worker-kafka.properties conf/datagen.properties conf/kafka-orders-file-sink.properties`
+    as a process with its own Spark session, on the run's broker: the orders go through Kafka as schemaless JSON and
+    the sink writes them. Changed: the broker's address, the port, the state and output paths, and the topic's name
+    (the run's broker is shared)."""
+    from tests.support.postgres import free_port
+    from tests.support.processes import interrupt
+
+    topic = f"orders-{time.monotonic_ns()}"
+    port, out = free_port(), tmp_path / "orders.jsonl"
+    worker = {**scb.load_config_file(str(CONF / "worker-kafka.properties")), "bootstrap.servers": servers.kafka(),
+              "listeners": f"http://127.0.0.1:{port}", "offset.storage.dir": str(tmp_path / "state")}
+    source = {**scb.load_config_file(str(CONF / "datagen.properties")), "kafka.topic": topic}
+    sink = {**scb.load_config_file(str(CONF / "kafka-orders-file-sink.properties")), "topics": topic,
+            "file": str(out)}
+    paths = []
+    for name, config in (("worker", worker), ("source", source), ("sink", sink)):
+        paths.append(tmp_path / f"{name}.properties")
+        paths[-1].write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_PYTHON"}
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log = tmp_path / "worker.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([str(Path(sys.executable).with_name("kconnect")), "standalone", *map(str, paths)],
+                                cwd=tmp_path, env=env, stdout=f, stderr=subprocess.STDOUT)
+        try:
+            got = until_lines(out, 10, proc, log)
+        finally:
+            interrupt(proc)
+    # FileStreamSink writes each value as Kafka's does: the schemaless JSON value is a Map, written as Java prints
+    # one ({orderid=0, itemid=Item_457, address={zipcode=71585, city=City_98, state=State_91}, ...}).
+    orders = [dict(re.findall(r"(orderid|itemid|city)=([^,}]+)", line)) for line in got]
+    assert [int(o["orderid"]) for o in orders] == list(range(len(orders)))
+    assert all(o["itemid"].startswith("Item_") and o["city"].startswith("City_") for o in orders), got
+    assert topic in servers_topics()
+
+
+def until_lines(path: Path, n: int, proc: subprocess.Popen, log: Path) -> list[str]:
+    from tests.support.waiting import until
+
+    return until(lambda: proc.poll() is None and path.exists() and len(lines := path.read_text().splitlines()) >= n
+                 and lines, what=f"{n} orders in {path.name}", timeout=300, explain=lambda: log.read_text()[-3000:])
+
+
+def servers_topics() -> set[str]:
+    return set(admin_client({"bootstrap.servers": servers.kafka()}).list_topics(timeout=30).topics)

@@ -58,9 +58,11 @@ def _hint(worker_python: str) -> str:
              "'python3' from PATH, because PYSPARK_PYTHON is not set")
     activate = (f"Activate the virtual environment before starting Python (source {os.path.dirname(driver)}/activate), "
                 "or set" if sys.prefix != sys.base_prefix else "Set")
-    return (f"Spark's Python workers run {worker_python!r} ({where}), while this program runs {driver!r}. "
-            f"{activate} PYSPARK_PYTHON={driver} before the SparkSession is created (spark-submit: "
-            f"--conf spark.pyspark.python={driver}), or install spark_connect_bridge into {worker_python!r}.")
+    return (f"Spark's Python workers run {worker_python!r} ({where}), while this program runs {driver!r}; "
+            f"there format(\"kconnect\") fails with DATA_SOURCE_NOT_FOUND. {activate} PYSPARK_PYTHON={driver} "
+            f"before the SparkSession is created (spark-submit: PYSPARK_PYTHON={driver} spark-submit ..., which "
+            f"also finds SPARK_HOME from a venv that is not activated, or --conf spark.pyspark.python={driver}), or "
+            f"install spark_connect_bridge into {worker_python!r}.")
 
 
 def check_python_workers(spark: Any) -> None:

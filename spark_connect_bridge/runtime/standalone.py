@@ -21,13 +21,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..config import load_config_file
-from ..errors import ConfigError, ConfigProblem, ConnectError
+from ..errors import ConfigError, ConfigProblem, ConnectError, headline
 from ..rest import RestServer
 from .errors import NotFoundError
 from .service import ConnectService
 from .worker_config import WorkerConfig, basic_auth_users, load_worker_config, parse_worker_config
 
-__all__ = ["RunningWorker", "apply_connector_file", "status_rows", "status_table"]
+__all__ = ["RunningWorker", "apply_connector_file", "status_lines", "status_rows", "status_table"]
 
 log = logging.getLogger(__name__)
 
@@ -92,32 +92,88 @@ def status_rows(service: ConnectService) -> list[dict[str, Any]]:
         rows.append({"connector": name, "type": st["type"], "state": st["connector"]["state"],
                      "tasks": len(st["tasks"]), "in": m["records_in_per_sec"], "out": m["records_out_per_sec"],
                      "batch_ms": m["batch_duration_ms"], "lag": m["lag"], "dead_lettered": m["dead_lettered"],
-                     "total_in": m["records_in_total"]})
+                     "total_in": m["records_in_total"], "total_out": m["records_out_total"],
+                     "batches": m["batches"], "trace": st["connector"].get("trace")})
     return rows
+
+
+def status_lines(service: ConnectService, seen: dict[str, dict[str, Any]]) -> list[str]:
+    """Lines for what changed since ``seen`` (updated): a connector's new state (a failure with its message, not its
+    stack trace), its new batches with their records, a connector deleted. What the worker prints when stdout is
+    not a terminal (a log file, ``docker logs``, systemd), where the live table cannot be drawn."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    lines, rows = [], {r["connector"]: r for r in status_rows(service)}
+    for name, r in rows.items():
+        before = seen.get(name)
+        if before is None or before["state"] != r["state"]:
+            why = ""
+            if r["state"] == "FAILED" and r["trace"]:
+                why = f": {headline(r['trace']) or r['trace'].strip().splitlines()[0]}"
+            lines.append(f"{stamp} connector {name} ({r['type']}, {r['tasks']} tasks): {r['state']}{why}")
+        if r["batches"] > (before["batches"] if before else 0) and r["total_in"] != (before or {}).get("total_in"):
+            new_in = r["total_in"] - (before["total_in"] if before else 0)
+            done = r["batches"] - (before["batches"] if before else 0)
+            lines.append(f"{stamp} connector {name}: {done} batch{'es' if done > 1 else ''}, {new_in:,} records in "
+                         f"({r['total_in']:,} in, {r['total_out']:,} out in all"
+                         + (f", lag {r['lag']:,}" if r["lag"] is not None else "") + ")")
+    lines += [f"{stamp} connector {name}: deleted" for name in seen if name not in rows]
+    seen.clear()
+    seen.update(rows)
+    return lines
 
 
 _STYLES = {"RUNNING": "green", "FAILED": "bold red", "PAUSED": "yellow", "STOPPED": "dim", "RESTARTING": "cyan",
            "UNASSIGNED": "dim"}
 
 
-def status_table(service: ConnectService, url: str = "") -> Any:
-    """A rich Table of :func:`status_rows`."""
+#: The live table's columns, and the order in which a terminal too narrow for all of them drops them (the name,
+#: state and records in are always shown, whole).
+_COLUMNS = (("connector", "left"), ("type", "left"), ("state", "left"), ("tasks", "right"), ("records/s in", "right"),
+            ("records/s out", "right"), ("batch ms", "right"), ("lag", "right"), ("dead-lettered", "right"),
+            ("records in", "right"))
+_DROPPED_FIRST = ("dead-lettered", "batch ms", "records/s out", "tasks", "type", "lag", "records/s in")
+
+
+def status_table(service: ConnectService, url: str = "", width: int | None = None) -> Any:
+    """A rich Table of :func:`status_rows`, as wide as ``width`` (the terminal's; default: no limit). Nothing is
+    cut: where the columns do not fit whole, the least needed ones are left out, and the caption says so."""
     from rich.table import Table
 
+    rows = status_rows(service)
+    dash = "-"
+    cells = [{"connector": r["connector"], "type": r["type"], "state": r["state"], "tasks": str(r["tasks"]),
+              "records/s in": f"{r['in']:,.0f}", "records/s out": f"{r['out']:,.0f}",
+              "batch ms": dash if r["batch_ms"] is None else f"{r['batch_ms']:,}",
+              "lag": dash if r["lag"] is None else f"{r['lag']:,}",
+              "dead-lettered": dash if r["dead_lettered"] is None else f"{r['dead_lettered']:,}",
+              "records in": f"{r['total_in']:,}"} for r in rows]
+
+    def need(col: str, header_lines: int) -> int:  # a value is never cut; a header takes one line or one per word
+        return max([len(col) if header_lines == 1 else max(len(w) for w in col.split()), *(len(c[col]) for c in cells)])
+
+    def fits(columns: list[str], header_lines: int) -> bool:
+        return width is None or sum(need(c, header_lines) + 3 for c in columns) + 1 <= width
+
+    shown = [col for col, _ in _COLUMNS]
+    for col in _DROPPED_FIRST:
+        if fits(shown, 2):
+            break
+        shown.remove(col)
+    header_lines = 1 if fits(shown, 1) else 2
     t = Table(title=f"kconnect worker {url}  ({time.strftime('%H:%M:%S')})", title_justify="left")
-    for col, just in (("connector", "left"), ("type", "left"), ("state", "left"), ("tasks", "right"),
-                      ("records/s in", "right"), ("records/s out", "right"), ("batch ms", "right"),
-                      ("lag", "right"), ("dead-lettered", "right"), ("records in", "right")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
-    if not service.ready:
-        t.caption = "starting Spark ..."
-    for r in status_rows(service):
-        dash = "-"
-        t.add_row(r["connector"], r["type"], f"[{_STYLES.get(r['state'], '')}]{r['state']}[/]", str(r["tasks"]),
-                  f"{r['in']:,.0f}", f"{r['out']:,.0f}",
-                  dash if r["batch_ms"] is None else f"{r['batch_ms']:,}",
-                  dash if r["lag"] is None else f"{r['lag']:,}",
-                  dash if r["dead_lettered"] is None else f"{r['dead_lettered']:,}", f"{r['total_in']:,}")
+    for col, just in _COLUMNS:
+        if col in shown:
+            t.add_column(col if header_lines == 1 else col.replace(" ", "\n"), justify=just,  # type: ignore[arg-type]
+                         min_width=need(col, header_lines), no_wrap=True)
+    captions = [] if service.ready else ["starting Spark ..."]
+    if len(shown) < len(_COLUMNS):
+        captions.append(f"{len(_COLUMNS) - len(shown)} columns left out to fit the terminal: widen it, or see "
+                        f"GET /connectors?expand=status")
+    if captions:
+        t.caption = "; ".join(captions)
+    for c in cells:
+        t.add_row(*(f"[{_STYLES.get(c['state'], '')}]{c['state']}[/]" if col == "state" else c[col]
+                    for col in shown))
     return t
 
 
@@ -150,13 +206,18 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
         from rich.console import Console
         from rich.live import Live
 
-        console = Console()
-        with Live(status_table(worker.service, worker.url), console=console, refresh_per_second=2) as lv:
+        console = Console()  # as wide as the terminal, read again at each refresh (a resized window)
+        with Live(status_table(worker.service, worker.url, console.width), console=console,
+                  refresh_per_second=2) as lv:
             while not _spark_lost_long_enough(worker, lost):
                 time.sleep(interval)
-                lv.update(status_table(worker.service, worker.url))
+                lv.update(status_table(worker.service, worker.url, console.width))
     else:
+        seen: dict[str, dict[str, Any]] = {}
         while not _spark_lost_long_enough(worker, lost):
+            if worker.service.ready:
+                for line in status_lines(worker.service, seen):
+                    print(line, flush=True)
             time.sleep(interval)
     return True
 

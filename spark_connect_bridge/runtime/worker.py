@@ -37,7 +37,7 @@ from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
-from ..errors import ConnectError
+from ..errors import ConnectError, headline
 from ..jvm import SAFE_PATH_ENV, configure_spark
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
@@ -465,7 +465,8 @@ class Worker:
                 if exc is not None:
                     rt.phase = "FAILED"
                     rt.trace = _trace_of(exc)
-                    log.error("Connector %s failed: %s", rt.name, str(exc).splitlines()[0] if str(exc) else exc)
+                    log.error("Connector %s failed: %s", rt.name,  # our message where Spark wrapped one
+                              headline(str(exc)) or (str(exc).splitlines()[0] if str(exc) else exc))
                 elif rt.state.target_state == "STARTED":
                     rt.phase = "FAILED"
                     rt.trace = "The connector's streaming query stopped unexpectedly"

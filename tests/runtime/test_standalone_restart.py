@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -76,6 +77,12 @@ spark.sql.shuffle.partitions=2
     try:
         wait_for(lambda: lines(out) == [f"line-{i}" for i in range(1, 21)], timeout=240,
                  what="the first 20 lines through the first worker")
+        # stdout is a file, not a terminal: no live table, but a line per state change and per new batches
+        log = wait_for(lambda: "connector lines: " in (t := (tmp_path / "worker1.log").read_text()) and t,
+                       what="a line for the source's batches in the worker's output")
+        assert re.search(r"^\S+ \S+ connector lines \(source, 1 tasks\): RUNNING$", log, re.M), log
+        assert re.search(r"^\S+ \S+ connector orders \(source, 1 tasks\): PAUSED$", log, re.M), log
+        assert re.search(r"^\S+ \S+ connector lines: \d+ batch(es)?, [\d,]+ records in \([\d,]+ in, ", log, re.M), log
         assert api.state("orders") == "PAUSED"
         with open(src, "a") as f:
             f.writelines(f"line-{i}\n" for i in range(21, 41))

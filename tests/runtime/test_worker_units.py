@@ -106,6 +106,57 @@ def test_status_table_shows_every_connector(tmp_path):
     assert svc.status("orders")["metrics"]["lag"] == 5
 
 
+def test_status_table_keeps_long_names_whole_on_an_80_column_terminal(tmp_path):
+    from rich.console import Console
+
+    from spark_connect_bridge.runtime.service import ConnectService
+    from spark_connect_bridge.runtime.standalone import status_table
+    from spark_connect_bridge.runtime.worker import ConnectorRuntime
+
+    svc = ConnectService(parse_worker_config({"offset.storage.dir": str(tmp_path)}))
+    name = "inventory-postgres-cdc-to-delta-merge"
+    svc.worker.runtimes[name] = ConnectorRuntime(ConnectorState(name, {"connector.class": "DatagenConnector"}),
+                                                 kind="source", phase="RUNNING")
+    console = Console(width=80, record=True)
+    console.print(status_table(svc, "http://127.0.0.1:8083", console.width))
+    text = console.export_text()
+    assert name in text and "RUNNING" in text and "…" not in text, text
+    assert "columns left out to fit the terminal" in text
+    table = text.split("┏", 1)[1].split("┘", 1)[0]
+    assert table.splitlines()[0].endswith("┓") and "records\n" not in table  # its right border: not cropped
+    assert max(len(line) for line in text.splitlines()) <= 80
+    wide = Console(width=200, record=True)  # a wide terminal: every column
+    wide.print(status_table(svc, "http://127.0.0.1:8083", wide.width))
+    text = wide.export_text()
+    assert name in text and "dead-lettered" in text and "…" not in text and "left out" not in text, text
+
+
+def test_status_lines_say_what_changed_once(tmp_path):
+    from spark_connect_bridge.runtime.service import ConnectService
+    from spark_connect_bridge.runtime.standalone import status_lines
+    from spark_connect_bridge.runtime.worker import ConnectorRuntime
+
+    svc = ConnectService(parse_worker_config({"offset.storage.dir": str(tmp_path)}))
+    rt = ConnectorRuntime(ConnectorState("orders", {"connector.class": "DatagenConnector"}), kind="source",
+                          phase="RUNNING")
+    svc.worker.runtimes["orders"] = rt
+    seen: dict = {}
+    first = status_lines(svc, seen)
+    assert [line.split(" ", 2)[2] for line in first] == ["connector orders (source, 1 tasks): RUNNING"]
+    assert status_lines(svc, seen) == []  # nothing changed, nothing printed
+    rt.metrics.batches, rt.metrics.records_in_total, rt.metrics.records_out_total = 2, 1500, 1500
+    assert [line.split(" ", 2)[2] for line in status_lines(svc, seen)] == [
+        "connector orders: 2 batches, 1,500 records in (1,500 in, 1,500 out in all)"]
+    rt.phase = "FAILED"
+    rt.trace = ("org.apache.spark.api.python.PythonException: Traceback (most recent call last):\n  File \"x\"\n"
+                "spark_connect_bridge.errors.ConfigError: Invalid configuration: value field 'address' is struct\n"
+                "\tat org.apache.spark.X\n")
+    assert [line.split(" ", 2)[2] for line in status_lines(svc, seen)] == [
+        "connector orders (source, 1 tasks): FAILED: Invalid configuration: value field 'address' is struct"]
+    del svc.worker.runtimes["orders"]
+    assert [line.split(" ", 2)[2] for line in status_lines(svc, seen)] == ["connector orders: deleted"]
+
+
 def test_workers_starting_at_once_share_one_complete_key(tmp_path):
     """The key that encrypts stored configs, created by whichever worker comes first: one starting at the same
     moment reads the whole key, never a file still empty (it failed "Fernet key must be 32 url-safe base64-encoded
