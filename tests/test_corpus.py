@@ -115,11 +115,6 @@ def test_the_corpus_holds_at_least_50_configs_each_with_its_source():
 NOT_YET = {
     **{f"debezium-examples/{name}": "no connector plugin named 'io.debezium.connector.jdbc.JdbcSinkConnector'"
        for name in ("cqrs__mysql-sink.json", "unwrap-smt__jdbc-sink.json")},
-    "debezium-examples/cqrs__postgres-source.json":
-        "no transformation plugin named 'io.debezium.transforms.ByLogicalTableRouter'",
-    **{f"debezium-examples/{name}": "no transformation plugin named 'io.debezium.transforms.outbox.EventRouter'"
-       for name in ("outbox__register-postgres.json", "saga__register-credit-connector.json",
-                    "saga__register-order-connector.json", "saga__register-payment-connector.json")},
     **{f"kafka-connect-datagen/connector_{name}.config": "for configuration quickstart"
        for name in ("campaign_finance", "credit_cards", "inventory", "product", "purchases", "stock_trades",
                     "stores", "transactions")},
