@@ -18,6 +18,7 @@ or Python objects::
 from __future__ import annotations
 
 from .base import Predicate, Step, Transformation
+from .by_logical_table_router import ByLogicalTableRouter
 from .cast import Cast
 from .catalog import CATALOG
 from .chain import Chain, Stage, apply_transforms, build_chain
@@ -32,6 +33,7 @@ from .hoist_field import HoistField
 from .insert_field import InsertField
 from .insert_header import InsertHeader
 from .mask_field import MaskField
+from .outbox_event_router import EventRouter
 from .predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
 from .regex_router import RegexRouter
 from .replace_field import ReplaceField
@@ -47,6 +49,7 @@ __all__ = [
     "Cast", "DropHeaders", "ExtractField", "Filter", "Flatten", "HeaderFrom", "HoistField", "InsertField",
     "InsertHeader", "MaskField", "RegexRouter", "ReplaceField", "SetSchemaMetadata", "TimestampConverter",
     "TimestampRouter", "ValueToKey", "ExtractNewRecordState", "Explode", "SqlTransform",
+    "EventRouter", "ByLogicalTableRouter",
     "TopicNameMatches", "HasHeaderKey", "RecordIsTombstone",
 ]
 

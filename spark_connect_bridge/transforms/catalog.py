@@ -24,6 +24,8 @@ _TRANSFORMS = [
     ("timestamp_router", "TimestampRouter", False, f"{_KAFKA}.TimestampRouter"),
     ("value_to_key", "ValueToKey", False, f"{_KAFKA}.ValueToKey"),
     ("extract_new_record_state", "ExtractNewRecordState", False, "io.debezium.transforms.ExtractNewRecordState"),
+    ("outbox_event_router", "EventRouter", False, "io.debezium.transforms.outbox.EventRouter"),
+    ("by_logical_table_router", "ByLogicalTableRouter", False, "io.debezium.transforms.ByLogicalTableRouter"),
     ("explode", "Explode", True, None),
     ("sql", "SqlTransform", False, None),
 ]

@@ -1,0 +1,112 @@
+"""Debezium's ByLogicalTableRouter: route the change events of several physical tables to one logical topic."""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from ..config import Config, ConfigDef, Importance, Type
+from ..config.validators import Lambda
+from ..core.topic_schemas import renamed_topics
+from ..errors import ConfigProblem
+from .base import Step, Transformation
+from .columns import q
+from .regex import anchored, group_count, java_regex_problem, replacement_parts, replacement_problem
+
+__all__ = ["ByLogicalTableRouter"]
+
+_ORIGINAL = "io.debezium.transforms.ByLogicalTableRouter"
+
+
+def _regex_problem(pattern: str | None) -> str | None:
+    return None if pattern is None else java_regex_problem(pattern)
+
+
+class ByLogicalTableRouter(Transformation):
+    """Rename the topic with ``topic.replacement`` where ``topic.regex`` matches the whole topic (Java syntax,
+    as RegexRouter). With ``key.enforce.uniqueness`` (default) a struct key of a rerouted record gets the field
+    ``key.field.name`` holding the original topic, or ``key.field.replacement`` applied to it where
+    ``key.field.regex`` matches: rows of different tables with the same primary key stay distinct. A Spark
+    column has one type, so records whose topic does not match carry that key field as null; a null key stays
+    null. Values are not changed."""
+
+    kafka_class = _ORIGINAL
+    config_def = (
+        ConfigDef()
+        .define("topic.regex", Type.STRING, validator=Lambda(java_regex_problem, "valid regex"),
+                importance=Importance.LOW,
+                doc="The regex used for extracting the name of the logical table from the original topic name.")
+        .define("topic.replacement", Type.STRING, importance=Importance.LOW,
+                doc="The replacement string used in conjunction with topic.regex.")
+        .define("key.enforce.uniqueness", Type.BOOLEAN, True, importance=Importance.LOW,
+                doc="Augment each record's key with a field denoting the source topic.")
+        .define("key.field.name", Type.STRING, "__dbz__physicalTableIdentifier", importance=Importance.LOW,
+                doc="The name of the key field holding the physical table identifier.")
+        .define("key.field.regex", Type.STRING, None, validator=Lambda(_regex_problem, "valid regex"),
+                importance=Importance.LOW,
+                doc="The regex used for extracting the physical table identifier from the original topic name.")
+        .define("key.field.replacement", Type.STRING, None, importance=Importance.LOW,
+                doc="The replacement string used in conjunction with key.field.regex.")
+        .accept(_ORIGINAL, group="Accepted (Debezium)", no_effect={
+            "logical.table.cache.size": "Spark evaluates the regex per record as a column expression: no cache",
+        })
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        problems = []
+        if (config.key_field_regex is None) != (config.key_field_replacement is None):
+            missing, other = (("key.field.regex", "key.field.replacement") if config.key_field_regex is None
+                              else ("key.field.replacement", "key.field.regex"))
+            problems.append(ConfigProblem(missing, f"Missing required configuration \"{missing}\": {other} is set"))
+        for regex, repl in (("topic.regex", "topic.replacement"), ("key.field.regex", "key.field.replacement")):
+            if config[regex] is None or config[repl] is None:
+                continue
+            reason = replacement_problem(config[repl], group_count(config[regex]))
+            if reason:
+                problems.append(ConfigProblem(repl, f"Invalid value {config[repl]} for configuration {repl}: "
+                                                    f"{reason}"))
+        return problems
+
+    def configure(self, config: Config) -> None:
+        self.regex = config.topic_regex
+        self.replacement = config.topic_replacement
+        self.unique = config.key_enforce_uniqueness
+        self.key_field = config.key_field_name
+        self.key_regex = config.key_field_regex
+        self.key_replacement = config.key_field_replacement
+
+    def plan(self, df: DataFrame) -> Step:
+        topic = F.col("topic")
+        pattern = anchored(self.regex)
+        matches = topic.rlike(pattern)
+        step = Step({"topic": F.regexp_replace(topic, F.lit(pattern), F.lit(self.replacement))})
+        key_t = df.schema["key"].dataType
+        if self.unique and isinstance(key_t, StructType):
+            ident = topic
+            if self.key_regex is not None:
+                ident = F.regexp_replace(topic, F.lit(anchored(self.key_regex)), F.lit(self.key_replacement))
+            key = F.col("key")
+            new = key.withField(q(self.key_field), F.when(matches, ident).otherwise(F.lit(None).cast("string")))
+            # update_fields drops field metadata: a cast to the output type restores it
+            ident_f = StructField(self.key_field, StringType(), True)
+            out_t = StructType([ident_f if f.name == self.key_field else f for f in key_t.fields]
+                               + ([] if self.key_field in key_t.fieldNames() else [ident_f]))
+            step.updates["key"] = F.when(key.isNull(), F.lit(None)).otherwise(new).cast(out_t)
+        step.metadata.update(renamed_topics(df.schema, self._rename))
+        return step
+
+    def _rename(self, topic: str) -> str | None:
+        """The new name of one topic, on the driver (None where Python's regex cannot tell)."""
+        parts = replacement_parts(self.replacement)
+        try:
+            match = re.fullmatch(self.regex, topic)
+        except re.error:
+            return None
+        if match is None:
+            return topic
+        if parts is None or any(isinstance(p, int) and p > (match.re.groups or 0) for p in parts):
+            return None
+        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in parts)

@@ -1,0 +1,213 @@
+"""Debezium's outbox EventRouter: turn the change events of an outbox table into the events its rows hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
+
+from ..config import Config, ConfigDef, Importance, Type, ValidString
+from ..config.validators import Lambda
+from ..errors import ConfigProblem
+from .base import Step, Transformation
+from .extract_new_record_state import _side_topics, is_envelope
+from .insert_header import append_headers
+from .regex import anchored, java_regex_problem
+from .values import header_bytes
+
+__all__ = ["EventRouter"]
+
+_ORIGINAL = "io.debezium.transforms.outbox.EventRouter"
+PLACEMENTS = ("header", "envelope", "partition")
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """One ``table.fields.additional.placement`` item: ``column:placement[:alias]``."""
+
+    field: str
+    placement: str
+    alias: str
+
+    @classmethod
+    def parse(cls, item: str) -> _Placement:
+        parts = [p.strip() for p in item.split(":")]
+        if len(parts) not in (2, 3) or not all(parts) or parts[1] not in PLACEMENTS:
+            raise ValueError(item)
+        return cls(parts[0], parts[1], parts[2] if len(parts) == 3 else parts[0])
+
+
+def _placement_problem(items: list[str] | None) -> str | None:
+    for item in items or []:
+        try:
+            _Placement.parse(item)
+        except ValueError:
+            return f"invalid item {item!r} (expected column:header|envelope|partition[:alias])"
+    return None
+
+
+class EventRouter(Transformation):
+    """The outbox event router: from each create (or snapshot read) event of an outbox table, one record whose
+    topic is ``route.topic.replacement`` applied to the row's ``route.by.field`` column (``route.topic.regex``
+    must match that value), whose key is the ``table.field.event.key`` column (null when the table has no such
+    column), whose value is the ``table.field.event.payload`` column (a struct ``{payload, <envelope fields>}``
+    when ``table.fields.additional.placement`` puts columns in the envelope), with header ``id`` (the event id
+    column), the placed headers, and the timestamp of ``table.field.event.timestamp`` (else the event's
+    ``ts_ms``). Deletes and tombstones are dropped; updates follow ``table.op.invalid.behavior`` (``warn``/
+    ``error`` drop them, ``fatal`` fails the record). A null payload with ``route.tombstone.on.empty.payload``
+    makes a tombstone. Records whose value is no envelope pass through untouched."""
+
+    kafka_class = _ORIGINAL
+
+    def reads_columns(self) -> tuple[str, ...]:
+        return ("value",)
+
+    config_def = (
+        ConfigDef()
+        .define("table.field.event.id", Type.STRING, "id", importance=Importance.LOW,
+                doc="The column which contains the event ID within the outbox table (header id).")
+        .define("table.field.event.key", Type.STRING, "aggregateid", importance=Importance.LOW,
+                doc="The column which contains the event key within the outbox table.")
+        .define("table.field.event.type", Type.STRING, "type", importance=Importance.LOW,
+                doc="The column which contains the event type within the outbox table (place it with "
+                    "table.fields.additional.placement).")
+        .define("table.field.event.payload", Type.STRING, "payload", importance=Importance.LOW,
+                doc="The column which contains the event payload within the outbox table.")
+        .define("table.field.event.timestamp", Type.STRING, None, importance=Importance.MEDIUM,
+                doc="A column whose value (epoch milliseconds or a timestamp) becomes the record timestamp; "
+                    "default: the change event's ts_ms.")
+        .define("table.fields.additional.placement", Type.LIST, None,
+                validator=Lambda(_placement_problem, "column:header|envelope|partition[:alias] items"),
+                importance=Importance.HIGH,
+                doc="Extra columns as a list of column:placement[:alias]; placement header, envelope (a field "
+                    "beside payload in the value) or partition.")
+        .define("table.field.additional.missing", Type.STRING, "error", ValidString("error", "skip"),
+                Importance.MEDIUM, "A placed column the table does not have: error fails every record, skip "
+                                   "leaves it out.")
+        .define("table.op.invalid.behavior", Type.STRING, "warn", ValidString("warn", "error", "fatal"),
+                Importance.MEDIUM, "Update events (only creates are expected): warn and error drop them "
+                                   "(Debezium logs at that level), fatal fails the record.")
+        .define("route.by.field", Type.STRING, "aggregatetype", importance=Importance.LOW,
+                doc="The column whose value is routed with route.topic.regex/route.topic.replacement.")
+        .define("route.topic.regex", Type.STRING, "(?<routedByValue>.*)",
+                validator=Lambda(java_regex_problem, "valid regex"), importance=Importance.LOW,
+                doc="The regex matched against the route.by.field value (Java syntax).")
+        .define("route.topic.replacement", Type.STRING, "outbox.event.${routedByValue}", importance=Importance.LOW,
+                doc="The topic name; ${routedByValue} (or a group of route.topic.regex) is the routed value.")
+        .define("route.tombstone.on.empty.payload", Type.BOOLEAN, False, importance=Importance.LOW,
+                doc="A null payload makes a tombstone (null value).")
+        .accept(_ORIGINAL, group="Accepted (Debezium)", no_effect={
+            "tracing.span.context.field": "no OpenTelemetry tracing here: nothing reads the span context",
+            "tracing.operation.name": "no OpenTelemetry tracing here",
+            "tracing.with.context.field.only": "no OpenTelemetry tracing here",
+        }, not_supported={
+            "table.field.event.schema.version": "a Spark column has one schema and no per-record schema "
+                                                "version: the value's schema carries no version",
+            "table.json.payload.null.behavior": "goes with table.expand.json.payload, which is refused",
+        }, refused={
+            "table.expand.json.payload": "expanding a JSON string needs the payload's schema before reading the "
+                                         "records; parse it downstream with from_json and a schema instead",
+        })
+    )
+
+    def validate(self, config: Config) -> list[ConfigProblem]:
+        if "routedByValue" in config.route_topic_replacement and "routedByValue" not in config.route_topic_regex:
+            return [ConfigProblem("route.topic.replacement", (
+                f"Invalid value {config.route_topic_replacement} for configuration route.topic.replacement: "
+                f"it names the group routedByValue, which route.topic.regex does not define"))]
+        return []
+
+    def configure(self, config: Config) -> None:
+        self.event_id = config.table_field_event_id
+        self.event_key = config.table_field_event_key
+        self.payload = config.table_field_event_payload
+        self.timestamp = config.table_field_event_timestamp
+        self.placements = [_Placement.parse(i) for i in config.table_fields_additional_placement or []]
+        self.missing_error = config.table_field_additional_missing == "error"
+        self.fatal_updates = config.table_op_invalid_behavior == "fatal"
+        self.route = config.route_by_field
+        self.pattern = anchored(config.route_topic_regex)
+        self.replacement = config.route_topic_replacement
+        self.tombstone_on_empty = config.route_tombstone_on_empty_payload
+
+    def plan(self, df: DataFrame) -> Step:
+        sf = df.schema["value"]
+        env = sf.dataType
+        if not isinstance(env, StructType) or not is_envelope(env, dict(sf.metadata)):
+            return Step()
+        row_t = env["after"].dataType
+        assert isinstance(row_t, StructType)  # is_envelope checked it
+        cols = set(row_t.fieldNames())
+        value, after = F.col("value"), F.col("value").getField("after")
+        tomb = value.isNull()
+        side = _side_topics(sf)
+        other = F.col("topic").isin(side) if side and "topic" in df.columns else F.lit(False)
+        op = F.coalesce(value.getField("op"), F.lit(""))
+        event = ~tomb & ~other & op.isin("c", "r")
+        step = Step()
+
+        def field(name: str) -> Column:
+            return after.getField(name)
+
+        for key, name in (("table.field.event.id", self.event_id), ("table.field.event.payload", self.payload),
+                          ("route.by.field", self.route)):
+            if name not in cols:
+                step.fail(event, f"{key}: the outbox table has no column {name}")
+        if self.timestamp and self.timestamp not in cols:
+            step.fail(event, f"table.field.event.timestamp: the outbox table has no column {self.timestamp}")
+        placements = []
+        for p in self.placements:
+            if p.field in cols:
+                placements.append(p)
+            elif self.missing_error:
+                step.fail(event, f"table.fields.additional.placement: the outbox table has no column {p.field}")
+        if step.failed is not None:
+            step.drop = ~event
+            return step
+
+        routed = field(self.route).cast("string")
+        step.fail(event & routed.isNull(), f"route.by.field: the value of column {self.route} is null")
+        topic = F.when(routed.rlike(self.pattern), F.regexp_replace(routed, F.lit(self.pattern),
+                                                                    F.lit(self.replacement))).otherwise(routed)
+        step.updates["topic"] = topic
+        step.updates["key"] = field(self.event_key) if self.event_key in cols else F.lit(None).cast("string")
+
+        payload = field(self.payload)
+        envelope = [p for p in placements if p.placement == "envelope"]
+        if envelope:
+            out = F.struct(payload.alias("payload"), *[field(p.field).alias(p.alias) for p in envelope])
+        else:
+            out = payload
+        if self.tombstone_on_empty:
+            out = F.when(payload.isNull(), F.lit(None)).otherwise(out)
+        step.updates["value"] = out
+        step.metadata["value"] = {} if envelope else dict(row_t[self.payload].metadata)
+
+        pairs = [("id", header_bytes(field(self.event_id), row_t[self.event_id].dataType,
+                                     dict(row_t[self.event_id].metadata)))]
+        for p in placements:
+            if p.placement == "header":
+                f = row_t[p.field]
+                pairs.append((p.alias, header_bytes(field(p.field), f.dataType, dict(f.metadata))))
+            elif p.placement == "partition":
+                step.updates["partition"] = field(p.field).cast("int")
+        step.updates["headers"] = append_headers(pairs)
+
+        if self.timestamp:
+            ts = field(self.timestamp)
+            ts_t = row_t[self.timestamp].dataType.typeName()
+            step.updates["timestamp"] = ts.cast("timestamp") if ts_t in ("timestamp", "timestamp_ntz") else \
+                F.timestamp_millis(ts.cast("long"))
+        elif "ts_ms" in env.fieldNames():
+            step.updates["timestamp"] = F.coalesce(F.timestamp_millis(value.getField("ts_ms")), F.col("timestamp"))
+
+        if self.fatal_updates:
+            step.fail(~tomb & ~other & (op == F.lit("u")),
+                      "table.op.invalid.behavior=fatal: an update event on the outbox table (only inserts "
+                      "are expected)")
+            step.drop = ~event & ~(~tomb & ~other & (op == F.lit("u")))
+        else:
+            step.drop = ~event
+        return step
