@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
@@ -14,7 +12,7 @@ from ..core.topic_schemas import renamed_topics
 from ..errors import ConfigProblem
 from .base import Step, Transformation
 from .columns import q
-from .regex import anchored, group_count, java_regex_problem, replacement_parts, replacement_problem
+from .regex import anchored, group_count, java_regex_problem, rename_on_driver, replacement_problem
 
 __all__ = ["ByLogicalTableRouter"]
 
@@ -100,13 +98,4 @@ class ByLogicalTableRouter(Transformation):
 
     def _rename(self, topic: str) -> str | None:
         """The new name of one topic, on the driver (None where Python's regex cannot tell)."""
-        parts = replacement_parts(self.replacement)
-        try:
-            match = re.fullmatch(self.regex, topic)
-        except re.error:
-            return None
-        if match is None:
-            return topic
-        if parts is None or any(isinstance(p, int) and p > (match.re.groups or 0) for p in parts):
-            return None
-        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in parts)
+        return rename_on_driver(self.regex, self.replacement, topic)

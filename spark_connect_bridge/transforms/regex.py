@@ -168,3 +168,19 @@ def replacement_parts(replacement: str) -> list[str | int] | None:
     if buf:
         parts.append("".join(buf))
     return parts
+
+
+def rename_on_driver(regex: str, replacement: str, name: str) -> str | None:
+    """What a router's ``regex`` + Java ``replacement`` make of ``name`` (a topic), worked out on the driver with
+    Python's regex, which agrees with Java's on the patterns routers use: ``name`` itself when the regex does not
+    match the whole of it, None where Python cannot tell (named groups, a bad pattern, a missing group)."""
+    parts = replacement_parts(replacement)
+    try:
+        match = re.fullmatch(regex, name)
+    except re.error:
+        return None
+    if match is None:
+        return name
+    if parts is None or any(isinstance(p, int) and p > (match.re.groups or 0) for p in parts):
+        return None
+    return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in parts)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -17,6 +15,7 @@ from .regex import (
     anchored,
     group_count,
     java_regex_problem,
+    rename_on_driver,
     replacement_parts,
     replacement_problem,
     simple_shape,
@@ -83,18 +82,8 @@ class RegexRouter(Transformation):
         return step
 
     def _rename(self, topic: str) -> str | None:
-        """This router's new name for one topic, on the driver (Python's regex, which agrees with Java's on
-        the patterns routers use; None where it cannot tell)."""
-        parts = replacement_parts(self.replacement)
-        try:
-            match = re.fullmatch(self.regex, topic)
-        except re.error:
-            return None
-        if match is None:
-            return topic
-        if parts is None or any(isinstance(p, int) and p > (match.re.groups or 0) for p in parts):
-            return None
-        return "".join(p if isinstance(p, str) else (match.group(p) or "") for p in parts)
+        """The new name of one topic, on the driver (None where Python's regex cannot tell)."""
+        return rename_on_driver(self.regex, self.replacement, topic)
 
 
 def _matches_around_group(topic: Column, pre: str, suf: str) -> Column:
