@@ -113,8 +113,6 @@ def test_the_corpus_holds_at_least_50_configs_each_with_its_source():
 #: connector, not yet run here). Each is pinned: it must fail with that reason until the plugin exists, and the test
 #: fails as soon as it validates, to move it out of this list.
 NOT_YET = {
-    **{f"debezium-examples/{name}": "no connector plugin named 'io.debezium.connector.jdbc.JdbcSinkConnector'"
-       for name in ("cqrs__mysql-sink.json", "unwrap-smt__jdbc-sink.json")},
     "debezium-examples/cqrs__postgres-source.json":
         "no transformation plugin named 'io.debezium.transforms.ByLogicalTableRouter'",
     **{f"debezium-examples/{name}": "no transformation plugin named 'io.debezium.transforms.outbox.EventRouter'"
