@@ -195,6 +195,7 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
 
     kafka_class = KAFKA_CLASS
     config_def = CONFIG_DEF
+    input_renames_topics = True  # topic becomes the destination table (collection.name.format)
 
     def __init__(self, config: Any, *, name: str):
         self.debezium_config = config
@@ -238,7 +239,7 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
             if "source" in names and isinstance(vt["source"].dataType, StructType):
                 source = value["source"]
             new_value = F.when(op == "d", F.lit(None)).otherwise(value["after"])
-            vt = vt["after"].dataType  # type: ignore[assignment]
+            vt = vt["after"].dataType
         else:
             # A flattened record (ExtractNewRecordState): a null value is a delete, skipped unless delete.enabled
             if settings.delete_enabled:
