@@ -90,3 +90,21 @@ def test_refusals_name_the_key(change, key, reason):
     with pytest.raises(ConfigError) as e:
         prepare(config, kind="sink")
     assert any(p.key == key and reason in p.message for p in e.value.problems), e.value.problems
+
+
+def test_attack_a_table_name_from_the_data_reaches_no_other_table(spark, pg_db):  # noqa: F811 - fixture
+    """collection.name.format=${source.table} takes the table from each event, i.e. from whoever writes the topic:
+    quotes are doubled and dots become underscores, so a crafted name is one odd table, never SQL or another
+    schema's table."""
+    conn = pg_conn(pg_db)
+    conn.execute("CREATE TABLE victims (id int PRIMARY KEY)")
+    conn.execute("INSERT INTO victims VALUES (1)")
+    config = corpus("cqrs__mysql-sink.json", pg_db)
+    evil = 'x"; DROP TABLE victims; --'
+    scb.write_batch(events(spark, [(5, ev("c", None, (5, "e", "e@x"), table=evil)),
+                                   (6, ev("c", None, (6, "f", "f@x"), table="pg_catalog.pg_class"))],
+                           "voteentity"), config)
+    assert query(conn, "SELECT id FROM victims") == [(1,)]
+    assert query(conn, f'SELECT id FROM "{evil.replace(chr(34), chr(34) * 2)}"') == [(5,)]
+    assert query(conn, 'SELECT id FROM public."pg_catalog_pg_class"') == [(6,)]
+    conn.close()

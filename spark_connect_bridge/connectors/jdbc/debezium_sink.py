@@ -116,7 +116,9 @@ CONFIG_DEF = (
     .define("table.name.format", Type.STRING, "${topic}", NonEmptyString(), Importance.LOW,
             "The older name of collection.name.format (read when only it is set).", group="Runtime")
     .define("quote.identifiers", Type.BOOLEAN, False, importance=Importance.MEDIUM,
-            doc="Quote table and column names (false: written unquoted, so the database folds their case).",
+            doc="Quote table and column names. Names are always quoted here, as given: the same as Debezium's "
+                "unquoted names for lower-case names (PostgreSQL) or any case (MariaDB/MySQL, SQLite); a mixed-case "
+                "name keeps its case on PostgreSQL where Debezium's false folds it.",
             group="Runtime")
     .define("batch.size", Type.INT, 500, Range.at_least(1), Importance.MEDIUM,
             "Rows per staged chunk (a micro-batch is committed as one transaction).", group="Runtime")
@@ -179,7 +181,8 @@ def _confluent(cfg: Config) -> Config:
         "table.name.format": _TABLE_FORMAT, "pk.mode": str(cfg.primary_key_mode),
         "pk.fields": ",".join(cfg.primary_key_fields), "fields.whitelist": ",".join(white),
         "db.timezone": tz, "auto.create": basic, "auto.evolve": basic,
-        "quote.sql.identifiers": "always" if cfg.quote_identifiers else "never",
+        # Always quoted, so any name Debezium writes can be written (a topic's dash included); see quote.identifiers
+        "quote.sql.identifiers": "always",
         "max.retries": cfg.flush_max_retries, "retry.backoff.ms": cfg.flush_retry_delay_ms,
         "offsets.table.name": cfg.offsets_table_name,
     }
