@@ -187,9 +187,6 @@ class SinkConnector(_Plugin, abc.ABC):
     def validate_input(self, schema: Any) -> None:
         """Driver: check the input DataFrame schema before any data moves (raise ConfigError/DataError)."""
 
-    #: :meth:`input_frame` changes ``topic`` (the sink's ``topics`` then select on the topic read, as after a router)
-    input_renames_topics: ClassVar[bool] = False
-
     @classmethod
     def input_frame(cls, df: Any, settings: Any) -> Any:
         """Driver: the records as this sink reads them, as Column expressions over ``df`` (after the converters and

@@ -229,10 +229,8 @@ def _takes(p: PreparedConfig, df: DataFrame) -> Any:
 def _keep_read_topic(df: DataFrame, p: PreparedConfig) -> DataFrame:
     """Before a sink's transforms: keep the topic each record was read from, which its ``topics`` /
     ``topics.regex`` select on as a Kafka consumer's subscription does (a RegexRouter in the sink's config renames
-    records the sink still takes; so does a sink's own ``input_frame``, Debezium's JDBC sink naming its tables).
-    Not needed when the sink takes every topic or nothing renames."""
-    renames = p.chain is not None or getattr(p.connector_class, "input_renames_topics", False)
-    if not renames or "topic" not in df.columns or _takes(p, df) is None:
+    records the sink still takes). Not needed when the sink takes every topic or has no transforms."""
+    if p.chain is None or "topic" not in df.columns or _takes(p, df) is None:
         return df
     return df.withColumn(READ_TOPIC_COL, F.col("topic"))
 

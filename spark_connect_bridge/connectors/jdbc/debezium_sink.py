@@ -25,6 +25,7 @@ from typing import Any
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
 from ...config.definition import Config
+from ...core.topic_schemas import held_columns
 from ...errors import ConfigProblem
 from ..base import connector_config_def
 from .dialects import JdbcUrl
@@ -34,8 +35,10 @@ from .sink import JdbcSinkConnector, _schemaless_message
 __all__ = ["DebeziumJdbcSinkConnector"]
 
 KAFKA_CLASS = "io.debezium.connector.jdbc.JdbcSinkConnector"
-#: the column that carries each record's destination table from input_frame to the engine
 _TABLE_FORMAT = "${topic}"
+#: the hidden column carrying each record's destination table from input_frame to the engine
+TABLE_COL = "__kc_table"
+_SOURCE_COL = "__kc_source"
 _PLACEHOLDERS = ("${topic}", "${source.db}", "${source.schema}", "${source.table}")
 
 
@@ -198,7 +201,6 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
 
     kafka_class = KAFKA_CLASS
     config_def = CONFIG_DEF
-    input_renames_topics = True  # topic becomes the destination table (collection.name.format)
 
     def __init__(self, config: Any, *, name: str):
         self.debezium_config = config
@@ -222,7 +224,7 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
     def input_frame(cls, df: Any, settings: Any) -> Any:
         """Debezium's reading of its records, as Column expressions: change events become their ``after`` state
         (deletes a null value, the engine's delete), skipped events are filtered out, excluded fields dropped,
-        and ``topic`` becomes the destination table (``collection.name.format``)."""
+        and each record's destination table (``collection.name.format``) set in :data:`TABLE_COL`."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import StructType
 
@@ -231,6 +233,7 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
         vt: StructType = df.schema["value"].dataType
         names = vt.fieldNames()
         value = F.col("value")
+        meta = dict(df.schema["value"].metadata)
         keep = value.isNotNull()
         source = None
         if "op" in names and "after" in names and isinstance(vt["after"].dataType, StructType):
@@ -242,6 +245,7 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
             if "source" in names and isinstance(vt["source"].dataType, StructType):
                 source = value["source"]
             new_value = F.when(op == "d", F.lit(None)).otherwise(value["after"])
+            meta = dict(vt["after"].metadata)
             vt = vt["after"].dataType
         else:
             # A flattened record (ExtractNewRecordState): a null value is a delete, skipped unless delete.enabled
@@ -249,13 +253,50 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
                 keep = F.lit(True)
             new_value = value
         include, exclude = set(settings.field_include_list), set(settings.field_exclude_list)
-        dropped = [f.name for f in vt.fields if (include and f.name not in include) or f.name in exclude]
+        held = held_columns(meta)  # union field -> the topics' column (several topics' schemas in one input)
+        dropped = [f.name for f in vt.fields
+                   if (include and held.get(f.name, f.name) not in include) or held.get(f.name, f.name) in exclude]
         if dropped:
             new_value = new_value.dropFields(*dropped)
-        out = df.filter(keep).withColumn("value", new_value) if source is None else \
-            df.filter(keep).withColumn("__kc_source", source).withColumn("value", new_value)
-        out = out.withColumn("topic", cls._table_column(_format(settings), source is not None))
-        return out.drop("__kc_source") if source is not None else out
+        out = df.filter(keep)
+        if source is not None:
+            out = out.withColumn(_SOURCE_COL, source)
+        # The value keeps the layouts of its topics (the engine narrows each topic's rows to its own columns);
+        # the destination table travels beside the topic, which the sink's topics and those layouts go by.
+        out = out.withColumn("value", new_value.alias("value", metadata=meta)) \
+            .withColumn(TABLE_COL, cls._table_column(_format(settings), source is not None))
+        return out.drop(_SOURCE_COL) if source is not None else out
+
+    def _table_name(self, topic: str) -> str:
+        return topic  # the rows were grouped by TABLE_COL (see _rows_of)
+
+    def _rows_of(self, batch: Any, part: int, seq: int) -> dict[str, Any]:
+        """The engine's grouping, with each record's destination table (:data:`TABLE_COL`) as its group, when
+        :meth:`input_frame` set it (else Debezium's default: the topic, dots as underscores)."""
+        import pyarrow as pa
+
+        names = batch.schema.names
+        if TABLE_COL in names:
+            i = names.index(TABLE_COL)
+            cols = [batch.column(j) for j in range(len(names)) if j != i]
+            kept = [n for n in names if n != TABLE_COL]
+            topic = batch.column(names.index("topic")) if "topic" in names else None
+            table = batch.column(i)
+            if topic is not None:
+                cols[kept.index("topic")] = table
+            else:
+                cols.append(table)
+                kept.append("topic")
+            batch = pa.RecordBatch.from_arrays(cols, names=kept)
+        else:
+            import pyarrow.compute as pc
+
+            if "topic" in names:
+                i = names.index("topic")
+                cols = [batch.column(j) for j in range(len(names))]
+                cols[i] = pc.replace_substring(cols[i], ".", "_")
+                batch = pa.RecordBatch.from_arrays(cols, names=names)
+        return super()._rows_of(batch, part, seq)
 
     @staticmethod
     def _table_column(fmt: str, has_source: bool) -> Any:
@@ -270,7 +311,7 @@ class DebeziumJdbcSinkConnector(JdbcSinkConnector):
                 parts.append(F.coalesce(F.col("topic"), F.lit("")))
             elif piece.startswith("${source."):
                 field = piece[len("${source."):-1]
-                parts.append(F.coalesce(F.col("__kc_source")[field], F.lit("")) if has_source else F.lit(""))
+                parts.append(F.coalesce(F.col(_SOURCE_COL)[field], F.lit("")) if has_source else F.lit(""))
             elif piece:
                 parts.append(F.lit(piece))
         return F.regexp_replace(F.concat(*parts), r"\.", "_")
