@@ -117,10 +117,7 @@ def test_the_corpus_holds_at_least_50_configs_each_with_its_source():
 #: Public configs that do not validate yet, with the refusal they get (issue #34: plugins real configs name beside the
 #: connector, not yet run here). Each is pinned: it must fail with that reason until the plugin exists, and the test
 #: fails as soon as it validates, to move it out of this list.
-NOT_YET = {
-    **{f"debezium-examples/{name}": "no connector plugin named 'io.debezium.connector.jdbc.JdbcSinkConnector'"
-       for name in ("cqrs__mysql-sink.json", "unwrap-smt__jdbc-sink.json")},
-}
+NOT_YET: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [f for f in corpus_files() if f != "SOURCES.md"])

@@ -188,6 +188,12 @@ class SinkConnector(_Plugin, abc.ABC):
         """Driver: check the input DataFrame schema before any data moves (raise ConfigError/DataError)."""
 
     @classmethod
+    def input_frame(cls, df: Any, settings: Any) -> Any:
+        """Driver: the records as this sink reads them, as Column expressions over ``df`` (after the converters and
+        transforms), e.g. a sink that takes Debezium change events natively. Default: ``df`` as it is."""
+        return df
+
+    @classmethod
     def schemaless_problems(cls, settings: Any, schemaless: Mapping[str, str]) -> list[ConfigProblem]:
         """Config validation: what stops this sink from taking schemaless records (``schemaless``: column ->
         the converter key that reads it without a schema, e.g. ``value`` -> ``value.converter.schemas.enable``).

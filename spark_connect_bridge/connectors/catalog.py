@@ -20,6 +20,11 @@ CATALOG += [
     PluginSpec("sink", "spark_connect_bridge.connectors.jdbc:JdbcSinkConnector",
                connector_names("io.confluent.connect.jdbc.JdbcSinkConnector", "jdbc-sink"),
                "Writes records to PostgreSQL, MariaDB/MySQL or SQLite tables, exactly once (Confluent's JDBC sink)."),
+    # Not its simple name: JdbcSinkConnector is Confluent's too (Kafka registers no ambiguous alias)
+    PluginSpec("sink", "spark_connect_bridge.connectors.jdbc.debezium_sink:DebeziumJdbcSinkConnector",
+               ("io.debezium.connector.jdbc.JdbcSinkConnector", "debezium-jdbc-sink"),
+               "Applies Debezium change events (or flattened records) to PostgreSQL, MariaDB/MySQL or SQLite tables, "
+               "exactly once (Debezium's JDBC sink)."),
     PluginSpec("source", "spark_connect_bridge.connectors.postgres:PostgresConnector",
                connector_names("io.debezium.connector.postgresql.PostgresConnector", "postgres-cdc"),
                "Change data capture from PostgreSQL logical decoding, with Debezium's configs and events."),

@@ -109,7 +109,9 @@ class PreparedConfig:
         return self.connector_class(self.settings, name=self.name)
 
     def transforms(self, df: DataFrame) -> DataFrame:
-        return self.chain.apply(df) if self.chain is not None else df
+        out = self.chain.apply(df) if self.chain is not None else df
+        # A sink's own reading of its records (Debezium's JDBC sink unwraps change events), after the transforms
+        return self.connector_class.input_frame(out, self.settings) if self.kind == "sink" else out
 
     @property
     def sink_records_per_trigger(self) -> int:
