@@ -17,7 +17,7 @@ class TestMariaDbCdcContract(SourceContract):
     bad_configs = [({"snapshot.mode": "sometimes"}, "snapshot.mode"),
                    ({"database.hostname": None}, "database.hostname"),
                    ({"database.server.id": "0"}, "database.server.id"),
-                   ({"slot.name": "other"}, "slot.name"),
+                   ({"snapshot.mdoe": "initial"}, "snapshot.mdoe"),  # a misspelling (an unknown key only warns)
                    ({"table.include.list": "a.b", "table.exclude.list": "a.c"}, "table.exclude.list"),
                    ({"decimal.handling.mode": "exact"}, "decimal.handling.mode")]
 
