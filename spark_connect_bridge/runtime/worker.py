@@ -38,7 +38,7 @@ from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from ..errors import ConnectError, headline
-from ..jvm import SAFE_PATH_ENV, configure_spark
+from ..jvm import SAFE_PATH_ENV, configure_spark, with_session_defaults
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -169,9 +169,11 @@ class Worker:
                        .config("spark.ui.showConsoleProgress", "false"))
             # The worker's own session loads the project's JVM packages (spark-sql-kafka for bootstrap.servers,
             # spark-avro, Delta) as configure_spark gives them to any session: a connector created later over REST
-            # may need any of them, and a running JVM cannot add a data source. The worker config's own spark.*
-            # keys come after, so a spark.jars of the user's wins.
-            builder = configure_spark(builder)
+            # may need any of them, and a running JVM cannot add a data source. A worker config that sets its own
+            # spark.jars or spark.jars.packages chooses the classpath itself: ours (and Delta's catalog, whose class
+            # would then be missing) is left out, and only the session defaults apply.
+            user_jars = {"spark.jars", "spark.jars.packages"} & set(self.config.spark_conf)
+            builder = with_session_defaults(builder) if user_jars else configure_spark(builder)
             for k, v in self.config.spark_conf.items():
                 builder = builder.config(k, v)
             self._spark = builder.getOrCreate()
