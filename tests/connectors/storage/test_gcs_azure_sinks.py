@@ -171,14 +171,20 @@ def test_a_stopped_store_fails_the_batch_naming_the_bucket_and_loses_nothing(spa
         own.destroy()
 
 
-def test_a_wrong_azure_key_fails_naming_the_container_never_the_key(spark):
+@pytest.mark.parametrize(("key", "wrong", "shown"), [
+    ("azblob.account.key", "V3JvbmdLZXlXcm9uZ0tleVdyb25nS2V5V3JvbmdLZXk=", "V3JvbmdLZXlX"),
+    ("azblob.sas.token", "?sv=2023-11-03&ss=b&srt=sco&sp=rwlc&se=2099-01-01T00:00:00Z&sig=c2FzLXMzY3JldA%3D%3D",
+     "c2FzLXMzY3JldA"),
+])
+def test_wrong_azure_credentials_fail_naming_the_container_never_the_secret(spark, key, wrong, shown):
     target = _shared("azure")
     container = target.bucket()
-    wrong = "V3JvbmdLZXlXcm9uZ0tleVdyb25nS2V5V3JvbmdLZXk="
     df = _records(spark, [("t", 0, 0, 0, (0, "a"))])
+    config = {k: v for k, v in target.sink(container, **{key: wrong}).items()
+              if key == "azblob.account.key" or k != "azblob.account.key"}
     with pytest.raises(Exception, match=rf"to container '{container}' of account '{ACCOUNT}'") as failure:
-        _write(df, target.sink(container, **{"azblob.account.key": wrong}))
-    assert wrong not in str(failure.value)
+        _write(df, config)
+    assert shown not in str(failure.value)
     assert target.objects(container) == {}
 
 
@@ -221,3 +227,55 @@ def test_gcs_credentials_that_are_not_a_service_account_key_fail_by_key_never_ec
     with pytest.raises(ConnectError, match=r"gcs\.credentials\.json is not a service account key") as e:
         connector.store().filesystem()
     assert "pk-s3cret" not in str(e.value) and "pk-s3cret" not in repr(connector)
+
+
+def test_a_gcs_service_account_key_is_exchanged_for_a_token_and_the_objects_written(spark, tmp_path):
+    """gcs.credentials.path: google-auth signs a JWT with the key and trades it at the key's token_uri (here a
+    token server on 127.0.0.1) for the access token the uploads carry; a refused exchange names the account, never
+    the key."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    grants: list[str] = []
+
+    class TokenServer(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+            grants.append(body)
+            ok = self.path == "/token"
+            payload = json.dumps({"access_token": "tok-1", "expires_in": 3600, "token_type": "Bearer"} if ok
+                                 else {"error": "invalid_grant"}).encode()
+            self.send_response(200 if ok else 400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), TokenServer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+        key = {"type": "service_account", "client_email": "writer@kconnect-test.iam.gserviceaccount.com",
+               "private_key": pem, "private_key_id": "k1", "token_uri": f"http://127.0.0.1:{server.server_port}/token"}
+        path = tmp_path / "writer.json"
+        path.write_text(json.dumps(key))
+        target = _shared("gcs")
+        bucket = target.bucket()
+        _write(_records(spark, [("t", 0, 0, 0, (0, "a"))]), target.sink(bucket, **{"gcs.credentials.path": str(path)}))
+        assert _lines(target.objects(bucket)["topics/t/partition=0/t+0+0000000000.json"]) == [{"id": 0, "name": "a"}]
+        assert grants and "grant_type=urn" in grants[0]
+        refused = json.dumps(dict(key, token_uri=f"http://127.0.0.1:{server.server_port}/refuse"))
+        with pytest.raises(Exception, match="writer@kconnect-test") as failure:
+            _write(_records(spark, [("t", 0, 1, 0, (1, "b"))]),
+                   target.sink(bucket, **{"gcs.credentials.json": refused}))
+        assert "PRIVATE KEY" not in str(failure.value)
+        assert sorted(target.objects(bucket)) == ["topics/t/partition=0/t+0+0000000000.json"]
+    finally:
+        server.shutdown()
