@@ -29,7 +29,16 @@ from ...core.records import is_schemaless
 from ...errors import ConfigError, ConfigProblem, ConnectError
 from ..base import CommitContext, SinkConnector, WriteContext
 from .common import STORAGE_COMMON, StorageLayout, Written, layout_problems, short_class, write_objects
-from .formats import PARQUET_CODEC_EXTENSIONS, ByteArrayFormat, Format, JsonFormat, ParquetFormat
+from .formats import (
+    AVRO_CODECS,
+    PARQUET_CODEC_EXTENSIONS,
+    AvroFormat,
+    ByteArrayFormat,
+    CsvFormat,
+    Format,
+    JsonFormat,
+    ParquetFormat,
+)
 from .partitioners import partitioner_from_config
 
 __all__ = ["S3SinkConnector", "S3Store"]
@@ -37,10 +46,9 @@ __all__ = ["S3SinkConnector", "S3Store"]
 log = logging.getLogger(__name__)
 
 _FORMAT_PACKAGE = "io.confluent.connect.s3.format."
-_FORMATS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray"}
-_REFUSED_FORMATS = {"AvroFormat": "Avro objects are not written yet (issue #35)",
-                    "CsvFormat": "CSV objects are not written yet (issue #35)",
-                    "OrcFormat": "ORC objects are not written yet (issue #35)"}
+_FORMATS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray", "AvroFormat": "avro",
+            "CsvFormat": "csv"}
+_REFUSED_FORMATS = {"OrcFormat": "ORC objects are not written yet (issue #35)"}
 _DEFAULT_CHAIN = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
 
 
@@ -89,6 +97,14 @@ S3_KEYS = (
             Importance.LOW, group=_S3,
             doc="A record with a null value (tombstone): fail the query, ignore (skip) it, or write it (JSON null, "
                 "an empty ByteArray value).")
+    .define("csv.field.sep", Type.STRING, ",", importance=Importance.LOW, group=_S3,
+            doc="CsvFormat: the field separator.")
+    .define("csv.line.sep", Type.STRING, "\n", importance=Importance.LOW, group=_S3,
+            doc="CsvFormat: accepted; lines end with \\n (Confluent's writer uses the JVM's line separator).")
+    .define("csv.fields.list", Type.LIST, [], importance=Importance.LOW, group=_S3,
+            doc="CsvFormat: the fields (dotted for a nested field) and their order; empty: every field.")
+    .define("csv.compat", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
+            doc="CsvFormat's compatibility mode (booleans as 1/0, local timestamps): not supported here (false).")
     .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
             doc="Write the keys to .keys objects beside the values (not yet here: false only).")
     .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
@@ -144,7 +160,11 @@ def _problems(config: Any) -> list[ConfigProblem]:
     if short_class(config.storage_class) != "S3Storage":
         problems.append(ConfigProblem("storage.class", f"Invalid value {config.storage_class} for configuration "
                                                        f"storage.class: io.confluent.connect.s3.storage.S3Storage"))
+    if str(config.avro_codec).lower() not in AVRO_CODECS:
+        problems.append(ConfigProblem("avro.codec", f"Invalid value {config.avro_codec} for configuration avro.codec: "
+                                                    f"one of {', '.join(AVRO_CODECS)}"))
     for key, on in (("store.kafka.keys", config.store_kafka_keys), ("store.kafka.headers", config.store_kafka_headers),
+                    ("csv.compat", config.csv_compat),
                     ("s3.object.tagging", config.s3_object_tagging), ("s3.ssea.name", config.s3_ssea_name),
                     ("s3.sse.kms.key.id", config.s3_sse_kms_key_id), ("s3.acl.canned", config.s3_acl_canned),
                     ("s3.sse.customer.key", config.s3_sse_customer_key)):
@@ -166,6 +186,21 @@ def _check(config: Any) -> list[ConfigProblem]:
         except ConfigError as e:
             problems.extend(e.problems)
     return problems
+
+
+def _avro_schema(field: Any) -> tuple[str, str]:
+    """(Avro schema, Spark type) of a record column, as Confluent's AvroData maps its Connect schema."""
+    import json
+
+    from ...converters.avro_data import spark_to_avro
+    from ...errors import DataError
+
+    try:
+        schema = spark_to_avro(field.dataType, field.metadata, False)
+    except DataError as e:
+        raise ConfigError([ConfigProblem("format.class", f"AvroFormat: the {field.name} has no Avro schema: {e}")]) \
+            from None
+    return json.dumps(schema, separators=(",", ":")), field.dataType.json()
 
 
 class S3Store:
@@ -245,6 +280,7 @@ class S3SinkConnector(SinkConnector):
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
         self._schemaless = False
+        self._avro: tuple[str, str] | None = None  # (Avro schema, Spark type) of the value, both JSON
         self._layout: StorageLayout | None = None
 
     def _format(self) -> Format:
@@ -254,6 +290,13 @@ class S3SinkConnector(SinkConnector):
                               self._schemaless, str(self.config.json_decimal_format) == "NUMERIC")
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
+        if kind == "avro":
+            if self._avro is None:
+                raise ConfigError("AvroFormat: the value schema is known once the input is (validate_input)")
+            return AvroFormat(self._avro[0], self._avro[1], str(self.config.avro_codec).lower())
+        if kind == "csv":
+            return CsvFormat(self.config.csv_field_sep, tuple(self.config.csv_fields_list),
+                             str(self.config.s3_compression_type), self.config.s3_compression_level)
         separator = self.config.format_bytearray_separator
         return ByteArrayFormat(("\n" if separator is None else separator).encode(),
                                self.config.format_bytearray_extension, str(self.config.s3_compression_type),
@@ -279,6 +322,15 @@ class S3SinkConnector(SinkConnector):
         if kind == "parquet" and not isinstance(value.dataType, StructType):
             raise ConfigError([ConfigProblem("format.class", f"ParquetFormat needs a struct value; the value is "
                                              f"{value.dataType.simpleString()} (a value.converter with schemas)")])
+        if kind in ("avro", "csv") and self._schemaless:
+            raise ConfigError([ConfigProblem("format.class", f"{short_class(self.config.format_class)} needs a value "
+                                             f"with a schema; the value was read without one (a value.converter "
+                                             f"with schemas: Avro, JSON Schema, or JsonConverter with schemas)")])
+        if kind == "csv" and not isinstance(value.dataType, StructType):
+            raise ConfigError([ConfigProblem("format.class", f"CsvFormat needs a struct value; the value is "
+                                             f"{value.dataType.simpleString()}")])
+        if kind == "avro":
+            self._avro = _avro_schema(value)
         if kind == "bytearray" and not isinstance(value.dataType, (BinaryType, StringType)):
             raise ConfigError([ConfigProblem("format.class", f"ByteArrayFormat needs a binary value; the value is "
                                              f"{value.dataType.simpleString()} (value.converter="

@@ -15,6 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
+import fastavro
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
@@ -30,6 +31,8 @@ S3_SINK = "io.confluent.connect.s3.S3SinkConnector"
 JSON = "io.confluent.connect.s3.format.json.JsonFormat"
 PARQUET = "io.confluent.connect.s3.format.parquet.ParquetFormat"
 BYTES = "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"
+AVRO = "io.confluent.connect.s3.format.avro.AvroFormat"
+CSV = "io.confluent.connect.s3.format.csv.CsvFormat"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,12 @@ def _write(df, config: dict) -> None:
 
 def _lines(data: bytes) -> list:
     return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def _avro(data: bytes) -> tuple[dict, list]:
+    """(writer schema, records) of an Avro container file."""
+    reader = fastavro.reader(io.BytesIO(data))
+    return reader.writer_schema, list(reader)
 
 
 # ------------------------------------------------------------------------------------------ contract
@@ -178,6 +187,43 @@ def test_gzip_json_and_bytearray_with_separator_and_extension(spark, s3):
     assert objects["b/t/partition=0/t+0+0000000000.txt"] == b"n0|n1|"
 
 
+def test_avro_objects_are_containers_of_the_values_with_connects_schema_and_the_codec(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, None if o == 1 else f"n{o}")) for o in range(3)]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{"format.class": AVRO, "avro.codec": "deflate",
+                                                          "flush.size": "2"}))
+    objects = s3[1].objects(bucket)
+    assert sorted(objects) == ["topics/t/partition=0/t+0+0000000000.avro", "topics/t/partition=0/t+0+0000000002.avro"]
+    schema, records = _avro(objects["topics/t/partition=0/t+0+0000000000.avro"])
+    assert records == [{"id": 0, "name": "n0"}, {"id": 1, "name": None}]
+    assert _avro(objects["topics/t/partition=0/t+0+0000000002.avro"])[1] == [{"id": 2, "name": "n2"}]
+    # AvroData's schema of an unnamed Connect struct with optional fields
+    assert schema["name"] == "io.confluent.connect.avro.ConnectDefault"
+    assert [(f["name"], f["type"]) for f in schema["fields"]] == [("id", ["null", "int"]), ("name", ["null", "string"])]
+    assert fastavro.reader(io.BytesIO(objects["topics/t/partition=0/t+0+0000000000.avro"])).codec == "deflate"
+
+
+def test_csv_objects_have_a_snake_case_header_and_quoted_fields(spark, s3):
+    """Confluent's CsvFormat (pull request #606): a header of the fields in snake case, nested ones flattened as
+    parent_child, every present value quoted, a null empty; csv.fields.list picks and orders the columns."""
+    bucket = _bucket(s3)
+    rows = [("t", 0, 0, 0, (1, 'say "hi"', ("Paris", True), 1_700_000_000_123)),
+            ("t", 0, 1, 0, (2, None, None, 1_700_000_000_000))]
+    value = "struct<orderId:int,note:string,shipTo:struct<cityName:string,express:boolean>,at:long>"
+    df = _records(spark, rows, value).withColumn("value", F.col("value").withField(
+        "at", F.timestamp_millis("value.at")))
+    _write(df, _sink(s3[0], bucket, **{"format.class": CSV, "topics.dir": "all"}))
+    _write(df, _sink(s3[0], bucket, **{"format.class": CSV, "topics.dir": "some", "csv.field.sep": ";",
+                                       "csv.fields.list": "shipTo.cityName,orderId", "s3.compression.type": "gzip"}))
+    objects = s3[1].objects(bucket)
+    assert objects["all/t/partition=0/t+0+0000000000.csv"].decode().splitlines() == [
+        '"order_id","note","ship_to_city_name","ship_to_express","at"',
+        '"1","say ""hi""","Paris","true","2023-11-14T22:13:20.123Z"',
+        '"2",,,,"2023-11-14T22:13:20Z"']
+    assert gzip.decompress(objects["some/t/partition=0/t+0+0000000000.csv.gz"]).decode().splitlines() == [
+        '"ship_to_city_name";"order_id"', '"Paris";"1"', ';"2"']
+
+
 def test_null_values_fail_by_default_and_are_skipped_with_ignore(spark, s3):
     bucket = _bucket(s3)
     df = _records(spark, [("t", 0, 0, 0, (0, "a")), ("t", 0, 1, 0, None), ("t", 0, 2, 0, (2, "c"))])
@@ -270,7 +316,9 @@ def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3,
 @pytest.mark.parametrize(("extra", "key"), [
     ({"s3.bucket.name": None}, "s3.bucket.name"),
     ({"flush.size": "0"}, "flush.size"),
-    ({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat"}, "format.class"),
+    ({"format.class": "io.confluent.connect.s3.format.orc.OrcFormat"}, "format.class"),
+    ({"format.class": AVRO, "avro.codec": "lzo"}, "avro.codec"),
+    ({"format.class": CSV, "csv.compat": "true"}, "csv.compat"),
     ({"format.class": "com.example.Mine"}, "format.class"),
     ({"s3.compression.type": "zip"}, "s3.compression.type"),
     ({"parquet.codec": "lzo"}, "parquet.codec"),
