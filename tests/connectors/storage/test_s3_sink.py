@@ -224,6 +224,36 @@ def test_csv_objects_have_a_snake_case_header_and_quoted_fields(spark, s3):
         '"ship_to_city_name";"order_id"', '"Paris";"1"', ';"2"']
 
 
+def test_keys_and_headers_objects_beside_each_value_object_as_confluent_names_them(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, f"n{o}")) for o in range(3)]
+    header = [F.struct(F.lit(k).alias("key"), F.encode(v, "UTF-8").alias("value"))
+              for k, v in (("source", F.lit("web")), ("n", F.col("offset").cast("string")))]
+    df = _records(spark, rows).withColumn("key", F.encode(F.concat(F.lit("k"), "offset"), "UTF-8")) \
+        .withColumn("headers", F.array(*header))
+    _write(df, _sink(s3[0], bucket, **{"format.class": AVRO, "flush.size": "2", "store.kafka.keys": "true",
+                                       "store.kafka.headers": "true"}))
+    _write(df, _sink(s3[0], bucket, **{"topics.dir": "j", "flush.size": "2", "store.kafka.keys": "true",
+                                       "keys.format.class": BYTES, "store.kafka.headers": "true",
+                                       "headers.format.class": JSON}))
+    objects = s3[1].objects(bucket)
+    assert sorted(k for k in objects if k.startswith("topics/")) == [
+        f"topics/t/partition=0/t+0+{o:010d}.{kind}avro" for o in (0, 2) for kind in ("", "headers.", "keys.")]
+    assert _avro(objects["topics/t/partition=0/t+0+0000000000.keys.avro"])[1] == [b"k0", b"k1"]
+    schema, headers = _avro(objects["topics/t/partition=0/t+0+0000000002.headers.avro"])
+    assert headers == [[{"key": "source", "value": "web"}, {"key": "n", "value": "2"}]]
+    assert schema["type"] == "array" and [f["name"] for f in schema["items"]["fields"]] == ["key", "value"]
+    assert _avro(objects["topics/t/partition=0/t+0+0000000002.avro"])[1] == [{"id": 2, "name": "n2"}]
+    assert objects["j/t/partition=0/t+0+0000000000.keys.bin"] == b"k0\nk1\n"
+    assert _lines(objects["j/t/partition=0/t+0+0000000002.headers.json"]) == [
+        [{"key": "source", "value": "web"}, {"key": "n", "value": "2"}]]
+    assert sorted(k for k in objects if k.startswith("j/")) == [
+        f"j/t/partition=0/t+0+{o:010d}.{ext}" for o in (0, 2) for ext in ("headers.json", "json", "keys.bin")]
+    with pytest.raises(Exception, match="Key cannot be null for the record topic=t partition=0 offset=0"):
+        _write(_records(spark, rows), _sink(s3[0], bucket, **{"topics.dir": "nokey", "store.kafka.keys": "true"}))
+    assert not s3[1].objects(bucket, "nokey")
+
+
 def test_null_values_fail_by_default_and_are_skipped_with_ignore(spark, s3):
     bucket = _bucket(s3)
     df = _records(spark, [("t", 0, 0, 0, (0, "a")), ("t", 0, 1, 0, None), ("t", 0, 2, 0, (2, "c"))])
@@ -328,7 +358,8 @@ def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3,
       "timezone": "UTC", "path.format": "YYYY/ww"}, "path.format"),
     ({"store.url": "ftp://x"}, "store.url"),
     ({"aws.secret.access.key": None}, "aws.secret.access.key"),
-    ({"store.kafka.keys": "true"}, "store.kafka.keys"),
+    ({"store.kafka.headers": "true", "headers.format.class": BYTES}, "headers.format.class"),
+    ({"store.kafka.keys": "true", "keys.format.class": CSV}, "keys.format.class"),
     ({"s3.bucket.nam": "x"}, "s3.bucket.nam"),
 ])
 def test_config_errors_name_the_key(extra, key):
