@@ -76,13 +76,18 @@ class JsonFormat(Format):
     level: int = -1
     schemaless: bool = False
     decimal_numeric: bool = False
+    #: The values are JSON text already: a schemaless VARIANT's (core.records.VARIANT_JSON_META), written as is.
+    json_text: bool = False
 
     @property
     def extension(self) -> str:  # type: ignore[override]
         return ".json" + _COMPRESSION_EXTENSIONS[self.compression]
 
     def encode(self, values: Any) -> bytes:
-        text = json_text(values, schemaless=self.schemaless, decimal_numeric=self.decimal_numeric)
+        if self.json_text:
+            text = pc.fill_null(values.cast(pa.string()), "null")
+        else:
+            text = json_text(values, schemaless=self.schemaless, decimal_numeric=self.decimal_numeric)
         return _compressed(_joined(text, b"\n"), self.compression, self.level)
 
 

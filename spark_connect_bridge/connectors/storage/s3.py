@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
-from ...core.records import is_schemaless
+from ...core.records import is_schemaless, is_variant_json
 from ...errors import ConfigError, ConfigProblem, ConnectError
 from ..base import CommitContext, SinkConnector, WriteContext
 from .common import STORAGE_COMMON, StorageLayout, View, Written, layout_problems, short_class, write_objects
@@ -296,6 +296,7 @@ class S3SinkConnector(SinkConnector):
         super().__init__(config, name=name)
         self._schemaless = False
         self._key_schemaless = False
+        self._json_text: frozenset[str] = frozenset()  # the columns holding a schemaless VARIANT's JSON text
         #: (Avro schema, Spark type), both JSON, of the columns written with AvroFormat: value, key, headers
         self._avro: dict[str, tuple[str, str]] = {}
         self._layout: StorageLayout | None = None
@@ -305,7 +306,7 @@ class S3SinkConnector(SinkConnector):
         if kind == "json":
             return JsonFormat(str(self.config.s3_compression_type), self.config.s3_compression_level,
                               self._schemaless if column == "value" else column == "key" and self._key_schemaless,
-                              str(self.config.json_decimal_format) == "NUMERIC")
+                              str(self.config.json_decimal_format) == "NUMERIC", column in self._json_text)
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
         if kind == "avro":
@@ -348,7 +349,9 @@ class S3SinkConnector(SinkConnector):
             raise ConfigError(f"The S3 sink needs the record columns value, topic, partition and offset; the input "
                               f"lacks {missing}")
         value = schema["value"]
-        self._schemaless = is_schemaless(value.metadata)
+        self._json_text = frozenset(c for c in ("key", "value") if c in schema.fieldNames()
+                                    and is_variant_json(schema[c].metadata))
+        self._schemaless = is_schemaless(value.metadata) or "value" in self._json_text
         kind = _FORMATS[short_class(self.config.format_class)]
         if kind == "parquet" and not isinstance(value.dataType, StructType):
             raise ConfigError([ConfigProblem("format.class", f"ParquetFormat needs a struct value; the value is "
@@ -377,7 +380,7 @@ class S3SinkConnector(SinkConnector):
                 raise ConfigError([ConfigProblem("store.kafka.keys", "store.kafka.keys=true needs the record column "
                                                  "key; the input lacks it")])
             key = schema["key"]
-            self._key_schemaless = is_schemaless(key.metadata)
+            self._key_schemaless = is_schemaless(key.metadata) or "key" in self._json_text
             kind = _FORMATS[short_class(self.config.keys_format_class)]
             if kind == "avro":
                 self._avro["key"] = _avro_schema(key)
