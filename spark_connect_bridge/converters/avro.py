@@ -587,6 +587,10 @@ class AvroConverter(Converter):
         def header(topics: pa.Array) -> pa.Array:
             hs, es = [], []
             for t in topics.to_pylist():
+                if t is None and mode["strategy"] != "record":  # another topic's row (see wiring): nothing to look up
+                    hs.append(None)
+                    es.append(None)
+                    continue
                 w = _resolve_writer(reg, mode, t)
                 hs.append(None if isinstance(w, str) else w[0])
                 es.append(w if isinstance(w, str) else None)
