@@ -59,6 +59,8 @@ END_TO_END_TRANSFORMS = {
 }
 #: Worker configs run end to end (a ``kconnect standalone`` process).
 END_TO_END_WORKERS = ("apache-kafka/connect-standalone.properties",)
+#: Strimzi's KafkaConnector resources, run on the Strimzi KafkaConnect worker as Strimzi's operator runs them.
+END_TO_END_STRIMZI: tuple[str, ...] = ()
 #: Debezium's MySQL/MariaDB connector configs, each run end to end against the run's MariaDB (its database
 #: ``inventory``, user ``debezium``/``dbz`` as the configs have them; only host and port, and a converter's registry
 #: URL, change), with what each should deliver: its topics (``{}`` the table), captured tables, and how the rows
@@ -160,7 +162,7 @@ def test_readme_states_the_corpus_numbers():
     names = [f for f in corpus_files() if f != "SOURCES.md"]
     valid = sum(not validation_errors(n) for n in names)
     runs = len(set(END_TO_END.values()) | set(END_TO_END_TRANSFORMS.values()) | set(END_TO_END_WORKERS)
-               | set(END_TO_END_MYSQL))
+               | set(END_TO_END_MYSQL) | set(END_TO_END_STRIMZI))
     claim = f"{valid} of {len(names)} public configs validate; {runs} run end to end"
     assert claim in README.read_text(encoding="utf-8"), claim
 
@@ -458,3 +460,4 @@ def test_debezium_mysql_config_snapshots_the_inventory_database(spark, inventory
     ddl = [(k["databaseName"], v["ddl"]) for t, k, v in events if t == prefix]
     for table in tables:
         assert [db for db, d in ddl if d.startswith(f"CREATE TABLE `{table}`")] == ["inventory"], (table, ddl)
+

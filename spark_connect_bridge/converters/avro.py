@@ -585,7 +585,8 @@ class AvroConverter(Converter):
         reg = self._reg
 
         def header(topics: pa.Array) -> pa.Array:
-            hs, es = [], []
+            hs: list[bytes | None] = []
+            es: list[str | None] = []
             for t in topics.to_pylist():
                 if t is None and mode["strategy"] != "record":  # another topic's row (see wiring): nothing to look up
                     hs.append(None)
