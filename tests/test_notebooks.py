@@ -7,6 +7,7 @@ the tests set them to the run's throwaway servers (tests/support/servers.py).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +69,21 @@ def test_debezium_notebook_mirrors_the_changing_table_in_delta(tmp_path, monkeyp
     with psycopg.connect(host=host, port=port, user="postgres", dbname="test") as db:   # the notebook cleaned up
         assert db.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'nb_orders_delta'"
                           ).fetchone() == (0,)
+
+
+def test_worker_notebook_creates_a_connector_over_rest_and_plots_its_metrics(tmp_path):
+    import matplotlib.font_manager  # noqa: F401  (matplotlib's one-time font cache, built here, not in a cell)
+
+    nb = _execute("worker-rest-metrics.ipynb", tmp_path)
+    _assert_quiet(nb)
+    results = [o["data"]["text/plain"] for o in _outputs(nb) if o.get("output_type") == "execute_result"]
+    assert "(201, 'orders-gen', 'source')" in results                      # POST /connectors
+    printed = _printed(nb)
+    status = json.loads(printed[printed.index("{\n"):printed.index("\n}\n") + 2])
+    assert status["connector"]["state"] == "RUNNING" and status["type"] == "source"
+    metrics = status["metrics"]
+    assert (metrics["records_in_total"], metrics["lag"]) == (5000, 0)
+    assert metrics["batches"] >= 10                                         # at most 500 records a batch
+    [figure] = [o for o in _outputs(nb) if o.get("output_type") == "display_data"]
+    assert "image/png" in figure["data"] and "2 Axes" in figure["data"]["text/plain"]
+    assert "204 []\n" in printed and "worker exit code 0" in printed       # deleted, then the worker stopped
