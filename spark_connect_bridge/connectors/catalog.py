@@ -44,3 +44,11 @@ CATALOG += [
                connector_names("io.confluent.connect.s3.S3SinkConnector", "s3-sink"),
                "Writes records to S3 objects named and filled as Confluent's S3 sink does (JSON, Parquet, bytes)."),
 ]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.mqtt:MqttSourceConnector",
+               connector_names("io.confluent.connect.mqtt.MqttSourceConnector", "mqtt-source"),
+               "Subscribes to MQTT topics; messages acknowledged after Spark's commit (Confluent's MQTT source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.mqtt:MqttSinkConnector",
+               connector_names("io.confluent.connect.mqtt.MqttSinkConnector", "mqtt-sink"),
+               "Publishes record values to MQTT topics, at least once (Confluent's MQTT sink)."),
+]
