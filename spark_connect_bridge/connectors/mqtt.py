@@ -281,9 +281,9 @@ class MqttSinkConnector(SinkConnector):
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> int:
         connection = _Connection(self.config, f"kconnect-{self.name}-{ctx.partition_id}-{uuid.uuid4().hex[:8]}",
                                  clean=True)
-        connection.connect()
         client = connection.client
-        client.max_queued_messages_set(0)
+        client.max_inflight_messages_set(1000)  # paho's default of 20 unacknowledged publishes is slow
+        connection.connect()
         client.loop_start()
         qos, retain = int(self.config["mqtt.qos"]), bool(self.config["mqtt.retained.enabled"])
         sent = []

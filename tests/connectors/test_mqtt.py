@@ -230,3 +230,25 @@ def test_an_unreachable_server_fails_naming_the_key(spark):
 
     with pytest.raises(Exception, match=r"mqtt\.server\.uri"):
         build_connector(config).latest_offsets({}, None, None)
+
+
+def test_the_docs_mqtt_example_runs(spark, broker):
+    """docs/tasks/brokers.md's MQTT block, as written, with ``mqtt_uri`` the test's Mosquitto."""
+    from tests.test_readme import _located_blocks
+
+    blocks = _located_blocks("python", needs="mosquitto")
+    assert len(blocks) == 1
+    namespace = {"spark": spark, "mqtt_uri": f"tcp://{broker[0]}:{broker[1]}"}
+    page, block = blocks[0]
+    exec(compile(block, page, "exec"), namespace)
+    query = namespace["query"]
+    try:
+        _subscribed(query)
+        _publish(broker, "plant/boiler/temperature", [71.5, 72.0])
+        _publish(broker, "plant/boiler/pressure", [3])  # not subscribed
+        rows = _poll(lambda: spark.table("temperatures").collect() if spark.table("temperatures").count() >= 2
+                     else None, what="the two readings")
+    finally:
+        query.stop()
+    assert sorted(tuple(r) for r in rows) == [("plant/boiler/temperature", "71.5"),
+                                              ("plant/boiler/temperature", "72.0")]
