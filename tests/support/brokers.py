@@ -85,19 +85,25 @@ class RabbitMQServer(_LoggedServer):
                 "RABBITMQ_NODE_PORT": str(self.port), "RABBITMQ_DIST_PORT": dist,
                 "RABBITMQ_MNESIA_BASE": os.path.join(self.root, "mnesia"),
                 "RABBITMQ_LOG_BASE": os.path.join(self.root, "log"),
-                "RABBITMQ_PLUGINS_DIR": "/usr/lib/rabbitmq/plugins",
+                "RABBITMQ_FEATURE_FLAGS_FILE": os.path.join(self.root, "feature_flags"),
                 "RABBITMQ_ENABLED_PLUGINS_FILE": os.path.join(self.root, "enabled_plugins"),
                 "RABBITMQ_CONFIG_FILE": os.path.join(self.root, "rabbitmq"),
                 "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": local, "RABBITMQ_CTL_ERL_ARGS": local,
                 "HOME": self.root}
 
     def start(self, timeout: float = 120) -> RabbitMQServer:
+        for sub in ("mnesia", "log"):
+            os.makedirs(os.path.join(self.root, sub), exist_ok=True)
         with open(os.path.join(self.root, "enabled_plugins"), "w") as f:
             f.write("[].\n")
         with open(os.path.join(self.root, "rabbitmq.conf"), "w") as f:
             f.write("loopback_users.guest = true\n")
         with open(self.log, "ab") as log:
-            self.process = subprocess.Popen([_binary("rabbitmq-server", "rabbitmq-server")], stdout=log,
+            # Debian's /usr/sbin/rabbitmq-server switches to the rabbitmq user; the script it runs does not.
+            server = "/usr/lib/rabbitmq/bin/rabbitmq-server"
+            if not os.path.exists(server):
+                server = _binary("rabbitmq-server", "rabbitmq-server")
+            self.process = subprocess.Popen([server], stdout=log,
                                             stderr=subprocess.STDOUT, env=self._env(), cwd=self.root,
                                             start_new_session=True)
         deadline = self._wait_for_port(timeout)
