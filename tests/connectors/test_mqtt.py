@@ -71,7 +71,7 @@ def _start(spark, config, out, ckpt):
 
 
 def _subscribed(query):
-    return _poll(lambda: query.recentProgress, 60, "the first trigger (the subscription)")
+    return _poll(lambda: query.recentProgress, 240, "the first trigger (the subscription)")
 
 
 def test_source_reads_every_message_across_a_restart_and_the_retained_one_once(spark, broker, tmp_path):
