@@ -51,3 +51,19 @@ CATALOG += [
                "Writes records to Azure blobs named and filled as Confluent's Azure Blob sink does (JSON, Parquet, "
                "bytes)."),
 ]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.mqtt:MqttSourceConnector",
+               connector_names("io.confluent.connect.mqtt.MqttSourceConnector", "mqtt-source"),
+               "Subscribes to MQTT topics; messages acknowledged after Spark's commit (Confluent's MQTT source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.mqtt:MqttSinkConnector",
+               connector_names("io.confluent.connect.mqtt.MqttSinkConnector", "mqtt-sink"),
+               "Publishes record values to MQTT topics, at least once (Confluent's MQTT sink)."),
+]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.rabbitmq:RabbitMQSourceConnector",
+               connector_names("io.confluent.connect.rabbitmq.RabbitMQSourceConnector", "rabbitmq-source"),
+               "Consumes RabbitMQ queues; messages acknowledged after Spark's commit (Confluent's RabbitMQ source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.rabbitmq:RabbitMQSinkConnector",
+               connector_names("io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "rabbitmq-sink"),
+               "Publishes record values to a RabbitMQ exchange with publisher confirms (Confluent's RabbitMQ sink)."),
+]
