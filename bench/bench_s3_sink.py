@@ -1,5 +1,5 @@
-"""S3 sink throughput: our Confluent S3 sink (JsonFormat, ParquetFormat) against a bare write of the same records to
-the same S3 server, in the same run.
+"""S3 sink throughput: our Confluent S3 sink (JsonFormat, ParquetFormat, AvroFormat) against a bare write of the
+same records to the same S3 server, in the same run.
 
     .venv/bin/python bench/bench_s3_sink.py [records] [--reps 2]
 
@@ -10,7 +10,8 @@ The S3 server is moto's (``moto_server``, started here on 127.0.0.1, as the test
   (``flush.size`` above the records per partition: one object per Kafka partition, as the bare write);
 * ``bare json``: Spark's ``to_json(value)`` in the JVM, then each task PUTs its lines as one object with
   ``pyarrow.fs.S3FileSystem`` (``mapInArrow``); ``bare parquet``: ``select("value.*")`` and each task writes its
-  Arrow batches as one Parquet object (snappy) the same way.
+  Arrow batches as one Parquet object (snappy) the same way; ``bare avro``: ``select("value.*")`` and each task
+  writes its rows with fastavro (``to_pylist``, the schema AvroData gives the value, no codec) as one object.
 
 Wall and CPU seconds of this process's tree (the Spark JVM, its Python workers; not the S3 server's). "cold" is a
 line's first run in the session (its Python workers start), the best of the next ``--reps`` runs is "warm".
@@ -49,7 +50,8 @@ def measure(fn: Callable[[], None], exclude: set[int]) -> tuple[float, float]:
     return wall, sum(max(0.0, c - before.get(p, 0.0)) for p, c in after.items())
 
 
-def _bare_writer(endpoint_port: int, bucket: str, prefix: str, kind: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _bare_writer(endpoint_port: int, bucket: str, prefix: str, kind: str,
+                 avro_schema: str = "") -> Callable[[Iterator[Any]], Iterator[Any]]:
     def write(batches: Iterator[Any]) -> Iterator[Any]:
         import uuid
 
@@ -68,6 +70,12 @@ def _bare_writer(endpoint_port: int, bucket: str, prefix: str, kind: str) -> Cal
             if len(lines):
                 bounds = np.frombuffer(lines.buffers()[1], dtype=np.int64)[lines.offset:lines.offset + len(lines) + 1]
                 out.write(lines.buffers()[2].to_pybytes()[bounds[0]:bounds[-1]])
+        elif kind == "avro":
+            import json
+
+            import fastavro
+
+            fastavro.writer(out, fastavro.parse_schema(json.loads(avro_schema)), table.to_pylist())
         else:
             pq.write_table(table, out, compression="snappy")
         with s3.open_output_stream(f"{bucket}/{prefix}/{uuid.uuid4().hex}.{kind}") as stream:
@@ -83,8 +91,12 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     args = parser.parse_args()
 
+    import json
+
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
+
+    from spark_connect_bridge.converters.avro_data import spark_to_avro
 
     server = MotoS3Server().start()
     try:
@@ -106,7 +118,8 @@ def main() -> None:
 
         def ours(kind: str) -> Callable[[], None]:
             fmt = {"json": "io.confluent.connect.s3.format.json.JsonFormat",
-                   "parquet": "io.confluent.connect.s3.format.parquet.ParquetFormat"}[kind]
+                   "parquet": "io.confluent.connect.s3.format.parquet.ParquetFormat",
+                   "avro": "io.confluent.connect.s3.format.avro.AvroFormat"}[kind]
 
             def run() -> None:
                 runs["n"] += 1
@@ -119,13 +132,15 @@ def main() -> None:
                 runs["n"] += 1
                 frame = records.select(F.to_json("value").alias("line")) if kind == "json" else \
                     records.select("value.*")
-                written = frame.mapInArrow(_bare_writer(server.port, bucket, f"bare-{kind}-{runs['n']}", kind),
-                                           "rows long").agg(F.sum("rows")).first()[0]
+                writer = _bare_writer(server.port, bucket, f"bare-{kind}-{runs['n']}", kind, avro_schema)
+                written = frame.mapInArrow(writer, "rows long").agg(F.sum("rows")).first()[0]
                 assert written == args.records
             return run
 
+        value = records.schema["value"]
+        avro_schema = json.dumps(spark_to_avro(value.dataType, value.metadata, False))
         lines = {"bare json": bare("json"), "ours json": ours("json"), "bare parquet": bare("parquet"),
-                 "ours parquet": ours("parquet")}
+                 "ours parquet": ours("parquet"), "bare avro": bare("avro"), "ours avro": ours("avro")}
         exclude = {server.process.pid} if server.process else set()
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in lines}
         for _ in range(args.reps + 1):
@@ -139,7 +154,7 @@ def main() -> None:
             print(f"{name:14s} cold {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU | warm {warm[0]:6.2f} s wall "
                   f"{warm[1]:6.2f} s CPU  {args.records / warm[0] / 1000:7.1f} k rec/s  "
                   f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec")
-        for kind in ("json", "parquet"):
+        for kind in ("json", "parquet", "avro"):
             b = min(results[f"bare {kind}"][1:], key=lambda r: r[1])
             o = min(results[f"ours {kind}"][1:], key=lambda r: r[1])
             print(f"{kind}: ours vs bare (warm): {b[0] / o[0]:.2f}x wall, {b[1] / o[1]:.2f}x CPU")
