@@ -202,3 +202,20 @@ def test_object_store_credentials_are_secret_keys_in_either_spelling():
     for key in ("fs.s3a.access.key", "fs.s3a.endpoint", "fs.azure.account.auth.type"):
         assert not is_secret_key("spark.hadoop." + key), key
     assert "sk-1" not in scrub_text("failed with sk-1", {"spark.hadoop.fs.s3a.secret.key": "sk-1"})
+
+
+def test_the_object_store_worker_config_of_the_docs_parses_and_configures_s3a(tmp_path, monkeypatch):
+    """docs/tasks/object-stores.md's worker config for paths on a bucket: the env provider resolves the keys, the
+    session gets the S3A connector, the allowed paths keep their URIs."""
+    from pathlib import Path
+
+    from spark_connect_bridge.jvm import wants_object_stores
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tasks" / "object-stores.md").read_text()
+    block = page.split("## Every path of ours on an object store")[1].split("```properties\n")[1].split("```")[0]
+    props = dict(line.split("=", 1) for line in block.splitlines() if line and not line.startswith("#"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret")
+    cfg = parse_worker_config({**props, "offset.storage.dir": "state"}, base_dir=str(tmp_path))
+    assert cfg.spark_conf["spark.hadoop.fs.s3a.secret.key"] == "s3cret" and wants_object_stores(cfg.spark_conf)
+    assert cfg.policy.allowed_paths[1:] == ("s3a://lake/exports", "s3a://lake/tables")
