@@ -82,7 +82,11 @@ def password_keys(config: Mapping[str, str]) -> set[str]:
 def is_secret_key(key: str) -> bool:
     """A key whose value is a secret by its name alone (``connection.password``, ``sasl.jaas.config``...)."""
     low = key.lower()
-    return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info"))
+    # Object stores' Hadoop keys (as spark.hadoop.<key> in a worker config too): fs.s3a.secret.key and
+    # fs.s3a.session.token by the endings above; Azure's fs.azure.account.key.<account> and SAS tokens, GCS's
+    # service-account private key, S3A's encryption key
+    return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info",
+                         "private.key", "encryption.key", ".sas")) or ".account.key." in low or "fs.azure.sas." in low
 
 
 def _mask_value(key: str, value: str, secret: set[str]) -> str:

@@ -38,7 +38,7 @@ from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from ..errors import ConnectError, headline
-from ..jvm import SAFE_PATH_ENV, configure_spark, with_session_defaults
+from ..jvm import SAFE_PATH_ENV, configure_spark, wants_object_stores, with_session_defaults
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -173,7 +173,9 @@ class Worker:
             # spark.jars or spark.jars.packages chooses the classpath itself: ours (and Delta's catalog, whose class
             # would then be missing) is left out, and only the session defaults apply.
             user_jars = {"spark.jars", "spark.jars.packages"} & set(self.config.spark_conf)
-            builder = with_session_defaults(builder) if user_jars else configure_spark(builder)
+            # Hadoop's S3A connector joins them when the worker config configures it (spark.hadoop.fs.s3a.*)
+            builder = with_session_defaults(builder) if user_jars else configure_spark(
+                builder, object_stores=wants_object_stores(self.config.spark_conf))
             for k, v in self.config.spark_conf.items():
                 builder = builder.config(k, v)
             self._spark = builder.getOrCreate()

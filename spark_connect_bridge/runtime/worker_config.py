@@ -388,6 +388,12 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
         problems.append(ConfigProblem("offset.storage.dir", 'Missing required configuration "offset.storage.dir" '
                                                             '(or Kafka\'s "offset.storage.file.filename", whose '
                                                             'directory is used) which has no default value.'))
+    for key, where in (("offset.storage.dir", state), ("topics.dir", cfg.topics_dir)):
+        if where and is_remote_uri(str(where)):  # would otherwise become a local directory named "s3a:"
+            problems.append(ConfigProblem(key, (
+                f"Invalid value {where} for configuration {key}: the worker keeps its {key} on a local or mounted "
+                f"file system; an object-store URI is not supported here yet (a connector's own checkpoint and "
+                f"Delta paths may be s3a:// URIs)")))
     auth = cfg.rest_basic_auth_file
     if auth and not os.path.isfile(os.path.join(base, auth)):
         problems.append(ConfigProblem("rest.basic.auth.file", f"Invalid value {auth} for configuration "

@@ -82,3 +82,35 @@ def test_sessions_start_with_the_huge_method_limit_hotspot_compiles_and_a_user_s
     assert spark.conf.get("spark.sql.codegen.hugeMethodLimit") == "8000"
     own = SparkSession.builder.config("spark.sql.codegen.hugeMethodLimit", "65535")
     assert with_session_defaults(own)._options["spark.sql.codegen.hugeMethodLimit"] == "65535"
+
+
+def test_hadoop_aws_matches_spark_s_own_hadoop_and_is_on_the_class_path_not_copied(spark):
+    """hadoop-aws must be the release of the Hadoop client Spark ships (its jars dir's hadoop-client-api); the
+    object-stores profile's jars go to extraClassPath (Spark would copy spark.jars, the ~690 MB SDK bundle with
+    them, into every application's work directory) and S3A's file system class loads."""
+    import os
+
+    from pyspark.find_spark_home import _find_spark_home
+
+    from spark_connect_bridge.jvm import configure_spark
+
+    jars = os.listdir(os.path.join(_find_spark_home(), "jars"))
+    shipped = [j[len("hadoop-client-api-"):-len(".jar")] for j in jars if j.startswith("hadoop-client-api-")]
+    declared = {a.artifact: a.version for a in artifacts("object-stores")}
+    assert shipped == [declared["hadoop-aws"]]
+
+    class Builder:
+        _options: dict = {}
+
+        def config(self, key, value):
+            self._options = {**self._options, key: value}
+            return self
+
+    options = configure_spark(Builder().config("spark.hadoop.fs.s3a.endpoint", "http://x"))._options
+    extra = options["spark.driver.extraClassPath"].split(os.pathsep)
+    assert any("hadoop-aws" in j for j in extra)
+    assert not any("hadoop-aws" in j for j in options["spark.jars"].split(","))
+    assert "hadoop-aws" not in (configure_spark(Builder())._options.get("spark.driver.extraClassPath") or "")
+    jvm = spark.sparkContext._jvm
+    assert jvm.java.lang.Class.forName("org.apache.hadoop.fs.s3a.S3AFileSystem", False,
+                                       jvm.Thread.currentThread().getContextClassLoader()) is not None

@@ -32,6 +32,9 @@ def test_kafka_offsets_file_gives_the_state_directory(tmp_path):
     ({"offset.storage.dir": "x", "listeners": "https://127.0.0.1:8443"}, "listeners.https.ssl.keystore.location"),
     ({"offset.storage.dir": "x", "rest.prot": "1"}, "rest.prot"),
     ({"offset.storage.dir": "x", "rest.basic.auth.file": "/no/such/file"}, "rest.basic.auth.file"),
+    # not yet on an object store: refused, rather than a local directory named "s3a:" (issue 35 §2)
+    ({"offset.storage.dir": "s3a://lake/state"}, "offset.storage.dir"),
+    ({"offset.storage.dir": "x", "topics.dir": "gs://lake/topics"}, "topics.dir"),
 ])
 def test_bad_worker_configs_name_the_key(props, key):
     with pytest.raises(ConfigError) as e:
@@ -184,3 +187,35 @@ def test_workers_starting_at_once_share_one_complete_key(tmp_path):
     token = ciphers[0].encrypt({"password": "secret"})
     assert all(c.decrypt(token) == {"password": "secret"} for c in ciphers)
     assert os.listdir(tmp_path / "_keys") == ["state.key"] and oct(os.stat(path).st_mode & 0o777) == "0o600"
+
+
+def test_object_store_credentials_are_secret_keys_in_either_spelling():
+    """The Hadoop keys that hold an object store's credentials are masked and scrubbed like connection.password,
+    as a worker config's spark.hadoop.* keys and as bare Hadoop keys."""
+    from spark_connect_bridge.runtime.secrets import is_secret_key, scrub_text
+
+    for key in ("fs.s3a.secret.key", "fs.s3a.session.token", "fs.s3a.encryption.key",
+                "fs.s3a.bucket.lake.secret.key", "fs.azure.account.key.acct.dfs.core.windows.net",
+                "fs.azure.sas.token.provider.fixed.token", "fs.azure.account.oauth2.client.secret",
+                "fs.gs.auth.service.account.private.key", "fs.azure.sas.box.acct.blob.core.windows.net"):
+        assert is_secret_key(key) and is_secret_key("spark.hadoop." + key), key
+    for key in ("fs.s3a.access.key", "fs.s3a.endpoint", "fs.azure.account.auth.type"):
+        assert not is_secret_key("spark.hadoop." + key), key
+    assert "sk-1" not in scrub_text("failed with sk-1", {"spark.hadoop.fs.s3a.secret.key": "sk-1"})
+
+
+def test_the_object_store_worker_config_of_the_docs_parses_and_configures_s3a(tmp_path, monkeypatch):
+    """docs/tasks/object-stores.md's worker config for paths on a bucket: the env provider resolves the keys, the
+    session gets the S3A connector, the allowed paths keep their URIs."""
+    from pathlib import Path
+
+    from spark_connect_bridge.jvm import wants_object_stores
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "tasks" / "object-stores.md").read_text()
+    block = page.split("## Every path of ours on an object store")[1].split("```properties\n")[1].split("```")[0]
+    props = dict(line.split("=", 1) for line in block.splitlines() if line and not line.startswith("#"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s3cret")
+    cfg = parse_worker_config({**props, "offset.storage.dir": "state"}, base_dir=str(tmp_path))
+    assert cfg.spark_conf["spark.hadoop.fs.s3a.secret.key"] == "s3cret" and wants_object_stores(cfg.spark_conf)
+    assert cfg.policy.allowed_paths[1:] == ("s3a://lake/exports", "s3a://lake/tables")
