@@ -17,20 +17,20 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
-from ...core.records import is_schemaless
+from ...core.records import is_schemaless, is_variant_json
 from ...errors import ConfigError, ConfigProblem
 from ..base import CommitContext, SinkConnector, WriteContext
 from .common import StorageLayout, Written, layout_problems, short_class, write_objects
-from .formats import PARQUET_CODEC_EXTENSIONS, ByteArrayFormat, Format, JsonFormat, ParquetFormat
+from .formats import PARQUET_CODEC_EXTENSIONS, AvroFormat, ByteArrayFormat, Format, JsonFormat, ParquetFormat
 from .partitioners import partitioner_from_config
 
 __all__ = ["FORMAT_KEYS", "ObjectStore", "ObjectStoreSink", "compression_keys", "endpoint_problem"]
 
 log = logging.getLogger(__name__)
 
-FORMAT_KINDS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray"}
-_REFUSED_FORMATS = {"AvroFormat": "Avro objects are not written by this sink yet (issue #35)",
-                    "CsvFormat": "CSV objects are not written by this sink yet (issue #35)"}
+FORMAT_KINDS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray", "AvroFormat": "avro"}
+_REFUSED_FORMATS = {"CsvFormat": "CSV objects are written by the S3 sink only (Confluent's GCS and Azure Blob sinks "
+                                 "have no CsvFormat)"}
 
 _FORMAT = "Format"
 FORMAT_KEYS = (
@@ -95,6 +95,8 @@ class ObjectStoreSink(SinkConnector):
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
         self._schemaless = False
+        self._json_text = False  # the value is a schemaless VARIANT's JSON text (written as is by JsonFormat)
+        self._avro: tuple[str, str] | None = None  # (Avro schema, Spark type) of the value, for AvroFormat
         self._layout: StorageLayout | None = None
 
     # -- config -----------------------------------------------------------------------------------
@@ -138,9 +140,13 @@ class ObjectStoreSink(SinkConnector):
         kind = FORMAT_KINDS[short_class(self.config.format_class)]
         compression, level = self._compression()
         if kind == "json":
-            return JsonFormat(compression, level, self._schemaless)
+            return JsonFormat(compression, level, self._schemaless, False, self._json_text)
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
+        if kind == "avro":
+            if self._avro is None:
+                raise ConfigError("AvroFormat: the value's schema is known once the input is (validate_input)")
+            return AvroFormat(*self._avro, str(self.config.avro_codec).lower())
         separator = self.config.format_bytearray_separator
         return ByteArrayFormat(("\n" if separator is None else separator).encode(),
                                self.config.format_bytearray_extension, compression, level)
@@ -160,8 +166,16 @@ class ObjectStoreSink(SinkConnector):
             raise ConfigError(f"The {self.sink_name} needs the record columns value, topic, partition and offset; "
                               f"the input lacks {missing}")
         value = schema["value"]
-        self._schemaless = is_schemaless(value.metadata)
+        self._json_text = is_variant_json(value.metadata)
+        self._schemaless = is_schemaless(value.metadata) or self._json_text
         kind = FORMAT_KINDS[short_class(self.config.format_class)]
+        if kind == "avro":
+            if self._schemaless:
+                raise ConfigError([ConfigProblem("format.class", "AvroFormat needs a value with a schema; the value "
+                                                 "was read without one (a value.converter with schemas)")])
+            from .s3 import _avro_schema  # AvroData's mapping, shared with the S3 sink
+
+            self._avro = _avro_schema(value)
         if kind == "parquet" and not isinstance(value.dataType, StructType):
             raise ConfigError([ConfigProblem("format.class", f"ParquetFormat needs a struct value; the value is "
                                              f"{value.dataType.simpleString()} (a value.converter with schemas)")])

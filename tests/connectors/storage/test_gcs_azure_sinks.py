@@ -199,7 +199,7 @@ AZ_BASE = {"connector.class": AZ_SINK, "azblob.account.name": "acct1", "azblob.a
 @pytest.mark.parametrize(("base", "extra", "key"), [
     (GCS_BASE, {"gcs.bucket.name": None}, "gcs.bucket.name"),
     (GCS_BASE, {"format.class": "io.confluent.connect.s3.format.json.JsonFormat"}, "format.class"),
-    (GCS_BASE, {"format.class": "io.confluent.connect.gcs.format.avro.AvroFormat"}, "format.class"),
+    (GCS_BASE, {"format.class": "io.confluent.connect.gcs.format.csv.CsvFormat"}, "format.class"),
     (GCS_BASE, {"gcs.compression.type": "zip"}, "gcs.compression.type"),
     (GCS_BASE, {"store.url": "http://u:p@127.0.0.1:9"}, "store.url"),
     (GCS_BASE, {"gcs.credentials.path": "/k.json", "gcs.credentials.json": "{}"}, "gcs.credentials.json"),
@@ -279,3 +279,17 @@ def test_a_gcs_service_account_key_is_exchanged_for_a_token_and_the_objects_writ
         assert sorted(target.objects(bucket)) == ["topics/t/partition=0/t+0+0000000000.json"]
     finally:
         server.shutdown()
+
+
+def test_avro_objects_hold_the_values_with_avrodatas_schema(spark, store):
+    import fastavro
+
+    bucket = store.bucket()
+    rows = [("t", 0, o, 0, (o, f"n{o}")) for o in range(3)]
+    _write(_records(spark, rows), store.sink(bucket, **{"format.class": store.fmt("AvroFormat"), "flush.size": "2"}))
+    objects = store.objects(bucket)
+    assert sorted(objects) == ["topics/t/partition=0/t+0+0000000000.avro", "topics/t/partition=0/t+0+0000000002.avro"]
+    assert list(fastavro.reader(io.BytesIO(objects["topics/t/partition=0/t+0+0000000000.avro"]))) == [
+        {"id": 0, "name": "n0"}, {"id": 1, "name": "n1"}]
+    assert list(fastavro.reader(io.BytesIO(objects["topics/t/partition=0/t+0+0000000002.avro"]))) == [
+        {"id": 2, "name": "n2"}]
