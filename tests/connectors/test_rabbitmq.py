@@ -138,3 +138,17 @@ def test_a_wrong_password_fails_naming_the_key_not_the_password(broker):
     with pytest.raises(Exception, match=r"rabbitmq\.password") as e:
         build_connector(config).latest_offsets({}, None, None)
     assert "wrong-pw-123" not in str(e.value)
+
+
+def test_a_rest_user_cannot_send_the_stored_password_to_another_host():
+    """The attack: the config PUT back with the masked password and rabbitmq.host changed is refused, naming the
+    key (runtime/secrets.restore_masked); the secret never appears."""
+    from spark_connect_bridge.errors import ConfigError
+    from spark_connect_bridge.runtime.secrets import mask_config, restore_masked
+
+    stored = {**_source(("10.0.0.7", 5672), "orders"), "rabbitmq.username": "svc", "rabbitmq.password": "s3cret-pw"}
+    evil = {**mask_config(stored), "rabbitmq.host": "attacker.example"}
+    with pytest.raises(ConfigError) as e:
+        restore_masked(evil, stored)
+    assert "rabbitmq.password" in str(e.value) and "rabbitmq.host" in str(e.value)
+    assert "s3cret-pw" not in str(e.value)
