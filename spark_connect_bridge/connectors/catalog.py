@@ -43,6 +43,13 @@ CATALOG += [
     PluginSpec("sink", "spark_connect_bridge.connectors.storage.s3:S3SinkConnector",
                connector_names("io.confluent.connect.s3.S3SinkConnector", "s3-sink"),
                "Writes records to S3 objects named and filled as Confluent's S3 sink does (JSON, Parquet, bytes)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.gcs:GcsSinkConnector",
+               connector_names("io.confluent.connect.gcs.GcsSinkConnector", "gcs-sink"),
+               "Writes records to GCS objects named and filled as Confluent's GCS sink does (JSON, Parquet, bytes)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.azure_blob:AzureBlobStorageSinkConnector",
+               connector_names("io.confluent.connect.azure.blob.AzureBlobStorageSinkConnector", "azure-blob-sink"),
+               "Writes records to Azure blobs named and filled as Confluent's Azure Blob sink does (JSON, Parquet, "
+               "bytes)."),
 ]
 CATALOG += [
     PluginSpec("source", "spark_connect_bridge.connectors.mqtt:MqttSourceConnector",
