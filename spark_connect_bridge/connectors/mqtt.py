@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Range, Type, ValidList
+from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Password, Range, Type, ValidList
 from ..errors import ConfigError, ConfigProblem, ConnectError, RetriableError
 from .base import CommitContext, SinkConnector, WriteContext
 from .queue_source import Delivered, Inbox, QueueSourceConnector, now_us
@@ -52,6 +52,11 @@ def _uri_problem(uri: str) -> str | None:
     except ValueError:
         return "a port between 0 and 65535"
     return None
+
+
+def _secret(value: Any) -> str | None:
+    """A password key's value (a default is a plain string, a set value a Password), None when blank."""
+    return (value.value() if isinstance(value, Password) else value) or None
 
 
 def _connection_keys() -> ConfigDef:
@@ -96,7 +101,7 @@ class _Connection:
                                   protocol=mqtt.MQTTv311, manual_ack=manual_ack)
         user = config["mqtt.username"]
         if user:
-            self.client.username_pw_set(user, config["mqtt.password"].value() or None)
+            self.client.username_pw_set(user, _secret(config["mqtt.password"]))
         self.client.reconnect_delay_set(1, 30)
 
     def _tls(self) -> None:
@@ -104,7 +109,7 @@ class _Connection:
         try:
             self.client.tls_set(ca_certs=self.config["mqtt.ssl.trust.store.path"] or None,
                                 certfile=key_path or None, keyfile=key_path or None,
-                                keyfile_password=self.config["mqtt.ssl.key.password"].value() or None,
+                                keyfile_password=_secret(self.config["mqtt.ssl.key.password"]),
                                 cert_reqs=ssl.CERT_REQUIRED, tls_version=ssl.PROTOCOL_TLS_CLIENT)
         except (OSError, ssl.SSLError) as e:
             raise ConfigError([ConfigProblem("mqtt.ssl.trust.store.path",

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 
-from ..config import ConfigDef, Importance, NonEmptyString, Range, Type, ValidList, ValidString
+from ..config import ConfigDef, Importance, NonEmptyString, Password, Range, Type, ValidList, ValidString
 from ..errors import ConfigError, ConnectError, RetriableError
 from .base import CommitContext, SinkConnector, WriteContext
 from .queue_source import Delivered, Inbox, QueueSourceConnector, now_us
@@ -59,12 +59,17 @@ def _connection_keys() -> ConfigDef:
     )
 
 
+def _password(config: Any) -> str:
+    value = config["rabbitmq.password"]
+    return (value.value() if isinstance(value, Password) else value) or ""
+
+
 def _parameters(config: Any) -> Any:
     import pika
 
     return pika.ConnectionParameters(
         host=config["rabbitmq.host"], port=config["rabbitmq.port"], virtual_host=config["rabbitmq.virtual.host"],
-        credentials=pika.PlainCredentials(config["rabbitmq.username"], config["rabbitmq.password"].value() or ""),
+        credentials=pika.PlainCredentials(config["rabbitmq.username"], _password(config)),
         socket_timeout=config["rabbitmq.connection.timeout.ms"] / 1000,
         blocked_connection_timeout=config["rabbitmq.connection.timeout.ms"] / 1000,
         heartbeat=config["rabbitmq.requested.heartbeat.seconds"])

@@ -252,3 +252,21 @@ def test_the_docs_mqtt_example_runs(spark, broker):
         query.stop()
     assert sorted(tuple(r) for r in rows) == [("plant/boiler/temperature", "71.5"),
                                               ("plant/boiler/temperature", "72.0")]
+
+
+def test_a_rest_user_cannot_send_the_stored_password_to_another_server():
+    """The attack: PUT the config back with the masked password and mqtt.server.uri pointing at a server of one's
+    own. The worker refuses (runtime/secrets.restore_masked), naming the key, never the secret."""
+    from spark_connect_bridge.errors import ConfigError
+    from spark_connect_bridge.runtime.secrets import mask_config, restore_masked
+
+    stored = {**_source(("10.0.0.5", 1883), "plant", "a/#"), "mqtt.username": "plant",
+              "mqtt.password": "s3cret-pw"}
+    shown = mask_config(stored)
+    assert "s3cret-pw" not in str(shown)
+    assert restore_masked(shown, stored)["mqtt.password"] == "s3cret-pw"  # unchanged destination: kept
+    evil = {**shown, "mqtt.server.uri": "tcp://attacker.example:1883"}
+    with pytest.raises(ConfigError) as e:
+        restore_masked(evil, stored)
+    assert "mqtt.password" in str(e.value) and "mqtt.server.uri" in str(e.value)
+    assert "s3cret-pw" not in str(e.value)
