@@ -23,7 +23,10 @@ SPARK_PIPELINES = Path(sys.executable).parent / "spark-pipelines"
 
 
 def _run(project: Path, env: dict) -> None:
-    run = subprocess.run([str(SPARK_PIPELINES), "run", "--spec", "pipelines/spark-pipeline.yml"], cwd=project,
+    # A persistent catalog (Hive's, Derby in the project directory): Spark's in-memory one forgets the tables, and a
+    # second run then finds their directories taken (LOCATION_ALREADY_EXISTS).
+    run = subprocess.run([str(SPARK_PIPELINES), "--conf", "spark.sql.catalogImplementation=hive",
+                          "run", "--spec", "pipelines/spark-pipeline.yml"], cwd=project,
                          env=env, capture_output=True, text=True, timeout=900, check=False)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
     assert "Run is COMPLETED" in run.stdout + run.stderr
