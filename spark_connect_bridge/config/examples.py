@@ -27,7 +27,7 @@ def _walk(node: Any, prefix: str = "") -> list[str]:
     for child in node.iterdir():
         if child.is_dir():
             out.extend(_walk(child, f"{prefix}{child.name}/"))
-        elif child.name.endswith((".properties", ".json")):
+        elif child.name.endswith((".properties", ".json", ".yml", ".py")):  # configs; pipelines/: a spec, its code
             out.append(prefix + child.name)
     return out
 
