@@ -100,6 +100,8 @@ def _is_error(result: dict[str, Any]) -> bool:
 KNOWN = {
     "optional": "JsonConverter schemas carry Spark's nullability, not Connect's optional flag (Kafka: each field's "
                 "declared flag and each SMT's schema rules); pinned by test_optional_flag_difference_is_pinned",
+    "decimal-precision": "a Decimal without connect.decimal.precision is read as decimal(38, scale) and written "
+                         "with connect.decimal.precision=38; not yet pinned by a test",
     "null-with-schema": "a key or value that is null with a schema (the envelope {\"schema\": ..., \"payload\": null}) "
                         "is null bytes here, Kafka writes the envelope; pinned by test_null_with_schema_is_pinned",
 }
@@ -107,6 +109,10 @@ KNOWN = {
 
 def _without_optional(node: Any) -> Any:
     if isinstance(node, dict):
+        if node.get("name") == "org.apache.kafka.connect.data.Decimal" and "parameters" in node:
+            # KNOWN["decimal-precision"]
+            node = {**node, "parameters": {k: v for k, v in node["parameters"].items()
+                                           if k != "connect.decimal.precision"}}
         return {k: _without_optional(v) for k, v in node.items() if k != "optional"}
     if isinstance(node, list):
         return [_without_optional(v) for v in node]
