@@ -5,10 +5,10 @@ the same records and the same connector config, each result in one comparable sh
 A record in: ``{"key": bytes | None, "value": bytes | None, "topic", "partition", "offset", "timestamp" (ms),
 "headers": [(name, bytes | None)]}``; ``offset`` is unique within a case and identifies the record on both sides.
 A result out, per record: ``{"key": <JsonConverter envelope>, "value": ..., "topic", "partition", "timestamp",
-"headers": [[name, <base64 of the header's bytes>]]}``
-(Kafka's side: SimpleHeaderConverter, Kafka's default ``header.converter``), ``{"dropped": True}``, or ``{"error": <kind>, "stage", "message"}``.
-Both sides write their key, value and headers with JsonConverter ``schemas.enable=true``, so a schema
-difference (names, optional flags, logical types) is a difference of results.
+"headers": [[name, <base64 of the header's bytes>]]}`` (Kafka's side: SimpleHeaderConverter, Kafka's default
+``header.converter``), ``{"dropped": True}``, or ``{"error": <exception class>, "stage", "message"}``. Both sides
+write key and value with JsonConverter ``schemas.enable=true``, so a schema difference (names, optional flags,
+logical types) is a difference of results.
 """
 
 from __future__ import annotations
@@ -94,38 +94,50 @@ def _envelope(data: bytes | None) -> Any:
     return None if data is None else json.loads(data)
 
 
-def ours(spark: Any, config: Mapping[str, str], records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The same records through ours: a batch DataFrame of binary records, ``errors.tolerance=all``'s error column,
-    the sink-side converters and the chain of ``config``, then JsonConverter envelopes of key, value and headers.
-    A config ours refuses at plan time gives ``[{"config_error": ..., "message": ...}]``."""
+def ours(spark: Any, configs: Mapping[str, Mapping[str, str]], records: Sequence[Mapping[str, Any]]
+         ) -> dict[str, list[dict[str, Any]]]:
+    """The same records through ours, for each named config: a batch DataFrame of binary records,
+    ``errors.tolerance=all``'s error column, the sink-side converters and the chain of the config, then
+    JsonConverter envelopes of key and value (headers as their bytes). All configs run as one Spark job (a union of
+    their serialized outputs). A config ours refuses at plan time gives ``[{"config_error": ..., "message": ...}]``."""
     rows = [(r["key"], r["value"], r["topic"], r["partition"], r["offset"],
              dt.datetime.fromtimestamp(r["timestamp"] / 1000, dt.timezone.utc),
              [(k, v) for k, v in r.get("headers", ())]) for r in records]
-    df = enable_error_column(spark.createDataFrame(rows, RECORD_SCHEMA))
-    try:
-        df = build_chain(config).apply(apply_sink_converters(df, config)) if str(config.get("transforms", "")) \
-            else apply_sink_converters(df, config)
-        good = F.col(ERROR_COL).isNull()
-        typed = df
-        out = apply_source_converters(df.filter(good), _ENVELOPE_OUT)
-        errors = typed.filter(~good).select("offset", ERROR_COL)
-        rows_out = out.select("key", "value", "topic", "partition", "offset",
-                              F.unix_millis("timestamp").alias("timestamp"), "headers", ERROR_COL).collect()
-        failed = errors.collect()
-    except ConfigError as e:
-        return [{"config_error": type(e).__name__, "message": str(e)}]
-    by_offset: dict[int, dict[str, Any]] = {}
-    for row in failed:
-        err = row[ERROR_COL]
-        by_offset[row["offset"]] = {"stage": err["stage"], "error": err["exception_class"], "message": err["message"]}
-    for row in rows_out:
-        if row[ERROR_COL] is not None:
-            err = row[ERROR_COL]
-            by_offset[row["offset"]] = {"stage": err["stage"], "error": err["exception_class"],
-                                        "message": err["message"]}
+    source = enable_error_column(spark.createDataFrame(rows, RECORD_SCHEMA))
+    results: dict[str, list[dict[str, Any]]] = {}
+    frames = []
+    for name, config in configs.items():
+        try:
+            df = apply_sink_converters(source, config)
+            if str(config.get("transforms", "")).strip():
+                df = build_chain(config).apply(df)
+            good = F.col(ERROR_COL).isNull()
+            out = apply_source_converters(df.filter(good), _ENVELOPE_OUT)
+        except ConfigError as e:
+            results[name] = [{"config_error": type(e).__name__, "message": str(e)}]
             continue
-        by_offset[row["offset"]] = {
-            "key": _envelope(row["key"]), "value": _envelope(row["value"]), "topic": row["topic"],
-            "partition": row["partition"], "timestamp": row["timestamp"],
-            "headers": [[h["key"], _b64(h["value"])] for h in row["headers"] or ()]}
-    return [by_offset.get(r["offset"], {"dropped": True}) for r in records]
+        columns = {"key": "binary", "value": "binary", "topic": "string", "partition": "int"}
+        frames.append(out.select(F.lit(name).alias("chain"), "offset", *[F.col(c).cast(t).alias(c)
+                                                                          for c, t in columns.items()],
+                                 F.unix_millis("timestamp").alias("timestamp"), "headers", ERROR_COL))
+        frames.append(df.filter(~good).select(F.lit(name).alias("chain"), "offset",
+                                              *[F.lit(None).cast(t).alias(c) for c, t in columns.items()],
+                                              F.lit(None).cast("long").alias("timestamp"),
+                                              F.lit(None).cast(HEADERS_TYPE).alias("headers"), ERROR_COL))
+    found: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in configs}
+    if frames:
+        union = frames[0]
+        for frame in frames[1:]:
+            union = union.unionByName(frame)
+        for row in union.collect():
+            err = row[ERROR_COL]
+            found[row["chain"]][row["offset"]] = {
+                "stage": err["stage"], "error": err["exception_class"], "message": err["message"]
+            } if err is not None else {
+                "key": _envelope(row["key"]), "value": _envelope(row["value"]), "topic": row["topic"],
+                "partition": row["partition"], "timestamp": row["timestamp"],
+                "headers": [[h["key"], _b64(h["value"])] for h in row["headers"] or ()]}
+    for name in configs:
+        if name not in results:
+            results[name] = [found[name].get(r["offset"], {"dropped": True}) for r in records]
+    return results

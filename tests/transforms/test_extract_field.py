@@ -38,10 +38,11 @@ def test_schemaless_nested_maps_and_non_map_intermediate(make_records):
     assert "non-Map" in msgs[0] and msgs[1] is None
 
 
-def test_unknown_struct_field_fails_every_record(make_records):
+def test_unknown_struct_field_fails_every_record_but_a_tombstone(make_records):
+    # Kafka reads a tombstone with a null schema, so its lookup of the field never runs: it passes as null
     df = make_records([("k", {"a": 1}), ("k", None)], value_type="struct<a:int>", tolerant=True)
     msgs = errors(df.transform(ExtractField.Value(field="zz")).collect())
-    assert all("Unknown field: zz" in m for m in msgs)
+    assert "Unknown field: zz" in msgs[0] and msgs[1] is None
 
 
 def test_primitive_value_fails_record(make_records):

@@ -110,3 +110,11 @@ def test_formats_are_utc_whatever_the_session_time_zone(spark, make_records):
     finally:
         spark.conf.set("spark.sql.session.timeZone", "UTC")
     assert (v.t, v.s) == ("2024-05-06 07:08:09", MS - 123)
+
+
+def test_struct_without_the_field_passes_unchanged_as_in_kafka(make_records):
+    # Kafka's applyWithSchema converts the field of that name and copies the others: a schema without it
+    # leaves the record as it was (tests/differential/test_fuzz_transforms.py found ours failing it)
+    df = make_records([("k", {"id": 1})], value_type="struct<id:int>")
+    out = df.transform(TimestampConverter.Value(field="ts", **{"target.type": "unix"})).collect()
+    assert out[0]["value"]["id"] == 1

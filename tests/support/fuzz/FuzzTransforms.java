@@ -6,7 +6,7 @@
 //          "records": [{"key": <bytes as base64 or null>, "value": <base64 or null>, "topic", "partition",
 //                       "offset", "timestamp", "headers": [[name, <base64 or null>], ...]}]}
 // Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (JsonConverter) turn the
-// bytes into a SinkRecord (headers as BYTES), then each stage of the chain runs as Kafka's TransformationStage
+// bytes into a SinkRecord (headers through SimpleHeaderConverter, Kafka's default header.converter), then each stage of the chain runs as Kafka's TransformationStage
 // runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter envelope of the key, as JSON>,
 // "value": ..., "topic", "partition", "timestamp", "headers": [[name, <base64 of SimpleHeaderConverter's bytes, Kafka's default header.converter>]]}, {"dropped": true}, or
 // {"error": <exception class>, "stage": "KEY_CONVERTER" | "VALUE_CONVERTER" | "TRANSFORMATION", "message": ...}.
@@ -66,7 +66,7 @@ public class FuzzTransforms {
                 headerOut.configure(Map.of());
                 List<Stage> chain = chain(config);
                 for (JsonNode rec : kase.get("records")) {
-                    results.add(one(rec, keyIn, valueIn, chain, keyOut, valueOut, headerOut));
+                    results.add(one(rec, headerOut, keyIn, valueIn, chain, keyOut, valueOut, headerOut));
                 }
                 for (Stage s : chain) {
                     s.transform.close();
@@ -151,7 +151,7 @@ public class FuzzTransforms {
         return failure;
     }
 
-    static ObjectNode one(JsonNode rec, JsonConverter keyIn, JsonConverter valueIn, List<Stage> chain,
+    static ObjectNode one(JsonNode rec, SimpleHeaderConverter headerIn, JsonConverter keyIn, JsonConverter valueIn, List<Stage> chain,
                           JsonConverter keyOut, JsonConverter valueOut, SimpleHeaderConverter headerOut) throws Exception {
         String topic = rec.get("topic").asText();
         SchemaAndValue key;
@@ -170,7 +170,13 @@ public class FuzzTransforms {
         JsonNode hs = rec.get("headers");
         if (hs != null) {
             for (JsonNode h : hs) {
-                headers.addBytes(h.get(0).asText(), bytes(h.get(1)));
+                String name = h.get(0).asText();
+                try {
+                    SchemaAndValue header = headerIn.toConnectHeader(topic, name, bytes(h.get(1)));
+                    headers.add(name, header);
+                } catch (Exception e) {
+                    return error("HEADER_CONVERTER", e);
+                }
             }
         }
         SinkRecord record = new SinkRecord(topic, rec.get("partition").asInt(), key.schema(), key.value(),
