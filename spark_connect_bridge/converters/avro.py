@@ -585,8 +585,13 @@ class AvroConverter(Converter):
         reg = self._reg
 
         def header(topics: pa.Array) -> pa.Array:
-            hs, es = [], []
+            hs: list[bytes | None] = []
+            es: list[str | None] = []
             for t in topics.to_pylist():
+                if t is None and mode["strategy"] != "record":  # another topic's row (see wiring): nothing to look up
+                    hs.append(None)
+                    es.append(None)
+                    continue
                 w = _resolve_writer(reg, mode, t)
                 hs.append(None if isinstance(w, str) else w[0])
                 es.append(w if isinstance(w, str) else None)

@@ -60,6 +60,9 @@ _SIMPLE: dict[type[DataType], str] = {
 class _Names:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        #: records already written in full: a second use of the name refers to it (Avro allows no redefinition),
+        #: as Confluent's AvroData writes a Debezium envelope's ``before`` and ``after`` (one ``<table>.Value``)
+        self.defined: set[str] = set()
 
     def next(self, base: str) -> str:
         n = self.counts.get(base, 0) + 1
@@ -113,7 +116,10 @@ def _avro(dt: DataType, meta: dict[str, Any], cm: bool, names: _Names) -> Any:
                                                       {"name": "value", "type": values}]}}
     if isinstance(dt, StructType):
         full = meta.get(META_NAME)
+        if full and str(full) in names.defined:
+            return str(full)
         if full:
+            names.defined.add(str(full))
             ns, _, name = str(full).rpartition(".")
         else:
             ns, name = DEFAULT_NAMESPACE, names.next("ConnectDefault")

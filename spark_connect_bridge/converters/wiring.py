@@ -96,13 +96,19 @@ def _serialize_per_topic(df: DataFrame, column: str, conv: Converter, data_type:
     CASE over the topics, so each row is serialized once. Topics the layouts do not list keep the union."""
     topic = F.col("topic")
     value = failed = message = None
-    union = conv.serialize_checked(F.col(column), data_type, metadata=metadata, topic=topic)
+    # Each branch sees its own topic's rows only (null elsewhere): Spark evaluates a Python UDF of a CASE branch
+    # (a registry lookup keyed by the row's topic) on every row, which would register one topic's schema under
+    # another topic's subject.
+    listed = F.coalesce(topic.isin(sorted(layouts)), F.lit(False))
+    union = conv.serialize_checked(F.when(~listed, F.col(column)), data_type, metadata=metadata,
+                                   topic=F.when(~listed, topic))
     for name, info in sorted(layouts.items()):
         narrowed, narrowed_t, narrowed_meta = narrow(F.col(column), data_type, info, column)
         if "connect.version" in metadata and "connect.version" not in narrowed_meta:  # a Debezium envelope's 2
             narrowed_meta = {**narrowed_meta, "connect.version": metadata["connect.version"]}
-        c = conv.serialize_checked(narrowed, narrowed_t, metadata=narrowed_meta, topic=topic)
         is_topic = topic == F.lit(name)
+        c = conv.serialize_checked(F.when(is_topic, narrowed), narrowed_t, metadata=narrowed_meta,
+                                   topic=F.when(is_topic, topic))
         value = (F.when(is_topic, c.value) if value is None else value.when(is_topic, c.value))
         f = c.failed if c.failed is not None else F.lit(False)
         failed = F.when(is_topic, f) if failed is None else failed.when(is_topic, f)

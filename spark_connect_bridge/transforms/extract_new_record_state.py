@@ -223,7 +223,8 @@ class ExtractNewRecordState(Transformation):
                 cond = ~tomb & ~delete if self.rewrite else ~tomb
                 step.updates["key"] = self._null_listed(F.col("key"), key_t, listed, cond, set())
         step.updates["value"] = F.when(tomb, F.lit(None)).otherwise(row)
-        step.metadata["value"] = dict(env["after"].metadata)
+        # The dropped side topics' layouts go too: a converter narrowing the row per topic finds only the tables'.
+        step.metadata["value"] = _without_side(dict(env["after"].metadata))
 
         if self.headers:
             pairs, op_pairs = [], []
@@ -261,6 +262,15 @@ def _side_topics(field: StructField) -> list[str]:
     if not text:
         return []
     return sorted(info["topic"] for info in json.loads(text).values() if info.get("envelope", True) is False)
+
+
+def _without_side(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` without the layouts of the side topics (schema change events), which this transform drops."""
+    text = metadata.get(TABLES_META)
+    if not text:
+        return metadata
+    kept = {k: info for k, info in json.loads(text).items() if info.get("envelope", True) is not False}
+    return {**metadata, TABLES_META: json.dumps(kept, sort_keys=True)}
 
 
 def _listed_fields(header: str) -> Column:
