@@ -82,7 +82,8 @@ def password_keys(config: Mapping[str, str]) -> set[str]:
 def is_secret_key(key: str) -> bool:
     """A key whose value is a secret by its name alone (``connection.password``, ``sasl.jaas.config``...)."""
     low = key.lower()
-    return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info"))
+    return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info",
+                         ".credential", "secret-access-key"))
 
 
 def _mask_value(key: str, value: str, secret: set[str]) -> str:

@@ -273,3 +273,42 @@ def test_catalog_properties_map_the_java_catalog_configs():
                      "warehouse": "file:///wh"}
     assert catalog_properties({"type": "rest", "uri": "http://cat:8181", "client.region": "eu-west-1"}) == \
         {"type": "rest", "uri": "http://cat:8181", "s3.region": "eu-west-1"}
+
+
+# ------------------------------------------------------------------------------------------ security
+def test_catalog_destinations_obey_the_workers_path_policy(tmp_path):
+    """Attack: a REST user names a warehouse or a SQLite catalog outside connector.allowed.paths, or a bucket the
+    worker's own credentials reach: refused by key before anything runs; the same config under the allowed
+    directory passes."""
+    from spark_connect_bridge.runtime.policy import ConnectorPolicy
+
+    allowed = tmp_path / "data"
+    policy = ConnectorPolicy(allowed_paths=(str(allowed),), forbidden_paths=(str(allowed / "state"),))
+    base = {"connector.class": ICEBERG, "iceberg.tables": "db.t", "iceberg.catalog.type": "jdbc"}
+    attacks = [
+        ({"iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/c.db", "iceberg.catalog.warehouse": "/etc/cron.d"},
+         "iceberg.catalog.warehouse"),
+        ({"iceberg.catalog.uri": "jdbc:sqlite:/root/catalog.db", "iceberg.catalog.warehouse": str(allowed)},
+         "iceberg.catalog.uri"),
+        ({"iceberg.catalog.uri": "sqlite:////root/catalog.db", "iceberg.catalog.warehouse": str(allowed)},
+         "iceberg.catalog.uri"),
+        ({"iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/c.db", "iceberg.catalog.warehouse": "s3://other/wh"},
+         "iceberg.catalog.warehouse"),
+        ({"iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/c.db",
+          "iceberg.catalog.warehouse": f"{allowed}/state/wh"}, "iceberg.catalog.warehouse"),
+    ]
+    for extra, key in attacks:
+        assert [p.key for p in policy.check({**base, **extra})] == [key], extra
+    fine = {**base, "iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/c.db", "iceberg.catalog.warehouse": str(allowed)}
+    assert policy.check(fine) == []
+
+
+def test_catalog_credentials_are_masked():
+    """jdbc.password, a REST catalog's credential/token and S3 keys are hidden in every REST answer."""
+    from spark_connect_bridge.runtime.secrets import mask_config
+
+    shown = mask_config({"connector.class": ICEBERG, "iceberg.catalog.jdbc.password": "pw1",
+                         "iceberg.catalog.credential": "id:secret2", "iceberg.catalog.token": "tok3",
+                         "iceberg.catalog.s3.secret-access-key": "sk4",
+                         "iceberg.catalog.uri": "jdbc:postgresql://db/cat?user=u&password=pw5"})
+    assert not any(s in str(shown) for s in ("pw1", "secret2", "tok3", "sk4", "pw5"))
