@@ -89,6 +89,8 @@ class _Plugin:
     config_def: ClassVar[ConfigDef] = ConfigDef()
     #: The Java class this connector stands in for (for REST/plugin listings), if any.
     kafka_class: ClassVar[str | None] = None
+    #: Key prefixes this plugin reads itself (e.g. the Iceberg sink's ``iceberg.catalog.``), as the original does.
+    key_prefixes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, config: Config, *, name: str):
         self.config = config

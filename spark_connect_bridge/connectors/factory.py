@@ -88,7 +88,8 @@ def parse_connector_config(props: Mapping[str, Any], *, kind: str | None = None,
                                              f"write_batch)."))
     definition = connector_config_def(cls)
     try:
-        config = definition.parse(props, context=ctx, allowed_prefixes=PLUGIN_PREFIXES + KAFKA_ONLY_PREFIXES,
+        config = definition.parse(props, context=ctx, allowed_prefixes=PLUGIN_PREFIXES + KAFKA_ONLY_PREFIXES
+                                                                     + tuple(cls.key_prefixes),
                                   allowed_keys=SPARK_OPTION_KEYS)
     except ConfigError as e:
         problems.extend(e.problems)

@@ -5,7 +5,8 @@ it may resolve. A REST user manages connectors, nothing else.
   ``plugin.allowed.modules`` (:func:`~spark_connect_bridge.core.plugins.dotted_paths_restricted`). Nothing is imported
   for any other name.
 * Files: every key that names a file or directory (``file``, ``*.path``, ``*.dir``, ``*.file``, ``*.filename``,
-  ``*.location``, ``*.directory``, and the database file of a ``jdbc:sqlite:`` URL) must resolve, after following
+  ``*.location``, ``*.directory``, ``*.warehouse`` such as the Iceberg sink's ``iceberg.catalog.warehouse``, and the
+  database file of a ``jdbc:sqlite:`` or ``sqlite:///`` URL or URI) must resolve, after following
   links, under ``connector.allowed.paths`` (default: ``work/data`` under the worker's working directory) and never
   under the worker's state directory (its stored configs, keys and checkpoints). A remote URI (``s3://``,
   ``s3a://``, ``gs://``, ``abfss://``...) reaches the store with the worker's own credentials (its environment, its
@@ -48,9 +49,9 @@ from ..transforms.sql_allowlist import expression_problem
 __all__ = ["ConnectorPolicy", "is_path_key", "storage_setting_problems"]
 
 _PATH_KEYS = ("file", "path", "checkpointlocation")
-_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory")
+_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory", "warehouse")
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_SQLITE_URL = re.compile(r"^\s*jdbc:sqlite:(.*)$", re.IGNORECASE)
+_SQLITE_URL = re.compile(r"^\s*(?:jdbc:sqlite:|sqlite:///)(.*)$", re.IGNORECASE)
 _STAGE_TYPE = re.compile(r"^(transforms|predicates)\.(.+)\.type$")
 _FAMILY = {"transforms": "transformation", "predicates": "predicate"}
 
@@ -178,7 +179,7 @@ class ConnectorPolicy:
         problems.extend(self._destination_problems(cls, config))
         problems.extend(storage_setting_problems(config))
         for key, value in config.items():  # a SQLite database is a local file too
-            sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith("url") else None
+            sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith(("url", "uri")) else None
             if sqlite:
                 path = sqlite.group(1).split("?")[0].removeprefix("//")
                 message = self.path_problem(key, path, str(value)) if path and path != ":memory:" else None

@@ -84,9 +84,10 @@ def is_secret_key(key: str) -> bool:
     low = key.lower()
     # Object stores' Hadoop keys (as spark.hadoop.<key> in a worker config too): fs.s3a.secret.key and
     # fs.s3a.session.token by the endings above; Azure's fs.azure.account.key.<account> and SAS tokens, GCS's
-    # service-account private key, S3A's encryption key
+    # service-account private key, S3A's encryption key; Iceberg catalogs' credential and s3.secret-access-key
     return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info",
-                         "private.key", "encryption.key", ".sas")) or ".account.key." in low or "fs.azure.sas." in low
+                         "private.key", "encryption.key", ".sas", ".credential", "secret-access-key")) \
+        or ".account.key." in low or "fs.azure.sas." in low
 
 
 def _mask_value(key: str, value: str, secret: set[str]) -> str:

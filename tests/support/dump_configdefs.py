@@ -55,6 +55,7 @@ CLASSES: dict[str, list[str]] = {
     "debezium-mysql": ["io.debezium.connector.mysql.MySqlConnector"],
     "debezium-mariadb": ["io.debezium.connector.mariadb.MariaDbConnector"],
     "debezium-jdbc": ["io.debezium.connector.jdbc.JdbcSinkConnector"],
+    "iceberg-kafka-connect": ["org.apache.iceberg.connect.IcebergSinkConnector"],
 }
 _JAVA_SOURCE = Path(__file__).parent / "configdefs" / "DumpConfigDefs.java"
 _M2_JAR = re.compile(r"/repository/(?P<group>.+)/(?P<artifact>[^/]+)/(?P<version>[^/]+)/[^/]+\.jar$")
