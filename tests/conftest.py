@@ -59,7 +59,9 @@ def spark():
         return
     from pyspark.sql import SparkSession
 
-    builder = configure_spark(SparkSession.builder.config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS))
+    # object_stores: Hadoop's S3A connector on the class path (not copied: see configure_spark), for the s3a:// tests
+    builder = configure_spark(SparkSession.builder.config("spark.driver.extraJavaOptions", TEST_JVM_OPTIONS),
+                              object_stores=True)
     for key, value in SPARK_CONF.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -43,4 +43,27 @@ CATALOG += [
     PluginSpec("sink", "spark_connect_bridge.connectors.storage.s3:S3SinkConnector",
                connector_names("io.confluent.connect.s3.S3SinkConnector", "s3-sink"),
                "Writes records to S3 objects named and filled as Confluent's S3 sink does (JSON, Parquet, bytes)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.gcs:GcsSinkConnector",
+               connector_names("io.confluent.connect.gcs.GcsSinkConnector", "gcs-sink"),
+               "Writes records to GCS objects named and filled as Confluent's GCS sink does (JSON, Parquet, bytes)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.azure_blob:AzureBlobStorageSinkConnector",
+               connector_names("io.confluent.connect.azure.blob.AzureBlobStorageSinkConnector", "azure-blob-sink"),
+               "Writes records to Azure blobs named and filled as Confluent's Azure Blob sink does (JSON, Parquet, "
+               "bytes)."),
+]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.mqtt:MqttSourceConnector",
+               connector_names("io.confluent.connect.mqtt.MqttSourceConnector", "mqtt-source"),
+               "Subscribes to MQTT topics; messages acknowledged after Spark's commit (Confluent's MQTT source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.mqtt:MqttSinkConnector",
+               connector_names("io.confluent.connect.mqtt.MqttSinkConnector", "mqtt-sink"),
+               "Publishes record values to MQTT topics, at least once (Confluent's MQTT sink)."),
+]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.rabbitmq:RabbitMQSourceConnector",
+               connector_names("io.confluent.connect.rabbitmq.RabbitMQSourceConnector", "rabbitmq-source"),
+               "Consumes RabbitMQ queues; messages acknowledged after Spark's commit (Confluent's RabbitMQ source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.rabbitmq:RabbitMQSinkConnector",
+               connector_names("io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "rabbitmq-sink"),
+               "Publishes record values to a RabbitMQ exchange with publisher confirms (Confluent's RabbitMQ sink)."),
 ]

@@ -25,13 +25,14 @@ import shutil
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConnectError
 
-__all__ = ["POM", "SAFE_PATH_ENV", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath", "configure_spark",
-           "spark_version", "with_session_defaults"]
+__all__ = ["OBJECT_STORE_PREFIXES", "POM", "SAFE_PATH_ENV", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath",
+           "configure_spark", "spark_version", "wants_object_stores", "with_session_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -200,14 +201,48 @@ def with_session_defaults(builder: Any) -> Any:
     return builder
 
 
-def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark") -> Any:
+def wants_object_stores(conf: Mapping[str, Any]) -> bool:
+    """Whether Spark settings ``conf`` configure Hadoop's S3A connector (a ``spark.hadoop.fs.s3a.*`` key)."""
+    return any(str(k).startswith(OBJECT_STORE_PREFIXES) for k in conf)
+
+
+#: Spark settings that configure an object store connector of the ``object-stores`` profile.
+OBJECT_STORE_PREFIXES = ("spark.hadoop.fs.s3a.",)
+
+
+def _object_store_jars(builder: Any, version: str) -> Any:
+    """``builder`` with the ``object-stores`` profile's jars (hadoop-aws and its AWS SDK bundle) on the driver's and
+    executors' class path. Not ``spark.jars``: Spark copies those into every application's work directory (in local
+    mode too), and the SDK bundle is ~690 MB; on a cluster the same files must exist on every node (or give them in
+    ``spark.jars.packages`` yourself)."""
+    options = getattr(builder, "_options", {})
+    try:
+        jars = _without_spark_own(classpath("object-stores", version))
+    except ConnectError as e:
+        if shutil.which("mvn"):
+            raise
+        log.info("%s; falling back to spark.jars.packages", e)
+        packages = [options.get("spark.jars.packages"), *(str(a) for a in artifacts("object-stores", version))]
+        return builder.config("spark.jars.packages", ",".join(filter(None, packages)))
+    for side in ("driver", "executor"):
+        key = f"spark.{side}.extraClassPath"
+        builder = builder.config(key, os.pathsep.join(filter(None, [options.get(key), *jars])))
+    return builder
+
+
+def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark",
+                    object_stores: bool | None = None) -> Any:
     """Add the project's JVM packages to a ``SparkSession.Builder`` and return it.
 
     With Maven on the PATH the jars are resolved into the local Maven cache and set as ``spark.jars``;
     otherwise their coordinates go to ``spark.jars.packages`` and Spark resolves them itself. With
     ``delta=True`` Delta's SQL extension and catalog are configured too (what the delta-spark engine needs).
+    With ``object_stores=True`` (default: when the builder sets a ``spark.hadoop.fs.s3a.*`` key) Hadoop's S3A
+    connector is added, for ``s3a://`` checkpoints, tables and files (needs Maven: see :func:`_object_store_jars`).
     :data:`SESSION_DEFAULTS` are set where the builder does not set them.
     """
+    if object_stores is None:
+        object_stores = wants_object_stores(getattr(builder, "_options", {}))
     builder = with_session_defaults(builder)
     version = spark_version()
     try:
@@ -228,6 +263,8 @@ def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark")
     for side in ("driver", "executor"):
         key = f"spark.{side}.extraJavaOptions"
         builder = builder.config(key, " ".join(filter(None, [getattr(builder, "_options", {}).get(key), AVRO_LIMITS])))
+    if object_stores:
+        builder = _object_store_jars(builder, version)
     if delta and any(a.group == "io.delta" for a in artifacts(profile, version)):
         builder = builder.config("spark.sql.extensions", _DELTA_EXTENSION) \
                          .config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)

@@ -12,7 +12,10 @@ it may resolve. A REST user manages connectors, nothing else.
   instance role): it must lie under a URI entry of ``connector.allowed.paths`` (a bucket and prefix list, e.g.
   ``s3://team-bucket/exports``); none is allowed by default. A connector that names its destination in other keys
   (the S3 sink's ``s3.bucket.name`` and ``topics.dir``) says so with ``worker_credentials_destination``: the URI it
-  would reach with the worker's credentials, checked the same way (``None`` when the config brings its own).
+  would reach with the worker's credentials, checked the same way (``None`` when the config brings its own). A URI
+  with ``..`` segments, percent-encoded dots or slashes is refused, and so is any key that would configure a Hadoop
+  file system (``fs.s3a.endpoint``, ``spark.hadoop.*``...): the endpoint the worker's credentials go to is the
+  worker's (:func:`storage_setting_problems`).
 * Config providers: :class:`~spark_connect_bridge.config.providers.ProviderPolicy` (``config.providers``,
   KIP-993 ``allowed.paths``, the env provider's ``allowlist.pattern``).
 * Spark SQL: the keys of stages that run expressions (the Sql transform's ``filter`` and ``select``, every
@@ -42,7 +45,7 @@ from ..errors import ConfigError, ConfigProblem
 from ..transforms.regex import active_session
 from ..transforms.sql_allowlist import expression_problem
 
-__all__ = ["ConnectorPolicy", "is_path_key"]
+__all__ = ["ConnectorPolicy", "is_path_key", "storage_setting_problems"]
 
 _PATH_KEYS = ("file", "path", "checkpointlocation")
 _PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory")
@@ -71,6 +74,23 @@ def normalise_uri(uri: str) -> str:
     scheme, rest = uri.split("://", 1)
     scheme = scheme.lower()
     return f"{_SAME_SCHEME.get(scheme, scheme)}://{rest.rstrip('/')}"
+
+
+# Percent-encoded '.', '/' and '\\': Hadoop's Path decodes them, so they could make a '..' segment after the check.
+_ENCODED = re.compile(r"%(?:2e|2f|5c)", re.IGNORECASE)
+# Connector config keys that would configure a Hadoop file system (an object store's endpoint, credentials or
+# provider): Spark and Delta copy a data source's fs.* / dfs.* options into the Hadoop configuration of its paths.
+_STORAGE_SETTING = re.compile(r"(?i)^(?:spark\.hadoop\.|(?:.*\.)?d?fs\.[a-z])")
+
+
+def storage_setting_problems(config: Mapping[str, str]) -> list[ConfigProblem]:
+    """The keys of a connector config (received over REST) that configure an object store or file system: its
+    endpoint, credentials and connectors are the worker's (worker config ``spark.hadoop.fs.*``), so a connector
+    cannot send the worker's credentials, or the data, to another endpoint."""
+    return [ConfigProblem(k, f"Invalid value for configuration {k}: object store and file system settings "
+                             f"(endpoints, credentials, implementations) are the worker's own (worker config "
+                             f"spark.hadoop.fs.*); a connector config cannot set them")
+            for k in config if _STORAGE_SETTING.match(k)]
 
 
 def is_remote_uri(value: str) -> bool:
@@ -124,8 +144,9 @@ class ConnectorPolicy:
         """Why the remote ``uri`` of ``key`` is refused (``None``: under a URI entry of ``connector.allowed.paths``)."""
         shown = uri if shown is None else shown
         target = normalise_uri(uri)
-        if "/../" in target + "/" or "/./" in target + "/":
-            return f"Invalid value {shown} for configuration {key}: a URI may not contain '.' or '..' segments"
+        if "/../" in target + "/" or "/./" in target + "/" or _ENCODED.search(target) or "\\" in target:
+            return (f"Invalid value {shown} for configuration {key}: a URI may not contain '.' or '..' segments, "
+                    f"percent-encoded dots or slashes, or backslashes")
         roots = [normalise_uri(r) for r in self.allowed_paths if is_remote_uri(r)]
         if any(target == root or target.startswith(root + "/") for root in roots):
             return None
@@ -155,6 +176,7 @@ class ConnectorPolicy:
                 problems.append(ConfigProblem(key, message))
         problems.extend(self.expression_problems(config))
         problems.extend(self._destination_problems(cls, config))
+        problems.extend(storage_setting_problems(config))
         for key, value in config.items():  # a SQLite database is a local file too
             sqlite = _SQLITE_URL.match(str(value)) if key.lower().endswith("url") else None
             if sqlite:

@@ -21,7 +21,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from ..config import HIDDEN, ConfigDef, Type
@@ -138,10 +138,22 @@ def _plugin_scope(key: str) -> tuple[str, str]:
     return "", "connector.class"
 
 
-def _destination_keys(scope: tuple[str, str], keys: Any) -> list[str]:
+def _declared_destinations(scope: tuple[str, str], stored: Mapping[str, str]) -> set[str]:
+    """The keys a connector class itself declares as destinations (``destination_keys``: the object-store sinks'
+    bucket, container and account keys, which the name pattern does not catch)."""
+    if scope[0] or not stored.get("connector.class"):
+        return set()
+    try:
+        cls = plugins.resolve_class("connector", stored["connector.class"], key="connector.class")
+    except (ConfigError, ImportError):
+        return set()
+    return set(getattr(cls, "destination_keys", ()))
+
+
+def _destination_keys(scope: tuple[str, str], keys: Any, declared: Collection[str] = ()) -> list[str]:
     prefix, class_key = scope
-    return sorted({class_key} | {k for k in keys if _plugin_scope(k) == scope and k != class_key
-                                 and _DESTINATION.search(k[len(prefix):]) and not is_secret_key(k)})
+    return sorted({class_key} | set(declared) | {k for k in keys if _plugin_scope(k) == scope and k != class_key
+                                            and _DESTINATION.search(k[len(prefix):]) and not is_secret_key(k)})
 
 
 def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None, *,
@@ -174,7 +186,8 @@ def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None, *,
         final = dict(stored, **out) if patch else out
         for k in sorted(kept):
             scope = _plugin_scope(k)
-            changed = [d for d in _destination_keys(scope, set(stored) | set(final))
+            changed = [d for d in _destination_keys(scope, set(stored) | set(final),
+                                                    _declared_destinations(scope, stored))
                        if final.get(d) != stored.get(d)]
             if changed:
                 problems.append(ConfigProblem(k, f"Configuration {k} keeps the stored secret, but "

@@ -30,6 +30,17 @@ LINTED = ["spark_connect_bridge", "tests", "bench"]
 MAIN_RUN = ["-n", "2", "--dist", "loadfile", "--durations", "25"]
 
 
+def cpu_times() -> tuple[float, float]:
+    """(busy, all) jiffies of every CPU since boot, from /proc/stat (zeros where it is missing)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [float(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return 0.0, 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def lint() -> int:
     """ruff over the package, the tests and the benchmarks, then mypy over the package (pyproject.toml)."""
     ruff = subprocess.run([sys.executable, "-m", "ruff", "check", *LINTED], cwd=REPO).returncode
@@ -44,8 +55,10 @@ def main(pytest_args: list[str]) -> int:
     with tempfile.TemporaryFile(mode="w+") as compat_log:
         compat = subprocess.Popen([sys.executable, str(REPO / "tests" / "compat" / "run_compat.py"), "--in-copy"],
                                   cwd=REPO, stdout=compat_log, stderr=subprocess.STDOUT)
+        busy0, all0 = cpu_times()
         main_code = subprocess.run([sys.executable, "-m", "pytest", *MAIN_RUN, *pytest_args], cwd=REPO).returncode
         main_s = time.monotonic() - started
+        busy1, all1 = cpu_times()
         compat_code = compat.wait()
         compat_log.seek(0)
         print("\n========== compatibility jobs (ran beside the main run) ==========", flush=True)
@@ -54,7 +67,8 @@ def main(pytest_args: list[str]) -> int:
     print(f"[suite] lint {'ok' if lint_code == 0 else f'exit {lint_code}'}; "
           f"main run {main_s:.0f} s ({'ok' if main_code == 0 else f'pytest exit {main_code}'}); "
           f"compatibility jobs {'ok' if compat_code == 0 else f'exit {compat_code}'}; "
-          f"both done after {total_s:.0f} s", flush=True)
+          f"both done after {total_s:.0f} s; the machine's CPUs were busy "
+          f"{100 * (busy1 - busy0) / max(all1 - all0, 1):.0f}% of the main run", flush=True)
     return lint_code or main_code or compat_code
 
 

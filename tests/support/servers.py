@@ -5,7 +5,11 @@ Each is a throwaway instance on 127.0.0.1 (free port, temp dir). To use a server
 - ``KCONNECT_TEST_POSTGRES=host:port`` (superuser ``postgres`` without a password, ``wal_level=logical``),
 - ``KCONNECT_TEST_MARIADB=host:port`` (``root`` without a password; ROW binlog for CDC tests),
 - ``KCONNECT_TEST_KAFKA=host:port`` (a Kafka 4.x broker's bootstrap address),
-- ``KCONNECT_TEST_S3=host:port`` (an S3 API that accepts any credentials, such as ``moto_server``).
+- ``KCONNECT_TEST_S3=host:port`` (an S3 API that accepts any credentials, such as ``moto_server``),
+- ``KCONNECT_TEST_GCS=host:port`` (a GCS JSON API that takes anonymous requests, such as ``gcp-storage-emulator``),
+- ``KCONNECT_TEST_AZURITE=host:port`` (an Azure Blob API with Azurite's ``devstoreaccount1`` account),
+- ``KCONNECT_TEST_MQTT=host:port`` (an MQTT 3.1.1 server with anonymous access, in-flight window >= 1000),
+- ``KCONNECT_TEST_RABBITMQ=host:port`` (RabbitMQ with the ``guest`` user).
 
 >>> host, port = postgres()          # doctest: +SKIP
 """
@@ -18,12 +22,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.support.azurite import AzuriteServer
+from tests.support.gcs import GcsEmulator
+from tests.support.brokers import MosquittoServer, RabbitMQServer
 from tests.support.kafka import KafkaBroker
 from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
 from tests.support.s3 import MotoS3Server
 
-__all__ = ["postgres", "mariadb", "kafka", "s3", "stop_all", "start_times"]
+__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "mosquitto", "rabbitmq", "stop_all", "start_times"]
 
 _started: dict[str, Any] = {}
 start_times: dict[str, float] = {}  # seconds each server took to start (printed at the end of the run)
@@ -74,6 +81,26 @@ def s3() -> str:
     """The endpoint URL (``http://127.0.0.1:<port>``) of the run's S3 server (moto's server mode)."""
     host, port = _shared("s3", "KCONNECT_TEST_S3", MotoS3Server)
     return f"http://{host}:{port}"
+
+
+def gcs() -> str:
+    """The endpoint URL (``http://127.0.0.1:<port>``) of the run's GCS server (gcp-storage-emulator)."""
+    host, port = _shared("gcs", "KCONNECT_TEST_GCS", GcsEmulator)
+    return f"http://{host}:{port}"
+
+
+def azurite() -> str:
+    """The Blob endpoint URL (``http://127.0.0.1:<port>``) of the run's Azurite."""
+    host, port = _shared("azurite", "KCONNECT_TEST_AZURITE", AzuriteServer)
+    return f"http://{host}:{port}"
+def mosquitto() -> tuple[str, int]:
+    """(host, port) of the run's Mosquitto."""
+    return _shared("mosquitto", "KCONNECT_TEST_MQTT", MosquittoServer)
+
+
+def rabbitmq() -> tuple[str, int]:
+    """(host, port) of the run's RabbitMQ (user ``guest``, password ``guest``)."""
+    return _shared("rabbitmq", "KCONNECT_TEST_RABBITMQ", RabbitMQServer)
 
 
 def stop_all() -> None:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # What the test suite needs on the machine, installed where it is missing (part of `make test`):
-#   - Debian's PostgreSQL and MariaDB server binaries (the tests start throwaway instances on 127.0.0.1);
+#   - Debian's PostgreSQL and MariaDB server binaries, Mosquitto and RabbitMQ (the tests start throwaway instances
+#     on 127.0.0.1);
 #   - the JVM packages of spark_connect_bridge/jvm/pom.xml (Spark's Delta/Kafka/Avro jars, JDBC drivers, a Kafka
-#     broker, and Kafka Connect and Debezium as the differential tests' reference), resolved with Maven into ~/.m2.
+#     broker, and Kafka Connect and Debezium as the differential tests' reference), resolved with Maven into ~/.m2;
+#   - Azurite (npm's azurite, the Azure Blob sink's test server) into ~/.cache/kconnect-test/azurite.
 # Nothing is started here, and nothing already installed is changed. Each step prints its time.
 set -euo pipefail
 PY=${1:-.venv/bin/python}
@@ -15,6 +17,10 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need+=(maria
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v curl >/dev/null 2>&1 || need+=(curl)  # the README's worker commands
+command -v npm >/dev/null 2>&1 || need+=(npm)  # Azurite
+# the message brokers of the broker connectors' tests (tests/support/brokers.py starts private instances)
+[ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || need+=(mosquitto)
+[ -x /usr/sbin/rabbitmq-server ] || need+=(rabbitmq-server)
 
 install_packages() {
   local sudo=()
@@ -40,3 +46,4 @@ if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}" install_packages
 fi
 step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc debezium-mariadb
+step "Azurite (npm)" "$PY" -c "from tests.support.azurite import azurite_blob; azurite_blob()"

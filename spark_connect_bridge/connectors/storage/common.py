@@ -25,7 +25,7 @@ from .formats import Format
 from .layout import object_key, plan_chunks
 from .partitioners import PARTITIONERS, Partitioner
 
-__all__ = ["STORAGE_COMMON", "StorageLayout", "short_class", "write_objects", "Written"]
+__all__ = ["STORAGE_COMMON", "StorageLayout", "View", "short_class", "write_objects", "Written"]
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +102,41 @@ STORAGE_COMMON = (
 )
 
 
+#: The header view's type: Connect's ``HeaderRecordView`` writes each header as ``{key, value}`` strings.
+HEADER_VIEW_TYPE = pa.list_(pa.struct([pa.field("key", pa.string(), nullable=False),
+                                       pa.field("value", pa.string(), nullable=False)]))
+
+
+@dataclass(frozen=True)
+class View:
+    """A second object beside each value object (``store.kafka.keys`` / ``store.kafka.headers``): the records'
+    ``column`` in ``format``, named ``<name><extension><format's extension>`` (``t+0+0000000000.keys.avro``);
+    ``envelope``: the struct field wrapping each value (Parquet's ``RecordKey{key}``), or empty."""
+
+    column: str  # "key" | "headers"
+    extension: str  # ".keys" | ".headers"
+    format: Format
+    envelope: str = ""
+
+    def values(self, table: Any, rows: Any) -> Any:
+        column = table.column(self.column)
+        chunk = column.take(pa.array(rows)).combine_chunks()
+        missing = pc.is_null(chunk) if self.column == "key" else \
+            pc.or_kleene(pc.is_null(chunk), pc.equal(pc.list_value_length(chunk), 0))
+        if pc.any(missing).as_py():
+            i = int(rows[int(np.flatnonzero(np.asarray(missing.fill_null(True)))[0])])
+            what = "Key cannot be null" if self.column == "key" else "Headers cannot be null or empty"
+            raise DataError(f"{what} for the record topic={table.column('topic')[i]} "
+                            f"partition={table.column('partition')[i]} offset={table.column('offset')[i]} "
+                            f"(store.kafka.{'keys' if self.column == 'key' else 'headers'}=true writes one for "
+                            f"every record)")
+        if self.column == "headers":
+            chunk = pc.cast(chunk, HEADER_VIEW_TYPE)
+        if self.envelope:
+            chunk = pa.StructArray.from_arrays([chunk], names=[self.envelope])
+        return chunk
+
+
 @dataclass(frozen=True)
 class StorageLayout:
     """What names and fills the objects, made on the driver from a parsed config and pickled to executors."""
@@ -115,9 +150,11 @@ class StorageLayout:
     file_delim: str
     pad_width: int
     null_values: str  # behavior.on.null.values: fail | ignore | write
+    views: tuple[View, ...] = ()
 
-    def key(self, topic: str, encoded: str, partition: int, start_offset: int) -> str:
-        return object_key(self.topics_dir, topic, encoded, partition, start_offset, self.format.extension,
+    def key(self, topic: str, encoded: str, partition: int, start_offset: int, extension: str | None = None) -> str:
+        return object_key(self.topics_dir, topic, encoded, partition, start_offset,
+                          self.format.extension if extension is None else extension,
                           directory_delim=self.directory_delim, file_delim=self.file_delim,
                           pad_width=self.pad_width)
 
@@ -181,7 +218,12 @@ def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[
         rows = chunk.rows
         contiguous = int(rows[-1]) - int(rows[0]) + 1 == len(rows)
         chunk_values = values.slice(int(rows[0]), len(rows)) if contiguous else values.take(pa.array(rows))
+        views = [(view, layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset,
+                                   view.extension + view.format.extension), view.values(table, rows))
+                 for view in layout.views]  # checked before any object of the chunk is written
         put(key, layout.format.encode(chunk_values.combine_chunks()))
+        for view, view_key, view_values in views:
+            put(view_key, view.format.encode(view_values))
         written.append((key, len(chunk.rows)))
     return Written(partition_id, tuple(written), skipped)
 

@@ -6,7 +6,14 @@ the extension its name ends with.
 * ``ParquetFormat``: the value's fields as the file's columns, compressed with ``parquet.codec``;
   ``.<codec>.parquet`` (``.snappy.parquet``; ``.parquet`` uncompressed), as parquet-mr names its codecs;
 * ``ByteArrayFormat``: each value's bytes then ``format.bytearray.separator`` (``\\n`` by default);
-  ``format.bytearray.extension`` (``.bin``) plus ``.gz`` with gzip.
+  ``format.bytearray.extension`` (``.bin``) plus ``.gz`` with gzip;
+* ``AvroFormat``: an Avro container file (``.avro``) whose schema is the value's Connect schema as Confluent's
+  ``AvroData`` maps it (:func:`~spark_connect_bridge.converters.avro_data.spark_to_avro`), blocks compressed with
+  ``avro.codec``; the sync marker derives from the schema, so the same records give the same bytes;
+* ``CsvFormat``: the CSV of Confluent's ``CsvFormat`` (kafka-connect-storage-cloud pull request #606, never in a
+  release): a header line of the struct's field names in snake case (nested fields ``parent_child``), then one line
+  per struct value, every non-null field quoted (``"1"``, ``"a""b"``), a null field empty; ``csv.field.sep``,
+  ``csv.fields.list``; ``.csv`` (``.csv.gz`` with gzip).
 
 >>> fmt = JsonFormat(compression="gzip"); fmt.extension                  # doctest: +SKIP
 '.json.gz'
@@ -15,7 +22,9 @@ the extension its name ends with.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +35,8 @@ import pyarrow.compute as pc
 from ...errors import DataError
 from .json_lines import json_text
 
-__all__ = ["Format", "JsonFormat", "ParquetFormat", "ByteArrayFormat", "FORMATS", "PARQUET_CODEC_EXTENSIONS"]
+__all__ = ["Format", "JsonFormat", "ParquetFormat", "ByteArrayFormat", "AvroFormat", "CsvFormat", "FORMATS",
+           "PARQUET_CODEC_EXTENSIONS", "AVRO_CODECS"]
 
 #: parquet-mr's ``CompressionCodecName.getExtension()`` of each ``parquet.codec``.
 PARQUET_CODEC_EXTENSIONS = {"none": "", "snappy": ".snappy", "gzip": ".gz", "lz4": ".lz4", "zstd": ".zstd",
@@ -66,13 +76,18 @@ class JsonFormat(Format):
     level: int = -1
     schemaless: bool = False
     decimal_numeric: bool = False
+    #: The values are JSON text already: a schemaless VARIANT's (core.records.VARIANT_JSON_META), written as is.
+    json_text: bool = False
 
     @property
     def extension(self) -> str:  # type: ignore[override]
         return ".json" + _COMPRESSION_EXTENSIONS[self.compression]
 
     def encode(self, values: Any) -> bytes:
-        text = json_text(values, schemaless=self.schemaless, decimal_numeric=self.decimal_numeric)
+        if self.json_text:
+            text = pc.fill_null(values.cast(pa.string()), "null")
+        else:
+            text = json_text(values, schemaless=self.schemaless, decimal_numeric=self.decimal_numeric)
         return _compressed(_joined(text, b"\n"), self.compression, self.level)
 
 
@@ -120,4 +135,137 @@ class ParquetFormat(Format):
         return out.getvalue()
 
 
-FORMATS = {"json": JsonFormat, "parquet": ParquetFormat, "bytearray": ByteArrayFormat}
+#: ``avro.codec`` values (Avro's ``CodecFactory.fromString`` names) -> fastavro's codec names.
+AVRO_CODECS = {"null": "null", "deflate": "deflate", "snappy": "snappy", "bzip2": "bzip2", "xz": "xz",
+               "zstandard": "zstandard"}
+
+
+@dataclass(frozen=True)
+class AvroFormat(Format):
+    """``schema``: the Avro schema (JSON text) of the values; ``spark_type``: their Spark type (JSON), for the
+    Python forms fastavro takes (a map with non-string keys is an array of ``MapEntry`` records)."""
+
+    schema: str
+    spark_type: str
+    codec: str = "null"
+    extension: str = ".avro"
+
+    def encode(self, values: Any) -> bytes:
+        import fastavro
+
+        from ...converters.avro import _fixer, _parsed, _type_from_json
+
+        if values.null_count:
+            raise DataError("AvroFormat cannot write a null value (its schema is the value's, not optional): set "
+                            "behavior.on.null.values=ignore")
+        parsed = _parsed(self.schema)
+        fix = _fixer(_type_from_json(self.spark_type), False)
+        rows = values.to_pylist()
+        out = io.BytesIO()
+        marker = hashlib.md5(self.schema.encode(), usedforsecurity=False).digest()
+        fastavro.writer(out, parsed, [fix(r) for r in rows] if fix else rows, codec=AVRO_CODECS[self.codec],
+                        sync_marker=marker)
+        return out.getvalue()
+
+
+_CASE_CHANGE = re.compile("([a-z])([A-Z])")
+
+
+def _snake(name: str) -> str:
+    return _CASE_CHANGE.sub(r"\1_\2", name).lower()
+
+
+def _csv_quoted(text: Any) -> Any:
+    """``"text"`` with ``"`` doubled; null stays null."""
+    escaped = pc.replace_substring(text, '"', '""')
+    return pc.binary_join_element_wise('"', escaped, '"', "")
+
+
+def _csv_text(arr: Any) -> Any:
+    """The text Java's ``String.valueOf`` gives a Connect value, per the CsvConverter (before quoting)."""
+    from ...core.connect_text import java_floating_text
+
+    t = arr.type
+    if pa.types.is_boolean(t):
+        return pc.if_else(arr, "true", "false")
+    if pa.types.is_floating(t):
+        return java_floating_text(arr)
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        # Instant.toString(): ISO-8601 in UTC, seconds always, the fraction only when not zero
+        ms = pc.cast(pc.cast(arr, pa.timestamp("ms", tz="UTC")) if pa.types.is_timestamp(t)
+                     else pc.cast(arr.cast(pa.date32()), pa.timestamp("ms", tz="UTC")), pa.int64())
+        rest = pc.subtract(ms, pc.multiply(pc.floor(pc.divide(pc.cast(ms, pa.float64()), 1000.0)).cast(pa.int64()),
+                                           1000))
+        seconds = pc.cast(pc.cast(pc.subtract(ms, rest), pa.timestamp("ms", tz="UTC")), pa.timestamp("s", tz="UTC"))
+        whole = pc.strftime(seconds, format="%Y-%m-%dT%H:%M:%S")
+        millis = pc.utf8_slice_codeunits(pc.cast(pc.add(rest, 1000), pa.string()), 1)  # "1xyz" -> "xyz"
+        with_frac = pc.binary_join_element_wise(whole, ".", millis, "Z", "")
+        return pc.if_else(pc.equal(rest, 0), pc.binary_join_element_wise(whole, "Z", ""), with_frac)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return arr.cast(pa.string())
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        return pc.cast(arr, pa.string())
+    raise DataError(f"CsvFormat writes flat fields (numbers, text, booleans, timestamps) and nested structs: a "
+                    f"field has the type {t}")
+
+
+@dataclass(frozen=True)
+class CsvFormat(Format):
+    separator: str = ","
+    fields: tuple[str, ...] = ()
+    compression: str = "none"
+    level: int = -1
+
+    @property
+    def extension(self) -> str:  # type: ignore[override]
+        return ".csv" + _COMPRESSION_EXTENSIONS[self.compression]
+
+    def _columns(self, values: Any) -> tuple[list[str], list[Any]]:
+        """(header names, text columns) of the struct values: every leaf field, or ``csv.fields.list``'s paths."""
+        if self.fields:
+            texts = []
+            for path in self.fields:
+                col, ok = values, True
+                for part in path.split("."):
+                    if not pa.types.is_struct(col.type) or col.type.get_field_index(part) < 0:
+                        ok = False
+                        break
+                    col = pc.struct_field(col, part)
+                texts.append(_csv_quoted(_csv_text(col)) if ok else pa.nulls(len(values), pa.string()))
+            return ['"' + _snake(p.replace(".", "_")).replace('"', '""') + '"' for p in self.fields], texts
+        names: list[str] = []
+        texts = []
+
+        def leaves(col: Any, prefix: str, valid: Any) -> None:
+            for i, field in enumerate(col.type):
+                name = _snake(field.name if not prefix else f"{prefix}_{field.name}")
+                child = pc.struct_field(col, [i])
+                child_valid = pc.and_kleene(valid, child.is_valid()) if pa.types.is_struct(child.type) else valid
+                if pa.types.is_struct(child.type):
+                    leaves(child, name, child_valid)
+                else:
+                    names.append(f'"{name}"')
+                    texts.append(pc.if_else(valid, _csv_quoted(_csv_text(child)), pa.scalar(None, pa.string())))
+
+        leaves(values, "", values.is_valid())
+        return names, texts
+
+    def encode(self, values: Any) -> bytes:
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if not pa.types.is_struct(values.type):
+            raise DataError(f"CsvFormat writes records with a struct value: the record value has the type "
+                            f"{values.type}")
+        values = values.filter(values.is_valid())  # only struct values are written (a null one is skipped)
+        if len(values) == 0:
+            return _compressed(b"", self.compression, self.level)
+        names, texts = self._columns(values)
+        empty = pa.scalar("", pa.string())
+        lines = pc.binary_join_element_wise(*[pc.fill_null(t, empty) for t in texts], self.separator) \
+            if len(texts) > 1 else pc.fill_null(texts[0], empty) if texts else pa.array([""] * len(values))
+        header = self.separator.join(names).encode() + b"\n"
+        return _compressed(header + _joined(lines, b"\n"), self.compression, self.level)
+
+
+FORMATS = {"json": JsonFormat, "parquet": ParquetFormat, "bytearray": ByteArrayFormat, "avro": AvroFormat,
+           "csv": CsvFormat}

@@ -25,11 +25,20 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
-from ...core.records import is_schemaless
+from ...core.records import is_schemaless, is_variant_json
 from ...errors import ConfigError, ConfigProblem, ConnectError
 from ..base import CommitContext, SinkConnector, WriteContext
-from .common import STORAGE_COMMON, StorageLayout, Written, layout_problems, short_class, write_objects
-from .formats import PARQUET_CODEC_EXTENSIONS, ByteArrayFormat, Format, JsonFormat, ParquetFormat
+from .common import STORAGE_COMMON, StorageLayout, View, Written, layout_problems, short_class, write_objects
+from .formats import (
+    AVRO_CODECS,
+    PARQUET_CODEC_EXTENSIONS,
+    AvroFormat,
+    ByteArrayFormat,
+    CsvFormat,
+    Format,
+    JsonFormat,
+    ParquetFormat,
+)
 from .partitioners import partitioner_from_config
 
 __all__ = ["S3SinkConnector", "S3Store"]
@@ -37,10 +46,9 @@ __all__ = ["S3SinkConnector", "S3Store"]
 log = logging.getLogger(__name__)
 
 _FORMAT_PACKAGE = "io.confluent.connect.s3.format."
-_FORMATS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray"}
-_REFUSED_FORMATS = {"AvroFormat": "Avro objects are not written yet (issue #35)",
-                    "CsvFormat": "CSV objects are not written yet (issue #35)",
-                    "OrcFormat": "ORC objects are not written yet (issue #35)"}
+_FORMATS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray", "AvroFormat": "avro",
+            "CsvFormat": "csv"}
+_REFUSED_FORMATS = {"OrcFormat": "ORC objects are not written yet (issue #35)"}
 _DEFAULT_CHAIN = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
 
 
@@ -54,6 +62,9 @@ def _format_problem(value: Any) -> str | None:
 
 
 _S3 = "S3"
+_KEYS_AND_HEADERS = "Keys and Headers"
+_VIEW_FORMATS = {"keys.format.class": ("AvroFormat", "JsonFormat", "ByteArrayFormat", "ParquetFormat"),
+                 "headers.format.class": ("AvroFormat", "JsonFormat", "ParquetFormat")}
 S3_KEYS = (
     ConfigDef()
     .define("s3.bucket.name", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH, group=_S3,
@@ -89,10 +100,26 @@ S3_KEYS = (
             Importance.LOW, group=_S3,
             doc="A record with a null value (tombstone): fail the query, ignore (skip) it, or write it (JSON null, "
                 "an empty ByteArray value).")
-    .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
-            doc="Write the keys to .keys objects beside the values (not yet here: false only).")
-    .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
-            doc="Write the headers to .headers objects beside the values (not yet here: false only).")
+    .define("csv.field.sep", Type.STRING, ",", importance=Importance.LOW, group=_S3,
+            doc="CsvFormat: the field separator.")
+    .define("csv.line.sep", Type.STRING, "\n", importance=Importance.LOW, group=_S3,
+            doc="CsvFormat: accepted; lines end with \\n (Confluent's writer uses the JVM's line separator).")
+    .define("csv.fields.list", Type.LIST, [], importance=Importance.LOW, group=_S3,
+            doc="CsvFormat: the fields (dotted for a nested field) and their order; empty: every field.")
+    .define("csv.compat", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
+            doc="CsvFormat's compatibility mode (booleans as 1/0, local timestamps): not supported here (false).")
+    .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=_KEYS_AND_HEADERS,
+            doc="Write each value object's keys to an object beside it (<name>.keys<keys.format.class's extension>); "
+                "a record with a null key fails the write.")
+    .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=_KEYS_AND_HEADERS,
+            doc="Write each value object's headers, as {key, value} strings, to an object beside it "
+                "(<name>.headers<ext>); a record without headers fails the write.")
+    .define("keys.format.class", Type.CLASS, _FORMAT_PACKAGE + "avro.AvroFormat", importance=Importance.LOW,
+            group=_KEYS_AND_HEADERS, doc="The format of the .keys objects: AvroFormat, JsonFormat, ByteArrayFormat or "
+                                         "ParquetFormat (a key wrapped in a RecordKey{key} struct).")
+    .define("headers.format.class", Type.CLASS, _FORMAT_PACKAGE + "avro.AvroFormat", importance=Importance.LOW,
+            group=_KEYS_AND_HEADERS, doc="The format of the .headers objects: AvroFormat, JsonFormat or ParquetFormat "
+                                         "(wrapped in a RecordHeaders{headers} struct).")
     .define("s3.part.size", Type.INT, 26214400, Range.between(5242880, 2**31 - 1), Importance.LOW, group=_S3,
             doc="Accepted; each object is one PUT here (an object is one micro-batch's share of a partition).")
     .define("s3.part.retries", Type.INT, 3, Range.at_least(0), Importance.LOW, group=_S3,
@@ -144,7 +171,15 @@ def _problems(config: Any) -> list[ConfigProblem]:
     if short_class(config.storage_class) != "S3Storage":
         problems.append(ConfigProblem("storage.class", f"Invalid value {config.storage_class} for configuration "
                                                        f"storage.class: io.confluent.connect.s3.storage.S3Storage"))
-    for key, on in (("store.kafka.keys", config.store_kafka_keys), ("store.kafka.headers", config.store_kafka_headers),
+    if str(config.avro_codec).lower() not in AVRO_CODECS:
+        problems.append(ConfigProblem("avro.codec", f"Invalid value {config.avro_codec} for configuration avro.codec: "
+                                                    f"one of {', '.join(AVRO_CODECS)}"))
+    for key, allowed in _VIEW_FORMATS.items():
+        value = str(config[key])
+        if short_class(value) not in allowed or not (value.startswith(_FORMAT_PACKAGE) or "." not in value):
+            problems.append(ConfigProblem(key, f"Invalid value {value} for configuration {key}: one of "
+                                               f"{', '.join(f'{_FORMAT_PACKAGE}{_FORMATS[a]}.{a}' for a in allowed)}"))
+    for key, on in (("csv.compat", config.csv_compat),
                     ("s3.object.tagging", config.s3_object_tagging), ("s3.ssea.name", config.s3_ssea_name),
                     ("s3.sse.kms.key.id", config.s3_sse_kms_key_id), ("s3.acl.canned", config.s3_acl_canned),
                     ("s3.sse.customer.key", config.s3_sse_customer_key)):
@@ -166,6 +201,21 @@ def _check(config: Any) -> list[ConfigProblem]:
         except ConfigError as e:
             problems.extend(e.problems)
     return problems
+
+
+def _avro_schema(field: Any) -> tuple[str, str]:
+    """(Avro schema, Spark type) of a record column, as Confluent's AvroData maps its Connect schema."""
+    import json
+
+    from ...converters.avro_data import spark_to_avro
+    from ...errors import DataError
+
+    try:
+        schema = spark_to_avro(field.dataType, field.metadata, False)
+    except DataError as e:
+        raise ConfigError([ConfigProblem("format.class", f"AvroFormat: the {field.name} has no Avro schema: {e}")]) \
+            from None
+    return json.dumps(schema, separators=(",", ":")), field.dataType.json()
 
 
 class S3Store:
@@ -245,26 +295,51 @@ class S3SinkConnector(SinkConnector):
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
         self._schemaless = False
+        self._key_schemaless = False
+        self._json_text: frozenset[str] = frozenset()  # the columns holding a schemaless VARIANT's JSON text
+        #: (Avro schema, Spark type), both JSON, of the columns written with AvroFormat: value, key, headers
+        self._avro: dict[str, tuple[str, str]] = {}
         self._layout: StorageLayout | None = None
 
-    def _format(self) -> Format:
-        kind = _FORMATS[short_class(self.config.format_class)]
+    def _format(self, format_class: Any = None, column: str = "value") -> Format:
+        kind = _FORMATS[short_class(format_class or self.config.format_class)]
         if kind == "json":
             return JsonFormat(str(self.config.s3_compression_type), self.config.s3_compression_level,
-                              self._schemaless, str(self.config.json_decimal_format) == "NUMERIC")
+                              self._schemaless if column == "value" else column == "key" and self._key_schemaless,
+                              str(self.config.json_decimal_format) == "NUMERIC", column in self._json_text)
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
+        if kind == "avro":
+            if column not in self._avro:
+                raise ConfigError(f"AvroFormat: the {column} schema is known once the input is (validate_input)")
+            schema, spark_type = self._avro[column]
+            return AvroFormat(schema, spark_type, str(self.config.avro_codec).lower())
+        if kind == "csv":
+            return CsvFormat(self.config.csv_field_sep, tuple(self.config.csv_fields_list),
+                             str(self.config.s3_compression_type), self.config.s3_compression_level)
         separator = self.config.format_bytearray_separator
         return ByteArrayFormat(("\n" if separator is None else separator).encode(),
                                self.config.format_bytearray_extension, str(self.config.s3_compression_type),
                                self.config.s3_compression_level)
+
+    def _views(self) -> tuple[View, ...]:
+        views = []
+        for on, column, key, extension, envelope in (
+                (self.config.store_kafka_keys, "key", "keys.format.class", ".keys", "key"),
+                (self.config.store_kafka_headers, "headers", "headers.format.class", ".headers", "headers")):
+            if on:
+                parquet = _FORMATS[short_class(self.config[key])] == "parquet"
+                views.append(View(column, extension, self._format(self.config[key], column),
+                                  envelope if parquet else ""))
+        return tuple(views)
 
     def layout(self) -> StorageLayout:
         return StorageLayout(partitioner_from_config(self.config), self._format(), self.config.flush_size,
                              self.config.rotate_interval_ms if short_class(self.config.partitioner_class) not in
                              ("DefaultPartitioner", "FieldPartitioner") else -1,
                              self.config.topics_dir, self.config.directory_delim, self.config.file_delim,
-                             self.config.filename_offset_zero_pad_width, str(self.config.behavior_on_null_values))
+                             self.config.filename_offset_zero_pad_width, str(self.config.behavior_on_null_values),
+                             self._views())
 
     def validate_input(self, schema: Any) -> None:
         from pyspark.sql.types import BinaryType, StringType, StructType
@@ -274,16 +349,52 @@ class S3SinkConnector(SinkConnector):
             raise ConfigError(f"The S3 sink needs the record columns value, topic, partition and offset; the input "
                               f"lacks {missing}")
         value = schema["value"]
-        self._schemaless = is_schemaless(value.metadata)
+        self._json_text = frozenset(c for c in ("key", "value") if c in schema.fieldNames()
+                                    and is_variant_json(schema[c].metadata))
+        self._schemaless = is_schemaless(value.metadata) or "value" in self._json_text
         kind = _FORMATS[short_class(self.config.format_class)]
         if kind == "parquet" and not isinstance(value.dataType, StructType):
             raise ConfigError([ConfigProblem("format.class", f"ParquetFormat needs a struct value; the value is "
                                              f"{value.dataType.simpleString()} (a value.converter with schemas)")])
+        if kind in ("avro", "csv") and self._schemaless:
+            raise ConfigError([ConfigProblem("format.class", f"{short_class(self.config.format_class)} needs a value "
+                                             f"with a schema; the value was read without one (a value.converter "
+                                             f"with schemas: Avro, JSON Schema, or JsonConverter with schemas)")])
+        if kind == "csv" and not isinstance(value.dataType, StructType):
+            raise ConfigError([ConfigProblem("format.class", f"CsvFormat needs a struct value; the value is "
+                                             f"{value.dataType.simpleString()}")])
+        if kind == "avro":
+            self._avro["value"] = _avro_schema(value)
+        self._validate_views(schema)
         if kind == "bytearray" and not isinstance(value.dataType, (BinaryType, StringType)):
             raise ConfigError([ConfigProblem("format.class", f"ByteArrayFormat needs a binary value; the value is "
                                              f"{value.dataType.simpleString()} (value.converter="
                                              f"org.apache.kafka.connect.converters.ByteArrayConverter)")])
         self._layout = self.layout()
+
+    def _validate_views(self, schema: Any) -> None:
+        from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+
+        if self.config.store_kafka_keys:
+            if "key" not in schema.fieldNames():
+                raise ConfigError([ConfigProblem("store.kafka.keys", "store.kafka.keys=true needs the record column "
+                                                 "key; the input lacks it")])
+            key = schema["key"]
+            self._key_schemaless = is_schemaless(key.metadata) or "key" in self._json_text
+            kind = _FORMATS[short_class(self.config.keys_format_class)]
+            if kind == "avro":
+                self._avro["key"] = _avro_schema(key)
+            if kind == "bytearray" and not isinstance(key.dataType, (BinaryType, StringType)):
+                raise ConfigError([ConfigProblem("keys.format.class", f"ByteArrayFormat needs a binary key; the key "
+                                                 f"is {key.dataType.simpleString()}")])
+        if self.config.store_kafka_headers:
+            if "headers" not in schema.fieldNames():
+                raise ConfigError([ConfigProblem("store.kafka.headers", "store.kafka.headers=true needs the record "
+                                                 "column headers; the input lacks it")])
+            if _FORMATS[short_class(self.config.headers_format_class)] == "avro":
+                header = StructType([StructField("key", StringType(), False),
+                                     StructField("value", StringType(), False)])
+                self._avro["headers"] = _avro_schema(StructField("headers", ArrayType(header, False), False))
 
     # -- executor ---------------------------------------------------------------------------------
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> Written:

@@ -15,6 +15,7 @@ import time
 import uuid
 from pathlib import Path
 
+import fastavro
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
@@ -30,6 +31,8 @@ S3_SINK = "io.confluent.connect.s3.S3SinkConnector"
 JSON = "io.confluent.connect.s3.format.json.JsonFormat"
 PARQUET = "io.confluent.connect.s3.format.parquet.ParquetFormat"
 BYTES = "io.confluent.connect.s3.format.bytearray.ByteArrayFormat"
+AVRO = "io.confluent.connect.s3.format.avro.AvroFormat"
+CSV = "io.confluent.connect.s3.format.csv.CsvFormat"
 
 
 @pytest.fixture(scope="module")
@@ -69,6 +72,12 @@ def _write(df, config: dict) -> None:
 
 def _lines(data: bytes) -> list:
     return [json.loads(line) for line in data.decode().splitlines()]
+
+
+def _avro(data: bytes) -> tuple[dict, list]:
+    """(writer schema, records) of an Avro container file."""
+    reader = fastavro.reader(io.BytesIO(data))
+    return reader.writer_schema, list(reader)
 
 
 # ------------------------------------------------------------------------------------------ contract
@@ -178,6 +187,73 @@ def test_gzip_json_and_bytearray_with_separator_and_extension(spark, s3):
     assert objects["b/t/partition=0/t+0+0000000000.txt"] == b"n0|n1|"
 
 
+def test_avro_objects_are_containers_of_the_values_with_connects_schema_and_the_codec(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, None if o == 1 else f"n{o}")) for o in range(3)]
+    _write(_records(spark, rows), _sink(s3[0], bucket, **{"format.class": AVRO, "avro.codec": "deflate",
+                                                          "flush.size": "2"}))
+    objects = s3[1].objects(bucket)
+    assert sorted(objects) == ["topics/t/partition=0/t+0+0000000000.avro", "topics/t/partition=0/t+0+0000000002.avro"]
+    schema, records = _avro(objects["topics/t/partition=0/t+0+0000000000.avro"])
+    assert records == [{"id": 0, "name": "n0"}, {"id": 1, "name": None}]
+    assert _avro(objects["topics/t/partition=0/t+0+0000000002.avro"])[1] == [{"id": 2, "name": "n2"}]
+    # AvroData's schema of an unnamed Connect struct with optional fields
+    assert schema["name"] == "io.confluent.connect.avro.ConnectDefault"
+    assert [(f["name"], f["type"]) for f in schema["fields"]] == [("id", ["null", "int"]), ("name", ["null", "string"])]
+    assert fastavro.reader(io.BytesIO(objects["topics/t/partition=0/t+0+0000000000.avro"])).codec == "deflate"
+
+
+def test_csv_objects_have_a_snake_case_header_and_quoted_fields(spark, s3):
+    """Confluent's CsvFormat (pull request #606): a header of the fields in snake case, nested ones flattened as
+    parent_child, every present value quoted, a null empty; csv.fields.list picks and orders the columns."""
+    bucket = _bucket(s3)
+    rows = [("t", 0, 0, 0, (1, 'say "hi"', ("Paris", True), 1_700_000_000_123)),
+            ("t", 0, 1, 0, (2, None, None, 1_700_000_000_000))]
+    value = "struct<orderId:int,note:string,shipTo:struct<cityName:string,express:boolean>,at:long>"
+    df = _records(spark, rows, value).withColumn("value", F.col("value").withField(
+        "at", F.timestamp_millis("value.at")))
+    _write(df, _sink(s3[0], bucket, **{"format.class": CSV, "topics.dir": "all"}))
+    _write(df, _sink(s3[0], bucket, **{"format.class": CSV, "topics.dir": "some", "csv.field.sep": ";",
+                                       "csv.fields.list": "shipTo.cityName,orderId", "s3.compression.type": "gzip"}))
+    objects = s3[1].objects(bucket)
+    assert objects["all/t/partition=0/t+0+0000000000.csv"].decode().splitlines() == [
+        '"order_id","note","ship_to_city_name","ship_to_express","at"',
+        '"1","say ""hi""","Paris","true","2023-11-14T22:13:20.123Z"',
+        '"2",,,,"2023-11-14T22:13:20Z"']
+    assert gzip.decompress(objects["some/t/partition=0/t+0+0000000000.csv.gz"]).decode().splitlines() == [
+        '"ship_to_city_name";"order_id"', '"Paris";"1"', ';"2"']
+
+
+def test_keys_and_headers_objects_beside_each_value_object_as_confluent_names_them(spark, s3):
+    bucket = _bucket(s3)
+    rows = [("t", 0, o, 0, (o, f"n{o}")) for o in range(3)]
+    header = [F.struct(F.lit(k).alias("key"), F.encode(v, "UTF-8").alias("value"))
+              for k, v in (("source", F.lit("web")), ("n", F.col("offset").cast("string")))]
+    df = _records(spark, rows).withColumn("key", F.encode(F.concat(F.lit("k"), "offset"), "UTF-8")) \
+        .withColumn("headers", F.array(*header))
+    _write(df, _sink(s3[0], bucket, **{"format.class": AVRO, "flush.size": "2", "store.kafka.keys": "true",
+                                       "store.kafka.headers": "true"}))
+    _write(df, _sink(s3[0], bucket, **{"topics.dir": "j", "flush.size": "2", "store.kafka.keys": "true",
+                                       "keys.format.class": BYTES, "store.kafka.headers": "true",
+                                       "headers.format.class": JSON}))
+    objects = s3[1].objects(bucket)
+    assert sorted(k for k in objects if k.startswith("topics/")) == [
+        f"topics/t/partition=0/t+0+{o:010d}.{kind}avro" for o in (0, 2) for kind in ("", "headers.", "keys.")]
+    assert _avro(objects["topics/t/partition=0/t+0+0000000000.keys.avro"])[1] == [b"k0", b"k1"]
+    schema, headers = _avro(objects["topics/t/partition=0/t+0+0000000002.headers.avro"])
+    assert headers == [[{"key": "source", "value": "web"}, {"key": "n", "value": "2"}]]
+    assert schema["type"] == "array" and [f["name"] for f in schema["items"]["fields"]] == ["key", "value"]
+    assert _avro(objects["topics/t/partition=0/t+0+0000000002.avro"])[1] == [{"id": 2, "name": "n2"}]
+    assert objects["j/t/partition=0/t+0+0000000000.keys.bin"] == b"k0\nk1\n"
+    assert _lines(objects["j/t/partition=0/t+0+0000000002.headers.json"]) == [
+        [{"key": "source", "value": "web"}, {"key": "n", "value": "2"}]]
+    assert sorted(k for k in objects if k.startswith("j/")) == [
+        f"j/t/partition=0/t+0+{o:010d}.{ext}" for o in (0, 2) for ext in ("headers.json", "json", "keys.bin")]
+    with pytest.raises(Exception, match="Key cannot be null for the record topic=t partition=0 offset=0"):
+        _write(_records(spark, rows), _sink(s3[0], bucket, **{"topics.dir": "nokey", "store.kafka.keys": "true"}))
+    assert not s3[1].objects(bucket, "nokey")
+
+
 def test_null_values_fail_by_default_and_are_skipped_with_ignore(spark, s3):
     bucket = _bucket(s3)
     df = _records(spark, [("t", 0, 0, 0, (0, "a")), ("t", 0, 1, 0, None), ("t", 0, 2, 0, (2, "c"))])
@@ -225,11 +301,12 @@ def test_a_store_that_refuses_writes_fails_the_batch_naming_bucket_and_endpoint_
 def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3, tmp_path):
     """A datagen -> S3 query runs in a child driver killed with SIGKILL mid-stream (maybe mid-write); restarted on
     the same checkpoint it replays the interrupted batch, whose objects get the same names and bytes: every record
-    is in exactly one object."""
+    is in exactly one object. The objects are Avro container files (AvroFormat: the sync marker is fixed, so a
+    rewritten object has the same bytes)."""
     bucket = _bucket(s3)
     cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "iterations": "800", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "120"}
-    sink = _sink(s3[0], bucket, **{"flush.size": "50"})
+    sink = _sink(s3[0], bucket, **{"flush.size": "50", "format.class": AVRO})
     ckpt = str(tmp_path / "ckpt")
     script = textwrap.dedent("""
         import json, sys
@@ -253,12 +330,12 @@ def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3,
     finally:
         os.killpg(child.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
         child.wait()
-    assert 0 < sum(len(_lines(v)) for v in s3[1].objects(bucket).values()) < 1600
+    assert 0 < sum(len(_avro(v)[1]) for v in s3[1].objects(bucket).values()) < 1600
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
     df = spark.readStream.format("kconnect").options(**cfg).load()
     df.writeStream.format("kconnect").options(**sink).option("checkpointLocation", ckpt) \
         .trigger(availableNow=True).start().awaitTermination()
-    orders = [order for data in s3[1].objects(bucket).values() for order in _lines(data)]
+    orders = [order for data in s3[1].objects(bucket).values() for order in _avro(data)[1]]
     expected = [json.loads(r.v) for r in spark.read.format("kconnect").options(**cfg).load()
                 .select(F.to_json("value").alias("v")).collect()]
     assert len(orders) == 1600
@@ -270,7 +347,9 @@ def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3,
 @pytest.mark.parametrize(("extra", "key"), [
     ({"s3.bucket.name": None}, "s3.bucket.name"),
     ({"flush.size": "0"}, "flush.size"),
-    ({"format.class": "io.confluent.connect.s3.format.avro.AvroFormat"}, "format.class"),
+    ({"format.class": "io.confluent.connect.s3.format.orc.OrcFormat"}, "format.class"),
+    ({"format.class": AVRO, "avro.codec": "lzo"}, "avro.codec"),
+    ({"format.class": CSV, "csv.compat": "true"}, "csv.compat"),
     ({"format.class": "com.example.Mine"}, "format.class"),
     ({"s3.compression.type": "zip"}, "s3.compression.type"),
     ({"parquet.codec": "lzo"}, "parquet.codec"),
@@ -280,7 +359,8 @@ def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3,
       "timezone": "UTC", "path.format": "YYYY/ww"}, "path.format"),
     ({"store.url": "ftp://x"}, "store.url"),
     ({"aws.secret.access.key": None}, "aws.secret.access.key"),
-    ({"store.kafka.keys": "true"}, "store.kafka.keys"),
+    ({"store.kafka.headers": "true", "headers.format.class": BYTES}, "headers.format.class"),
+    ({"store.kafka.keys": "true", "keys.format.class": CSV}, "keys.format.class"),
     ({"s3.bucket.nam": "x"}, "s3.bucket.nam"),
 ])
 def test_config_errors_name_the_key(extra, key):

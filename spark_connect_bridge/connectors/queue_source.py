@@ -1,0 +1,254 @@
+"""What every message-broker source that cannot rewind shares (MQTT, RabbitMQ): messages held on the driver until
+Spark has committed the micro-batch that read them, then acknowledged.
+
+A queue or a subscription cannot be read again from a checkpoint's position, so these sources do not pretend to:
+
+* On the driver, the connector keeps one client (the one session or channel that may acknowledge) and an
+  :class:`Inbox` of the messages it received. ``latest_offsets`` numbers the new ones after the start position:
+  the offset is ``{"received": n}``, the count of messages this query has planned so far.
+* ``plan`` hands each message of ``(start, end]`` to the executors inside the read task, so a retried Spark task
+  reads the same records. They are acknowledged upstream once Spark's commit log holds their batch: in
+  ``commit(end)``, or earlier in the next ``latest_offsets(start)`` (Spark asks for a next batch only after it
+  committed the one ending at ``start``; it calls ``commit`` only when that next batch has data).
+* A driver that stops or dies before that commit leaves them unacknowledged: the broker delivers them again to
+  the next session, where they are numbered after the checkpoint. The replayed batch of the dead driver's last
+  offsets finds none of them in the new inbox and reads nothing; the messages come in the next batch.
+
+The guarantee is **at least once**: nothing is acknowledged before Spark's commit. A message is read twice only
+when a driver stopped after the sink made its batch durable and before Spark's commit recorded it (at most one
+micro-batch: the one in flight).
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .base import ReadRange, ReadTask, SourceConnector
+from .offsets import Offsets, partition_key
+
+__all__ = ["Delivered", "Inbox", "QueueSourceConnector", "MessagesRange"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """One message as received: what becomes a record (``timestamp_us``: microseconds since the epoch)."""
+
+    key: Any
+    value: bytes
+    timestamp_us: int
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class MessagesRange(ReadRange):
+    """A range of a queue source with its messages (``offsets``: each message's position)."""
+
+    messages: tuple[Delivered, ...] = ()
+    offsets: tuple[int, ...] = field(default=())
+
+
+class Inbox:
+    """Driver side: messages received and not yet acknowledged, in order. The broker's client thread puts, the
+    stream reader numbers, takes and acknowledges. ``token`` is what the client needs to acknowledge a message."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._unnumbered: deque[tuple[Delivered, Any]] = deque()
+        self._numbered: deque[tuple[int, Delivered, Any]] = deque()
+        self._last = 0  # the position of the last numbered message
+
+    def put(self, message: Delivered, token: Any) -> None:
+        with self._lock:
+            self._unnumbered.append((message, token))
+            self._lock.notify_all()
+
+    def holds(self, token: Any) -> bool:
+        """Whether a message with this acknowledgement token is held (a redelivery of it is a duplicate)."""
+        with self._lock:
+            return any(t == token for _, t in self._unnumbered) or any(t == token for _, _, t in self._numbered)
+
+    def wait(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for a first unnumbered message."""
+        with self._lock:
+            if not self._unnumbered:
+                self._lock.wait(timeout)
+
+    def number(self, start: int, limit: int | None) -> int:
+        """Number the messages received after position ``start`` (at most ``limit`` past it); return the last."""
+        with self._lock:
+            if not self._numbered:
+                # A new query, or a restarted one: positions go on from the checkpoint's.
+                self._last = max(self._last, start)
+            bound = None if limit is None else start + limit
+            while self._unnumbered and (bound is None or self._last < bound):
+                message, token = self._unnumbered.popleft()
+                self._last += 1
+                self._numbered.append((self._last, message, token))
+            return self._last if bound is None else min(self._last, max(bound, start))
+
+    def take(self, start: int, end: int) -> list[tuple[int, Delivered]]:
+        """The numbered messages in ``(start, end]`` (they stay held until acknowledged)."""
+        with self._lock:
+            return [(n, m) for n, m, _ in self._numbered if start < n <= end]
+
+    def release(self, end: int) -> list[Any]:
+        """Forget the messages up to ``end``; return their tokens to acknowledge."""
+        out = []
+        with self._lock:
+            while self._numbered and self._numbered[0][0] <= end:
+                out.append(self._numbered.popleft()[2])
+        return out
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._unnumbered) + len(self._numbered)
+
+
+class QueueSourceConnector(SourceConnector, abc.ABC):
+    """Base of broker sources that acknowledge after Spark's commit. A subclass opens its client in
+    :meth:`_open` (receiving into :attr:`inbox`), acknowledges in :meth:`_ack` and closes in :meth:`_close`."""
+
+    offset_fields: ClassVar[dict[str, type] | None] = {"received": int}
+    #: how long ``latest_offsets`` waits for a first message when none is held (seconds)
+    poll_wait: ClassVar[float] = 0.1
+
+    def __init__(self, config: Any, *, name: str):
+        super().__init__(config, name=name)
+        self._runtime: dict[str, Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_runtime"] = {}  # the driver's client never travels
+        return state
+
+    # -- what a broker implements ------------------------------------------------------------------
+    @abc.abstractmethod
+    def _partition(self) -> dict[str, Any]:
+        """The source partition map (stable across restarts of the same config)."""
+
+    @abc.abstractmethod
+    def _open(self, inbox: Inbox) -> Any:
+        """Connect, subscribe and start delivering into ``inbox``; return the client handle."""
+
+    @abc.abstractmethod
+    def _ack(self, client: Any, tokens: Sequence[Any]) -> None:
+        """Acknowledge the messages of ``tokens`` (in order of receipt)."""
+
+    def _close(self, client: Any) -> None:
+        """Close the client (default: nothing)."""
+
+    def _check(self, client: Any) -> None:
+        """Raise the client's failure, if it has one (called on every trigger)."""
+
+    def _record_topic(self, message: Delivered) -> str:
+        return str(self.config.get("kafka.topic"))
+
+    # -- driver ------------------------------------------------------------------------------------
+    @property
+    def inbox(self) -> Inbox:
+        if "inbox" not in self._runtime:
+            self._runtime["inbox"] = Inbox()
+        return self._runtime["inbox"]
+
+    def _client(self) -> Any:
+        if "client" not in self._runtime:
+            self._runtime["client"] = self._open(self.inbox)
+        client = self._runtime["client"]
+        self._check(client)
+        return client
+
+    @property
+    def _key(self) -> str:
+        return partition_key(self._partition())
+
+    def initial_offsets(self) -> Offsets:
+        return {self._key: {"received": 0}}
+
+    def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
+        client = self._client()
+        begin = int((start.get(self._key) or {"received": 0})["received"])
+        # Spark asks for the next batch only once its commit log holds the one ending at ``start``: acknowledge it
+        # now rather than at commit(), which Spark calls only when a next batch has data.
+        tokens = self.inbox.release(begin)
+        if tokens:
+            self._ack(client, tokens)
+        if not len(self.inbox):
+            self.inbox.wait(self.poll_wait)
+        limit = max_records
+        if until is not None and self._key in until:
+            cap = int(until[self._key]["received"]) - begin
+            limit = max(0, cap) if limit is None else max(0, min(limit, cap))
+        return {self._key: {"received": self.inbox.number(begin, limit)}}
+
+    def plan(self, start: Offsets, end: Offsets) -> list[ReadTask]:
+        begin = int((start.get(self._key) or {"received": 0})["received"])
+        last = int(end[self._key]["received"])
+        held = self.inbox.take(begin, last) if "inbox" in self._runtime else []
+        if len(held) < last - begin:
+            # A batch planned by a driver that stopped before Spark's commit: its messages were not acknowledged,
+            # the broker delivers them again and they come in a later batch.
+            log.info("%s: replaying positions (%d, %d] of a previous driver: %d of its %d messages are held here; "
+                     "the broker redelivers the others (unacknowledged) in a later batch", self.name, begin, last,
+                     len(held), last - begin)
+        tasks = max(1, min(int(self.config.get("tasks.max", 1)), len(held)))
+        size = -(-len(held) // tasks) if held else 0
+        out = []
+        for i in range(tasks):
+            part = held[i * size:(i + 1) * size]
+            if not part and held:
+                continue
+            out.append(ReadTask(i, (MessagesRange(self._partition(), start.get(self._key), end[self._key],
+                                                  tuple(m for _, m in part), tuple(n for n, _ in part)),)))
+        return out
+
+    def commit(self, end: Offsets) -> None:
+        if self._key not in end or "inbox" not in self._runtime:
+            return
+        tokens = self.inbox.release(int(end[self._key]["received"]))
+        if tokens:
+            self._ack(self._client(), tokens)
+
+    def stop(self) -> None:
+        client = self._runtime.pop("client", None)
+        if client is not None:
+            self._close(client)
+
+    def lag(self, current: Offsets) -> int | None:
+        return len(self.inbox) if "inbox" in self._runtime else None
+
+    # -- executor ----------------------------------------------------------------------------------
+    def read_range(self, rng: ReadRange) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from ..core.records import arrow_schema
+
+        messages = getattr(rng, "messages", ())
+        if not messages:
+            return
+        target = arrow_schema(self.schema())
+        headers = pa.array([[{"key": k, "value": v} for k, v in m.headers] for m in messages],
+                           type=target.field("headers").type)
+        n = len(messages)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([m.key for m in messages], target.field("key").type),
+             pa.array([m.value for m in messages], target.field("value").type),
+             pa.array([self._record_topic(m) for m in messages], pa.string()),
+             pa.array([0] * n, pa.int32()),
+             pa.array(getattr(rng, "offsets", ()), pa.int64()),
+             pa.array([m.timestamp_us for m in messages], pa.timestamp("us", tz="UTC")),
+             headers],
+            schema=target)
+
+
+def now_us() -> int:
+    """The current time in microseconds since the epoch (a received message's timestamp)."""
+    return time.time_ns() // 1000

@@ -1,0 +1,225 @@
+// Applies Kafka's own converters, SMTs and predicates (and Debezium's, with its jar on the classpath) to records
+// read as JSON lines on stdin, one case per line, and writes one JSON line of results per case on stdout.
+// Run by tests/support/fuzz_reference.py (java source-file mode, one JVM per test run, many cases per JVM).
+//
+// A case: {"config": {<a connector config's converter and transforms/predicates keys, Kafka's own names>},
+//          "records": [{"key": <bytes as base64 or null>, "value": <base64 or null>, "topic", "partition",
+//                       "offset", "timestamp", "headers": [[name, <base64 or null>], ...]}]}
+// Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (JsonConverter) turn the
+// bytes into a SinkRecord (headers as BYTES), then each stage of the chain runs as Kafka's TransformationStage
+// runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter envelope of the key, as JSON>,
+// "value": ..., "topic", "partition", "timestamp", "headers": [[name, <base64 of SimpleHeaderConverter's bytes, Kafka's default header.converter>]]}, {"dropped": true}, or
+// {"error": <exception class>, "stage": "KEY_CONVERTER" | "VALUE_CONVERTER" | "TRANSFORMATION", "message": ...}.
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import org.apache.kafka.common.record.TimestampType;
+import org.apache.kafka.connect.connector.ConnectRecord;
+import org.apache.kafka.connect.data.Schema;
+import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.header.ConnectHeaders;
+import org.apache.kafka.connect.header.Header;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.storage.SimpleHeaderConverter;
+import org.apache.kafka.connect.transforms.Transformation;
+import org.apache.kafka.connect.transforms.predicates.Predicate;
+
+public class FuzzTransforms {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    static final class Stage {
+        Transformation<SinkRecord> transform;
+        Predicate<SinkRecord> predicate;
+        boolean negate;
+    }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream out = new PrintStream(System.out, false, StandardCharsets.UTF_8);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.isBlank()) {
+                continue;
+            }
+            ArrayNode results = JSON.createArrayNode();
+            try {
+                JsonNode kase = JSON.readTree(line);
+                Map<String, String> config = new HashMap<>();
+                kase.get("config").fields().forEachRemaining(e -> config.put(e.getKey(), e.getValue().asText()));
+                JsonConverter keyIn = converter(config, "key.converter.", true);
+                JsonConverter valueIn = converter(config, "value.converter.", false);
+                JsonConverter keyOut = envelope(true);
+                JsonConverter valueOut = envelope(false);
+                SimpleHeaderConverter headerOut = new SimpleHeaderConverter();
+                headerOut.configure(Map.of());
+                List<Stage> chain = chain(config);
+                for (JsonNode rec : kase.get("records")) {
+                    results.add(one(rec, keyIn, valueIn, chain, keyOut, valueOut, headerOut));
+                }
+                for (Stage s : chain) {
+                    s.transform.close();
+                }
+            } catch (Exception e) {
+                ObjectNode failure = JSON.createObjectNode();
+                failure.put("config_error", e.getClass().getName());
+                failure.put("message", String.valueOf(e.getMessage()));
+                results.add(failure);
+            }
+            out.println(JSON.writeValueAsString(results));
+            out.flush();
+        }
+    }
+
+    static JsonConverter converter(Map<String, String> config, String prefix, boolean isKey) {
+        Map<String, String> sub = new HashMap<>();
+        config.forEach((k, v) -> {
+            if (k.startsWith(prefix)) {
+                sub.put(k.substring(prefix.length()), v);
+            }
+        });
+        JsonConverter conv = new JsonConverter();
+        conv.configure(sub, isKey);
+        return conv;
+    }
+
+    static JsonConverter envelope(boolean isKey) {
+        JsonConverter conv = new JsonConverter();
+        conv.configure(Map.of("schemas.enable", "true"), isKey);
+        return conv;
+    }
+
+    @SuppressWarnings("unchecked")
+    static List<Stage> chain(Map<String, String> config) throws Exception {
+        List<Stage> stages = new ArrayList<>();
+        String aliases = config.getOrDefault("transforms", "").trim();
+        if (aliases.isEmpty()) {
+            return stages;
+        }
+        for (String alias : aliases.split(",")) {
+            alias = alias.trim();
+            String prefix = "transforms." + alias + ".";
+            Stage stage = new Stage();
+            stage.transform = (Transformation<SinkRecord>) Class.forName(config.get(prefix + "type"))
+                    .getDeclaredConstructor().newInstance();
+            Map<String, String> sub = new HashMap<>();
+            config.forEach((k, v) -> {
+                if (k.startsWith(prefix) && !k.equals(prefix + "type")) {
+                    sub.put(k.substring(prefix.length()), v);
+                }
+            });
+            String predicateName = sub.remove("predicate");
+            stage.negate = Boolean.parseBoolean(sub.remove("negate"));
+            stage.transform.configure(sub);
+            if (predicateName != null) {
+                String pprefix = "predicates." + predicateName + ".";
+                stage.predicate = (Predicate<SinkRecord>) Class.forName(config.get(pprefix + "type"))
+                        .getDeclaredConstructor().newInstance();
+                Map<String, String> psub = new HashMap<>();
+                config.forEach((k, v) -> {
+                    if (k.startsWith(pprefix) && !k.equals(pprefix + "type")) {
+                        psub.put(k.substring(pprefix.length()), v);
+                    }
+                });
+                stage.predicate.configure(psub);
+            }
+            stages.add(stage);
+        }
+        return stages;
+    }
+
+    static byte[] bytes(JsonNode node) {
+        return node == null || node.isNull() ? null : Base64.getDecoder().decode(node.asText());
+    }
+
+    static ObjectNode error(String stage, Throwable e) {
+        ObjectNode failure = JSON.createObjectNode();
+        failure.put("stage", stage);
+        failure.put("error", e.getClass().getName());
+        failure.put("message", String.valueOf(e.getMessage()));
+        return failure;
+    }
+
+    static ObjectNode one(JsonNode rec, JsonConverter keyIn, JsonConverter valueIn, List<Stage> chain,
+                          JsonConverter keyOut, JsonConverter valueOut, SimpleHeaderConverter headerOut) throws Exception {
+        String topic = rec.get("topic").asText();
+        SchemaAndValue key;
+        SchemaAndValue value;
+        try {
+            key = keyIn.toConnectData(topic, bytes(rec.get("key")));
+        } catch (Exception e) {
+            return error("KEY_CONVERTER", e);
+        }
+        try {
+            value = valueIn.toConnectData(topic, bytes(rec.get("value")));
+        } catch (Exception e) {
+            return error("VALUE_CONVERTER", e);
+        }
+        ConnectHeaders headers = new ConnectHeaders();
+        JsonNode hs = rec.get("headers");
+        if (hs != null) {
+            for (JsonNode h : hs) {
+                headers.addBytes(h.get(0).asText(), bytes(h.get(1)));
+            }
+        }
+        SinkRecord record = new SinkRecord(topic, rec.get("partition").asInt(), key.schema(), key.value(),
+                value.schema(), value.value(), rec.get("offset").asLong(), rec.get("timestamp").asLong(),
+                TimestampType.CREATE_TIME, headers);
+        for (Stage stage : chain) {
+            try {
+                if (stage.predicate == null || stage.predicate.test(record) ^ stage.negate) {
+                    record = stage.transform.apply(record);
+                }
+            } catch (Exception e) {
+                return error("TRANSFORMATION", e);
+            }
+            if (record == null) {
+                ObjectNode dropped = JSON.createObjectNode();
+                dropped.put("dropped", true);
+                return dropped;
+            }
+        }
+        ObjectNode result = JSON.createObjectNode();
+        result.set("key", serialize(keyOut, record.topic(), record.keySchema(), record.key()));
+        result.set("value", serialize(valueOut, record.topic(), record.valueSchema(), record.value()));
+        result.put("topic", record.topic());
+        result.put("partition", record.kafkaPartition());
+        if (record.timestamp() == null) {
+            result.putNull("timestamp");
+        } else {
+            result.put("timestamp", record.timestamp());
+        }
+        ArrayNode outHeaders = result.putArray("headers");
+        for (Iterator<Header> it = record.headers().iterator(); it.hasNext(); ) {
+            Header h = it.next();
+            ArrayNode pair = outHeaders.addArray();
+            pair.add(h.key());
+            byte[] data = headerOut.fromConnectHeader(record.topic(), h.key(), h.schema(), h.value());
+            pair.add(data == null ? null : Base64.getEncoder().encodeToString(data));
+        }
+        return result;
+    }
+
+    static JsonNode serialize(JsonConverter conv, String topic, Schema schema, Object value) {
+        try {
+            byte[] data = conv.fromConnectData(topic, schema, value);
+            return data == null ? JSON.nullNode() : JSON.readTree(data);
+        } catch (Exception e) {
+            ObjectNode failure = JSON.createObjectNode();
+            failure.put("serialize_error", e.getClass().getName());
+            failure.put("message", String.valueOf(e.getMessage()));
+            return failure;
+        }
+    }
+}

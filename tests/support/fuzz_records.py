@@ -1,0 +1,117 @@
+"""Hypothesis strategies for the differential fuzzer: Kafka records as JsonConverter writes them.
+
+A case is one batch of a topic: one Connect value schema (a struct whose fields come from :data:`FIELDS`: every
+Connect type and logical type, each field present or not, optional or required, nested structs, arrays and maps)
+and records of it (values that fit the schema, nulls where a field is optional, tombstones, keys, headers).
+``schemaless`` cases are the same values as JsonConverter ``schemas.enable=false`` writes them (maps, no schema;
+a null field may be absent or present as null). Chains name fields of :data:`FIELDS`; a field a case leaves out
+is a missing field to the chain.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import strategies as st
+
+T0 = 1_700_000_000_000
+DECIMAL = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+           "parameters": {"scale": "2"}}
+DATE = {"type": "int32", "name": "org.apache.kafka.connect.data.Date", "version": 1}
+TIME = {"type": "int32", "name": "org.apache.kafka.connect.data.Time", "version": 1}
+TIMESTAMP = {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp", "version": 1}
+SUB = {"type": "struct", "name": "Sub", "fields": [{"field": "a", "type": "int32", "optional": True},
+                                                    {"field": "b", "type": "string", "optional": True}]}
+
+_I64 = st.integers(-(2 ** 63), 2 ** 63 - 1)
+#: field name -> (its Connect schema, without "optional"; a strategy of payload values as JsonConverter writes them)
+FIELDS: dict[str, tuple[dict[str, Any], st.SearchStrategy[Any]]] = {
+    "i8": ({"type": "int8"}, st.integers(-128, 127)),
+    "i16": ({"type": "int16"}, st.integers(-(2 ** 15), 2 ** 15 - 1)),
+    "i32": ({"type": "int32"}, st.integers(-(2 ** 31), 2 ** 31 - 1)),
+    "i64": ({"type": "int64"}, _I64),
+    "f32": ({"type": "float"}, st.floats(width=32, allow_nan=False, allow_infinity=False)),
+    "f64": ({"type": "double"}, st.floats(allow_nan=False, allow_infinity=False)),
+    "bool": ({"type": "boolean"}, st.booleans()),
+    "s": ({"type": "string"}, st.text(max_size=8)),
+    "by": ({"type": "bytes"}, st.binary(max_size=6).map(lambda b: base64.b64encode(b).decode())),
+    "dec": (DECIMAL, st.decimals(min_value=-10 ** 9, max_value=10 ** 9, places=2)
+            .map(lambda d: base64.b64encode(int(d * 100).to_bytes(8, "big", signed=True).lstrip(b"\x00") or b"\x00")
+                 .decode())),
+    "date": (DATE, st.integers(-20000, 40000)),
+    "time": (TIME, st.integers(0, 86_399_999)),
+    "ts": (TIMESTAMP, st.integers(-10 ** 12, 4 * 10 ** 12)),
+    "arr": ({"type": "array", "items": {"type": "int32", "optional": True}},
+            st.lists(st.one_of(st.none(), st.integers(-5, 5)), max_size=3)),
+    "m": ({"type": "map", "keys": {"type": "string", "optional": False}, "values": {"type": "string", "optional": True}},
+          st.dictionaries(st.text(max_size=3), st.one_of(st.none(), st.text(max_size=3)), max_size=2)),
+    "sub": (SUB, st.fixed_dictionaries({"a": st.one_of(st.none(), st.integers(-5, 5)),
+                                        "b": st.one_of(st.none(), st.text(max_size=3))})),
+}
+
+
+def _decimal_bytes_fix(payload: str) -> str:
+    """Kafka writes a Decimal's unscaled value as minimal two's complement bytes."""
+    raw = base64.b64decode(payload)
+    value = int.from_bytes(raw, "big", signed=True)
+    length = max(1, (value.bit_length() + 8) // 8)
+    return base64.b64encode(value.to_bytes(length, "big", signed=True)).decode()
+
+
+@st.composite
+def value_schemas(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """A struct schema of some :data:`FIELDS` (in their order), each optional or required; the struct itself
+    optional (tombstones allowed) and named."""
+    pool = list(names or FIELDS)
+    chosen = [n for n in pool if draw(st.booleans())] or [pool[0]]
+    fields = [{**FIELDS[n][0], "field": n, "optional": draw(st.booleans())} for n in chosen]
+    return {"type": "struct", "fields": fields, "optional": True, "name": "fuzz.Value"}
+
+
+@st.composite
+def payloads(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for f in schema["fields"]:
+        value = draw(FIELDS[f["field"]][1])
+        if f["field"] == "dec":
+            value = _decimal_bytes_fix(value)
+        out[f["field"]] = None if f["optional"] and draw(st.integers(0, 3)) == 0 else value
+    return out
+
+
+KEY_SCHEMA = {"type": "string", "optional": True}
+
+
+@st.composite
+def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] | None = None,
+          max_records: int = 6) -> list[dict[str, Any]]:
+    """Records of one topic: the value schema drawn once; keys strings or null; headers; some tombstones."""
+    schema = draw(value_schemas(names))
+    n = draw(st.integers(1, max_records))
+    records = []
+    for i in range(n):
+        # the first record carries a value and a key: ours reads the batch's types from its envelopes at plan time
+        # (a batch of tombstones only has no type to read; listed in docs/comparison.md)
+        tombstone = i > 0 and draw(st.integers(0, 5)) == 0
+        payload = None if tombstone else draw(payloads(schema))
+        if schemaless and payload is not None:
+            # a null field is absent from the map or present as null
+            payload = {k: v for k, v in payload.items() if v is not None or draw(st.booleans())}
+        value = None if payload is None else json.dumps(
+            payload if schemaless else {"schema": schema, "payload": payload}).encode()
+        key_text = draw(st.one_of(st.none(), st.sampled_from(["k1", "k2"])))
+        key = None if i > 0 and key_text is None and draw(st.booleans()) else json.dumps(
+            key_text if schemaless else {"schema": KEY_SCHEMA, "payload": key_text}).encode()
+        headers = draw(st.lists(st.tuples(st.sampled_from(["h1", "h2"]), st.one_of(st.none(), st.binary(max_size=3))),
+                                max_size=2))
+        records.append({"key": key, "value": value, "topic": draw(st.sampled_from(["orders", "users"])),
+                        "partition": draw(st.integers(0, 2)), "offset": 100 + i,
+                        "timestamp": T0 + draw(st.integers(0, 10 ** 6)), "headers": headers})
+    return records
+
+
+def decimal_of(payload: str, scale: int = 2) -> Decimal:
+    return Decimal(int.from_bytes(base64.b64decode(payload), "big", signed=True)).scaleb(-scale)
