@@ -23,8 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.support.azurite import AzuriteServer
-from tests.support.gcs import GcsEmulator
 from tests.support.brokers import MosquittoServer, RabbitMQServer
+from tests.support.gcs import GcsEmulator
 from tests.support.kafka import KafkaBroker
 from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
