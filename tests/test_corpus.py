@@ -57,10 +57,10 @@ END_TO_END_TRANSFORMS = {
     "io.debezium.transforms.outbox.EventRouter": "debezium-examples/outbox__register-postgres.json",
     "io.debezium.transforms.ByLogicalTableRouter": "debezium-examples/cqrs__postgres-source.json",
 }
-#: Worker configs run end to end (a ``kconnect standalone`` process).
-END_TO_END_WORKERS = ("apache-kafka/connect-standalone.properties",)
+#: Worker configs run end to end (a ``kconnect standalone`` or ``kconnect distributed`` process).
+END_TO_END_WORKERS = ("apache-kafka/connect-standalone.properties", "strimzi/kafka-connect.yaml")
 #: Strimzi's KafkaConnector resources, run on the Strimzi KafkaConnect worker as Strimzi's operator runs them.
-END_TO_END_STRIMZI: tuple[str, ...] = ()
+END_TO_END_STRIMZI = ("strimzi/source-connector.yaml",)
 #: Debezium's MySQL/MariaDB connector configs, each run end to end against the run's MariaDB (its database
 #: ``inventory``, user ``debezium``/``dbz`` as the configs have them; only host and port, and a converter's registry
 #: URL, change), with what each should deliver: its topics (``{}`` the table), captured tables, and how the rows
@@ -102,7 +102,13 @@ def load(name: str) -> dict[str, str]:
         if doc["kind"] == "KafkaConnector":
             return {**config, "name": doc["metadata"]["name"], "connector.class": spec["class"],
                     "tasks.max": str(spec.get("tasksMax", 1))}
-        return {**config, "bootstrap.servers": spec["bootstrapServers"]}
+        # A KafkaConnect resource: the operator's defaults for what spec.config leaves out (Strimzi's
+        # KafkaConnectSpec reference: group.id, the three storage topics, JsonConverter for keys and values).
+        defaults = {"group.id": "connect-cluster", "offset.storage.topic": "connect-cluster-offsets",
+                    "config.storage.topic": "connect-cluster-configs", "status.storage.topic": "connect-cluster-status",
+                    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+                    "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+        return {**defaults, **config, "bootstrap.servers": spec["bootstrapServers"]}
     config = dict(scb.load_config_file(str(path)))
     if "connector.class" in config and "name" not in config:  # the body of PUT /connectors/{name}/config
         config["name"] = path.stem.split("__")[-1]
@@ -461,3 +467,69 @@ def test_debezium_mysql_config_snapshots_the_inventory_database(spark, inventory
     for table in tables:
         assert [db for db, d in ddl if d.startswith(f"CREATE TABLE `{table}`")] == ["inventory"], (table, ddl)
 
+
+# -- Strimzi -------------------------------------------------------------------------------------------------------
+
+def test_strimzi_kafka_connect_and_kafka_connector_resources_run_as_strimzi_s_operator_runs_them(tmp_path):
+    """Strimzi's KafkaConnect resource is a distributed worker (``spec.config``, ``spec.bootstrapServers``): here a
+    ``kconnect distributed`` process with its own Spark session, on the run's broker; its KafkaConnector resource
+    reaches it as Strimzi's operator sends it, ``PUT /connectors/<metadata.name>/config``. The FileStreamSource
+    (two tasks asked, one file) writes the file's lines to ``my-topic`` with the worker's default converters
+    (Kafka's JsonConverter with schemas)."""
+    import requests
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from tests.support import servers
+
+    bootstrap = servers.kafka()
+    worker_config = load("strimzi/kafka-connect.yaml")
+    connector = load("strimzi/source-connector.yaml")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    ours = [worker_config[k] for k in ("offset.storage.topic", "config.storage.topic", "status.storage.topic")]
+    stale = [t for t in [*ours, connector["topic"]] if t in admin.list_topics(timeout=30).topics]
+    for future in admin.delete_topics(stale).values() if stale else ():  # the run's broker is shared
+        future.result(30)
+    port = free_port()
+    worker = tmp_path / "kafka-connect.properties"
+    worker.write_text("".join(f"{k}={v}\n" for k, v in relocated(worker_config, **{
+        "bootstrap.servers": bootstrap, "listeners": f"http://127.0.0.1:{port}",
+        "offset.storage.dir": str(tmp_path / "state"), "topics.dir": str(tmp_path / "topics")}).items()))
+    # The file, where the worker lets REST-created connectors read (connector.allowed.paths: work/data).
+    lines = ["Apache License", "Version 2.0, January 2004", "http://www.apache.org/licenses/"]
+    (tmp_path / "work" / "data").mkdir(parents=True)
+    (license_file := tmp_path / "work" / "data" / "LICENSE").write_text("\n".join(lines) + "\n")
+    body = relocated(connector, file=str(license_file))
+    kconnect = Path(sys.executable).with_name("kconnect")
+    stderr = tmp_path / "worker.stderr"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"corpus-{port}", "enable.auto.commit": False})
+    got: list[tuple[Any, Any]] = []
+
+    def read() -> bool:
+        if not consumer.assignment():  # once the worker created the topic: all of it, from the start
+            found = admin.list_topics(connector["topic"], timeout=10).topics.get(connector["topic"])
+            if found is None or found.error is not None or not found.partitions:
+                return False
+            consumer.assign([TopicPartition(connector["topic"], p, OFFSET_BEGINNING) for p in found.partitions])
+        for m in consumer.consume(100, timeout=1):
+            if m.error() is None:
+                got.append((m.key(), json.loads(m.value())))
+        return len(got) >= len(lines)
+
+    with open(stderr, "w") as err:
+        proc = subprocess.Popen([str(kconnect), "distributed", str(worker), "--no-live"], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=err)
+        try:
+            until(lambda: proc.poll() is None and requests.get(f"http://127.0.0.1:{port}/", timeout=5).ok,
+                  what="the worker's REST API", timeout=600, explain=lambda: stderr.read_text()[-3000:])
+            put = requests.put(f"http://127.0.0.1:{port}/connectors/{body['name']}/config", json=body, timeout=60)
+            assert put.status_code == 201, put.text
+            until(read, what=f"{len(lines)} records on {connector['topic']}", timeout=300,
+                  explain=lambda: stderr.read_text()[-3000:])
+            status = requests.get(f"http://127.0.0.1:{port}/connectors/{body['name']}/status", timeout=30).json()
+            assert status["connector"]["state"] == "RUNNING", status
+        finally:
+            consumer.close()
+            interrupt(proc)
+    # Kafka's schema says "optional": false (FileStreamSource's value is required); a top-level value is always
+    # optional here (docs/comparison.md, the first difference of the FileStream table).
+    assert got == [(None, {"schema": {"type": "string", "optional": True}, "payload": line}) for line in lines]
