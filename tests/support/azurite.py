@@ -13,11 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from typing import Any
 
-from tests.support.postgres import free_port
-from tests.support.process_server import ProcessServer
+from tests.support.process_server import ObjectStoreServer
 
 __all__ = ["AzuriteServer", "ACCOUNT", "ACCOUNT_KEY", "azurite_blob"]
 
@@ -41,37 +39,18 @@ def azurite_blob() -> str:
     return path
 
 
-class AzuriteServer(ProcessServer):
+class AzuriteServer(ObjectStoreServer):
     """A private Blob API on 127.0.0.1 keeping blobs in its temp dir; :meth:`destroy` stops it and removes it."""
 
     name = "azurite-blob"
-
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
-        self.root = tempfile.mkdtemp(prefix="kconnect-azurite-")
-        self.log = os.path.join(self.root, "server.log")
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    prefix = "kconnect-azurite-"
 
     def start(self, timeout: float = 120) -> AzuriteServer:
         launcher = azurite_blob()
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen([launcher, "--blobHost", "127.0.0.1", "--blobPort", str(self.port),
-                                             "--location", os.path.join(self.root, "data"), "--skipApiVersionCheck",
-                                             "--loose", "--disableTelemetry"],
-                                            stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
+        self._popen([launcher, "--blobHost", "127.0.0.1", "--blobPort", str(self.port), "--location",
+                     os.path.join(self.root, "data"), "--skipApiVersionCheck", "--loose", "--disableTelemetry"])
         self._wait_for_port(timeout)
         return self
-
-    def server_log(self) -> str:
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()[-4000:]
-        except FileNotFoundError:
-            return ""
 
     # -- a client for the tests ---------------------------------------------------------------------
     def filesystem(self) -> Any:
@@ -82,17 +61,5 @@ class AzuriteServer(ProcessServer):
                                   blob_storage_scheme="http", dfs_storage_authority=where, dfs_storage_scheme="http")
 
     def create_container(self, container: str) -> None:
-        self.filesystem().create_dir(container)
+        self.create_bucket(container)
 
-    def objects(self, container: str, prefix: str = "") -> dict[str, bytes]:
-        """Every blob under ``prefix`` of ``container``: name -> bytes."""
-        from pyarrow import fs
-
-        az = self.filesystem()
-        base = f"{container}/{prefix}".rstrip("/")
-        out = {}
-        for info in az.get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True)):
-            if info.type == fs.FileType.File:
-                with az.open_input_stream(info.path) as f:
-                    out[info.path[len(container) + 1:]] = f.read()
-        return out

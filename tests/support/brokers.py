@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 
 from tests.support.postgres import free_port
-from tests.support.process_server import ProcessServer
+from tests.support.process_server import LoggedServer
 
 __all__ = ["MosquittoServer", "RabbitMQServer"]
 
@@ -27,29 +26,14 @@ def _binary(name: str, package: str) -> str:
     return path
 
 
-class _LoggedServer(ProcessServer):
-    log: str
-
-    def server_log(self) -> str:
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()[-4000:]
-        except FileNotFoundError:
-            return ""
-
-
-class MosquittoServer(_LoggedServer):
+class MosquittoServer(LoggedServer):
     """Mosquitto 2 with anonymous access. Its in-flight window is raised from Mosquitto's 20 (a source that
     acknowledges after Spark's commit holds a micro-batch's messages in flight) and its persistent sessions' queues
     are unbounded, as docs/tasks/brokers.md advises for the MQTT source. It keeps no state across a restart."""
 
     name = "mosquitto"
-
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
-        self.root = tempfile.mkdtemp(prefix="kconnect-mqtt-")
-        self.log = os.path.join(self.root, "mosquitto.log")
-        self.process: subprocess.Popen | None = None
+    prefix = "kconnect-mqtt-"
+    log_name = "mosquitto.log"
 
     @property
     def uri(self) -> str:
@@ -66,17 +50,16 @@ class MosquittoServer(_LoggedServer):
         return self
 
 
-class RabbitMQServer(_LoggedServer):
+class RabbitMQServer(LoggedServer):
     """A RabbitMQ node (``rabbit-<port>@localhost``) with the ``guest`` user, which may log in from 127.0.0.1."""
 
     name = "rabbitmq"
+    prefix = "kconnect-rabbitmq-"
+    log_name = "rabbitmq.out"
 
     def __init__(self, port: int | None = None):
-        self.port = port or free_port()
-        self.root = tempfile.mkdtemp(prefix="kconnect-rabbitmq-")
-        self.log = os.path.join(self.root, "rabbitmq.out")
+        super().__init__(port)
         self.node = f"rabbit-{self.port}@localhost"
-        self.process: subprocess.Popen | None = None
 
     def _env(self) -> dict[str, str]:
         dist = str(free_port())

@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from typing import Any
 
-from tests.support.postgres import free_port
-from tests.support.process_server import ProcessServer
+from tests.support.process_server import ObjectStoreServer
 
 __all__ = ["MotoS3Server", "ACCESS_KEY", "SECRET_KEY", "REGION"]
 
@@ -32,36 +29,18 @@ def moto_server() -> str:
     return path
 
 
-class MotoS3Server(ProcessServer):
+class MotoS3Server(ObjectStoreServer):
     """A private S3 API on 127.0.0.1; :meth:`destroy` stops it and removes its directory."""
 
     name = "moto_server"
-
-    def __init__(self, port: int | None = None):
-        self.port = port or free_port()
-        self.root = tempfile.mkdtemp(prefix="kconnect-s3-")
-        self.log = os.path.join(self.root, "server.log")
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+    prefix = "kconnect-s3-"
 
     def start(self, timeout: float = 60) -> MotoS3Server:
         env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                "AWS_DEFAULT_REGION": REGION}
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen([moto_server(), "-H", "127.0.0.1", "-p", str(self.port)], stdout=log,
-                                            stderr=subprocess.STDOUT, env=env, cwd=self.root)
+        self._popen([moto_server(), "-H", "127.0.0.1", "-p", str(self.port)], env=env)
         self._wait_for_port(timeout)
         return self
-
-    def server_log(self) -> str:
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()[-4000:]
-        except FileNotFoundError:
-            return ""
 
     # -- a client for the tests ---------------------------------------------------------------------
     def filesystem(self) -> Any:
@@ -71,18 +50,3 @@ class MotoS3Server(ProcessServer):
                                endpoint_override=f"127.0.0.1:{self.port}", scheme="http",
                                allow_bucket_creation=True, allow_bucket_deletion=True)
 
-    def create_bucket(self, bucket: str) -> None:
-        self.filesystem().create_dir(bucket)
-
-    def objects(self, bucket: str, prefix: str = "") -> dict[str, bytes]:
-        """Every object under ``prefix`` of ``bucket``: key -> bytes."""
-        from pyarrow import fs
-
-        s3fs = self.filesystem()
-        base = f"{bucket}/{prefix}".rstrip("/")
-        out = {}
-        for info in s3fs.get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True)):
-            if info.type == fs.FileType.File:
-                with s3fs.open_input_stream(info.path) as f:
-                    out[info.path[len(bucket) + 1:]] = f.read()
-        return out
