@@ -18,8 +18,9 @@ __all__ = ["Flatten"]
 class Flatten(KeyOrValue):
     """Flatten nested structs into top-level fields named ``parent<delimiter>child``; arrays are kept as they
     are. Schemaless nested Maps (``map<string,map<string,...>>``) are flattened the same way; a null nested Map
-    is kept as a null entry under the parent's name and an empty one contributes nothing. A Map field inside a
-    struct fails the record (Kafka: DataException). A tombstone passes through."""
+    is kept as a null entry under the parent's name and an empty one contributes nothing. A struct whose schema has
+    a Map field fails every record, whether the map is null or not (Kafka: DataException while building the
+    flattened schema). A tombstone passes through."""
 
     liftable = True
     config_def = ConfigDef().define("delimiter", Type.STRING, ".", importance=Importance.MEDIUM,
@@ -29,7 +30,7 @@ class Flatten(KeyOrValue):
     def configure(self, config: Config) -> None:
         self.delimiter = config.delimiter
 
-    def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[Column],
+    def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[str],
                 fields: list[StructField]) -> None:
         for f in dtype.fields:
             name = f"{prefix}{self.delimiter}{f.name}" if prefix else f.name
@@ -38,7 +39,7 @@ class Flatten(KeyOrValue):
                 self._leaves(c, f.dataType, name, out, maps, fields)
             else:
                 if isinstance(f.dataType, MapType):
-                    maps.append(c.isNotNull())
+                    maps.append(f.name)
                 out.append(c.alias(name, metadata=f.metadata))
                 fields.append(StructField(name, f.dataType, True, f.metadata))
 
@@ -66,7 +67,7 @@ class Flatten(KeyOrValue):
         dtype = df.schema[self.target].dataType
         if isinstance(dtype, StructType):
             leaves: list[Column] = []
-            maps: list[Column] = []
+            maps: list[str] = []
             new_fields: list[StructField] = []
             leaves_of: dict[str, list[str]] = {}
             for f in dtype.fields:
@@ -82,8 +83,9 @@ class Flatten(KeyOrValue):
                 md.pop(TABLES_META, None)
             md = relaid(md, self.target, StructType(new_fields), moved)
             step = Step({self.target: rebuild_struct(op, leaves)}, metadata={self.target: md})
-            for cond in maps:
-                step.fail(cond, "Flatten transformation does not support MAP for record with schemas")
+            if maps:  # Kafka fails while building the flattened schema, so for every record with a value
+                step.fail(op.isNotNull(), "Flatten transformation does not support MAP for record with schemas "
+                                          f"(for field {maps[0]}).")
             return step
         if isinstance(dtype, MapType):
             return Step({self.target: self._flatten_map(op, dtype)})

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any
 
 import pytest
@@ -107,6 +108,20 @@ KNOWN = {
 }
 
 
+#: Differences of one chain, listed in docs/comparison.md with the reason: a difference line of the chain that
+#: matches its pattern is expected (the chain's fuzz run pins it); any other difference still fails.
+CHAIN_DIFFERENCES = {
+    # Kafka reads a tombstone schemaless (JsonConverter: no schema for null bytes) and hoists it into a schemaless
+    # map {field: null}; here the column's struct schema holds the hoisted null.
+    "hoist-field": re.compile(r"^offset \d+: \.value\.schema: Kafka None \| ours \{'type': 'struct'"),
+    # Kafka masks a Decimal with BigDecimal.ZERO (scale 0), which its own JsonConverter then refuses to write for a
+    # schema of another scale; here the mask is a zero of the schema's scale and the record is written.
+    "mask-field": re.compile(r"^offset \d+: \.value: Kafka \{'serialize_error': "
+                             r"'org\.apache\.kafka\.connect\.errors\.DataException', 'message': 'Decimal value has "
+                             r"mismatching scale for given Decimal schema"),
+}
+
+
 def _without_optional(node: Any) -> Any:
     if isinstance(node, dict):
         if node.get("name") == "org.apache.kafka.connect.data.Decimal" and "parameters" in node:
@@ -177,7 +192,9 @@ def check(spark, kafka, configs: dict[str, dict[str, str]], records: list[dict[s
     diffs = []
     for name, config in configs.items():
         theirs = kafka.run(config, records)
-        diffs += [f"[{name}] {d}" for d in compare(config, records, theirs, mine[name])]
+        expected = CHAIN_DIFFERENCES.get(name)
+        diffs += [f"[{name}] {d}" for d in compare(config, records, theirs, mine[name])
+                  if not (expected and expected.match(d))]
     assert not diffs, "\n".join(diffs[:8])
 
 
