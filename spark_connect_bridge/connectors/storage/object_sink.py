@@ -5,7 +5,7 @@ A sink over it declares its own keys (bucket/container, credentials, ``<prefix>.
 ``format.class`` package it takes and makes its store (:class:`ObjectStore`): a picklable object with
 ``put(key, data)`` and ``where()`` (the bucket or container and endpoint, for errors; never a secret).
 
->>> FORMAT_KEYS.parse({}).parquet_codec
+>>> FORMAT_KEYS.parse({}).parquet_codec.value
 'snappy'
 """
 
