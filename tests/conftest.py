@@ -74,20 +74,22 @@ def spark():
 # tests/support/run_suite.py runs the suite): the README's examples write in the checkout's root and serve on port
 # 8083, and the installed-wheel test copies the checkout as a fresh clone.
 SERIAL_FILES = {"tests/test_readme.py": "checkout root", "tests/acceptance/test_installed_wheel.py": "checkout root"}
-# The files (or SERIAL_FILES groups) that take longest, longest first, as the clean-clone runs of 2026-11-26
+# The files (or SERIAL_FILES groups) that take longest, longest first, as the clean-clone run of 2026-11-27 (evening)
 # measured them (the per-file totals this conftest prints at the end of a split run). The split run hands them out
 # first and the many short files after them, so that it does not end on one long file in one process while the
 # other waits (xdist alone orders files by their number of tests, which puts the one-test kill scenarios last).
 # The order only moves the run's end; a file missing here just runs later.
 LONGEST_FIRST = [
-    "checkout root", "tests/distributed/test_group.py", "tests/connectors/test_delta.py",
-    "tests/connectors/test_postgres_cdc.py", "tests/connectors/test_postgres_cdc_incremental.py",
-    "tests/differential/test_debezium_postgres.py", "tests/differential/test_filestream_smts.py",
-    "tests/connectors/test_jdbc_spark.py", "tests/distributed/test_group_kafka.py", "tests/connectors/test_file.py",
-    "tests/connectors/test_mysql_cdc.py", "tests/converters/test_json_converter.py",
-    "tests/runtime/test_topic_routes.py", "tests/test_cluster.py", "tests/jvm/test_spark_packages.py",
-    "tests/pipeline/test_error_handling.py", "tests/acceptance/test_worker_http.py",
-    "tests/connectors/test_jdbc_killed_driver.py", "tests/runtime/test_standalone_restart.py",
+    "checkout root", "tests/connectors/test_delta.py", "tests/differential/test_debezium_postgres.py",
+    "tests/connectors/test_postgres_cdc.py", "tests/distributed/test_group.py", "tests/test_corpus.py",
+    "tests/test_cluster.py", "tests/runtime/test_standalone_restart.py", "tests/test_conf_examples.py",
+    "tests/connectors/test_mysql_cdc.py", "tests/test_notebooks.py",
+    "tests/connectors/test_postgres_cdc_incremental.py",
+    "tests/differential/test_filestream_smts.py", "tests/differential/test_fuzz_transforms.py",
+    "tests/distributed/test_group_kafka.py", "tests/connectors/storage/test_s3_sink.py",
+    "tests/connectors/test_jdbc_killed_driver.py", "tests/acceptance/test_worker_http.py", "tests/test_pipelines.py",
+    "tests/connectors/test_jdbc_spark.py", "tests/runtime/test_topic_routes.py", "tests/connectors/test_mqtt.py",
+    "tests/converters/test_json_schema_converter.py", "tests/connectors/test_iceberg.py",
 ]
 
 
