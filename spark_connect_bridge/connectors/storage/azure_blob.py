@@ -25,8 +25,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
-from ...errors import ConfigProblem, ConnectError
-from .common import STORAGE_COMMON, short_class
+from ...errors import ConfigProblem
+from .common import STORAGE_COMMON, ArrowStore, short_class
 from .object_sink import FORMAT_KEYS, ObjectStoreSink, compression_keys
 
 __all__ = ["AzureBlobStorageSinkConnector", "AzureBlobStore"]
@@ -104,8 +104,10 @@ def _problems(config: Any) -> list[ConfigProblem]:
     return problems
 
 
-class AzureBlobStore:
+class AzureBlobStore(ArrowStore):
     """Whole-blob uploads to one container (picklable: the client is made where it is used)."""
+
+    noun = "blob"
 
     def __init__(self, config: Any):
         self.account = config.azblob_account_name
@@ -113,41 +115,31 @@ class AzureBlobStore:
         self.endpoint = config.store_url
         self._key = config.azblob_account_key
         self._sas = config.azblob_sas_token
-        self._fs: Any = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fs": None}
+    @property
+    def root(self) -> str:
+        return self.container
 
     def where(self) -> str:
         return (f"container {self.container!r} of account {self.account!r} at "
                 f"{self.endpoint or 'Azure Blob Storage'}")
 
-    def filesystem(self) -> Any:
-        if self._fs is None:
-            from pyarrow import fs
+    def _make_filesystem(self) -> Any:
+        from pyarrow import fs
 
-            options: dict[str, Any] = {"account_name": self.account}
-            if _secret(self._key):
-                options["account_key"] = _secret(self._key)
-            elif _secret(self._sas):
-                options["sas_token"] = str(_secret(self._sas)).lstrip("?")
-            if self.endpoint:
-                parts = urlsplit(self.endpoint)
-                options.update(blob_storage_authority=parts.netloc, blob_storage_scheme=parts.scheme,
-                               dfs_storage_authority=parts.netloc, dfs_storage_scheme=parts.scheme)
-            self._fs = fs.AzureFileSystem(**options)
-        return self._fs
+        options: dict[str, Any] = {"account_name": self.account}
+        if _secret(self._key):
+            options["account_key"] = _secret(self._key)
+        elif _secret(self._sas):
+            options["sas_token"] = str(_secret(self._sas)).lstrip("?")
+        if self.endpoint:
+            parts = urlsplit(self.endpoint)
+            options.update(blob_storage_authority=parts.netloc, blob_storage_scheme=parts.scheme,
+                           dfs_storage_authority=parts.netloc, dfs_storage_scheme=parts.scheme)
+        return fs.AzureFileSystem(**options)
 
-    def put(self, key: str, data: bytes) -> None:
-        try:
-            with self.filesystem().open_output_stream(f"{self.container}/{key}", metadata={}) as out:
-                out.write(data)
-        except OSError as e:
-            raise ConnectError(f"Could not write blob {key!r} to {self.where()}: "
-                               f"{_without_secrets(str(e), self._key, self._sas)}") from None
-
-    def __repr__(self) -> str:
-        return f"AzureBlobStore({self.where()})"
+    def _scrub(self, text: str) -> str:
+        return _without_secrets(text, self._key, self._sas)
 
 
 def _without_secrets(text: str, *secrets: Any) -> str:

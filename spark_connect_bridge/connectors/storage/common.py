@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, Range, Type
-from ...errors import ConfigError, ConfigProblem, DataError
+from ...errors import ConfigError, ConfigProblem, ConnectError, DataError
 from .formats import Format
 from .layout import object_key, plan_chunks
 from .partitioners import PARTITIONERS, Partitioner
 
-__all__ = ["STORAGE_COMMON", "StorageLayout", "View", "short_class", "write_objects", "Written"]
+__all__ = ["ArrowStore", "STORAGE_COMMON", "StorageLayout", "View", "short_class", "write_objects", "Written"]
 
 log = logging.getLogger(__name__)
 
@@ -241,3 +241,46 @@ def layout_problems(config: Any) -> list[ConfigProblem]:
 def refuse(problems: list[ConfigProblem]) -> None:
     if problems:
         raise ConfigError(problems)
+
+
+class ArrowStore:
+    """Whole-object writes to one bucket (or container) through a ``pyarrow.fs`` file system made where it is used:
+    a store pickles without its client. A store names its ``root`` (the bucket or container), says ``where()`` it
+    writes (for errors; never a secret), makes its file system in ``_make_filesystem()`` and may take secrets out of
+    an error's text in ``_scrub()``."""
+
+    #: What one written thing is called in errors ("object", "blob").
+    noun = "object"
+    _fs: Any = None
+
+    @property
+    def root(self) -> str:
+        raise NotImplementedError
+
+    def where(self) -> str:
+        raise NotImplementedError
+
+    def _make_filesystem(self) -> Any:
+        raise NotImplementedError
+
+    def _scrub(self, text: str) -> str:
+        return text
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_fs": None}
+
+    def filesystem(self) -> Any:
+        if self._fs is None:
+            self._fs = self._make_filesystem()
+        return self._fs
+
+    def put(self, key: str, data: bytes) -> None:
+        try:
+            with self.filesystem().open_output_stream(f"{self.root}/{key}", metadata={}) as out:
+                out.write(data)
+        except OSError as e:
+            raise ConnectError(f"Could not write {self.noun} {key!r} to {self.where()}: {self._scrub(str(e))}") \
+                from None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.where()})"

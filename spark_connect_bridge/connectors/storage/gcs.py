@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ...errors import ConfigProblem, ConnectError
-from .common import STORAGE_COMMON, short_class
+from .common import STORAGE_COMMON, ArrowStore, short_class
 from .object_sink import FORMAT_KEYS, ObjectStoreSink, compression_keys, endpoint_problem
 
 __all__ = ["GcsSinkConnector", "GcsStore"]
@@ -101,7 +101,7 @@ def _problems(config: Any) -> list[ConfigProblem]:
     return problems
 
 
-class GcsStore:
+class GcsStore(ArrowStore):
     """Whole-object uploads to one bucket (picklable: the client is made where it is used)."""
 
     def __init__(self, config: Any):
@@ -109,10 +109,10 @@ class GcsStore:
         self.endpoint = config.store_url
         self._config = config  # the credentials are read where the client is made
         self.retry_seconds = config.gcs_retry_backoff_ms / 1000 * (2 ** config.gcs_part_retries)
-        self._fs: Any = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fs": None}
+    @property
+    def root(self) -> str:
+        return self.bucket
 
     def where(self) -> str:
         return f"bucket {self.bucket!r} at {self.endpoint or 'Google Cloud Storage'}"
@@ -142,22 +142,10 @@ class GcsStore:
             options.update(anonymous=True)
         return options
 
-    def filesystem(self) -> Any:
-        if self._fs is None:
-            from pyarrow import fs
+    def _make_filesystem(self) -> Any:
+        from pyarrow import fs
 
-            self._fs = fs.GcsFileSystem(**self._options())
-        return self._fs
-
-    def put(self, key: str, data: bytes) -> None:
-        try:
-            with self.filesystem().open_output_stream(f"{self.bucket}/{key}", metadata={}) as out:
-                out.write(data)
-        except OSError as e:
-            raise ConnectError(f"Could not write object {key!r} to {self.where()}: {e}") from None
-
-    def __repr__(self) -> str:
-        return f"GcsStore({self.where()})"
+        return fs.GcsFileSystem(**self._options())
 
 
 class GcsSinkConnector(ObjectStoreSink):

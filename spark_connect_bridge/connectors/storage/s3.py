@@ -26,9 +26,18 @@ from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
 from ...core.records import is_schemaless, is_variant_json
-from ...errors import ConfigError, ConfigProblem, ConnectError
+from ...errors import ConfigError, ConfigProblem
 from ..base import CommitContext, SinkConnector, WriteContext
-from .common import STORAGE_COMMON, StorageLayout, View, Written, layout_problems, short_class, write_objects
+from .common import (
+    STORAGE_COMMON,
+    ArrowStore,
+    StorageLayout,
+    View,
+    Written,
+    layout_problems,
+    short_class,
+    write_objects,
+)
 from .formats import (
     AVRO_CODECS,
     PARQUET_CODEC_EXTENSIONS,
@@ -218,7 +227,7 @@ def _avro_schema(field: Any) -> tuple[str, str]:
     return json.dumps(schema, separators=(",", ":")), field.dataType.json()
 
 
-class S3Store:
+class S3Store(ArrowStore):
     """Whole-object PUTs to one bucket (picklable: the client is made where it is used)."""
 
     def __init__(self, config: Any):
@@ -229,39 +238,27 @@ class S3Store:
         self.access_key = config.aws_access_key_id or None
         self._secret = config.aws_secret_access_key
         self.retries = config.s3_part_retries
-        self._fs: Any = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_fs": None}
+    @property
+    def root(self) -> str:
+        return self.bucket
 
     def where(self) -> str:
         return f"bucket {self.bucket!r} at {self.endpoint or f'AWS S3 ({self.region})'}"
 
-    def filesystem(self) -> Any:
-        if self._fs is None:
-            from pyarrow import fs
+    def _make_filesystem(self) -> Any:
+        from pyarrow import fs
 
-            options: dict[str, Any] = {"region": self.region,
-                                       "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=self.retries + 1),
-                                       "connect_timeout": 10, "request_timeout": 60}
-            if self.access_key:
-                options.update(access_key=self.access_key, secret_key=self._secret.value())
-            if self.endpoint:
-                parts = urlsplit(self.endpoint)
-                options.update(endpoint_override=parts.netloc, scheme=parts.scheme,
-                               force_virtual_addressing=not self.path_style)
-            self._fs = fs.S3FileSystem(**options)
-        return self._fs
-
-    def put(self, key: str, data: bytes) -> None:
-        try:
-            with self.filesystem().open_output_stream(f"{self.bucket}/{key}", metadata={}) as out:
-                out.write(data)
-        except OSError as e:
-            raise ConnectError(f"Could not write object {key!r} to {self.where()}: {e}") from None
-
-    def __repr__(self) -> str:
-        return f"S3Store({self.where()})"
+        options: dict[str, Any] = {"region": self.region,
+                                   "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=self.retries + 1),
+                                   "connect_timeout": 10, "request_timeout": 60}
+        if self.access_key:
+            options.update(access_key=self.access_key, secret_key=self._secret.value())
+        if self.endpoint:
+            parts = urlsplit(self.endpoint)
+            options.update(endpoint_override=parts.netloc, scheme=parts.scheme,
+                           force_virtual_addressing=not self.path_style)
+        return fs.S3FileSystem(**options)
 
 
 class S3SinkConnector(SinkConnector):
