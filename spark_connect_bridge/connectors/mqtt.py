@@ -246,16 +246,6 @@ class MqttSourceConnector(QueueSourceConnector):
                         self.name)
         return _Subscription(self, inbox)
 
-    def _ack(self, client: _Subscription, tokens: Sequence[Any]) -> None:
-        client.ack(tokens)
-
-    def _close(self, client: _Subscription) -> None:
-        client.close()
-
-    def _check(self, client: _Subscription) -> None:
-        if client.failure:
-            raise ConnectError(client.failure)
-
 
 class MqttSinkConnector(SinkConnector):
     """Publishes record values to MQTT (``io.confluent.connect.mqtt.MqttSinkConnector``), at least once."""

@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from ..errors import ConnectError
 from .base import ReadRange, ReadTask, SourceConnector
 from .offsets import Offsets, partition_key
 
@@ -115,7 +116,8 @@ class Inbox:
 
 class QueueSourceConnector(SourceConnector, abc.ABC):
     """Base of broker sources that acknowledge after Spark's commit. A subclass opens its client in
-    :meth:`_open` (receiving into :attr:`inbox`), acknowledges in :meth:`_ack` and closes in :meth:`_close`."""
+    :meth:`_open` (receiving into :attr:`inbox`); the client acknowledges (``ack``), closes (``close``) and reports a
+    failure (``failure``) as :meth:`_ack`, :meth:`_close` and :meth:`_check` expect."""
 
     offset_fields: ClassVar[dict[str, type] | None] = {"received": int}
     #: how long ``latest_offsets`` waits for a first message when none is held (seconds)
@@ -139,15 +141,20 @@ class QueueSourceConnector(SourceConnector, abc.ABC):
     def _open(self, inbox: Inbox) -> Any:
         """Connect, subscribe and start delivering into ``inbox``; return the client handle."""
 
-    @abc.abstractmethod
+    # The client _open returns acknowledges with ack(tokens), closes with close() and holds a failure (a text, or
+    # None) met on its own thread; a broker whose client differs overrides these three.
     def _ack(self, client: Any, tokens: Sequence[Any]) -> None:
         """Acknowledge the messages of ``tokens`` (in order of receipt)."""
+        client.ack(tokens)
 
     def _close(self, client: Any) -> None:
-        """Close the client (default: nothing)."""
+        """Close the client."""
+        client.close()
 
     def _check(self, client: Any) -> None:
         """Raise the client's failure, if it has one (called on every trigger)."""
+        if client.failure:
+            raise ConnectError(client.failure)
 
     def _record_topic(self, message: Delivered) -> str:
         return str(self.config.get("kafka.topic"))

@@ -184,16 +184,6 @@ class RabbitMQSourceConnector(QueueSourceConnector):
     def _open(self, inbox: Inbox) -> _Consumer:
         return _Consumer(self.config, inbox)
 
-    def _ack(self, client: _Consumer, tokens: Sequence[Any]) -> None:
-        client.ack(tokens)
-
-    def _close(self, client: _Consumer) -> None:
-        client.close()
-
-    def _check(self, client: _Consumer) -> None:
-        if client.failure:
-            raise ConnectError(client.failure)
-
 
 class RabbitMQSinkConnector(SinkConnector):
     """Publishes record values to a RabbitMQ exchange (``io.confluent.connect.rabbitmq.RabbitMQSinkConnector``)
