@@ -79,3 +79,12 @@ CATALOG += [
                ("io.aiven.kafka.connect.http.HttpSinkConnector", "aiven-http-sink"),
                "Sends record values to an HTTP API, with retries and OAuth2 (Aiven's HTTP sink)."),
 ]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.redis:RedisStreamSourceConnector",
+               connector_names("com.redis.kafka.connect.RedisStreamSourceConnector", "redis-stream-source"),
+               "Reads a Redis stream by entry id, replayed exactly from the checkpoint (Redis's Kafka connector)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.redis:RedisSinkConnector",
+               connector_names("com.redis.kafka.connect.RedisSinkConnector", "redis-sink"),
+               "Writes records to Redis streams, hashes, strings, lists, sets or sorted sets (Redis's Kafka "
+               "connector)."),
+]
