@@ -72,7 +72,7 @@ class FileNameTemplate:
     """A parsed ``file.name.template``: text and variables, and the grouping its variables choose."""
 
     parts: tuple[str | Variable, ...]
-    grouping: str  # "topic-partition" | "key"
+    grouping: str  # "topic-partition" | "key" | "prefix" (aws.s3.prefix: no grouping of its own)
 
     @property
     def variables(self) -> frozenset[str]:
@@ -96,9 +96,9 @@ class FileNameTemplate:
         return "".join(out)
 
 
-def parse_template(text: str, key: str = "file.name.template") -> FileNameTemplate:
-    """Parse a template as Aiven's ``TemplateParser`` and choose its grouping as ``RecordGrouperFactory``; a bad one
-    raises :class:`ConfigError` naming ``key``."""
+def parse_template(text: str, key: str = "file.name.template", *, grouping: bool = True) -> FileNameTemplate:
+    """Parse a template as Aiven's ``TemplateParser`` and choose its grouping as ``RecordGrouperFactory`` (with
+    ``grouping=False``, a prefix: any variables, none needed); a bad one raises :class:`ConfigError` naming ``key``."""
     def bad(reason: str) -> ConfigError:
         return ConfigError([ConfigProblem(key, f"Invalid value {text} for configuration {key}: {reason}")])
 
@@ -128,11 +128,13 @@ def parse_template(text: str, key: str = "file.name.template") -> FileNameTempla
         position = match.end()
     parts.append(text[position:])
     variables = {p.name for p in parts if isinstance(p, Variable)}
+    if not grouping:
+        return FileNameTemplate(tuple(p for p in parts if p != ""), "prefix")
     if not variables:
         raise bad("no variables; supported sets: topic,partition,start_offset[,timestamp]; key; key[,topic,partition]")
-    for grouping, required, optional in _GROUPERS:
+    for kind, required, optional in _GROUPERS:
         if required <= variables and variables <= required | optional:
-            return FileNameTemplate(tuple(p for p in parts if p != ""), grouping)
+            return FileNameTemplate(tuple(p for p in parts if p != ""), kind)
     if {"topic", "partition", "key", "start_offset"} <= variables:
         raise bad("grouping by topic, partition and key with start_offset is not supported here yet (issue #35)")
     raise bad("unsupported set of variables; supported sets: topic,partition,start_offset[,timestamp]; key; "
@@ -567,7 +569,7 @@ def _s3_problems(config: Any) -> list[ConfigProblem]:
                                       f"DefaultAWSCredentialsProviderChain here"))
     if config.aws_s3_prefix is not None:
         try:
-            parse_template(config.aws_s3_prefix + "{{topic}}{{partition}}{{start_offset}}", "aws.s3.prefix")
+            parse_template(config.aws_s3_prefix, "aws.s3.prefix", grouping=False)
         except ConfigError as e:
             problems.extend(e.problems)
     return problems
@@ -609,7 +611,7 @@ class AivenS3SinkConnector(AivenSink):
     def _legacy_prefix(self) -> FileNameTemplate | None:
         if self.config.aws_s3_prefix is None:
             return None
-        return parse_template(self.config.aws_s3_prefix + "{{topic}}{{partition}}{{start_offset}}", "aws.s3.prefix")
+        return parse_template(self.config.aws_s3_prefix, "aws.s3.prefix", grouping=False)
 
     def layout(self) -> AivenLayout:
         layout = super().layout()

@@ -173,3 +173,20 @@ def test_gcs_credentials_are_alternatives():
         build_connector({"connector.class": AIVEN_GCS, "gcs.bucket.name": "b", "gcs.credentials.path": "/k.json",
                          "gcs.credentials.default": "true"})
     assert "gcs.credentials.default" in [p.key for p in e.value.problems]
+
+
+def test_the_deprecated_aws_s3_prefix_names_objects_as_aiven_s_old_keys():
+    """aws.s3.prefix set: <prefix><topic>-<partition>-<start offset, 20 digits><compression>, the template only
+    grouping (Aiven's S3SinkTask.oldFullKey); planned without a server."""
+    import pyarrow as pa
+
+    from spark_connect_bridge.connectors.storage.aiven import write_aiven_objects
+
+    sink = build_connector(_s3_sink(("http://127.0.0.1:9", None), "b", **{
+        "aws.s3.prefix": "backups/{{topic}}/", "file.max.records": "2"}))
+    table = pa.table({"topic": ["t"] * 3, "partition": pa.array([4] * 3, pa.int32()), "offset": [7, 8, 9],
+                      "value": [b"a", b"b", b"c"]})
+    put: dict[str, bytes] = {}
+    write_aiven_objects(iter(table.to_batches()), sink.layout(), put.__setitem__, 0)
+    assert {k: gzip.decompress(v) for k, v in put.items()} == {
+        "backups/t/t-4-00000000000000000007.gz": b"YQ==\nYg==", "backups/t/t-4-00000000000000000009.gz": b"Yw=="}
