@@ -54,6 +54,17 @@ CATALOG += [
                connector_names("io.confluent.connect.azure.blob.AzureBlobStorageSinkConnector", "azure-blob-sink"),
                "Writes records to Azure blobs named and filled as Confluent's Azure Blob sink does (JSON, Avro, "
                "Parquet, bytes)."),
+    PluginSpec("source", "spark_connect_bridge.connectors.storage.s3_source:S3SourceConnector",
+               connector_names("io.confluent.connect.s3.source.S3SourceConnector", "s3-source"),
+               "Reads back what Confluent's S3 sink wrote (JSON, bytes), a stream positioned by object and record."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.aiven:AivenS3SinkConnector",
+               connector_names("io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector", "aiven-s3-sink"),
+               "Writes records to S3 objects named by file.name.template and filled as Aiven's S3 sink does (CSV, "
+               "JSON, JSON lines)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.aiven:AivenGcsSinkConnector",
+               connector_names("io.aiven.kafka.connect.gcs.GcsSinkConnector", "aiven-gcs-sink"),
+               "Writes records to GCS objects named by file.name.template and filled as Aiven's GCS sink does (CSV, "
+               "JSON, JSON lines)."),
 ]
 CATALOG += [
     PluginSpec("source", "spark_connect_bridge.connectors.mqtt:MqttSourceConnector",
