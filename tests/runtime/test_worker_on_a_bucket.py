@@ -179,3 +179,23 @@ def test_the_docs_worker_state_block_parses_to_bucket_locations(tmp_path):
     assert cfg.policy.check({"connector.class": "FileStreamSink", "topics": "t",
                              "file": "s3a://lake/kconnect/topics-old/x"}) == []
     assert TopicStore(cfg.topics_dir, files=cfg.locations).format == "parquet"
+
+
+def test_offsets_are_read_and_altered_in_a_checkpoint_in_the_bucket(bucket):
+    """PATCH /connectors/{c}/offsets's storage side on s3a://: a checkpoint seeded, altered twice (a planned batch
+    that never committed dropped first), read back; the objects are Spark's offset and commit logs."""
+    from spark_connect_bridge.runtime import offsets_store
+    from spark_connect_bridge.runtime.service import _seed_checkpoint
+
+    name, client, endpoint = bucket
+    files = Locations(_s3a(endpoint))
+    ckpt = f"s3a://{name}/unit/ckpt"
+    assert offsets_store.committed_batch(ckpt, files=files) is None
+    _seed_checkpoint(ckpt, files)
+    key = '{"filename":"/data/in.txt"}'
+    assert offsets_store.write_committed(ckpt, {key: {"position": 5}}, files=files) == 1
+    files.write_text(f"{ckpt}/offsets/2", "v1\n{}\n{}")  # planned, never committed
+    assert offsets_store.write_committed(ckpt, {key: {"position": 9}}, files=files) == 2
+    assert offsets_store.read_committed(ckpt, files=files) == {key: {"position": 9}}
+    assert sorted(client.objects(name, "unit/ckpt")) == sorted(
+        [f"unit/ckpt/{d}/{b}" for d in ("commits", "offsets") for b in range(3)] + ["unit/ckpt/metadata"])
