@@ -26,7 +26,7 @@ from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 
 from .worker_helpers import Api, lines, wait_for
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = pytest.mark.timeout(1200)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
             refused = api.call("PUT", "/connectors/evil/config", {"connector.class": cls, key: uri, "topics": "lines"})
             assert refused.status_code == 400, (uri, refused.text)
             assert key in refused.json()["message"] and SECRET_KEY not in refused.text
-        wait_for(lambda: lines(out) == [f"line-{i}" for i in range(1, 11)], timeout=240, what="the first 10 lines",
+        wait_for(lambda: lines(out) == [f"line-{i}" for i in range(1, 11)], timeout=420, what="the first 10 lines",
                  explain=log_tail)
         offsets = api.get("/connectors/lines/offsets")["offsets"]
         assert offsets and offsets[0]["offset"]["position"] == src.stat().st_size, offsets
@@ -157,7 +157,7 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
     worker = start("worker2.log")
     try:
         assert sorted(api.get("/connectors")) == ["lines", "lines-sink"]
-        wait_for(lambda: len(lines(out)) >= 15, timeout=240, what="the 5 new lines after the restart",
+        wait_for(lambda: len(lines(out)) >= 15, timeout=420, what="the 5 new lines after the restart",
                  explain=log_tail)
         wait_for(lambda: api.state("lines-sink") == "RUNNING", timeout=60, what="the sink running")
         assert lines(out) == [f"line-{i}" for i in range(1, 16)]  # each once, in order
