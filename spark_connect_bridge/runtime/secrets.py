@@ -27,6 +27,7 @@ from typing import Any
 from ..config import HIDDEN, ConfigDef, Type
 from ..connectors.base import connector_config_def
 from ..core import plugins
+from ..core.locations import Locations, is_remote
 from ..errors import ConfigError, ConfigProblem
 
 __all__ = ["mask_config", "mask_url_secrets", "restore_masked", "password_keys", "ConfigCipher", "is_secret_key",
@@ -208,15 +209,24 @@ def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None, *,
 class ConfigCipher:
     """Fernet encryption of stored connector configs under a key file (created, mode 0600, when missing)."""
 
-    def __init__(self, key_file: str):
+    def __init__(self, key_file: str, locations: Locations | None = None):
         from cryptography.fernet import Fernet
 
-        self.key_file = os.path.abspath(key_file)
+        self.key_file = key_file if is_remote(key_file) else os.path.abspath(key_file)
+        self._locations = locations or Locations()
         self._fernet = Fernet(self._load_or_create_key())
 
     def _load_or_create_key(self) -> bytes:
         from cryptography.fernet import Fernet
 
+        if is_remote(self.key_file):  # in the bucket beside the state it encrypts (offset.storage.dir's default)
+            try:
+                return self._locations.read_text(self.key_file).strip().encode("ascii")
+            except FileNotFoundError:
+                key = Fernet.generate_key()
+                self._locations.write_text(self.key_file, key.decode("ascii"))
+                log.info("Created the key that encrypts stored connector configs: %s", self.key_file)
+                return key
         try:
             with open(self.key_file, "rb") as f:
                 return f.read().strip()
