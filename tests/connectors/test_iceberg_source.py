@@ -149,3 +149,23 @@ def test_streams_the_tables_the_sink_writes(spark, tmp_path):
     write(range(5, 7))
     run()
     assert sorted((r["id"], r["name"]) for r in seen) == [(i, f"n{i}") for i in range(7)]
+
+
+def test_catalog_paths_obey_the_workers_path_policy(tmp_path):
+    """Attack: a REST user points the source's catalog or warehouse outside connector.allowed.paths (to read
+    another catalog's tables): refused by key before anything runs; the same config inside is accepted."""
+    from spark_connect_bridge.runtime.policy import ConnectorPolicy
+
+    allowed = tmp_path / "data"
+    policy = ConnectorPolicy(allowed_paths=(str(allowed),), forbidden_paths=(str(allowed / "state"),))
+    base = {"connector.class": "iceberg-source", "iceberg.source.table": "db.t", "iceberg.catalog.type": "jdbc"}
+    attacks = [({"iceberg.catalog.uri": "jdbc:sqlite:/root/catalog.db", "iceberg.catalog.warehouse": str(allowed)},
+                "iceberg.catalog.uri"),
+               ({"iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/c.db", "iceberg.catalog.warehouse": "/var/lib"},
+                "iceberg.catalog.warehouse"),
+               ({"iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/state/c.db",
+                 "iceberg.catalog.warehouse": str(allowed)}, "iceberg.catalog.uri")]
+    for extra, key in attacks:
+        assert [p.key for p in policy.check({**base, **extra})] == [key], extra
+    assert policy.check({**base, "iceberg.catalog.uri": f"jdbc:sqlite:{allowed}/c.db",
+                         "iceberg.catalog.warehouse": str(allowed)}) == []
