@@ -49,7 +49,7 @@ from ..config.common import PLUGIN_PREFIXES, SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
-from ..core.record_errors import ERROR_COL
+from ..core.record_errors import ERROR_COL, enable_error_column
 from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
@@ -347,7 +347,13 @@ class BatchRouter:
         if self.stages is not None:
             raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
             batch = self.stages(raw)
-        batch = batch.persist()
+        # A strict router over the cached messages counts its failures and then writes, each pass converting the
+        # cached messages again, rather than caching the converted batch as well (a second copy of every row,
+        # parsed); a tolerant one caches it: it reads the failed rows a third time, for the dead letters.
+        strict = self.source_policy is None and (self.policy is None or not self.policy.tolerate)
+        cached = not (strict and raw is not None)
+        if cached:
+            batch = batch.persist()
         try:
             src = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in batch.columns else F.lit(False)
             err = F.col(ERROR_COL).isNotNull()
@@ -380,7 +386,8 @@ class BatchRouter:
                 BATCH_METRICS[self.name].append(m)
             log.info("%s batch %d: %s", self.name, batch_id, m)
         finally:
-            batch.unpersist()
+            if cached:
+                batch.unpersist()
             if raw is not None:
                 raw.unpersist()
 
@@ -435,7 +442,9 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = start_tolerant(df)
+        # A strict sink of records no source failed dead-letters nothing: no _kc_original snapshot (a second copy
+        # of every message in the batch's caches), only the error column the router counts and raises from.
+        out = start_tolerant(df) if p.policy.tolerate or source_policy is not None else enable_error_column(df)
         out = observe_batches(out) if subscribed else observe_batches(_keep_read_topic(out, p), p)
 
         def stages(batch: DataFrame) -> DataFrame:
