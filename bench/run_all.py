@@ -126,7 +126,9 @@ def run_row(row: Row, quick: bool, logs: str, index: int) -> tuple[dict[str, flo
           f"output in {log})", flush=True)
     with open(log, "w") as out:
         try:
-            code = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=row.timeout).returncode
+            # --quick: a smoke run, whose script may wait out its own long timeout after a failed query
+            timeout = min(row.timeout, 900) if quick else row.timeout
+            code = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             code = -1
     with open(log) as f:
