@@ -347,13 +347,7 @@ class BatchRouter:
         if self.stages is not None:
             raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
             batch = self.stages(raw)
-        # A strict router over the cached messages counts its failures and then writes, each pass converting the
-        # cached messages again, rather than caching the converted batch as well (a second copy of every row,
-        # parsed); a tolerant one caches it: it reads the failed rows a third time, for the dead letters.
-        strict = self.source_policy is None and (self.policy is None or not self.policy.tolerate)
-        cached = not (strict and raw is not None)
-        if cached:
-            batch = batch.persist()
+        batch = batch.persist()
         try:
             src = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in batch.columns else F.lit(False)
             err = F.col(ERROR_COL).isNotNull()
@@ -386,8 +380,7 @@ class BatchRouter:
                 BATCH_METRICS[self.name].append(m)
             log.info("%s batch %d: %s", self.name, batch_id, m)
         finally:
-            if cached:
-                batch.unpersist()
+            batch.unpersist()
             if raw is not None:
                 raw.unpersist()
 
