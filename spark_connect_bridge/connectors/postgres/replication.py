@@ -243,11 +243,13 @@ class ReplicationStream:
                         self._arrived.notify_all()
                 if not got:
                     select.select([conn.pgconn.socket], [], [], _POLL_S)
-        except (psycopg.Error, OSError, ReadInterrupted) as e:
+        except Exception as e:  # whatever ended the reading, the driver's next call reconnects (or reports it)
             with self._lock:
                 if not self._stopping:
-                    self.failure = e
-                    log.info("%s: replication connection lost: %s", self.settings.name, str(e).strip())
+                    self.failure = e if isinstance(e, (psycopg.Error, OSError, ReadInterrupted)) else \
+                        ReadInterrupted(f"{type(e).__name__}: {e}")
+                    log.info("%s: replication connection lost: %s", self.settings.name, str(e).strip(),
+                             exc_info=not isinstance(e, (psycopg.Error, OSError, ReadInterrupted)))
                 self._arrived.notify_all()
 
     def _receive(self, conn: Any) -> bool:
@@ -260,8 +262,10 @@ class ReplicationStream:
             if n == 0:
                 break
             if n < 0:
-                raise ReadInterrupted(pgconn.get_error_message().decode(errors="replace").strip()
-                                      or "the server ended the replication stream")
+                message = pgconn.get_error_message()
+                if isinstance(message, bytes):
+                    message = message.decode(errors="replace")
+                raise ReadInterrupted(message.strip() or "the server ended the replication stream")
             got = True
             tag = data[0]
             if tag == 119:  # 'w'
