@@ -46,13 +46,16 @@ from .session import PgSession, is_transient, lsn_text
 from .snapshot import Snapshots
 from .stream import SlotReader
 
-__all__ = ["CATCH_UP_WAIT_S", "CdcRange", "PostgresConnector"]
+__all__ = ["CATCH_UP_WAIT_S", "TRIGGER_CATCH_UP_WAIT_S", "CdcRange", "PostgresConnector"]
 
 log = logging.getLogger(__name__)
 
 #: How long the driver waits for its replication connection to have received every transaction committed
-#: before a batch's end is chosen (or before a batch it chose is planned): in a steady stream a few ms.
+#: before Trigger.AvailableNow's target is taken, or a batch it chose is planned (in a steady stream: a few ms).
 CATCH_UP_WAIT_S = 30.0
+#: The same before a trigger's batch end is chosen: a batch that ends a little short is followed by the next
+#: trigger's, and the server's flush position may stand inside a record the walsender cannot read yet.
+TRIGGER_CATCH_UP_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -223,12 +226,13 @@ class PostgresConnector(SourceConnector):
         (or, when a heartbeat is due, the position the server confirmed it sent everything before)."""
         start = int(pos["lsn"])
         stream = self._replication
+        wait_s = CATCH_UP_WAIT_S if max_records is None and until is None else TRIGGER_CATCH_UP_WAIT_S
 
         def look() -> tuple[list[tuple[int, int, int, int]], int]:
             self._open_stream(start)
-            if not stream.catch_up(self.session.flush_lsn(), CATCH_UP_WAIT_S):
+            if not stream.catch_up(self.session.flush_lsn(), wait_s):
                 log.info("%s: the replication connection did not catch up with the server within %.0f s",
-                         self.name, CATCH_UP_WAIT_S)
+                         self.name, wait_s)
             return stream.commits_after(start), stream.received
 
         commits, received = self.session.retry(look, "streaming the replication slot", is_retriable=is_transient)
