@@ -337,7 +337,12 @@ def startup(cold: bool = False) -> None:
         spark.range(1).collect()  # the session is up, as the worker is when its REST API answers
         roots = _ours_roots(spark)
         ready = time.monotonic() - t0
-        warm = 0.0 if cold else warm_up(spark)  # what the worker does next (warm.up.enable, its default)
+        warm = 0.0
+        if not cold:  # what the worker does next (warm.up.enable, its default); a failure is the worker's warning
+            try:
+                warm = warm_up(spark)
+            except Exception as e:  # noqa: BLE001 - reported, and the first connector then starts cold
+                print(f"the warm-up failed (the first connector starts cold): {str(e).splitlines()[0]}", flush=True)
         print(f"{'ours: session up (REST ready), warm-up':<42} {ready:.2f} s, {warm:.2f} s; CPU "
               f"{_cpu(roots) - cpu0:.2f} s in all ({_load()})", flush=True)
         t0 = time.monotonic()
