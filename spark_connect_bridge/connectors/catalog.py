@@ -71,3 +71,11 @@ CATALOG += [
                connector_names("io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "rabbitmq-sink"),
                "Publishes record values to a RabbitMQ exchange with publisher confirms (Confluent's RabbitMQ sink)."),
 ]
+CATALOG += [
+    PluginSpec("sink", "spark_connect_bridge.connectors.http:HttpSinkConnector",
+               connector_names("io.confluent.connect.http.HttpSinkConnector", "http-sink"),
+               "Sends record values to an HTTP API, batched, with retries and OAuth2 (Confluent's HTTP sink)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.http:AivenHttpSinkConnector",
+               ("io.aiven.kafka.connect.http.HttpSinkConnector", "aiven-http-sink"),
+               "Sends record values to an HTTP API, with retries and OAuth2 (Aiven's HTTP sink)."),
+]
