@@ -7,8 +7,8 @@ batch reads the same entries and a restart from the checkpoint resumes exactly (
 Records as the original's: key the entry id, value a struct ``{id, body: map<string,string>, stream}``, topic
 ``topic`` with ``${stream}`` replaced. A new query starts at ``redis.stream.offset`` (``0-0``: the whole stream;
 ``$``: new entries only), or where the consumer group ``redis.stream.consumer.group`` stands when it exists; after
-each committed batch the group's last-delivered id is moved there (``XGROUP SETID``), so tools that watch the
-group's lag see the connector's progress.
+each committed batch the group's last-delivered id is moved there (``XGROUP SETID``, when Spark commits or at the
+next trigger), so tools that watch the group's lag see the connector's progress.
 
 **RedisSinkConnector** writes each record with ``redis.command``: ``XADD`` (the default: the value's fields as the
 entry of the stream ``redis.key``), ``HSET``/``SET`` (key ``redis.key`` + ``redis.separator`` + the record's key; a
@@ -236,6 +236,10 @@ class RedisStreamSourceConnector(SourceConnector):
         return None
 
     def latest_offsets(self, start: Offsets, max_records: int | None, until: Offsets | None) -> Offsets:
+        if start.get(self._key):
+            # Spark asks for the next batch only after it committed the one ending at start; it calls commit() only
+            # when a next batch has data, so the group is moved here too (as the queue sources acknowledge)
+            self._move_group(start)
         current = (start.get(self._key) or self.initial_offsets()[self._key])["offset"]
         client = connect(self.config)
         try:
@@ -253,6 +257,9 @@ class RedisStreamSourceConnector(SourceConnector):
         return {self._key: {"offset": last}}
 
     def commit(self, end: Offsets) -> None:
+        self._move_group(end)
+
+    def _move_group(self, end: Offsets) -> None:
         position = end.get(self._key)
         if not position:
             return
