@@ -31,6 +31,7 @@ from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, Struct
 
 from ..config import Config
 from ..converters.base import utf8_bytes
+from ..core.locations import is_remote
 from ..core.record_errors import ERROR_COL, enable_error_column
 from ..errors import ConfigError, ConfigProblem
 from .topic_store import TopicStore
@@ -85,6 +86,12 @@ class ErrorPolicy:
                                           "errors.deadletterqueue.topic.name is set: also set "
                                           "errors.deadletterqueue.topics.dir (the topic store directory; the "
                                           "worker sets it) or errors.deadletterqueue.sink.connector.class"))
+        if policy.dlq_topic and policy.dlq_dir and is_remote(policy.dlq_dir) and not sink and not policy.dlq_kafka:
+            problems.append(ConfigProblem("errors.deadletterqueue.topic.name", (
+                f"Invalid value {policy.dlq_topic} for configuration errors.deadletterqueue.topic.name: the topic "
+                f"store in an object store ({policy.dlq_dir}) is Parquet, which has no per-batch transaction record "
+                f"to write dead letters exactly once; name a sink for them (errors.deadletterqueue.sink.*, e.g. "
+                f"the S3 sink) or keep topics.dir on a local or mounted file system")))
         if policy.dlq_sink and not dict(sink).get("connector.class"):
             problems.append(ConfigProblem("errors.deadletterqueue.sink.connector.class",
                                           'Missing required configuration "errors.deadletterqueue.sink.'

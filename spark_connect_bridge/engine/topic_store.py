@@ -7,7 +7,8 @@ it subscribes to (``topics`` / ``topics.regex``) as a stream of the same records
 checkpoint and so its own progress, and a new checkpoint replays the topics from the start, as a new consumer
 group does with Kafka. The dead-letter queue of a connector is a topic of the store too.
 
-Where the ``deltalake`` library is missing the store falls back to Parquet written by Spark's exactly-once file
+Where the ``deltalake`` library is missing, or the directory is in an object store (``s3a://bucket/prefix``: Spark's
+file sink reaches it through Hadoop's S3A connector), the store is Parquet written by Spark's exactly-once file
 sink (``<directory>/_parquet``, partitioned by topic), read back with Spark's file source.
 
 >>> store = TopicStore("/data/topics")                                              # doctest: +SKIP
@@ -25,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..connectors.delta_files import latest_version, require_deltalake
+from ..core.locations import Locations, is_remote
 from ..core.records import RECORD_COLUMNS, record_schema
 from ..errors import ConfigError, ConfigProblem, ConnectError
 from .queries import start_query
@@ -51,13 +53,17 @@ class TopicStore:
     or ``auto`` (delta when deltalake is installed).
     """
 
-    def __init__(self, directory: str, *, format: str = "auto"):
+    def __init__(self, directory: str, *, format: str = "auto", files: Locations | None = None):
         if format not in FORMATS:
             raise ConfigError([ConfigProblem("topic.store.format", f"Invalid value {format} for configuration "
                                                                    f"topic.store.format: one of "
                                                                    f"{', '.join(FORMATS)}")])
-        self.directory = os.path.abspath(directory)
-        self.format = ("delta" if _has_deltalake() else "parquet") if format == "auto" else format
+        self.files = files or Locations()
+        remote = is_remote(directory)
+        self.directory = directory.rstrip("/") if remote else os.path.abspath(directory)
+        if format == "auto":  # in a bucket: Spark's file sink reaches it through Hadoop's S3A, deltalake's files not
+            format = "delta" if _has_deltalake() and not remote else "parquet"
+        self.format = format
 
     def __repr__(self) -> str:
         return f"TopicStore({self.directory!r}, format={self.format!r})"
@@ -67,8 +73,8 @@ class TopicStore:
         """Where ``topic``'s records live."""
         _check_topic(topic)
         if self.format == "parquet":
-            return os.path.join(self.directory, _PARQUET_DIR, f"topic={topic}")
-        return os.path.join(self.directory, topic)
+            return self.files.join(self.directory, _PARQUET_DIR, f"topic={topic}")
+        return self.files.join(self.directory, topic)
 
     def dead_letter_table(self, name: str) -> str:
         """The table of the dead-letter topic ``name`` (``errors.deadletterqueue.topic.name``): a topic of the
@@ -78,11 +84,10 @@ class TopicStore:
     def topics(self) -> list[str]:
         """The topics that hold at least one committed write, sorted."""
         if self.format == "parquet":
-            root = os.path.join(self.directory, _PARQUET_DIR)
-            try:
-                return sorted(n[len("topic="):] for n in os.listdir(root) if n.startswith("topic="))
-            except FileNotFoundError:
+            root = self.files.join(self.directory, _PARQUET_DIR)
+            if not self._parquet_committed(root):
                 return []
+            return sorted(n[len("topic="):] for n in self.files.names(root) if n.startswith("topic="))
 
         try:
             names = sorted(os.listdir(self.directory))
@@ -90,6 +95,16 @@ class TopicStore:
             return []
         return [n for n in names if not n.startswith(("_", ".")) and
                 latest_version(os.path.join(self.directory, n)) is not None]
+
+    def _parquet_committed(self, root: str) -> bool:
+        """Whether Spark's file sink has committed a batch here. Its tasks write their files in place before the
+        commit (in a bucket, where no directory exists before its first object, too), and its source reads only
+        committed ones: a topic directory alone does not make a readable topic yet. A store written in batches
+        (no ``_spark_metadata`` directory) is committed as soon as it has files."""
+        log_dir = self.files.join(root, "_spark_metadata")
+        if not is_remote(root) and not os.path.isdir(log_dir):
+            return True
+        return any(n.isdigit() or n.endswith(".compact") for n in self.files.names(log_dir))
 
     # -- writing ------------------------------------------------------------------------------------
     def write_stream(self, df: Any, *, checkpoint: str, trigger: Mapping[str, Any] | None = None,
@@ -101,10 +116,10 @@ class TopicStore:
         ``DataStreamWriter.trigger`` (e.g. ``{"availableNow": True}``).
         """
         _check_records(df)
-        os.makedirs(self.directory, exist_ok=True)
+        self.files.makedirs(self.directory)
         if self.format == "parquet":
             writer = (df.writeStream.format("parquet").partitionBy("topic")
-                      .option("path", os.path.join(self.directory, _PARQUET_DIR)))
+                      .option("path", self.files.join(self.directory, _PARQUET_DIR)))
         else:
             require_deltalake()
             writer = df.writeStream.format("kconnect").options(**self.sink_options())
@@ -114,7 +129,7 @@ class TopicStore:
         """Append the records of a batch DataFrame (e.g. dead-letter records) to their topics' tables."""
         _check_records(df)
         if self.format == "parquet":
-            df.write.mode("append").partitionBy("topic").parquet(os.path.join(self.directory, _PARQUET_DIR))
+            df.write.mode("append").partitionBy("topic").parquet(self.files.join(self.directory, _PARQUET_DIR))
         else:
             df.write.format("kconnect").options(**self.sink_options()).mode("append").save()
 
@@ -150,8 +165,8 @@ class TopicStore:
             raise ConfigError([ConfigProblem("topics", "topics and topics.regex are mutually exclusive.")])
         if self.format == "parquet":
             df = (spark.readStream.schema(self._parquet_schema(spark))
-                  .option("basePath", os.path.join(self.directory, _PARQUET_DIR))
-                  .parquet(os.path.join(self.directory, _PARQUET_DIR)))
+                  .option("basePath", self.files.join(self.directory, _PARQUET_DIR))
+                  .parquet(self.files.join(self.directory, _PARQUET_DIR)))
             return self._select(df, topics, topics_regex)
         return (spark.readStream.format("kconnect")
                 .options(**self.source_options(topics, topics_regex, max_records_per_trigger)).load())
@@ -161,14 +176,15 @@ class TopicStore:
         """The records of ``topics`` committed so far, as a batch DataFrame."""
         spark = spark or _active_session()
         if self.format == "parquet":
-            df = spark.read.schema(self._parquet_schema(spark)).parquet(os.path.join(self.directory, _PARQUET_DIR))
+            root = self.files.join(self.directory, _PARQUET_DIR)
+            df = spark.read.schema(self._parquet_schema(spark)).parquet(root)
             return self._select(df, topics, topics_regex)
         return spark.read.format("kconnect").options(**self.source_options(topics, topics_regex)).load()
 
     def _parquet_schema(self, spark: Any) -> Any:
         from pyspark.sql.types import StructType
 
-        root = os.path.join(self.directory, _PARQUET_DIR)
+        root = self.files.join(self.directory, _PARQUET_DIR)
         if not self.topics():
             return record_schema()
         inferred = spark.read.option("basePath", root).parquet(root).schema

@@ -17,86 +17,74 @@ offsets. Spark sees an ordinary committed batch that read nothing.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from typing import Any
 
 from ..connectors.offsets import dumps
+from ..core.locations import Locations
 
 __all__ = ["committed_batch", "read_committed", "write_committed"]
 
-
-def _batches(directory: str) -> list[int]:
-    try:
-        return sorted(int(n) for n in os.listdir(directory) if n.isdigit())
-    except FileNotFoundError:
-        return []
+_LOCAL = Locations()  # local checkpoints; a worker passes its own (s3a:// checkpoints with its settings)
 
 
-def committed_batch(checkpoint: str) -> int | None:
+def _batches(files: Locations, directory: str) -> list[int]:
+    return sorted(int(n) for n in files.names(directory) if n.isdigit())
+
+
+def committed_batch(checkpoint: str, *, files: Locations = _LOCAL) -> int | None:
     """The id of the latest committed batch of the checkpoint (None: nothing committed yet)."""
-    commits = set(_batches(os.path.join(checkpoint, "commits")))
-    done = [b for b in _batches(os.path.join(checkpoint, "offsets")) if b in commits]
+    commits = set(_batches(files, files.join(checkpoint, "commits")))
+    done = [b for b in _batches(files, files.join(checkpoint, "offsets")) if b in commits]
     return done[-1] if done else None
 
 
-def _read_lines(path: str) -> list[str]:
-    with open(path, encoding="utf-8") as f:
-        return f.read().split("\n")
+def _read_lines(files: Locations, path: str) -> list[str]:
+    return files.read_text(path).split("\n")
 
 
-def read_committed(checkpoint: str) -> dict[str, Any] | None:
+def read_committed(checkpoint: str, *, files: Locations = _LOCAL) -> dict[str, Any] | None:
     """The source offset (parsed JSON) of the latest committed batch; None when nothing is committed.
 
     The query must have exactly one source (every connector query here has).
     """
-    batch = committed_batch(checkpoint)
+    batch = committed_batch(checkpoint, files=files)
     if batch is None:
         return None
-    lines = [ln for ln in _read_lines(os.path.join(checkpoint, "offsets", str(batch))) if ln.strip()]
+    lines = [ln for ln in _read_lines(files, files.join(checkpoint, "offsets", str(batch))) if ln.strip()]
     if len(lines) < 3:
         raise ValueError(f"Unexpected offset log entry {checkpoint}/offsets/{batch}: {len(lines)} lines")
     src = lines[2]
     return None if src == "-" else json.loads(src)
 
 
-def _write(path: str, text: str) -> None:
-    tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}.kconnect-tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _remove(directory: str, batch: int) -> None:
+def _remove(files: Locations, directory: str, batch: int) -> None:
     for name in (str(batch), f".{batch}.crc"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(os.path.join(directory, name))
+        files.remove(files.join(directory, name))
 
 
-def write_committed(checkpoint: str, offsets: dict[str, Any], *, raw: bool = False) -> int:
+def write_committed(checkpoint: str, offsets: dict[str, Any], *, raw: bool = False,
+                    files: Locations = _LOCAL) -> int:
     """Append a committed batch whose source offset is ``offsets``; returns its batch id.
 
     ``offsets`` is written canonically (:func:`spark_connect_bridge.connectors.offsets.dumps`) unless ``raw``.
     The checkpoint must have a committed batch (a query that never committed has nothing to alter: remove the
     checkpoint instead) and its query must not be running.
     """
-    batch = committed_batch(checkpoint)
+    batch = committed_batch(checkpoint, files=files)
     if batch is None:
         raise ValueError(f"checkpoint {checkpoint} has no committed batch")
-    off_dir, com_dir = os.path.join(checkpoint, "offsets"), os.path.join(checkpoint, "commits")
-    for b in _batches(off_dir):
+    off_dir, com_dir = files.join(checkpoint, "offsets"), files.join(checkpoint, "commits")
+    for b in _batches(files, off_dir):
         if b > batch:  # planned, never committed: would be replayed from the old offsets
-            _remove(off_dir, b)
-    for b in _batches(com_dir):
+            _remove(files, off_dir, b)
+    for b in _batches(files, com_dir):
         if b > batch:
-            _remove(com_dir, b)
-    lines = [ln for ln in _read_lines(os.path.join(off_dir, str(batch))) if ln.strip()]
+            _remove(files, com_dir, b)
+    lines = [ln for ln in _read_lines(files, files.join(off_dir, str(batch))) if ln.strip()]
     source = json.dumps(offsets) if raw else dumps(offsets)
     new = batch + 1
-    _write(os.path.join(off_dir, str(new)), "\n".join([lines[0], lines[1], source]))
-    commit_lines = [ln for ln in _read_lines(os.path.join(com_dir, str(batch))) if ln.strip()]
-    _write(os.path.join(com_dir, str(new)), "\n".join(commit_lines))
+    files.write_text(files.join(off_dir, str(new)), "\n".join([lines[0], lines[1], source]))
+    commit_lines = [ln for ln in _read_lines(files, files.join(com_dir, str(batch))) if ln.strip()]
+    files.write_text(files.join(com_dir, str(new)), "\n".join(commit_lines))
     return new

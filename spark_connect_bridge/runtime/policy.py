@@ -49,7 +49,7 @@ from ..transforms.sql_allowlist import expression_problem
 __all__ = ["ConnectorPolicy", "is_path_key", "storage_setting_problems"]
 
 _PATH_KEYS = ("file", "path", "checkpointlocation")
-_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory", "warehouse")
+_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory", "warehouse", "cert", "cacert")
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SQLITE_URL = re.compile(r"^\s*(?:jdbc:sqlite:|sqlite:///)(.*)$", re.IGNORECASE)
 _STAGE_TYPE = re.compile(r"^(transforms|predicates)\.(.+)\.type$")
@@ -148,6 +148,10 @@ class ConnectorPolicy:
         if "/../" in target + "/" or "/./" in target + "/" or _ENCODED.search(target) or "\\" in target:
             return (f"Invalid value {shown} for configuration {key}: a URI may not contain '.' or '..' segments, "
                     f"percent-encoded dots or slashes, or backslashes")
+        if any(target == root or target.startswith(root + "/")
+               for root in (normalise_uri(r) for r in self.forbidden_paths if is_remote_uri(r))):
+            return (f"Invalid value {shown} for configuration {key}: the worker's state (offset.storage.dir) is not "
+                    f"reachable from connector configs")
         roots = [normalise_uri(r) for r in self.allowed_paths if is_remote_uri(r)]
         if any(target == root or target.startswith(root + "/") for root in roots):
             return None

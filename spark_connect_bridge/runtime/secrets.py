@@ -27,6 +27,7 @@ from typing import Any
 from ..config import HIDDEN, ConfigDef, Type
 from ..connectors.base import connector_config_def
 from ..core import plugins
+from ..core.locations import Locations, is_remote
 from ..errors import ConfigError, ConfigProblem
 
 __all__ = ["mask_config", "mask_url_secrets", "restore_masked", "password_keys", "ConfigCipher", "is_secret_key",
@@ -84,9 +85,11 @@ def is_secret_key(key: str) -> bool:
     low = key.lower()
     # Object stores' Hadoop keys (as spark.hadoop.<key> in a worker config too): fs.s3a.secret.key and
     # fs.s3a.session.token by the endings above; Azure's fs.azure.account.key.<account> and SAS tokens, GCS's
-    # service-account private key, S3A's encryption key; Iceberg catalogs' credential and s3.secret-access-key
+    # service-account private key, S3A's encryption key; Iceberg catalogs' credential and s3.secret-access-key;
+    # Aiven's old aws_secret_access_key / aws_access_key_id (refused by its S3 sink, still never shown)
     return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info",
-                         "private.key", "encryption.key", ".sas", ".credential", "secret-access-key")) \
+                         "private.key", "encryption.key", ".sas", ".credential", "secret-access-key",
+                         "secret_access_key", "access_key_id")) \
         or ".account.key." in low or "fs.azure.sas." in low
 
 
@@ -206,15 +209,24 @@ def restore_masked(new: Mapping[str, Any], stored: Mapping[str, str] | None, *,
 class ConfigCipher:
     """Fernet encryption of stored connector configs under a key file (created, mode 0600, when missing)."""
 
-    def __init__(self, key_file: str):
+    def __init__(self, key_file: str, locations: Locations | None = None):
         from cryptography.fernet import Fernet
 
-        self.key_file = os.path.abspath(key_file)
+        self.key_file = key_file if is_remote(key_file) else os.path.abspath(key_file)
+        self._locations = locations or Locations()
         self._fernet = Fernet(self._load_or_create_key())
 
     def _load_or_create_key(self) -> bytes:
         from cryptography.fernet import Fernet
 
+        if is_remote(self.key_file):  # in the bucket beside the state it encrypts (offset.storage.dir's default)
+            try:
+                return self._locations.read_text(self.key_file).strip().encode("ascii")
+            except FileNotFoundError:
+                key = Fernet.generate_key()
+                self._locations.write_text(self.key_file, key.decode("ascii"))
+                log.info("Created the key that encrypts stored connector configs: %s", self.key_file)
+                return key
         try:
             with open(self.key_file, "rb") as f:
                 return f.read().strip()

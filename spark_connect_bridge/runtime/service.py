@@ -40,6 +40,7 @@ from ..connectors.delta_files import committed_version, latest_version, read_com
 from ..connectors.factory import connector_class
 from ..connectors.offsets import canonical, from_rest, parse_partition_key, partition_key, to_rest
 from ..core import plugins
+from ..core.locations import Locations
 from ..errors import ConfigError, PluginNotFoundError
 from ..version import __version__
 from . import offsets_store
@@ -77,7 +78,8 @@ class ConnectService:
     def __init__(self, config: WorkerConfig, spark: Any = None):
         self.config = config
         self.worker = Worker(config, spark)
-        self.states = StateStore(os.path.join(config.state_dir, "_connectors"), key_file=config.key_file)
+        self.states = StateStore(config.locations.join(config.state_dir, "_connectors"), key_file=config.key_file,
+                                 locations=config.locations)
         self._lock = threading.RLock()
         self.worker_id = f"{config.host}:{config.port}"
         self.cluster_id = "kconnect-" + hashlib.sha256(config.state_dir.encode()).hexdigest()[:22]
@@ -387,7 +389,8 @@ class ConnectService:
                 if v is not None and v > rt.state.topics_reset.get(t, -1):
                     out.append(t)
             return out
-        offsets = offsets_store.read_committed(self.worker.checkpoint(rt.state)) or {}
+        offsets = offsets_store.read_committed(self.worker.checkpoint(rt.state),
+                                               files=self.config.locations) or {}
         out = []
         for key, pos in offsets.items():
             topic = os.path.basename(parse_partition_key(key).get("table", ""))
@@ -411,7 +414,8 @@ class ConnectService:
                         if v is not None:
                             marks[t] = v
                 else:
-                    offsets = offsets_store.read_committed(self.worker.checkpoint(rt.state)) or {}
+                    offsets = offsets_store.read_committed(self.worker.checkpoint(rt.state),
+                                               files=self.config.locations) or {}
                     for key, pos in offsets.items():
                         topic = os.path.basename(parse_partition_key(key).get("table", ""))
                         marks[topic] = int(pos.get("version", -1))
@@ -424,7 +428,7 @@ class ConnectService:
         connectors report Kafka's sink shape (``kafka_topic``/``kafka_partition`` → ``kafka_offset``: the offset
         of the next record to read, i.e. the number of records of the topic the sink has consumed)."""
         rt = self._runtime(name)
-        raw = offsets_store.read_committed(self.worker.checkpoint(rt.state))
+        raw = offsets_store.read_committed(self.worker.checkpoint(rt.state), files=self.config.locations)
         if not raw:
             return {"offsets": []}
         if rt.kind == "sink":
@@ -466,16 +470,16 @@ class ConnectService:
 
             def alter() -> None:
                 self.worker.stop_query(rt)
-                current = offsets_store.read_committed(checkpoint) or {}
+                current = offsets_store.read_committed(checkpoint, files=self.config.locations) or {}
                 merged = dict(current)
                 for k, v in changes.items():
                     if v is None:
                         merged.pop(k, None)
                     else:
                         merged[k] = v
-                if offsets_store.committed_batch(checkpoint) is None:
-                    _seed_checkpoint(checkpoint)
-                offsets_store.write_committed(checkpoint, canonical(merged))
+                if offsets_store.committed_batch(checkpoint, files=self.config.locations) is None:
+                    _seed_checkpoint(checkpoint, self.config.locations)
+                offsets_store.write_committed(checkpoint, canonical(merged), files=self.config.locations)
 
             self.worker.submit(alter).result(timeout=120)
         return {"message": "The offsets for this connector have been altered successfully"}
@@ -521,10 +525,11 @@ class ConnectService:
 
         def alter() -> None:
             self.worker.stop_query(rt)
-            merged = kafka_groups.merge_rest(offsets_store.read_committed(checkpoint) or {}, entries)
-            if offsets_store.committed_batch(checkpoint) is None:
-                _seed_checkpoint(checkpoint)
-            offsets_store.write_committed(checkpoint, merged, raw=True)
+            current = offsets_store.read_committed(checkpoint, files=self.config.locations) or {}
+            merged = kafka_groups.merge_rest(current, entries)
+            if offsets_store.committed_batch(checkpoint, files=self.config.locations) is None:
+                _seed_checkpoint(checkpoint, self.config.locations)
+            offsets_store.write_committed(checkpoint, merged, raw=True, files=self.config.locations)
             kafka_admin.commit_group_offsets(bus.admin_config(), _kafka_group(rt), merged)
 
         self.worker.submit(alter).result(timeout=120)
@@ -653,20 +658,15 @@ def _kafka_group(rt: ConnectorRuntime) -> str:
     return str(rt.state.config.get("consumer.override.group.id") or f"connect-{rt.name}")
 
 
-def _seed_checkpoint(checkpoint: str) -> None:
+def _seed_checkpoint(checkpoint: str, files: Locations) -> None:
     """An empty committed batch 0, so offsets can be set before the connector ever ran."""
-    for d in ("offsets", "commits"):
-        os.makedirs(os.path.join(checkpoint, d), exist_ok=True)
     # Spark refuses a checkpoint without its query id (STREAMING_CHECKPOINT_MISSING_METADATA_FILE).
-    metadata = os.path.join(checkpoint, "metadata")
-    if not os.path.exists(metadata):
-        with open(metadata, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"id": str(uuid.uuid4())}) + "\n")
+    metadata = files.join(checkpoint, "metadata")
+    if not files.exists(metadata):
+        files.write_text(metadata, json.dumps({"id": str(uuid.uuid4())}) + "\n")
     meta = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": int(time.time() * 1000), "conf": {}})
-    with open(os.path.join(checkpoint, "offsets", "0"), "w", encoding="utf-8") as f:
-        f.write(f"v1\n{meta}\n{{}}")
-    with open(os.path.join(checkpoint, "commits", "0"), "w", encoding="utf-8") as f:
-        f.write('v1\n{"nextBatchWatermarkMs":0}')
+    files.write_text(files.join(checkpoint, "offsets", "0"), f"v1\n{meta}\n{{}}")
+    files.write_text(files.join(checkpoint, "commits", "0"), 'v1\n{"nextBatchWatermarkMs":0}')
 
 
 def _resolve_any(plugin: str) -> type:

@@ -14,17 +14,16 @@ one. With a :class:`~spark_connect_bridge.runtime.secrets.ConfigCipher` the conf
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+from ..core.locations import Locations, is_remote
 from .secrets import ConfigCipher
 
 __all__ = ["ConnectorState", "StateStore", "TARGET_STATES", "storage_name"]
@@ -93,56 +92,29 @@ class ConnectorState:
                    int(doc.get("generation", 0)))
 
 
-def atomic_write_json(path: str, doc: Any) -> None:
-    """Write ``doc`` to ``path`` so that a crash leaves either the old or the new content."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # pragma: no cover - platforms without directory fsync
-        pass
-
-
 class StateStore:
-    """Connector configs and target states under ``directory`` (one JSON file per connector), encrypted under
-    ``key_file`` when one is given."""
+    """Connector configs and target states under ``directory`` (one JSON file per connector, a local directory or
+    an ``s3a://`` prefix reached through ``locations``), encrypted under ``key_file`` when one is given."""
 
-    def __init__(self, directory: str, key_file: str | None = None):
-        self.directory = os.path.abspath(directory)
-        self._cipher = ConfigCipher(key_file) if key_file else None
+    def __init__(self, directory: str, key_file: str | None = None, locations: Locations | None = None):
+        self.files = locations or Locations()
+        self.directory = directory if is_remote(directory) else os.path.abspath(directory)
+        self._cipher = ConfigCipher(key_file, self.files) if key_file else None
 
     def __repr__(self) -> str:
         return f"StateStore({self.directory!r})"
 
     def _path(self, name: str) -> str:
-        return os.path.join(self.directory, storage_name(name) + ".json")
+        return self.files.join(self.directory, storage_name(name) + ".json")
 
     def load_all(self) -> list[ConnectorState]:
         """Every stored connector, oldest first."""
-        try:
-            files = [f for f in os.listdir(self.directory) if f.endswith(".json") and not f.startswith(".")]
-        except FileNotFoundError:
-            return []
+        files = [f for f in self.files.names(self.directory) if f.endswith(".json") and not f.startswith(".")]
         out = []
         for f in files:
             try:
-                with open(os.path.join(self.directory, f), encoding="utf-8") as fh:
-                    out.append(ConnectorState.from_json(json.load(fh), self._cipher))
+                out.append(ConnectorState.from_json(json.loads(self.files.read_text(self.files.join(
+                    self.directory, f))), self._cipher))
             except (OSError, ValueError, KeyError) as e:
                 # A damaged file must not keep the other connectors from starting; say which one.
                 log.error("Cannot read the stored state of connector %s (%s): %s", unquote(f[:-5]), f, e)
@@ -150,22 +122,23 @@ class StateStore:
 
     def get(self, name: str) -> ConnectorState | None:
         try:
-            with open(self._path(name), encoding="utf-8") as fh:
-                return ConnectorState.from_json(json.load(fh), self._cipher)
+            return ConnectorState.from_json(json.loads(self.files.read_text(self._path(name))), self._cipher)
         except FileNotFoundError:
             return None
 
     def put(self, state: ConnectorState) -> None:
-        atomic_write_json(self._path(state.name), state.to_json(self._cipher))
+        """Replace the connector's file atomically (see :meth:`Locations.write_text`): a worker killed at any moment
+        finds the old or the new state."""
+        self.files.write_text(self._path(state.name), json.dumps(state.to_json(self._cipher), indent=1,
+                                                                 sort_keys=True))
 
     def create(self, state: ConnectorState) -> bool:
         """Store a new connector; False when the name exists (one worker owns the directory: its service's
         lock orders the check and the write)."""
-        if os.path.exists(self._path(state.name)):
+        if self.files.exists(self._path(state.name)):
             return False
         self.put(state)
         return True
 
     def delete(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self._path(name))
+        self.files.remove(self._path(name))

@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import queue
-import shutil
 import sys
 import threading
 import time
@@ -33,10 +32,12 @@ from ..bus.groups import release_group
 from ..bus.kafka import KafkaBus, KafkaSinkPlan, KafkaSourcePlan, sink_stream, source_stream
 from ..connectors.base import checkpoint_app_id, stable_app_id
 from ..connectors.factory import build_connector
+from ..core.locations import Locations, is_remote
 from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
+from ..engine.warmup import warm_up
 from ..errors import ConnectError, headline
 from ..jvm import SAFE_PATH_ENV, configure_spark, wants_object_stores, with_session_defaults
 from .state import ConnectorState, storage_name
@@ -121,7 +122,7 @@ def _warn_unsafe_path(spark: Any) -> None:
 
 
 def _checkpoint_dir(root: str, name: str, generation: int) -> str:
-    return os.path.join(root, "checkpoints", storage_name(name), f"g{generation}")
+    return Locations.join(root, "checkpoints", storage_name(name), f"g{generation}")
 
 
 def _now() -> float:
@@ -140,7 +141,9 @@ class Worker:
         self._spark = spark
         self._owns_spark = spark is None
         self._registered = False
-        self.store = TopicStore(config.topics_dir, format=config.topic_store_format)
+        #: the worker's own files (checkpoints' side files, the topic store), local or in a bucket
+        self.files = config.locations
+        self.store = TopicStore(config.topics_dir, format=config.topic_store_format, files=self.files)
         #: Kafka as the bus (worker bootstrap.servers): sources produce to it, sinks consume it.
         self.bus = KafkaBus(config.bootstrap_servers, tuple(sorted(config.kafka_client.items()))) \
             if config.bootstrap_servers else None
@@ -149,6 +152,10 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.started = threading.Event()  # the Spark session is up
+        #: the warm-up query is over (run, failed, or not asked for: see warm.up.enable)
+        self.warmed_up = threading.Event()
+        self.warm_up_seconds: float | None = None
+        self.warm_up_error: str | None = None
         self._quiet_until: float | None = None  # cancellation noise silenced until then (see _quiet_cancellation)
         #: Why the worker's Spark session is gone (its JVM died or its SparkContext stopped), once it is: every
         #: connector is then FAILED with this cause, and the process exits (see :func:`~.standalone.run`).
@@ -175,7 +182,8 @@ class Worker:
             user_jars = {"spark.jars", "spark.jars.packages"} & set(self.config.spark_conf)
             # Hadoop's S3A connector joins them when the worker config configures it (spark.hadoop.fs.s3a.*)
             builder = with_session_defaults(builder) if user_jars else configure_spark(
-                builder, object_stores=wants_object_stores(self.config.spark_conf))
+                builder, object_stores=(wants_object_stores(self.config.spark_conf)
+                                        or self.config.state_in_object_store))
             for k, v in self.config.spark_conf.items():
                 builder = builder.config(k, v)
             self._spark = builder.getOrCreate()
@@ -191,7 +199,7 @@ class Worker:
         return _checkpoint_dir(self.config.checkpoint_root, state.name, state.generation)
 
     def checkpoint_root_of(self, name: str) -> str:
-        return os.path.dirname(_checkpoint_dir(self.config.checkpoint_root, name, 0))
+        return Locations.parent(_checkpoint_dir(self.config.checkpoint_root, name, 0))
 
     def app_id(self, state: ConnectorState) -> str:
         """The Delta app id the topic store's sink uses for this connector's checkpoint (see datasource)."""
@@ -221,6 +229,12 @@ class Worker:
             log.exception("Cannot start the worker's SparkSession")
             return
         self.started.set()
+        # Only the session the worker made: one handed to it (a notebook's) runs nothing the caller did not ask for.
+        # Stored connectors being restarted warm the path up themselves.
+        if self._owns_spark and self.config.config.warm_up_enable and not self.runtimes:
+            self._warm_up()
+        else:
+            self.warmed_up.set()
         interval = self.config.status_interval_ms / 1000
         while not self._stopping.is_set():
             try:
@@ -247,6 +261,17 @@ class Worker:
                 self.poll()
             except Exception:
                 log.exception("Polling the connector queries failed")
+
+    def _warm_up(self) -> None:
+        """The warm-up query (:mod:`~spark_connect_bridge.engine.warmup`), on the herder thread so that a connector
+        submitted meanwhile starts after it; its failure is logged, never the worker's."""
+        try:
+            self.warm_up_seconds = warm_up(self.spark, os.path.join(self.config.state_dir, "_warm_up"))
+        except Exception as e:  # noqa: BLE001 - the warm-up only saves time; the worker runs without it
+            self.warm_up_error = headline(e) or f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+            log.warning("The warm-up query failed (the first connector starts cold): %s", self.warm_up_error)
+        finally:
+            self.warmed_up.set()
 
     def _spark_gone(self) -> str | None:
         """Why the worker's Spark session can no longer run anything (None: it can): its SparkContext was stopped,
@@ -376,7 +401,7 @@ class Worker:
                              batches=old.batches, dead_lettered=old.dead_lettered)
         rt.end_offset = None
         checkpoint = self.checkpoint(rt.state)
-        os.makedirs(os.path.dirname(checkpoint), exist_ok=True)
+        self.files.makedirs(Locations.parent(checkpoint))
         try:
             checked = self.checked(rt)
             if rt.kind == "source":
@@ -489,15 +514,14 @@ class Worker:
             m.dead_lettered = self._dead_lettered(rt)
 
     def _totals_file(self, name: str) -> str:
-        return os.path.join(self.checkpoint_root_of(name), _TOTALS_FILE)
+        return Locations.join(self.checkpoint_root_of(name), _TOTALS_FILE)
 
     def _saved_totals(self, rt: ConnectorRuntime) -> Metrics | None:
         """The totals saved by an earlier run of the connector (a worker killed with -9 included); not those of
         an earlier connector of the same name (told apart by the creation time)."""
         name = rt.name
         try:
-            with open(self._totals_file(name), encoding="utf-8") as f:
-                saved = json.load(f)
+            saved = json.loads(self.files.read_text(self._totals_file(name)))
             if saved.get("created") != rt.state.created:
                 return None
             return Metrics(records_in_total=int(saved["records_in_total"]),
@@ -512,13 +536,9 @@ class Worker:
         m = rt.metrics
         path = self._totals_file(rt.name)
         try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as f:
-                json.dump({"created": rt.state.created, "records_in_total": m.records_in_total,
-                           "records_out_total": m.records_out_total, "batches": m.batches,
-                           "last_batch_id": m.last_batch_id}, f)
-            os.replace(tmp, path)
+            self.files.write_text(path, json.dumps({
+                "created": rt.state.created, "records_in_total": m.records_in_total,
+                "records_out_total": m.records_out_total, "batches": m.batches, "last_batch_id": m.last_batch_id}))
         except OSError:
             log.warning("Connector %s: its totals cannot be saved", rt.name, exc_info=True)
 
@@ -601,25 +621,25 @@ class Worker:
         """Delete the connector's checkpoints (all generations but ``keep``) and, unless ``totals`` is False (an
         offset reset: they count from the connector's creation), its saved totals."""
         root = self.checkpoint_root_of(name)
-        if not os.path.isdir(root):
-            return
-        for g in os.listdir(root):
-            p = os.path.join(root, g)
+        files = self.files
+        for g in files.names(root):
+            p = files.join(root, g)
             if g == _TOTALS_FILE:
                 if totals:
-                    os.remove(p)
+                    files.remove(p)
                 continue
-            if keep is None or os.path.abspath(p) != os.path.abspath(keep):
-                shutil.rmtree(p, ignore_errors=True)
+            if keep is None or p.rstrip("/") != keep.rstrip("/"):
+                files.remove_tree(p)
         if keep is None:
-            shutil.rmtree(root, ignore_errors=True)
+            files.remove_tree(root)
 
     def remove_checkpoint(self, state: ConnectorState) -> None:
         """Delete one incarnation's checkpoint (its generation's), and the connector's directory once empty."""
         path = self.checkpoint(state)
-        shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(OSError):  # another generation is in it
-            os.rmdir(os.path.dirname(path))
+        self.files.remove_tree(path)
+        if not is_remote(path):  # an object store has no empty directories
+            with contextlib.suppress(OSError):  # another generation is in it
+                os.rmdir(os.path.dirname(path))
 
 
 #: Spark loggers that report a batch cancelled by ``query.stop()`` as ERROR (with a TaskKilledException trace).

@@ -34,6 +34,7 @@ from ..config import (
 )
 from ..config.definition import Config
 from ..config.providers import PROVIDER_KINDS, ProviderPolicy, ProviderSpec
+from ..core.locations import REMOTE_SCHEMES, Locations, is_remote, remote_scheme
 from ..errors import ConfigError, ConfigProblem
 from .policy import ConnectorPolicy, is_remote_uri
 
@@ -131,13 +132,16 @@ WORKER_CONFIG = (
                 "expose them.")
     .define("offset.storage.dir", Type.STRING, None, importance=Importance.HIGH, group="Storage",
             doc="Directory of the worker's durable state: one Spark checkpoint per connector (its offsets) and "
-                "the stored connector configs and target states (_connectors/).")
+                "the stored connector configs and target states (_connectors/). A local or mounted directory, or "
+                "an s3a://bucket/prefix URI (reached with the worker's spark.hadoop.fs.s3a.* settings, else the "
+                "AWS default chain), so that a worker needs no disk of its own.")
     .define("offset.storage.file.filename", Type.STRING, None, importance=Importance.LOW, group="Storage",
             doc="Kafka standalone's offsets file; accepted for compatibility: its parent directory is used as "
                 "offset.storage.dir when that is unset.")
     .define("topics.dir", Type.STRING, "work/topics", importance=Importance.HIGH, group="Storage",
             doc="Topic store directory: source connectors write their records here, one table per topic; sink "
-                "connectors read their topics/topics.regex from here.")
+                "connectors read their topics/topics.regex from here. May be an s3a://bucket/prefix URI (the "
+                "store is then Parquet, written by Spark's exactly-once file sink).")
     .define("bootstrap.servers", Type.LIST, None, importance=Importance.HIGH, group="Storage",
             doc="Kafka brokers: when set, Kafka is the bus (the topic store): source connectors produce to Kafka "
                 "topics, sink connectors consume them and commit their positions to the consumer group "
@@ -155,6 +159,13 @@ WORKER_CONFIG = (
                 "read again from the checkpoint on the next start).")
     .define("status.interval.ms", Type.LONG, 500, Range.at_least(50), Importance.LOW, group="Spark",
             doc="How often the worker polls its queries for state changes and metrics.")
+    .define("warm.up.enable", Type.BOOLEAN, True, importance=Importance.LOW, group="Spark",
+            doc="Run one tiny query through the connectors' path when the worker's own Spark session is up (a "
+                "FileStreamSource over a one-line file into Spark's noop sink, in a temporary directory), so the "
+                "first connector does not pay the Python workers' start and imports and the JVM's first run of "
+                "the path. The REST API is ready before it runs; a connector submitted meanwhile starts after it; "
+                "a failure is logged and the worker goes on. Skipped when the worker restarts stored connectors or "
+                "runs on a session it was given.")
     .define("spark.master", Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",
             doc="Spark master of the worker's Spark application; every other spark.* key is passed to the "
                 "SparkSession builder as it is.")
@@ -255,6 +266,21 @@ class WorkerConfig:
         return tuple(m.strip().upper() for m in raw.split(",") if m.strip())
     #: Kafka client settings shared by the bus's clients (security.protocol, ssl.*, sasl.*).
     kafka_client: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def locations(self) -> Locations:
+        """The worker's own files (state, checkpoints' side files, the topic store's listing), local or in a
+        bucket with the worker's spark.hadoop.fs.s3a.* settings: one per worker config."""
+        found = self.__dict__.get("_locations")
+        if found is None:
+            found = Locations(self.spark_conf)
+            object.__setattr__(self, "_locations", found)
+        return found
+
+    @property
+    def state_in_object_store(self) -> bool:
+        """Whether offset.storage.dir or topics.dir is an object-store URI (Hadoop's S3A connector is needed)."""
+        return is_remote(self.state_dir) or is_remote(self.topics_dir)
 
     @property
     def bootstrap_servers(self) -> str | None:
@@ -389,11 +415,17 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
                                                             '(or Kafka\'s "offset.storage.file.filename", whose '
                                                             'directory is used) which has no default value.'))
     for key, where in (("offset.storage.dir", state), ("topics.dir", cfg.topics_dir)):
-        if where and is_remote_uri(str(where)):  # would otherwise become a local directory named "s3a:"
+        store = remote_scheme(str(where or ""))
+        if store is not None and store not in REMOTE_SCHEMES:  # would otherwise become a directory named "gs:"
             problems.append(ConfigProblem(key, (
                 f"Invalid value {where} for configuration {key}: the worker keeps its {key} on a local or mounted "
-                f"file system; an object-store URI is not supported here yet (a connector's own checkpoint and "
-                f"Delta paths may be s3a:// URIs)")))
+                f"file system or under {', '.join(s + '://bucket/prefix' for s in REMOTE_SCHEMES)} (Hadoop's S3A "
+                f"connector, which Spark's checkpoints use); {store}:// is not supported here")))
+    if is_remote(str(cfg.topics_dir)) and cfg.topic_store_format == "delta":
+        problems.append(ConfigProblem("topic.store.format", (
+            f"Invalid value delta for configuration topic.store.format: topics.dir {cfg.topics_dir} is in an object "
+            f"store, where the topic store is Parquet written by Spark's exactly-once file sink (auto or parquet); "
+            f"the deltalake engine's topic store needs a local or mounted topics.dir")))
     auth = cfg.rest_basic_auth_file
     if auth and not os.path.isfile(os.path.join(base, auth)):
         problems.append(ConfigProblem("rest.basic.auth.file", f"Invalid value {auth} for configuration "
@@ -405,18 +437,19 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
                   if v is not None and (k in ("key.converter", "value.converter", "header.converter")
                                         or k.startswith(_CONVERTER_PREFIXES))}
     spark_conf["spark.master"] = cfg.spark_master
-    state_dir = os.path.abspath(os.path.join(base, state))
+    state_dir = Locations.absolute(str(state), base)
     spark_env = _loopback_spark(cfg, spark_conf)
     allowed = tuple(p if is_remote_uri(p) else os.path.realpath(os.path.join(base, p))
                     for p in cfg.connector_allowed_paths or [DEFAULT_DATA_DIR])
     problems.extend(_import_path_problems(allowed, spark_conf))
     if problems:
         raise ConfigError(problems, context="worker config")
-    policy = ConnectorPolicy(tuple(cfg.plugin_allowed_modules), allowed, (os.path.realpath(state_dir),), providers,
+    forbidden = state_dir if is_remote(state_dir) else os.path.realpath(state_dir)
+    policy = ConnectorPolicy(tuple(cfg.plugin_allowed_modules), allowed, (forbidden,), providers,
                              expressions=bool(cfg.rest_sql_expressions_enable))
-    key_file = os.path.abspath(os.path.join(base, cfg.state_encryption_key_file)) \
-        if cfg.state_encryption_key_file else os.path.join(state_dir, "_keys", "state.key")
-    return WorkerConfig(cfg, host, port, state_dir, os.path.abspath(os.path.join(base, cfg.topics_dir)),
+    key_file = Locations.absolute(str(cfg.state_encryption_key_file), base) \
+        if cfg.state_encryption_key_file else Locations.join(state_dir, "_keys", "state.key")
+    return WorkerConfig(cfg, host, port, state_dir, Locations.absolute(str(cfg.topics_dir), base),
                         spark_conf, converters, scheme, ssl, policy, key_file, spark_env,
                         kafka_client=kafka_client if cfg.bootstrap_servers else {})
 

@@ -32,8 +32,8 @@ def test_kafka_offsets_file_gives_the_state_directory(tmp_path):
     ({"offset.storage.dir": "x", "listeners": "https://127.0.0.1:8443"}, "listeners.https.ssl.keystore.location"),
     ({"offset.storage.dir": "x", "rest.prot": "1"}, "rest.prot"),
     ({"offset.storage.dir": "x", "rest.basic.auth.file": "/no/such/file"}, "rest.basic.auth.file"),
-    # not yet on an object store: refused, rather than a local directory named "s3a:" (issue 35 §2)
-    ({"offset.storage.dir": "s3a://lake/state"}, "offset.storage.dir"),
+    # only s3a:// among object stores (Hadoop's S3A is the connector declared), not a local directory named "gs:"
+    ({"offset.storage.dir": "gs://lake/state"}, "offset.storage.dir"),
     ({"offset.storage.dir": "x", "topics.dir": "gs://lake/topics"}, "topics.dir"),
 ])
 def test_bad_worker_configs_name_the_key(props, key):

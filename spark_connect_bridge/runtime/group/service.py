@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...connectors.base import checkpoint_app_id
+from ...core.locations import Locations
 from ..errors import NotFoundError
 from ..secrets import ConfigCipher
 from ..service import ConnectService
@@ -75,9 +76,9 @@ class GroupStateStore:
     """The :class:`~spark_connect_bridge.runtime.state.StateStore` interface over a :class:`GroupStore`: configs
     are encrypted under the group's key file (``state.encryption.key.file``, the same for every worker)."""
 
-    def __init__(self, store: GroupStore, key_file: str | None):
+    def __init__(self, store: GroupStore, key_file: str | None, locations: Locations | None = None):
         self.store = store
-        self._cipher = ConfigCipher(key_file) if key_file else None
+        self._cipher = ConfigCipher(key_file, locations) if key_file else None
 
     def __repr__(self) -> str:
         return f"GroupStateStore({self.store!r})"
@@ -122,7 +123,7 @@ class GroupService(ConnectService):
         super().__init__(config, spark)
         self.group_id = str(config.group_id)
         self.store: GroupStore = store or open_store(config)
-        self.states = GroupStateStore(self.store, config.key_file)  # type: ignore[assignment]
+        self.states = GroupStateStore(self.store, config.key_file, config.locations)  # type: ignore[assignment]
         self.fence = FenceFile(*fence_settings(config), self.group_id, self.worker_id)
         self.fence.install()  # before the Spark driver starts: its commit processes inherit the variable
         self.member = GroupMember(self, self.store, heartbeat_ms=config.heartbeat_interval_ms,

@@ -1,0 +1,235 @@
+"""The worker's own files on a local disk or in an object store, through one layer (``pyarrow.fs``).
+
+The worker keeps state beside the Spark checkpoints it gives its queries: the stored connector configs and their
+key (``offset.storage.dir``), each connector's saved totals, the offset logs it reads and alters, the topic
+store's listing (``topics.dir``). Spark reaches a ``s3a://bucket/prefix`` checkpoint through Hadoop's S3A
+connector; :class:`Locations` reaches the same objects through ``pyarrow.fs.S3FileSystem`` with the same settings,
+taken from the Hadoop keys the worker config gives Spark (``spark.hadoop.fs.s3a.endpoint``, ``...path.style.access``,
+``...endpoint.region``, ``...access.key``/``secret.key``/``session.token``, each also per bucket as
+``fs.s3a.bucket.<bucket>.<key>``). Without keys the AWS default chain applies, as it does for S3A: the
+environment (``AWS_ACCESS_KEY_ID``...), the profile, the instance role. A secret is never shown (``repr``).
+
+A write is atomic either way: locally a temporary file, ``fsync`` and a rename (a crash leaves the old or the new
+file), in a bucket one whole-object PUT (S3 has no half-written object).
+
+>>> files = Locations({"spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000"})
+>>> files.join("s3a://lake/state", "_connectors", "orders.json")
+'s3a://lake/state/_connectors/orders.json'
+>>> files.join("/var/lib/kconnect", "_connectors")
+'/var/lib/kconnect/_connectors'
+>>> files                                                    # the endpoint, never a key
+Locations(s3a endpoint=http://127.0.0.1:9000)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import posixpath
+import re
+import tempfile
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = ["Locations", "REMOTE_SCHEMES", "is_remote", "remote_scheme"]
+
+#: Object-store schemes the worker's own state may live under: those Spark's checkpoints reach through a Hadoop
+#: connector the project declares (hadoop-aws in the ``object-stores`` profile of jvm/pom.xml).
+REMOTE_SCHEMES = ("s3a",)
+_URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_HADOOP = "spark.hadoop.fs.s3a."
+
+
+def remote_scheme(location: str) -> str | None:
+    """The lower-cased scheme of a URI other than ``file://`` (None for a local path)."""
+    found = _URI.match(location.strip())
+    scheme = found.group(1).lower() if found else None
+    return None if scheme in (None, "file") else scheme
+
+
+def is_remote(location: str) -> bool:
+    """Whether ``location`` is an object-store URI (not a local path or ``file://``)."""
+    return remote_scheme(location) is not None
+
+
+class Locations:
+    """Files under local paths and ``s3a://`` URIs, with the worker's Hadoop S3A settings (``hadoop``: Spark
+    settings, of which the ``spark.hadoop.fs.s3a.*`` keys count)."""
+
+    def __init__(self, hadoop: Mapping[str, str] | None = None):
+        self._s3a = {k[len(_HADOOP):]: str(v) for k, v in (hadoop or {}).items() if k.startswith(_HADOOP)}
+        self._filesystems: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        endpoint = self._s3a.get("endpoint")
+        return f"Locations(s3a endpoint={endpoint})" if endpoint else "Locations()"
+
+    # -- names --------------------------------------------------------------------------------------
+    @staticmethod
+    def join(location: str, *names: str) -> str:
+        """``location`` with ``names`` appended (``/`` in a URI, the OS separator on a local path)."""
+        if is_remote(location):
+            return posixpath.join(location.rstrip("/"), *names)
+        return os.path.join(location, *names)
+
+    @staticmethod
+    def parent(location: str) -> str:
+        return posixpath.dirname(location.rstrip("/")) if is_remote(location) else os.path.dirname(location)
+
+    @staticmethod
+    def absolute(location: str, base: str) -> str:
+        """A local path made absolute against ``base``; a URI as it is (without a trailing slash)."""
+        if is_remote(location):
+            return location.strip().rstrip("/")
+        return os.path.abspath(os.path.join(base, location))
+
+    # -- reading --------------------------------------------------------------------------------------
+    def read_text(self, location: str) -> str:
+        """The file's text; FileNotFoundError when it does not exist."""
+        if not is_remote(location):
+            with open(location, encoding="utf-8") as f:
+                return f.read()
+        fs, path = self._remote(location)
+        try:
+            with fs.open_input_stream(path) as f:
+                return bytes(f.read()).decode("utf-8")
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if _missing(e):
+                raise FileNotFoundError(location) from e
+            raise OSError(f"Cannot read {location}: {e}") from e
+
+    def exists(self, location: str) -> bool:
+        if not is_remote(location):
+            return os.path.exists(location)
+        from pyarrow import fs as pafs
+
+        filesystem, path = self._remote(location)
+        return bool(filesystem.get_file_info(path).type != pafs.FileType.NotFound)
+
+    def names(self, location: str) -> list[str]:
+        """The names directly under ``location`` (files and directories), sorted; [] when there is none."""
+        if not is_remote(location):
+            try:
+                return sorted(os.listdir(location))
+            except FileNotFoundError:
+                return []
+        from pyarrow import fs as pafs
+
+        filesystem, path = self._remote(location)
+        infos = filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return sorted({posixpath.basename(i.path.rstrip("/")) for i in infos})
+
+    def is_dir(self, location: str) -> bool:
+        """Whether ``location`` holds anything (an object store has only prefixes, no empty directories)."""
+        if not is_remote(location):
+            return os.path.isdir(location)
+        return bool(self.names(location))
+
+    # -- writing ------------------------------------------------------------------------------------
+    def write_text(self, location: str, text: str, *, private: bool = False) -> None:
+        """Write ``text`` atomically (see the module doc); ``private``: a new local file gets mode 0600."""
+        if is_remote(location):
+            filesystem, path = self._remote(location)
+            try:
+                with filesystem.open_output_stream(path) as f:
+                    f.write(text.encode("utf-8"))
+            except OSError as e:
+                raise OSError(f"Cannot write {location}: {e}") from e
+            return
+        directory = os.path.dirname(location) or "."
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
+        try:
+            if private:
+                os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, location)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        with contextlib.suppress(OSError):  # make the rename itself durable (not on every platform)
+            dfd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+
+    def makedirs(self, location: str) -> None:
+        """Create a local directory and its parents; nothing in a bucket (a prefix exists with its objects)."""
+        if not is_remote(location):
+            os.makedirs(location, exist_ok=True)
+
+    def remove(self, location: str) -> None:
+        """Delete a file; nothing when it does not exist."""
+        if not is_remote(location):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(location)
+            return
+        filesystem, path = self._remote(location)
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.delete_file(path)
+
+    def remove_tree(self, location: str) -> None:
+        """Delete a directory (a prefix) and everything under it; nothing when it does not exist."""
+        if not is_remote(location):
+            import shutil
+
+            shutil.rmtree(location, ignore_errors=True)
+            return
+        filesystem, path = self._remote(location)
+        with contextlib.suppress(FileNotFoundError):
+            filesystem.delete_dir(path)
+
+    # -- the object store ---------------------------------------------------------------------------
+    def _remote(self, location: str) -> tuple[Any, str]:
+        scheme = remote_scheme(location)
+        if scheme not in REMOTE_SCHEMES:
+            raise ValueError(f"{location}: the worker's own files live on a local path or under "
+                             f"{', '.join(s + '://' for s in REMOTE_SCHEMES)}")
+        parts = urlsplit(location.strip())
+        bucket = parts.netloc
+        with self._lock:
+            if bucket not in self._filesystems:
+                self._filesystems[bucket] = self._s3(bucket)
+            return self._filesystems[bucket], f"{bucket}{parts.path}".rstrip("/")
+
+    def _setting(self, bucket: str, key: str) -> str | None:
+        """Hadoop's lookup: ``fs.s3a.bucket.<bucket>.<key>`` before ``fs.s3a.<key>``."""
+        return self._s3a.get(f"bucket.{bucket}.{key}", self._s3a.get(key))
+
+    def _s3(self, bucket: str) -> Any:
+        from pyarrow import fs as pafs
+
+        options: dict[str, Any] = {}
+        access, secret = self._setting(bucket, "access.key"), self._setting(bucket, "secret.key")
+        if access and secret:
+            options.update(access_key=access, secret_key=secret)
+            token = self._setting(bucket, "session.token")
+            if token:
+                options["session_token"] = token
+        region = self._setting(bucket, "endpoint.region")
+        if region:
+            options["region"] = region
+        endpoint = self._setting(bucket, "endpoint")
+        if endpoint:
+            parts = urlsplit(endpoint if "://" in endpoint else "//" + endpoint)
+            ssl = (self._setting(bucket, "connection.ssl.enabled") or "true").lower() != "false"
+            options.update(endpoint_override=parts.netloc or parts.path,
+                           scheme=parts.scheme or ("https" if ssl else "http"))
+        path_style = (self._setting(bucket, "path.style.access") or "false").lower() == "true"
+        options["force_virtual_addressing"] = bool(endpoint) and not path_style
+        return pafs.S3FileSystem(**options)
+
+
+def _missing(error: OSError) -> bool:
+    text = str(error)
+    return "NoSuchKey" in text or "Path does not exist" in text or "not found" in text.lower()
