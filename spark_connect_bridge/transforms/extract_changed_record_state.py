@@ -19,12 +19,12 @@ __all__ = ["ExtractChangedRecordState"]
 
 
 class ExtractChangedRecordState(Transformation):
-    """For each change event with both a ``before`` and an ``after`` row (an update whose old row is known:
-    PostgreSQL's REPLICA IDENTITY FULL, MySQL's full row image), append a header ``header.changed.name`` listing
-    the row's fields whose values differ, and a header ``header.unchanged.name`` listing the others, in the
-    row's field order, as Debezium does (a list of strings, written by the header converter as
-    ``["name","email"]``). Either header is left out when its key is not set. Other records (creates, deletes,
-    tombstones, values that are not envelopes) pass through unchanged. ExtractNewRecordState's
+    """Append to each change event a header ``header.changed.name`` listing the row's fields whose values differ
+    between ``before`` and ``after``, and a header ``header.unchanged.name`` listing the others, in the row's field
+    order (a list of strings, written by the header converter as ``["name","email"]``). As Debezium 3.6 does, every
+    change event gets the headers, and their lists are empty unless the event has both rows (an update whose old
+    row is known: PostgreSQL's REPLICA IDENTITY FULL, MySQL's full row image); either header is left out when its
+    key is not set. Tombstones and values that are not envelopes pass through unchanged. ExtractNewRecordState's
     ``drop.fields.header.name`` reads the header back.
 
     Values are compared as Debezium's ``Objects.equals`` compares them, except bytes: Java compares two byte
@@ -86,12 +86,14 @@ class ExtractChangedRecordState(Transformation):
         else:
             changed, unchanged = lists([(f, f) for f in row_t.fieldNames()])
         names_t = ArrayType(StringType())
-        pairs = [(header, header_bytes(names, names_t)) for header, names in
-                 ((self.changed, changed), (self.unchanged, unchanged)) if header]
-        update = value.isNotNull() & before.isNotNull() & after.isNotNull()
+        # Debezium 3.6 adds both headers to every change event, the lists empty unless both rows are there
+        both = before.isNotNull() & after.isNotNull()
+        pairs = [(header, header_bytes(F.when(both, names).otherwise(F.array().cast(names_t)), names_t))
+                 for header, names in ((self.changed, changed), (self.unchanged, unchanged)) if header]
+        event = value.isNotNull()
         if tables:
-            update = update & F.col("topic").isin([t for t, _ in tables])
-        return Step({"headers": F.when(update, append_headers(pairs)).otherwise(F.col("headers"))})
+            event = event & F.col("topic").isin([t for t, _ in tables])
+        return Step({"headers": F.when(event, append_headers(pairs)).otherwise(F.col("headers"))})
 
 
 def _tables(field: object, env: StructType) -> list[tuple[str, list[tuple[str, str]]]]:

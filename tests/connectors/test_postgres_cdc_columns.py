@@ -124,9 +124,12 @@ def test_propagate_source_type_puts_debeziums_parameters_in_the_schema(pg, datab
                 if k.startswith("__debezium")}
 
     prefix = "__debezium.source.column."
-    assert params("name") == {prefix + "type": "VARCHAR", prefix + "length": "20", prefix + "scale": "0"}
-    assert params("amount") == {prefix + "type": "NUMERIC", prefix + "length": "10", prefix + "scale": "2"}
-    assert params("tags") == {prefix + "type": "_TEXT", prefix + "length": "2147483647", prefix + "scale": "0"}
+    assert params("name") == {prefix + "type": "VARCHAR", prefix + "name": "name", prefix + "length": "20",
+                              prefix + "scale": "0"}
+    assert params("amount") == {prefix + "type": "NUMERIC", prefix + "name": "amount", prefix + "length": "10",
+                                prefix + "scale": "2"}
+    assert params("tags") == {prefix + "type": "_TEXT", prefix + "name": "tags", prefix + "length": "2147483647",
+                              prefix + "scale": "0"}
     assert params("id") == {}  # customers.id is int4; orders.id (int8) is a field of its own
     assert params("id__public_orders")[prefix + "type"] == "INT8"
     assert params("email") == {}

@@ -183,8 +183,9 @@ class ColumnRules:
         kind, n, _ = rule
         extra: tuple[tuple[str, str], ...] = ()
         mapper: tuple[str, Any] | None = None
-        if kind == "propagate":
-            extra = (("__debezium.source.column.type", type_name.upper()),)
+        if kind == "propagate":  # Debezium 3.6 names the column too (seen beside it)
+            extra = (("__debezium.source.column.type", type_name.upper()),
+                     ("__debezium.source.column.name", column))
             if length >= 0:
                 extra += (("__debezium.source.column.length", str(length)),)
             if scale is not None:
@@ -192,7 +193,7 @@ class ColumnRules:
         elif kind == "truncate" and character and (length < 0 or length > n):
             mapper, extra = ("truncate", n), (("truncateLength", str(n)),)
         elif kind == "mask" and character:
-            mapper = ("mask", "*" * n)
+            mapper, extra = ("mask", "*" * n), (("masked", "true"),)
         if not extra and mapper is None:
             return spec
         return replace(spec, parameters=spec.parameters + extra, mapper=mapper, key_parameters=spec.parameters)

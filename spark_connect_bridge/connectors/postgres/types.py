@@ -274,7 +274,7 @@ def _binary_text(kind: str, text: Any) -> Any:
                      else v for v in text.to_pylist()], pa.string())
 
 
-def jdbc_size(typname: str, typmod: int, element: str | None = None) -> tuple[int, int]:
+def jdbc_size(typname: str, typmod: int, element: str | None = None) -> tuple[int, int | None]:
     """The JDBC column size and decimal digits PostgreSQL's driver (pgjdbc's TypeInfoCache) gives a column of
     type ``typname`` (an array: of its ``element`` type): Debezium's column length and scale, which
     ``column.propagate.source.type`` puts in the schema."""
@@ -286,7 +286,7 @@ def jdbc_size(typname: str, typmod: int, element: str | None = None) -> tuple[in
         return size, 6 if typmod == -1 else typmod
     if t == "numeric":
         if typmod == -1:
-            return 131089, 0  # no precision: pgjdbc's display size of numeric
+            return 0, None  # no precision: Debezium 3.6 gives length 0 and no scale (seen beside it)
         return ((typmod - 4) & 0xFFFF0000) >> 16, (typmod - 4) & 0xFFFF
     if t in ("bpchar", "varchar"):
         return (unknown if typmod == -1 else typmod - 4), 0
