@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 
-.PHONY: demo test test-compat install clean
+.PHONY: demo test test-compat install clean bench
 
 $(VENV)/.installed: setup.cfg constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,3 +40,9 @@ test-compat: $(VENV)/.installed
 
 clean:
 	rm -rf work spark-warehouse
+
+# Every side-by-side benchmark (issue #38: vs Kafka Connect, Debezium, a bare Spark read), each twice, and their table
+# in bench/TABLE.md (docs/benchmarks.md includes it); each row's full benchmark runs twice, which takes long.
+# BENCH_ARGS="--quick --runs 1" is a smoke run at small sizes, BENCH_ARGS="--only jdbc" one row.
+bench: $(VENV)/.installed
+	$(PY) bench/run_all.py --out bench/TABLE.md $(BENCH_ARGS)

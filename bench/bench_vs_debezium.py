@@ -15,9 +15,11 @@ Debezium: > 1 means ours is faster, for CPU < 1 means ours uses less) and CPU se
   record's CreateTime - the change's commit time (``source.ts_ms``), p50/p99 over every event; ours with a 500 ms
   trigger, and where its micro-batches spent their time (the mean ``durationMs`` of the batches that read
   something).
-* ``startup``: config submitted -> first record in the topic, one-row table, worker/Spark session already up; ours
-  twice: the session's first connector (it pays the Python workers' start and imports and the JVM's first run of the
-  Kafka writer) and a second one.
+* ``startup [cold]``: config submitted -> first record in the topic, one-row table, worker/Spark session already up;
+  ours twice: the session's first connector and a second one. By default the session first runs the worker's
+  warm-up query (``warm.up.enable``, the worker's default: engine/warmup.py), as a worker does once its REST API
+  is up; ``cold`` leaves it out (the first connector then pays the Python workers' start and imports and the JVM's
+  first run of the path).
 
 CPU: the Kafka Connect JVM (``/proc``) for Debezium; for ours the Spark JVM, its Python workers and this driver.
 PostgreSQL's own CPU (each side's walsender decoding the same WAL) and the brokers' are not counted on either side.
@@ -25,7 +27,7 @@ The machine is shared: the load average is printed with each figure.
 
     .venv/bin/python bench/bench_vs_debezium.py snapshot 200000
     .venv/bin/python bench/bench_vs_debezium.py stream 5000 20
-    .venv/bin/python bench/bench_vs_debezium.py startup
+    .venv/bin/python bench/bench_vs_debezium.py startup [cold]
 """
 
 from __future__ import annotations
@@ -322,14 +324,30 @@ def stream(rate: int, seconds: int, together: bool = False) -> None:
         spark.stop()
 
 
-def startup() -> None:
+def startup(cold: bool = False) -> None:
+    from spark_connect_bridge.engine.warmup import warm_up
+
     with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
         db = pg.new_database("bench")
         pg.execute("create table one (id int primary key, name text); insert into one values (1, 'x')", database=db)
         pg.execute("create publication dbz_publication for all tables", database=db)
+        roots = {os.getpid()}
+        t0, cpu0 = time.monotonic(), _cpu(roots)
         spark = _spark()
-        spark.range(1).collect()  # the session is up, as the worker is
+        spark.range(1).collect()  # the session is up, as the worker is when its REST API answers
+        roots = _ours_roots(spark)
+        ready = time.monotonic() - t0
+        warm = 0.0
+        if not cold:  # what the worker does next (warm.up.enable, its default); a failure is the worker's warning
+            try:
+                warm = warm_up(spark)
+            except Exception as e:  # noqa: BLE001 - reported, and the first connector then starts cold
+                print(f"the warm-up failed (the first connector starts cold): {str(e).splitlines()[0]}", flush=True)
+        print(f"{'ours: session up (REST ready), warm-up':<42} {ready:.2f} s, {warm:.2f} s; CPU "
+              f"{_cpu(roots) - cpu0:.2f} s in all ({_load()})", flush=True)
+        t0 = time.monotonic()
         with KafkaConnectWorker(theirs_kafka.bootstrap, plugins=("debezium",), trace_tasks=False) as connect:
+            print(f"{'Kafka Connect: worker up (REST ready)':<42} {time.monotonic() - t0:.2f} s", flush=True)
             t0 = time.monotonic()
             connect.create(_config(pg, db, "theirs", "theirs_slot", "one"))
             theirs = _wait_records(theirs_kafka.bootstrap, "theirs.public.one", 1) - t0
@@ -340,7 +358,8 @@ def startup() -> None:
                                 trigger={"processingTime": "500 milliseconds"})
             ours = _wait_records(ours_kafka.bootstrap, f"ours{i}.public.one", 1) - t0
             query.stop()
-            _row(f"start-up, {which}", theirs, ours, "s", higher_is_better=False)
+            _row(f"start-up, {which}{' (cold: no warm-up)' if cold and not i else ''}", theirs, ours, "s",
+                 higher_is_better=False)
         spark.stop()
 
 
@@ -353,6 +372,6 @@ if __name__ == "__main__":
         stream(int(sys.argv[2]) if len(sys.argv) > 2 else 5000, int(sys.argv[3]) if len(sys.argv) > 3 else 20,
                together=len(sys.argv) > 4 and sys.argv[4] == "together")
     elif command == "startup":
-        startup()
+        startup(cold=len(sys.argv) > 2 and sys.argv[2] == "cold")
     else:
         raise SystemExit(f"unknown command {command!r}: snapshot N | stream RATE SECONDS | startup")

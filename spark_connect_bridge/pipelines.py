@@ -5,8 +5,9 @@ A pipeline's Python file declares its datasets with these functions, as it would
 
 - :func:`source_table`: a streaming table fed by a ``kconnect`` source config (its transforms and converters).
 - :func:`debezium_auto_cdc`: a Debezium config's change events stored in a streaming table, then applied to a
-  target table by the pipeline's AUTO CDC flow: keys from the record key, sequenced by the source position (the
-  LSN for PostgreSQL; binlog file, position and row for MySQL/MariaDB), deletes from ``op = 'd'``.
+  target table by the pipeline's AUTO CDC flow (keys from the record key, sequenced by the source position: the
+  LSN for PostgreSQL; binlog file, position and row for MySQL/MariaDB; deletes from ``op = 'd'``), or, where Spark
+  refuses AUTO CDC for the target, by our Delta sink's MERGE through a pipeline sink (``apply="merge"``).
 
 >>> from spark_connect_bridge import pipelines as kp                              # doctest: +SKIP
 >>> kp.debezium_auto_cdc(spark, "orders", "../postgres-cdc.properties", table="public.orders")  # doctest: +SKIP
@@ -24,6 +25,7 @@ from os import PathLike
 from typing import Any
 
 from .config import load_config_file
+from .connectors.base import stable_app_id
 from .connectors.cdc.layout import table_events
 from .engine.pipeline import read_stream
 from .errors import ConfigError
@@ -31,6 +33,8 @@ from .errors import ConfigError
 __all__ = ["source_table", "debezium_changes", "debezium_changes_columns", "debezium_auto_cdc"]
 
 SEQUENCE = "__kconnect_sequence"
+#: How :func:`debezium_auto_cdc` applies the changes.
+APPLY_MODES = ("auto_cdc", "merge", "materialized_view")
 OPERATION = "__kconnect_op"
 
 
@@ -78,15 +82,8 @@ def debezium_changes(events: Any, schema: Any = None) -> Any:
         raise ConfigError("debezium_changes needs Debezium change events: a struct key and a value envelope with "
                           "'after', 'op' and 'source' (no ExtractNewRecordState, no value converter)")
     keys = key_t.fieldNames()
-    source_t = value_t["source"].dataType
-    fields = source_t.fieldNames() if isinstance(source_t, StructType) else []
-    if "lsn" in fields:
-        sequence = F.col("value.source.lsn")
-    elif {"file", "pos", "row"} <= set(fields):
-        sequence = F.struct(F.col("value.source.file"), F.col("value.source.pos"), F.col("value.source.row"))
-    else:
-        raise ConfigError(f"debezium_changes: the events' source block has neither 'lsn' nor 'file'/'pos'/'row' "
-                          f"to order changes by (it has {sorted(fields)})")
+    sequence = F.col("value.source.lsn") if _sequence_field(schema) == "lsn" else \
+        F.struct(F.col("value.source.file"), F.col("value.source.pos"), F.col("value.source.row"))
     after_t = value_t["after"].dataType
     after = [c for c in after_t.fieldNames() if c not in keys] if isinstance(after_t, StructType) else []
     return events.where(F.col("value").isNotNull()).select(
@@ -96,7 +93,7 @@ def debezium_changes(events: Any, schema: Any = None) -> Any:
 
 def debezium_auto_cdc(spark: Any, target: str, config: Mapping[str, Any] | str | PathLike[str], *,
                       table: str | None = None, events_table: str | None = None, apply: str = "auto_cdc",
-                      target_format: str | None = None) -> None:
+                      target_format: str | None = None, delta_path: str | None = None) -> None:
     """Declare the table ``target`` kept equal to a captured table by a Debezium config's change events.
 
     The events (of ``table``, when the config captures several) land in the streaming table ``events_table``
@@ -108,6 +105,12 @@ def debezium_auto_cdc(spark: Any, target: str, config: Mapping[str, Any] | str |
       target must support row-level operations (MERGE) in that Spark: Apache Spark 4.2 refuses a Parquet table,
       and Delta Lake 4.4's table does not offer them to it either (``AUTOCDC_TARGET_DOES_NOT_SUPPORT_MERGE``);
       ``target_format`` names a format whose tables do.
+    - ``apply="merge"``: ``target`` is a pipeline sink (``create_sink``, format ``kconnect``) running our Delta sink
+      in merge mode on the Delta table at ``delta_path`` (a path or URI, outside the pipeline's catalog), fed by an
+      append flow from the events table: keys from the record key, the last change per key by the source position
+      (``source.lsn`` for PostgreSQL; binlog order, the events' offsets, for MySQL/MariaDB), ``op = 'd'`` deletes,
+      every micro-batch one Delta transaction. It needs no row-level operation API in Spark, so it runs where
+      AUTO CDC is refused.
     - ``apply="materialized_view"``: ``target`` is a materialized view over the events: per key, the last change
       by source position, deleted keys left out. Each update recomputes it from the events table; it needs no
       MERGE, so it runs on any Spark.
@@ -117,14 +120,27 @@ def debezium_auto_cdc(spark: Any, target: str, config: Mapping[str, Any] | str |
     from pyspark import pipelines as dp
     from pyspark.sql import functions as F
 
-    if apply not in ("auto_cdc", "materialized_view"):
-        raise ConfigError(f"debezium_auto_cdc: invalid value {apply!r} for apply: use 'auto_cdc' or "
-                          "'materialized_view'")
+    if apply not in APPLY_MODES:
+        raise ConfigError(f"debezium_auto_cdc: invalid value {apply!r} for apply: use one of "
+                          f"{', '.join(map(repr, APPLY_MODES))}")
+    if (apply == "merge") != bool(delta_path):
+        raise ConfigError("debezium_auto_cdc: delta_path (the Delta table's path or URI) is needed with apply='merge' "
+                          "and only there" + (f", not with apply={apply!r}" if delta_path else ""))
     events_name = events_table or f"{target}_events"
     events = _events(spark, _config(config), table)
     schema = events.schema                       # the stored events' schema, read here: not in a query function
     keys = schema["key"].dataType.fieldNames()
     dp.table(name=events_name)(lambda: events)
+
+    if apply == "merge":
+        order_by = {"lsn": "source.lsn"}.get(_sequence_field(schema), "")  # else the events' own (binlog) order
+        dp.create_sink(target, format="kconnect", options={
+            "connector.class": "delta-sink", "delta.table.path": str(delta_path), "delta.write.mode": "merge",
+            "delta.cdc.format": "debezium", "delta.merge.order.by": order_by,
+            # one transaction id per target table across runs: a replayed batch is recognised and skipped
+            "kconnect.app.id": "pipeline-" + stable_app_id(str(delta_path))})
+        dp.append_flow(target=target, name=f"{target}_merge")(lambda: spark.readStream.table(events_name))
+        return
 
     if apply == "materialized_view":
         def current() -> Any:
@@ -145,6 +161,25 @@ def debezium_auto_cdc(spark: Any, target: str, config: Mapping[str, Any] | str |
     dp.create_auto_cdc_flow(target=target, source=f"{target}_changes", keys=keys, sequence_by=SEQUENCE,
                             apply_as_deletes=f"{OPERATION} = 'd'", except_column_list=[SEQUENCE, OPERATION],
                             stored_as_scd_type=1)
+
+
+def _source_fields(schema: Any) -> list[str]:
+    """The field names of the events' ``value.source`` block."""
+    from pyspark.sql.types import StructType
+
+    source_t = schema["value"].dataType["source"].dataType
+    return source_t.fieldNames() if isinstance(source_t, StructType) else []
+
+
+def _sequence_field(schema: Any) -> str:
+    """What orders the events' changes: ``lsn`` (PostgreSQL) or ``binlog`` (MySQL/MariaDB's file, pos, row)."""
+    fields = _source_fields(schema)
+    if "lsn" in fields:
+        return "lsn"
+    if {"file", "pos", "row"} <= set(fields):
+        return "binlog"
+    raise ConfigError(f"debezium_changes: the events' source block has neither 'lsn' nor 'file'/'pos'/'row' "
+                      f"to order changes by (it has {sorted(fields)})")
 
 
 def debezium_changes_columns(schema: Any) -> list[str]:

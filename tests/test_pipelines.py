@@ -15,6 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pyarrow.parquet as pq
+from deltalake import DeltaTable
 
 from tests.support import servers
 
@@ -32,8 +33,8 @@ def _run(project: Path, env: dict) -> None:
     assert "Run is COMPLETED" in run.stdout + run.stderr
 
 
-def _rows(project: Path, table: str, columns: list[str]) -> list[tuple]:
-    rows = pq.read_table(project / "spark-warehouse" / table, columns=columns).to_pylist()
+def _delta_rows(path: Path, columns: list[str]) -> list[tuple]:
+    rows = DeltaTable(str(path)).to_pyarrow_table(columns=columns).to_pylist()
     return sorted(tuple(r[c] for c in columns) for r in rows)
 
 
@@ -47,18 +48,18 @@ def test_pipeline_spec_mirrors_debezium_changes(tmp_path):
     db.execute("CREATE TABLE customers (id int PRIMARY KEY, name text)")
     db.execute("INSERT INTO orders VALUES (1, 'pen', 2), (2, 'ink', 1), (3, 'paper', 10)")
 
-    project = tmp_path / "project"
+    project, orders = tmp_path / "project", tmp_path / "orders-delta"
     shutil.copytree(CONF, project, symlinks=False)
     spec = project / "pipelines" / "spark-pipeline.yml"
     spec.write_text(spec.read_text().replace("file:///tmp/kconnect-pipelines/shop_mirror",
                                              (tmp_path / "storage").as_uri()))
     env = {**os.environ, "PGHOST": host, "PGPORT": str(port), "PGUSER": "postgres", "PGDATABASE": "pipeline_shop",
-           "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+           "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "ORDERS_DELTA_PATH": str(orders)}
     for name in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE"):
         env.pop(name, None)
     try:
         _run(project, env)
-        assert _rows(project, "orders", ["id", "product", "qty"]) == [(1, "pen", 2), (2, "ink", 1), (3, "paper", 10)]
+        assert _delta_rows(orders, ["id", "product", "qty"]) == [(1, "pen", 2), (2, "ink", 1), (3, "paper", 10)]
 
         db.execute("INSERT INTO orders VALUES (4, 'nib', 1)")
         db.execute("UPDATE orders SET qty = 5 WHERE id = 2")
@@ -69,7 +70,7 @@ def test_pipeline_spec_mirrors_debezium_changes(tmp_path):
         _run(project, env)
         expected = sorted(db.execute("SELECT id, product, qty FROM orders").fetchall())
         assert expected == [(1, "fountain pen", 3), (2, "ink", 5), (4, "nib", 1)]
-        assert _rows(project, "orders", ["id", "product", "qty"]) == expected
+        assert _delta_rows(orders, ["id", "product", "qty"]) == expected
         ops = pq.read_table(project / "spark-warehouse" / "orders_events", columns=["value"]).to_pylist()
         assert sorted(r["value"]["op"] for r in ops if r["value"] is not None) == [  # tombstones are null values
             "c", "d", "r", "r", "r", "u", "u", "u"]

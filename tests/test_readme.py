@@ -38,7 +38,8 @@ BLOCK = re.compile(r"(?:<!-- readme-test: (?P<needs>[\w-]+)[^\n]*-->\n)?```(?P<l
 # What the examples write in the repo root: removed before and after the test.
 EXAMPLE_OUTPUTS = ["payments.jsonl", "payments.txt", "payments.txt.kconnect", "checkpoints/payments",
                    "checkpoints/orders-now", "work/topics/dlq-payments", "checkpoints/shop-delta",
-                   "work/delta/shop.public.orders", "work/delta/shop.public.customers"]
+                   "work/delta/shop.public.orders", "work/delta/shop.public.customers",
+                   "work/iceberg"]
 # What they write that a developer may also have made: removed after the test only if the test made it.
 SHARED_OUTPUTS = ["test.txt", "test.sink.txt", "test.sink.txt.kconnect", "checkpoints", "work/topics", "work/delta",
                   "work"]

@@ -237,7 +237,8 @@ class ConfigDef:
 
     def __init__(self, keys: Iterable[ConfigKey] = (), checks: Iterable[Check] = (),
                  renamed: Mapping[str, tuple[str, str]] = MappingProxyType({}),
-                 refused_patterns: Mapping[str, str] = MappingProxyType({})):
+                 refused_patterns: Mapping[str, str] = MappingProxyType({}),
+                 patterns: Mapping[str, str] = MappingProxyType({})):
         self._keys: dict[str, ConfigKey] = {}
         self._attributes: dict[str, str] = {}
         self._checks: list[Check] = list(checks)
@@ -245,6 +246,8 @@ class ConfigDef:
         self._renamed: dict[str, tuple[str, str]] = dict(renamed)
         # regular expression of pattern-named keys (Debezium's column.mask.with.<n>.chars) -> why refused
         self._refused_patterns: dict[str, str] = dict(refused_patterns)
+        # regular expression of implemented pattern-named keys -> their doc; the plugin reads them from originals
+        self._patterns: dict[str, str] = dict(patterns)
         for k in keys:
             self._add(k)
 
@@ -262,9 +265,24 @@ class ConfigDef:
 
     def refuse_pattern(self, pattern: str, note: str) -> ConfigDef:
         """Refuse keys whose whole name matches ``pattern`` (an original's pattern-named keys, such as Debezium's
-        ``column.mask.with.<n>.chars``), saying why. Returns ``self``."""
-        self._refused_patterns[pattern] = note
+        ``column.mask.with.<n>.chars``), saying why. A pattern implemented already (:meth:`pattern`) stays
+        implemented. Returns ``self``."""
+        if pattern not in self._patterns:
+            self._refused_patterns[pattern] = note
         return self
+
+    def pattern(self, pattern: str, doc: str) -> ConfigDef:
+        """Accept keys whose whole name matches ``pattern`` (pattern-named keys the plugin implements, such as
+        Debezium's ``column.truncate.to.<n>.chars``): they are kept in ``Config.originals`` for the plugin to read
+        (and check, with :meth:`check`). Returns ``self``."""
+        self._refused_patterns.pop(pattern, None)
+        self._patterns[pattern] = doc
+        return self
+
+    @property
+    def patterns(self) -> Mapping[str, str]:
+        """The implemented pattern-named keys: regular expression -> doc (see :meth:`pattern`)."""
+        return dict(self._patterns)
 
     @property
     def refused_patterns(self) -> Mapping[str, str]:
@@ -352,7 +370,7 @@ class ConfigDef:
 
     def merge(self, *others: ConfigDef) -> ConfigDef:
         """A new ConfigDef with this one's keys followed by the others' (later definitions must be new)."""
-        out = ConfigDef(self._keys.values(), self._checks, self._renamed, self._refused_patterns)
+        out = ConfigDef(self._keys.values(), self._checks, self._renamed, self._refused_patterns, self._patterns)
         for o in others:
             for k in o._keys.values():
                 if k.name not in out._keys:
@@ -360,13 +378,16 @@ class ConfigDef:
             out._checks.extend(c for c in o._checks if c not in out._checks)
             for old, spelling in o._renamed.items():
                 out._renamed.setdefault(old, spelling)
+            for pattern, doc in o._patterns.items():
+                out._patterns.setdefault(pattern, doc)
             for pattern, note in o._refused_patterns.items():
-                out._refused_patterns.setdefault(pattern, note)
+                if pattern not in out._patterns:
+                    out._refused_patterns.setdefault(pattern, note)
         return out
 
     def without(self, *names: str) -> ConfigDef:
         return ConfigDef((k for k in self._keys.values() if k.name not in names), self._checks, self._renamed,
-                         self._refused_patterns)
+                         self._refused_patterns, self._patterns)
 
     # -- introspection ----------------------------------------------------------------------------
     @property
@@ -412,6 +433,8 @@ class ConfigDef:
                 given[name] = raw
             elif ignore_unknown or raw_key.lower() in allowed or raw_key.lower().startswith(prefixes):
                 continue
+            elif any(re.fullmatch(p, raw_key, re.IGNORECASE) for p in self._patterns):
+                continue  # read by the plugin from the originals
             elif any(re.fullmatch(p, raw_key) for p in self._refused_patterns):
                 note = next(n for p, n in self._refused_patterns.items() if re.fullmatch(p, raw_key))
                 problems.append(ConfigProblem(raw_key, f"Configuration {raw_key} is not supported here: {note}"))
@@ -519,6 +542,9 @@ class ConfigDef:
             doc = " ".join(k.doc.split()).replace("|", "\\|")
             rows.append(f"| `{k.name}` | {k.type.value.lower()} | {default} | {valid} | "
                         f"{k.importance.value.lower()} | {doc} |")
+        for pattern, doc in self._patterns.items():
+            doc = " ".join(doc.split()).replace("|", "\\|")
+            rows.append(f"| `{pattern}` (pattern) | list | `\"\"` | | medium | {doc} |")
         if accepted or self._refused_patterns:
             rows += ["", "Keys of the original accepted without being implemented: *no effect* (Spark does the job "
                          "as said), *not supported* (a warning when set), *refused* (any value but the default "

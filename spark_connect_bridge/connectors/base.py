@@ -163,6 +163,10 @@ class SourceConnector(_Plugin, abc.ABC):
             groups[i % n].append(r)
         return [ReadTask(i, tuple(g)) for i, g in enumerate(groups) if g]
 
+    def begin_stream(self) -> None:
+        """This driver-side instance serves a streaming query: it may keep a connection open across
+        micro-batches (a batch read never calls this). Called where Spark makes the stream reader."""
+
     def commit(self, end: Offsets) -> None:
         """Acknowledge upstream everything up to ``end``: called after Spark committed the batch."""
 

@@ -43,6 +43,10 @@ CATALOG += [
     PluginSpec("sink", "spark_connect_bridge.connectors.iceberg:IcebergSinkConnector",
                connector_names("org.apache.iceberg.connect.IcebergSinkConnector", "iceberg-sink"),
                "Appends, upserts or applies changes to Iceberg tables, exactly once (Apache Iceberg's sink)."),
+    PluginSpec("source", "spark_connect_bridge.connectors.iceberg_source:IcebergSourceConnector",
+               connector_names("spark_connect_bridge.connectors.iceberg_source.IcebergSourceConnector",
+                               "iceberg-source"),
+               "Streams the rows an Iceberg table's snapshots append, with snapshot ids as offsets."),
     PluginSpec("sink", "spark_connect_bridge.connectors.storage.s3:S3SinkConnector",
                connector_names("io.confluent.connect.s3.S3SinkConnector", "s3-sink"),
                "Writes records to S3 objects named and filled as Confluent's S3 sink does (JSON, Parquet, bytes)."),
@@ -54,6 +58,17 @@ CATALOG += [
                connector_names("io.confluent.connect.azure.blob.AzureBlobStorageSinkConnector", "azure-blob-sink"),
                "Writes records to Azure blobs named and filled as Confluent's Azure Blob sink does (JSON, Avro, "
                "Parquet, bytes)."),
+    PluginSpec("source", "spark_connect_bridge.connectors.storage.s3_source:S3SourceConnector",
+               connector_names("io.confluent.connect.s3.source.S3SourceConnector", "s3-source"),
+               "Reads back what Confluent's S3 sink wrote (JSON, bytes), a stream positioned by object and record."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.aiven:AivenS3SinkConnector",
+               connector_names("io.aiven.kafka.connect.s3.AivenKafkaConnectS3SinkConnector", "aiven-s3-sink"),
+               "Writes records to S3 objects named by file.name.template and filled as Aiven's S3 sink does (CSV, "
+               "JSON, JSON lines)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.aiven:AivenGcsSinkConnector",
+               connector_names("io.aiven.kafka.connect.gcs.GcsSinkConnector", "aiven-gcs-sink"),
+               "Writes records to GCS objects named by file.name.template and filled as Aiven's GCS sink does (CSV, "
+               "JSON, JSON lines)."),
 ]
 CATALOG += [
     PluginSpec("source", "spark_connect_bridge.connectors.mqtt:MqttSourceConnector",
@@ -70,4 +85,21 @@ CATALOG += [
     PluginSpec("sink", "spark_connect_bridge.connectors.rabbitmq:RabbitMQSinkConnector",
                connector_names("io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "rabbitmq-sink"),
                "Publishes record values to a RabbitMQ exchange with publisher confirms (Confluent's RabbitMQ sink)."),
+]
+CATALOG += [
+    PluginSpec("sink", "spark_connect_bridge.connectors.http:HttpSinkConnector",
+               connector_names("io.confluent.connect.http.HttpSinkConnector", "http-sink"),
+               "Sends record values to an HTTP API, batched, with retries and OAuth2 (Confluent's HTTP sink)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.http:AivenHttpSinkConnector",
+               ("io.aiven.kafka.connect.http.HttpSinkConnector", "aiven-http-sink"),
+               "Sends record values to an HTTP API, with retries and OAuth2 (Aiven's HTTP sink)."),
+]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.redis:RedisStreamSourceConnector",
+               connector_names("com.redis.kafka.connect.RedisStreamSourceConnector", "redis-stream-source"),
+               "Reads a Redis stream by entry id, replayed exactly from the checkpoint (Redis's Kafka connector)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.redis:RedisSinkConnector",
+               connector_names("com.redis.kafka.connect.RedisSinkConnector", "redis-sink"),
+               "Writes records to Redis streams, hashes, strings, lists, sets or sorted sets (Redis's Kafka "
+               "connector)."),
 ]

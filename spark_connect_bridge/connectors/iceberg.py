@@ -47,8 +47,8 @@ from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
 from .base import CommitContext, SinkConnector, WriteContext
 from .delta import OP_COLUMN, last_per_key, rows_arrow
 
-__all__ = ["IcebergSinkConnector", "catalog_properties", "partition_fields", "APP_ID_PROPERTY",
-           "BATCH_ID_PROPERTY"]
+__all__ = ["IcebergSinkConnector", "catalog_properties", "load_iceberg_catalog", "partition_fields",
+           "APP_ID_PROPERTY", "BATCH_ID_PROPERTY"]
 
 log = logging.getLogger(__name__)
 
@@ -201,6 +201,14 @@ def catalog_properties(iceberg_catalog: Mapping[str, str]) -> dict[str, str]:
     return props
 
 
+def load_iceberg_catalog(name: str, iceberg_catalog: Mapping[str, str]) -> Any:
+    """The pyiceberg catalog ``name`` with the ``iceberg.catalog.*`` entries (prefix stripped) as properties."""
+    require_pyiceberg()
+    from pyiceberg.catalog import load_catalog
+
+    return load_catalog(name, **catalog_properties(iceberg_catalog))
+
+
 def _sink_checks(cfg: Any) -> list[ConfigProblem]:
     out: list[ConfigProblem] = []
     tables = list(cfg.iceberg_tables or ())
@@ -350,11 +358,8 @@ class IcebergSinkConnector(SinkConnector):
         """The pyiceberg catalog of ``iceberg.catalog.*`` (one per connector object)."""
         cached = getattr(self, "_catalog", None)
         if cached is None:
-            require_pyiceberg()
-            from pyiceberg.catalog import load_catalog
-
-            props = catalog_properties(self.config.with_prefix("iceberg.catalog."))
-            cached = self._catalog = load_catalog(self.config.iceberg_catalog, **props)
+            cached = self._catalog = load_iceberg_catalog(self.config.iceberg_catalog,
+                                                          self.config.with_prefix("iceberg.catalog."))
         return cached
 
     def validate_input(self, schema: Any) -> None:

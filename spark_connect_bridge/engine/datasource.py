@@ -190,6 +190,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __init__(self, connector: Any, schema: Any):
         self.connector, self.schema = connector, schema
+        connector.begin_stream()
         self._position: dict | None = None  # last offset seen (pyspark < 4.2 passes no start)
         self._until: dict | None = None  # Trigger.AvailableNow target
 

@@ -49,7 +49,7 @@ from ..config.common import PLUGIN_PREFIXES, SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
-from ..core.record_errors import ERROR_COL
+from ..core.record_errors import ERROR_COL, enable_error_column
 from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
@@ -435,7 +435,9 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        out = start_tolerant(df)
+        # A strict sink of records no source failed dead-letters nothing: no _kc_original snapshot (a second copy
+        # of every message in the batch's caches), only the error column the router counts and raises from.
+        out = start_tolerant(df) if p.policy.tolerate or source_policy is not None else enable_error_column(df)
         out = observe_batches(out) if subscribed else observe_batches(_keep_read_topic(out, p), p)
 
         def stages(batch: DataFrame) -> DataFrame:

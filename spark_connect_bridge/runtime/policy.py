@@ -49,7 +49,7 @@ from ..transforms.sql_allowlist import expression_problem
 __all__ = ["ConnectorPolicy", "is_path_key", "storage_setting_problems"]
 
 _PATH_KEYS = ("file", "path", "checkpointlocation")
-_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory", "warehouse")
+_PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory", "warehouse", "cert", "cacert")
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 _SQLITE_URL = re.compile(r"^\s*(?:jdbc:sqlite:|sqlite:///)(.*)$", re.IGNORECASE)
 _STAGE_TYPE = re.compile(r"^(transforms|predicates)\.(.+)\.type$")

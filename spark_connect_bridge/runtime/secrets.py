@@ -85,9 +85,11 @@ def is_secret_key(key: str) -> bool:
     low = key.lower()
     # Object stores' Hadoop keys (as spark.hadoop.<key> in a worker config too): fs.s3a.secret.key and
     # fs.s3a.session.token by the endings above; Azure's fs.azure.account.key.<account> and SAS tokens, GCS's
-    # service-account private key, S3A's encryption key; Iceberg catalogs' credential and s3.secret-access-key
+    # service-account private key, S3A's encryption key; Iceberg catalogs' credential and s3.secret-access-key;
+    # Aiven's old aws_secret_access_key / aws_access_key_id (refused by its S3 sink, still never shown)
     return low.endswith(("password", ".secret", "jaas.config", ".token", "secret.key", "api.key", "user.info",
-                         "private.key", "encryption.key", ".sas", ".credential", "secret-access-key")) \
+                         "private.key", "encryption.key", ".sas", ".credential", "secret-access-key",
+                         "secret_access_key", "access_key_id")) \
         or ".account.key." in low or "fs.azure.sas." in low
 
 

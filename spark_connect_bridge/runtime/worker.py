@@ -37,6 +37,7 @@ from ..engine.datasource import register
 from ..engine.pipeline import read_stream, write_stream, write_topic_store
 from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
+from ..engine.warmup import warm_up
 from ..errors import ConnectError, headline
 from ..jvm import SAFE_PATH_ENV, configure_spark, wants_object_stores, with_session_defaults
 from .state import ConnectorState, storage_name
@@ -151,6 +152,10 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
         self.started = threading.Event()  # the Spark session is up
+        #: the warm-up query is over (run, failed, or not asked for: see warm.up.enable)
+        self.warmed_up = threading.Event()
+        self.warm_up_seconds: float | None = None
+        self.warm_up_error: str | None = None
         self._quiet_until: float | None = None  # cancellation noise silenced until then (see _quiet_cancellation)
         #: Why the worker's Spark session is gone (its JVM died or its SparkContext stopped), once it is: every
         #: connector is then FAILED with this cause, and the process exits (see :func:`~.standalone.run`).
@@ -224,6 +229,12 @@ class Worker:
             log.exception("Cannot start the worker's SparkSession")
             return
         self.started.set()
+        # Only the session the worker made: one handed to it (a notebook's) runs nothing the caller did not ask for.
+        # Stored connectors being restarted warm the path up themselves.
+        if self._owns_spark and self.config.config.warm_up_enable and not self.runtimes:
+            self._warm_up()
+        else:
+            self.warmed_up.set()
         interval = self.config.status_interval_ms / 1000
         while not self._stopping.is_set():
             try:
@@ -250,6 +261,17 @@ class Worker:
                 self.poll()
             except Exception:
                 log.exception("Polling the connector queries failed")
+
+    def _warm_up(self) -> None:
+        """The warm-up query (:mod:`~spark_connect_bridge.engine.warmup`), on the herder thread so that a connector
+        submitted meanwhile starts after it; its failure is logged, never the worker's."""
+        try:
+            self.warm_up_seconds = warm_up(self.spark, os.path.join(self.config.state_dir, "_warm_up"))
+        except Exception as e:  # noqa: BLE001 - the warm-up only saves time; the worker runs without it
+            self.warm_up_error = headline(e) or f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}"
+            log.warning("The warm-up query failed (the first connector starts cold): %s", self.warm_up_error)
+        finally:
+            self.warmed_up.set()
 
     def _spark_gone(self) -> str | None:
         """Why the worker's Spark session can no longer run anything (None: it can): its SparkContext was stopped,

@@ -26,6 +26,8 @@ _TRANSFORMS = [
     ("extract_new_record_state", "ExtractNewRecordState", False, "io.debezium.transforms.ExtractNewRecordState"),
     ("outbox_event_router", "EventRouter", False, "io.debezium.transforms.outbox.EventRouter"),
     ("by_logical_table_router", "ByLogicalTableRouter", False, "io.debezium.transforms.ByLogicalTableRouter"),
+    ("extract_changed_record_state", "ExtractChangedRecordState", False,
+     "io.debezium.transforms.ExtractChangedRecordState"),
     ("explode", "Explode", True, None),
     ("sql", "SqlTransform", False, None),
 ]

@@ -162,6 +162,62 @@ def _check_mirror(http_worker: HttpWorker, pg: PostgresCluster, db: str, mirror:
            what="7 records counted")
 
 
+def test_debezium_postgres_into_an_iceberg_upsert_mirror(http_worker, acceptance_pg):
+    """Debezium PostgreSQL and the Iceberg sink POSTed to the running worker, the sink configured as Iceberg's CDC
+    mirror is written (ExtractNewRecordState with add.fields=op and deletes rewritten, iceberg.tables.cdc-field,
+    id columns): after the snapshot and after inserts, updates and deletes, the Iceberg table equals the source
+    table row by row."""
+    pytest.importorskip("pyiceberg")
+    from spark_connect_bridge.connectors.iceberg import load_iceberg_catalog
+
+    pg = acceptance_pg
+    db = pg.new_database("shop")
+    pg.execute("create table customers (id int primary key, first_name text, email text);"
+               "insert into customers select g, 'name' || g, 'c' || g || '@example.com' "
+               "from generate_series(1, 20) g", database=db)
+    data = http_worker.root / "work" / "data" / "iceberg"  # under the worker's default connector.allowed.paths
+    data.mkdir(parents=True, exist_ok=True)
+    catalog = {"type": "jdbc", "uri": f"jdbc:sqlite:{data / 'catalog.db'}", "warehouse": str(data / "wh")}
+    http_worker.create("shop-cdc", {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1", "database.port": str(pg.port), "database.user": "postgres",
+        "database.password": "", "database.dbname": db, "topic.prefix": "shop",
+        "table.include.list": "public.customers", "plugin.name": "pgoutput", "slot.name": "shop_iceberg_slot"})
+    http_worker.create("shop-iceberg", {
+        "connector.class": "org.apache.iceberg.connect.IcebergSinkConnector", "tasks.max": "1",
+        "topics": "shop.public.customers", "iceberg.tables": "shop.customers",
+        "iceberg.tables.auto-create-enabled": "true", "iceberg.tables.evolve-schema-enabled": "true",
+        "iceberg.tables.cdc-field": "__op", "iceberg.tables.default-id-columns": "id",
+        **{f"iceberg.catalog.{k}": v for k, v in catalog.items()},
+        "transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+        "transforms.unwrap.add.fields": "op", "transforms.unwrap.delete.tombstone.handling.mode": "rewrite"})
+    query = "select id, first_name, email from customers"
+
+    def mirrored() -> list[tuple]:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            table = load_iceberg_catalog("iceberg", catalog).load_table("shop.customers")
+        except NoSuchTableError:
+            return []
+        return sorted((r["id"], r["first_name"], r["email"]) for r in table.scan().to_arrow().to_pylist())
+
+    names = ("shop-cdc", "shop-iceberg")
+    try:
+        until(lambda: http_worker.healthy(*names) and mirrored() == sorted(pg.execute(query, database=db)),
+              what="the snapshot's rows in the Iceberg table")
+        pg.execute("insert into customers values (100, 'new', 'new@example.com');"
+                   "update customers set email = 'changed@example.com' where id in (1, 2, 100);"
+                   "delete from customers where id in (3, 4);"
+                   "insert into customers values (3, 'again', 'again@example.com')", database=db)
+        want = sorted(pg.execute(query, database=db))
+        assert len(want) == 20 and (3, "again", "again@example.com") in want
+        until(lambda: http_worker.healthy(*names) and mirrored() == want,
+              what="the streamed changes in the Iceberg table")
+    finally:
+        http_worker.delete_all(*names)
+
+
 def test_jdbc_source_into_a_jdbc_sink(http_worker, acceptance_pg):
     pg = acceptance_pg
     src_db, dst_db = pg.new_database("sales"), pg.new_database("warehouse")

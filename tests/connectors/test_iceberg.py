@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jdbc_support
 import pyarrow as pa
 import pytest
+from jdbc_support import pg_conn, pg_db  # noqa: F401 - pytest fixture
 from pyspark.sql import functions as F
 
 from spark_connect_bridge.connectors.base import CommitContext, WriteContext, checkpoint_app_id
@@ -149,6 +151,29 @@ def test_debezium_envelopes_are_applied_in_upsert_mode(spark, tmp_path):
               ({"id": 2}, None)]
     _write(_records(spark, events, env, "struct<id:bigint>"), sink)
     assert _rows(sink, "db.env", "id", "name", "qty") == [(1, "a2", 11)]
+
+
+def test_jdbc_catalog_on_postgresql_holds_the_tables(spark, pg_db):  # noqa: F811 - pytest fixture
+    """iceberg.catalog.uri=jdbc:postgresql://... with jdbc.user, as the original takes it: the run's PostgreSQL holds
+    the catalog (Iceberg's JdbcCatalog tables), an upsert lands, and a reader of that catalog sees it row by row."""
+    import tempfile
+
+    host, port = jdbc_support.PG
+    with tempfile.TemporaryDirectory() as warehouse:
+        sink = {"connector.class": ICEBERG, "iceberg.catalog.type": "jdbc",
+                "iceberg.catalog.uri": f"jdbc:postgresql://{host}:{port}/{pg_db}",
+                "iceberg.catalog.jdbc.user": "postgres", "iceberg.catalog.warehouse": warehouse,
+                "iceberg.tables.auto-create-enabled": "true", "iceberg.tables": "db.pg_items",
+                "iceberg.tables.upsert-mode-enabled": "true", "iceberg.tables.default-id-columns": "id"}
+        _write(_records(spark, [({"id": 1}, {"id": 1, "name": "a", "qty": 1}),
+                                ({"id": 2}, {"id": 2, "name": "b", "qty": 2})], _ROW, "struct<id:bigint>"), sink)
+        _write(_records(spark, [({"id": 2}, {"id": 2, "name": "b2", "qty": 20})], _ROW, "struct<id:bigint>"), sink)
+        assert _rows(sink, "db.pg_items", "id", "name", "qty") == [(1, "a", 1), (2, "b2", 20)]
+        with pg_conn(pg_db) as conn:
+            held = conn.execute("select catalog_name, table_namespace, table_name, metadata_location "
+                                "from iceberg_tables").fetchall()
+        assert [row[:3] for row in held] == [("iceberg", "db", "pg_items")]
+        assert held[0][3] == _catalog(sink).load_table("db.pg_items").metadata_location
 
 
 # ------------------------------------------------------------------------------------------ routing

@@ -442,11 +442,26 @@ def test_killed_driver_mid_batch_resumes_without_loss_or_duplicates(pg, tmp_path
             assert proc.poll() is None, proc.stderr.read().decode()[-3000:]
             assert time.monotonic() < deadline
             time.sleep(0.3)
+        # batch 2 is running: the slot is held by the walsender of the driver's kept replication connection
+        holder = pg.execute("select a.backend_type from pg_replication_slots s join pg_stat_activity a "
+                            "on a.pid = s.active_pid where s.slot_name = %s", (config["slot.name"],))
+        assert holder == [("walsender",)]
         pg.execute("update t set v = 1 where id <= 15; delete from t where id > 25;"
                    "insert into t select g, 2 from generate_series(31, 40) g", database=db)
         os.killpg(proc.pid, signal.SIGKILL)
     finally:
         proc.wait()
+    # after the crash the slot stands at the end of the last batch Spark committed (batch 1), not further
+    deadline = time.monotonic() + 60
+    while pg.execute("select active_pid from pg_replication_slots where slot_name = %s",
+                     (config["slot.name"],))[0][0] is not None:
+        assert time.monotonic() < deadline, "the crashed driver's walsender still holds the slot"
+        time.sleep(0.1)
+    last = max(int(p.name) for p in (Path(ckpt) / "commits").glob("[0-9]*"))
+    committed = json.loads((Path(ckpt) / "offsets" / str(last)).read_text().splitlines()[-1])
+    confirmed = pg.execute("select confirmed_flush_lsn - '0/0'::pg_lsn from pg_replication_slots "
+                           "where slot_name = %s", (config["slot.name"],))[0][0]
+    assert last == 1 and int(confirmed) == max(int(pos["lsn"]) for pos in committed.values())
     # second run: resumes from the checkpoint, replays batch 2, then streams the changes
     done = subprocess.run(args, env=env, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode()[-3000:]

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
 from pyspark.sql.types import BinaryType
 
 from spark_connect_bridge.converters import apply_sink_converters
+from spark_connect_bridge.converters.json import _NO_SCHEMA, schema_of_prefix
 from spark_connect_bridge.core.records import record_schema
 from spark_connect_bridge.core.topic_schemas import topic_layouts
 from spark_connect_bridge.engine.pipeline import write_stream
+from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.runtime.validate import validate_connector_config
 
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -114,3 +117,56 @@ def test_a_micro_batch_of_tombstones_only_needs_no_schema(spark):
     df = _records(spark, [("orders", None), ("orders", None)])
     typed = apply_sink_converters(df, {"value.converter": JSON}, every_message=True)
     assert [r.value for r in typed.collect()] == [None, None]
+
+
+def test_a_schema_is_read_from_the_text_before_the_payload_only_when_that_text_is_exactly_the_schema():
+    """The schemas of a batch are found from the text before each message's first '"payload":' (no JSON parse per
+    message) only where that text is '{"schema": <one JSON value>,': anything else sends the batch to the per-message
+    parse (the schema after the payload, a '"payload":' inside the schema, a bare value, NaN)."""
+    schema = {"type": "struct", "fields": [{"field": "payload", "type": "string", "optional": True}]}
+    text = json.dumps({"schema": schema, "payload": {"payload": "x"}})
+    assert schema_of_prefix(text[:text.index('"payload":')]) == schema
+    assert schema_of_prefix(' \n{ "schema" :\t{"type":"int32"} ,\n') == {"type": "int32"}
+    assert schema_of_prefix('{"schema":null,') is None  # JSON null: no schema, as get_json_object's null
+    for prefix in ('{"schema":{"type":"struct","parameters":{', '{', '{"payload2":1,', '{"schema":{"type":"int32"}}',
+                   '{"schema":NaN,', '{"schema":{"type":"int32"},"x":1,', '["schema",', '{"schema":{"type":"int32"'):
+        assert schema_of_prefix(prefix) is _NO_SCHEMA, prefix
+
+
+def test_messages_whose_text_before_the_payload_is_not_the_schema_are_typed_by_their_parsed_schema(spark):
+    """A '"payload":' inside the schema (a parameter's name), or the payload before the schema, in the same batch as
+    messages that start with their schema: every message is typed and read as before (the per-message parse)."""
+    schema = {"type": "struct", "name": "shop.orders.Value", "optional": False,
+              "parameters": {"payload": "named so on purpose"},
+              "fields": [{"field": "id", "type": "int64", "optional": False},
+                         {"field": "note", "type": "string", "optional": True}]}
+    first = json.dumps({"schema": schema, "payload": {"id": 1, "note": "a"}}).encode()
+    after = json.dumps({"payload": {"id": 2, "note": "b"}, "schema": schema}).encode()
+    for messages in ([("orders", first), ("orders", after)], [("orders", after)],
+                     [("orders", first), ("orders", None)]):
+        typed = apply_sink_converters(_records(spark, messages), {"value.converter": JSON}, every_message=True)
+        assert typed.schema["value"].dataType.simpleString() == "struct<id:bigint,note:string>"
+        got = [(r.value.id, r.value.note) if r.value is not None else None for r in typed.orderBy("offset").collect()]
+        expected = {first: (1, "a"), after: (2, "b"), None: None}
+        assert got == [expected[v] for _, v in messages]
+
+
+def test_one_topic_with_two_schemas_in_a_batch_is_still_an_error_naming_the_key(spark):
+    changed = _envelope("shop.orders.Value", ORDER + [("extra", "string", True)], {"id": 3, "note": None,
+                                                                                  "extra": "x"})
+    df = _records(spark, [MESSAGES[0], ("orders", changed)])
+    with pytest.raises(ConfigError) as e:
+        apply_sink_converters(df, {"value.converter": JSON}, every_message=True)
+    assert "value.converter.spark.schema" in str(e.value) and "2 different schemas" in str(e.value)
+
+
+def test_envelopes_that_start_with_their_schema_are_typed_without_a_parse_per_message(spark):
+    """JsonConverter's own envelopes (the schema first): the distinct texts before '"payload":' are the schemas."""
+    from pyspark.sql import functions as F
+
+    from spark_connect_bridge.converters.json import _schemas_by_prefix
+
+    found = _schemas_by_prefix(_records(spark, MESSAGES * 50), "value", F.col("topic"), None)
+    assert found is not None
+    assert sorted((t, s["name"]) for t, s in found) == [("customers", "shop.customers.Value"),
+                                                       ("orders", "shop.orders.Value")]

@@ -93,6 +93,19 @@ CONNECTORS: dict[str, dict[str, str]] = {
     "dbz-flat-plain": {"key.converter": JSON, "value.converter": JSON, "key.converter.schemas.enable": "false",
                        "value.converter.schemas.enable": "false", "transforms": "unwrap",
                        "transforms.unwrap.type": UNWRAP},
+    # Debezium's keys that change the records, as its docs write them, on one connector: custom key columns (a
+    # change of them is a delete + create), the source type parameters by column and by type, bytea as base64,
+    # masked and truncated columns; ExtractChangedRecordState's headers on the updates with their old row
+    "dbz-keys": {"key.converter": JSON, "value.converter": JSON,
+                 "message.key.columns": "public.orders:customer;(.*).items:sku,qty",
+                 "column.propagate.source.type": r"public\.customers\.(amount|price|label|code|created3|span)",
+                 "datatype.propagate.source.type": "int8,float8,_text",
+                 "binary.handling.mode": "base64",
+                 "column.mask.with.4.chars": "public.customers.name",
+                 "column.truncate.to.3.chars": "public.customers.notes,public.orders.note,public.notice.body",
+                 "transforms": "changed", "transforms.changed.type": "io.debezium.transforms.ExtractChangedRecordState",
+                 "transforms.changed.header.changed.name": "Changed",
+                 "transforms.changed.header.unchanged.name": "Unchanged"},
 }
 TABLES = ("inv.items", "public.customers", "public.notice", "public.orders")
 

@@ -1,5 +1,5 @@
 """Throwaway message brokers for the tests and benchmarks, from Debian's packages, each on 127.0.0.1 and a free port
-in a temp dir: Mosquitto (``mosquitto``) and RabbitMQ (``rabbitmq-server``).
+in a temp dir: Mosquitto (``mosquitto``), RabbitMQ (``rabbitmq-server``) and Redis (``redis-server``).
 
 >>> with MosquittoServer() as mqtt:              # doctest: +SKIP
 ...     mqtt.uri
@@ -16,7 +16,7 @@ import time
 from tests.support.postgres import free_port
 from tests.support.process_server import LoggedServer
 
-__all__ = ["MosquittoServer", "RabbitMQServer"]
+__all__ = ["MosquittoServer", "RabbitMQServer", "RedisServer"]
 
 
 def _binary(name: str, package: str) -> str:
@@ -114,3 +114,24 @@ class RabbitMQServer(LoggedServer):
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(10)
         self.process = None
+
+
+class RedisServer(LoggedServer):
+    """A Redis server without persistence and without a password (protected mode off: it listens on 127.0.0.1
+    only)."""
+
+    name = "redis"
+    prefix = "kconnect-redis-"
+    log_name = "redis.log"
+
+    @property
+    def uri(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> RedisServer:
+        self.process = subprocess.Popen(
+            [_binary("redis-server", "redis-server"), "--bind", "127.0.0.1", "--port", str(self.port),
+             "--save", "", "--appendonly", "no", "--dir", self.root, "--logfile", self.log,
+             "--protected-mode", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.root)
+        self._wait_for_port(timeout)
+        return self

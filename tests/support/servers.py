@@ -23,14 +23,15 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.support.azurite import AzuriteServer
-from tests.support.brokers import MosquittoServer, RabbitMQServer
+from tests.support.brokers import MosquittoServer, RabbitMQServer, RedisServer
 from tests.support.gcs import GcsEmulator
 from tests.support.kafka import KafkaBroker
 from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
 from tests.support.s3 import MotoS3Server
 
-__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "mosquitto", "rabbitmq", "stop_all", "start_times"]
+__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "mosquitto", "rabbitmq", "redis", "stop_all",
+           "start_times"]
 
 _started: dict[str, Any] = {}
 start_times: dict[str, float] = {}  # seconds each server took to start (printed at the end of the run)
@@ -101,6 +102,12 @@ def mosquitto() -> tuple[str, int]:
 def rabbitmq() -> tuple[str, int]:
     """(host, port) of the run's RabbitMQ (user ``guest``, password ``guest``)."""
     return _shared("rabbitmq", "KCONNECT_TEST_RABBITMQ", RabbitMQServer)
+
+
+def redis() -> str:
+    """The URI (``redis://127.0.0.1:<port>``) of the run's Redis."""
+    host, port = _shared("redis", "KCONNECT_TEST_REDIS", RedisServer)
+    return f"redis://{host}:{port}"
 
 
 def stop_all() -> None:

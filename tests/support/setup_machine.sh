@@ -21,6 +21,7 @@ command -v npm >/dev/null 2>&1 || need+=(npm)  # Azurite
 # the message brokers of the broker connectors' tests (tests/support/brokers.py starts private instances)
 [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || need+=(mosquitto)
 [ -x /usr/sbin/rabbitmq-server ] || need+=(rabbitmq-server)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 
 install_packages() {
   local sudo=()

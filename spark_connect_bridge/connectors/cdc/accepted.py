@@ -25,13 +25,17 @@ def _each(keys: Iterable[str], note: str) -> dict[str, str]:
 
 
 REFUSED: Mapping[str, str] = {
-    "message.key.columns": "a record's key is its table's primary key (or replica identity) here; custom key "
-                           "columns are not implemented",
-    "column.propagate.source.type": "the __debezium.source.column.* schema parameters are not produced here",
-    "datatype.propagate.source.type": "the __debezium.source.column.* schema parameters are not produced here",
+    # implemented by the PostgreSQL connector (cdc/columns.py); the MySQL and MariaDB readers do not apply them yet
+    "message.key.columns": "a record's key is its table's primary key on this connector; custom key columns are "
+                           "implemented for PostgreSQL only",
+    "column.propagate.source.type": "the __debezium.source.column.* schema parameters are produced by the "
+                                    "PostgreSQL connector only",
+    "datatype.propagate.source.type": "the __debezium.source.column.* schema parameters are produced by the "
+                                      "PostgreSQL connector only",
     "converters": "Debezium's custom converters (CustomConverter classes) are Java code; no Python equivalent is "
                   "loaded here",
-    "binary.handling.mode": "binary columns are delivered as bytes (the default); base64/hex are not implemented",
+    "binary.handling.mode": "binary columns are delivered as bytes (the default); base64/hex are not implemented "
+                            "for this connector",
     "hstore.handling.mode": "hstore columns are delivered as PostgreSQL's text form; the map mode is not "
                             "implemented",
     "schema.name.adjustment.mode": "schema names are delivered unadjusted (the default 'none'); avro adjustment "
@@ -159,12 +163,15 @@ NO_EFFECT: Mapping[str, str] = {
     "xmin.fetch.interval.ms": "the slot's xmin is not tracked in offsets: the checkpoint holds the LSN",
 }
 
-#: Debezium's pattern-named keys (``column.mask.with.10.chars``): they change column values, so any is refused.
+#: Debezium's pattern-named keys (``column.mask.with.10.chars``): they change column values, so any is refused
+#: where the connector does not implement it (PostgreSQL implements masking and truncation: cdc/columns.py).
 PATTERNS: Mapping[str, str] = {
-    r"column\.mask\.hash\.([^.]+)\.with\.salt\.(.+)": "column hashing is not implemented here; mask with a "
-                                                      "MaskField transform",
-    r"column\.mask\.with\.(\d+)\.chars": "column masking is not implemented here; mask with a MaskField transform",
-    r"column\.truncate\.to\.(\d+)\.chars": "column truncation is not implemented here",
+    r"column\.mask\.hash\.([^.]+)\.with\.salt\.(.+)": "column hashing is not implemented here (the salt is "
+                                                      "part of the key's name, which Spark's options lower-case); "
+                                                      "mask with a MaskField transform",
+    r"column\.mask\.with\.\d+\.chars": "column masking is implemented for PostgreSQL only; mask with a "
+                                       "MaskField transform",
+    r"column\.truncate\.to\.\d+\.chars": "column truncation is implemented for PostgreSQL only",
 }
 
 

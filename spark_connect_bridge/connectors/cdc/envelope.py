@@ -165,8 +165,8 @@ class EnvelopeBuilder:
             arr = convert(col.spec, texts[col.name])
             if arr.type != f.type:
                 arr = arr.cast(f.type)
-            typed[col.name] = arr
-            arrays.append(arr)
+            typed[col.name] = arr  # the key's values: before Debezium's column mappers
+            arrays.append(col.spec.map_values(arr))
         mask = pa.array(~valid) if n else None
         return pa.StructArray.from_arrays(arrays, fields=list(self.row_t), mask=mask), typed
 

@@ -84,7 +84,7 @@ def build_layout(prefix: str, tables: Sequence[tuple[str, str, list[tuple[str, T
                 f = f"{col}__{schema}_{name}"
             fields.setdefault(f, spec)
             if keypos:
-                key_fields.setdefault(f, spec)
+                key_fields.setdefault(f, spec.key_spec())
             columns.append(Column(col, f, spec, keypos))
         out.append(Table(schema, name, f"{prefix}.{schema}.{name}", tuple(columns)))
     return Layout(prefix, tuple(out), tuple(fields.items()), tuple(key_fields.items()))

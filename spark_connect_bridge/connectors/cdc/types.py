@@ -12,7 +12,7 @@ IntegerType()
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...errors import DataError
@@ -35,6 +35,31 @@ class TypeSpec:
     scale: int = 0
     element: TypeSpec | None = None
     db_type: str = ""
+    #: a column mapper of Debezium's (:mod:`.columns`) applied to the row's values: ("truncate", n) or
+    #: ("mask", text); None: values as converted
+    mapper: tuple[str, Any] | None = None
+    #: the parameters of the key field when the column mappers added some to the row field (Debezium builds the
+    #: key without its column mappers); None: the same as the row's
+    key_parameters: tuple[tuple[str, str], ...] | None = None
+
+    def key_spec(self) -> TypeSpec:
+        """The spec of this column as a key field: without the column mappers' changes."""
+        if self.mapper is None and self.key_parameters is None:
+            return self
+        return replace(self, mapper=None, key_parameters=None,
+                       parameters=self.parameters if self.key_parameters is None else self.key_parameters)
+
+    def map_values(self, arr: Any) -> Any:
+        """``arr`` (this column's converted values) through the column mapper, in bulk."""
+        if self.mapper is None:
+            return arr
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        kind, arg = self.mapper
+        if kind == "truncate":  # Java's substring(0, n)
+            return pc.utf8_slice_codeunits(arr, 0, arg)
+        return pa.repeat(pa.scalar(arg, arr.type), len(arr))  # Debezium's mask replaces nulls too
 
     def spark_type(self) -> Any:
         from pyspark.sql import types as T
@@ -46,7 +71,8 @@ class TypeSpec:
                   "timestamp_ms": T.TimestampType(), "date_days": T.IntegerType(), "time_ms": T.IntegerType(),
                   "time_us": T.LongType(), "ts_ms": T.LongType(), "ts_us": T.LongType(),
                   "zoned": T.StringType(), "zoned_time": T.StringType(), "iso_ts": T.StringType(),
-                  "interval_us": T.LongType()}
+                  "interval_us": T.LongType(), "bytes_base64": T.StringType(),
+                  "bytes_base64-url-safe": T.StringType(), "bytes_hex": T.StringType()}
         if k in simple:
             return simple[k]
         if k == "decimal":
@@ -83,4 +109,4 @@ class TypeSpec:
         """What two tables' columns of one name must share to be one field of the union row (the database
         type name may differ: ``varchar`` and ``text`` are both Connect strings)."""
         return (self.kind, self.connect_name, self.parameters, self.precision, self.scale,
-                self.element.union_key() if self.element else None)
+                self.element.union_key() if self.element else None, self.mapper, self.key_parameters)

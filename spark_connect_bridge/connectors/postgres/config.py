@@ -19,6 +19,7 @@ from typing import Any
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, NonEmptyString, Range, Type
 from ...config.definition import Password
 from ..cdc.accepted import accept_debezium, old_spellings
+from ..cdc.columns import ColumnRules, define_column_rules
 from ..cdc.config import SKIPPED_OPERATIONS, define_filters, define_signals, split_table
 from ..offsets import partition_key
 
@@ -108,6 +109,10 @@ CONFIG_DEF = (
             CaseInsensitiveValidString("adaptive", "adaptive_time_microseconds", "connect", "isostring"),
             Importance.MEDIUM, "How date, time and timestamp columns are represented (Debezium's modes).",
             group="Events")
+    .define("binary.handling.mode", Type.STRING, "bytes",
+            CaseInsensitiveValidString("bytes", "base64", "base64-url-safe", "hex"), Importance.LOW,
+            "bytea columns as bytes, or as a string: base64, base64-url-safe (both padded, as Java's encoders) "
+            "or hex (lower case).", group="Events")
     .define("interval.handling.mode", Type.STRING, "numeric", CaseInsensitiveValidString("numeric", "string"),
             Importance.MEDIUM, "interval columns as MicroDuration (numeric: int64 microseconds, a month counted as "
                                "30.4375 days) or as an ISO-8601 string (string).", group="Events")
@@ -130,6 +135,7 @@ CONFIG_DEF = (
             "Accepted for compatibility; Spark's trigger interval sets the polling rate.", group="Connector")
 )
 define_filters(CONFIG_DEF, "schema")
+define_column_rules(CONFIG_DEF, "schema")
 define_signals(CONFIG_DEF, "schema", "The table must be in the publication. The connector writes its watermark "
                                      "rows (snapshot-window-open/-close) into it and deletes them again.")
 accept_debezium(CONFIG_DEF, "io.debezium.connector.postgresql.PostgresConnector")
@@ -165,6 +171,9 @@ class PostgresSettings:
     decimal_mode: str
     time_mode: str
     interval_mode: str
+    binary_mode: str
+    #: message.key.columns, column.propagate.source.type, column.mask/truncate...: per-column decisions
+    column_rules: ColumnRules
     unavailable_placeholder: str
     heartbeat_interval_ms: int
     max_batch_size: int
@@ -195,6 +204,7 @@ class PostgresSettings:
             skipped_operations=frozenset(config.skipped_operations) - {"none"},
             decimal_mode=config.decimal_handling_mode.lower(), time_mode=config.time_precision_mode.lower(),
             interval_mode=config.interval_handling_mode.lower(),
+            binary_mode=config.binary_handling_mode.lower(), column_rules=ColumnRules.from_config(config),
             unavailable_placeholder=config.unavailable_value_placeholder,
             heartbeat_interval_ms=int(config.heartbeat_interval_ms), max_batch_size=int(config.max_batch_size),
             signal_table=split_table(config.signal_data_collection),

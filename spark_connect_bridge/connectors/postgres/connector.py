@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import ReadRange, ReadTask, SourceConnector
+from ..cdc.batch_end import last_commit_within
 from ..cdc.layout import Layout
 from ..cdc.signals import state_of
 from ..offsets import Offsets
@@ -40,13 +41,21 @@ from .config import CONFIG_DEF, PostgresSettings, SnapshotMode
 from .events import ChangeEvents
 from .incremental import IncrementalSnapshots
 from .layout import captured_layout, pg_record_type
-from .session import PgSession, lsn_text
+from .replication import ReplicationStream
+from .session import PgSession, is_transient, lsn_text
 from .snapshot import Snapshots
 from .stream import SlotReader
 
-__all__ = ["CdcRange", "PostgresConnector"]
+__all__ = ["CATCH_UP_WAIT_S", "TRIGGER_CATCH_UP_WAIT_S", "CdcRange", "PostgresConnector"]
 
 log = logging.getLogger(__name__)
+
+#: How long the driver waits for its replication connection to have received every transaction committed
+#: before Trigger.AvailableNow's target is taken, or a batch it chose is planned (in a steady stream: a few ms).
+CATCH_UP_WAIT_S = 30.0
+#: The same before a trigger's batch end is chosen: a batch that ends a little short is followed by the next
+#: trigger's, and the server's flush position may stand inside a record the walsender cannot read yet.
+TRIGGER_CATCH_UP_WAIT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,9 @@ class CdcRange(ReadRange):
     """A micro-batch of the slot plus what the executor needs to decode it (no catalog lookups there)."""
 
     layout: Layout | None = None
+    #: the batch's pgoutput messages as the driver's replication connection received them (Arrow record
+    #: batches ``lsn``/``data``); None: the executor reads the slot with a peek
+    messages: list[Any] | None = None
 
 
 class PostgresConnector(SourceConnector):
@@ -73,6 +85,8 @@ class PostgresConnector(SourceConnector):
         self._layout: Layout | None = None
         self._initial: Offsets | None = None
         self._started = False  # snapshot.mode=always: first latest_offsets of this process
+        self._streaming = False  # a streaming query's driver: the slot is read over a kept connection
+        self._replication = ReplicationStream(self.session, self.settings)
 
     @property
     def _key(self) -> str:
@@ -135,6 +149,8 @@ class PostgresConnector(SourceConnector):
                     self._ends.stream_end(stream_pos, None, until, layout)
         elif settings.snapshot_mode is SnapshotMode.INITIAL_ONLY:
             end = pos
+        elif self._kept(pos):
+            end = self._kept_end(pos, max_records, until)
         else:
             if settings.signal_table is not None:
                 self._incremental.write_chunk(pos, layout)
@@ -157,10 +173,14 @@ class PostgresConnector(SourceConnector):
             return
         if "snapshot" not in pos:
             self.session.release_snapshot()  # the snapshot is committed: release the exported snapshot
-        self.session.advance_slot(int(pos["lsn"]))
+        if self._replication.is_open:  # the slot is active in the walsender: it moves by the flush reported
+            self._replication.confirm(int(pos["lsn"]))
+        else:
+            self.session.advance_slot(int(pos["lsn"]))
 
     def stop(self) -> None:
         settings = self.settings
+        self._replication.close()
         self.session.release_snapshot()
         if settings.slot_drop_on_stop and self.session.slot() is not None:
             self.session.drop_slot()
@@ -171,8 +191,78 @@ class PostgresConnector(SourceConnector):
         s, e = start.get(self._key), end.get(self._key)
         if s == e or e is None:
             return []
+        messages = self._kept_messages(s, e) if s is not None and self._kept(s) and "snapshot" not in e else None
         # One task: a slot serves one session at a time.
-        return [ReadTask(0, (CdcRange(self.settings.partition, s, e, self.layout()),))]
+        return [ReadTask(0, (CdcRange(self.settings.partition, s, e, self.layout(), messages),))]
+
+    # ---------------------------------------------------------------------------------- the kept stream
+    def begin_stream(self) -> None:
+        self._streaming = True
+
+    def _kept(self, pos: dict[str, Any]) -> bool:
+        """Whether the batch after ``pos`` is read over the kept replication connection: in a streaming
+        query, past the snapshot, without a signal table (whose inserts the per-message path reads from a
+        peek). Otherwise the connection is closed, so that peeks find the slot free."""
+        settings = self.settings
+        kept = (self._streaming and settings.signal_table is None and "snapshot" not in pos
+                and settings.snapshot_mode is not SnapshotMode.INITIAL_ONLY)
+        if kept and not self._replication.is_open and self.session.slot() is None:
+            kept = False  # no slot (snapshot.mode=when_needed takes a new one on the peek path)
+        if not kept and self._replication.is_open:
+            self._replication.close()
+        return kept
+
+    def _open_stream(self, start: int) -> None:
+        """The kept connection, (re)opened when closed or broken (the slot's position checked first)."""
+        stream = self._replication
+        if not stream.is_open or stream.failure is not None:
+            self._ends.check_slot(start)
+            stream.ensure(start)
+
+    def _kept_end(self, pos: dict[str, Any], max_records: int | None, until: Offsets | None) -> dict[str, Any]:
+        """The end of the batch after ``pos`` from the transactions the kept connection received, once it
+        received every transaction committed before the server's flush position of now: the last commit
+        within ``max_records`` changes (at least one transaction), never past ``until``; with none, ``pos``
+        (or, when a heartbeat is due, the position the server confirmed it sent everything before)."""
+        start = int(pos["lsn"])
+        stream = self._replication
+        wait_s = CATCH_UP_WAIT_S if max_records is None and until is None else TRIGGER_CATCH_UP_WAIT_S
+
+        def look() -> tuple[list[tuple[int, int, int, int]], int]:
+            self._open_stream(start)
+            if not stream.catch_up(self.session.flush_lsn(), wait_s):
+                log.info("%s: the replication connection did not catch up with the server within %.0f s",
+                         self.name, wait_s)
+            return stream.commits_after(start), stream.received
+
+        commits, received = self.session.retry(look, "streaming the replication slot", is_retriable=is_transient)
+        key = self._key
+        if until is not None and key in until and "snapshot" not in until[key]:
+            cap = int(until[key]["lsn"])
+            commits = [c for c in commits if c[0] <= cap]
+            received = min(received, cap)
+        chosen, _ = last_commit_within(commits, start, max_records)
+        if chosen is not None:
+            lsn, xid, ts = chosen
+            return {"lsn": lsn, "txId": xid, "ts_usec": ts}
+        return {"lsn": received} if self._ends.heartbeat.due(start, received) else pos
+
+    def _kept_messages(self, start: dict[str, Any], end: dict[str, Any]) -> list[Any] | None:
+        """The messages of the batch ``(start, end]`` from the kept connection (None: read by a peek, after
+        the connection is closed so the slot is free for it)."""
+        lo, hi = int(start["lsn"]), int(end["lsn"])
+        stream = self._replication
+
+        def take() -> list[Any] | None:
+            self._open_stream(lo)
+            return stream.take(lo, hi, CATCH_UP_WAIT_S)
+
+        messages = self.session.retry(take, "streaming the replication slot", is_retriable=is_transient)
+        if messages is None:
+            log.info("%s: the replication connection cannot give the batch (%s, %s]: reading it from the slot",
+                     self.name, lsn_text(lo), lsn_text(hi))
+            stream.close()
+        return messages
 
     # ---------------------------------------------------------------------------------- executor
     def read_range(self, rng: ReadRange) -> Iterator[Any]:
@@ -186,6 +276,7 @@ class PostgresConnector(SourceConnector):
             lo, hi = int(start["lsn"]), int(end["lsn"])
             if hi > lo:
                 reader = SlotReader(self.session, self.settings, layout, events, incremental=state_of(start))
-                yield from reader.stream(lo, hi)
+                messages = getattr(rng, "messages", None)
+                yield from reader.stream(lo, hi) if messages is None else reader.decode_messages(lo, hi, messages)
 
 

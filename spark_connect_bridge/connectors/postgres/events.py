@@ -259,7 +259,7 @@ class ChangeEvents:
                             f"the new schema")
 
     def _placeholder(self, t: Table, col: Column, vals: Sequence[Any]) -> list[Any]:
-        if col.spec.kind in ("string", "bytes"):
+        if col.spec.kind == "string" or col.spec.kind.startswith("bytes"):  # bytea's kinds: binary.handling.mode
             ph = self.placeholder if col.spec.kind == "string" else b"\\x" + self.placeholder.hex().encode()
             return [ph if v is UNCHANGED else v for v in vals]
         log.warning("%s: column %s.%s kept its unchanged TOAST value, which PostgreSQL does not send and type "

@@ -22,7 +22,7 @@ from ..cdc.layout import Layout, build_layout
 from ..cdc.types import TypeSpec
 from .config import PostgresSettings, PublicationMode
 from .session import PgSession
-from .types import type_spec
+from .types import jdbc_size, type_spec
 
 __all__ = ["SOURCE_NAME", "captured_layout", "column_wanted", "pg_record_type", "source_type", "table_wanted"]
 
@@ -81,9 +81,13 @@ def _catalog(session: PgSession, settings: PostgresSettings) -> list[tuple[str, 
             continue
         spec = type_spec(typname, typmod, category=cat, element=(eltype, typmod) if eltype else None,
                          is_enum=bool(is_enum), decimal_mode=settings.decimal_mode, time_mode=settings.time_mode,
-                         interval_mode=settings.interval_mode)
+                         interval_mode=settings.interval_mode, binary_mode=settings.binary_mode)
+        if settings.column_rules:
+            length, scale = jdbc_size(typname, typmod, eltype)
+            spec = settings.column_rules.apply(schema, table, col, spec, (typname, length, scale))
         cols.append((col, spec, int(keypos)))
-    return [(s, t, cols) for (s, t), cols in tables.items()]
+    rules = settings.column_rules
+    return [(s, t, rules.key_positions(s, t, cols)) for (s, t), cols in tables.items()]
 
 
 def captured_layout(session: PgSession, settings: PostgresSettings) -> Layout:

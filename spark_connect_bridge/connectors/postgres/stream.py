@@ -53,6 +53,7 @@ log = logging.getLogger(__name__)
 READ_RETRY_DELAY_MAX_MS = 10_000
 
 
+
 class SlotReader:
     """The changes of the transactions with commit end LSN in ``(lo, hi]``, as events (executor)."""
 
@@ -174,6 +175,14 @@ class SlotReader:
                         emitted, batch = skip_rows(batch, emitted, skip)
                         if batch is not None:
                             yield batch
+
+    def decode_messages(self, lo: int, hi: int, messages: Any) -> Iterator[Any]:
+        """The events of a batch whose messages the driver received over its kept replication connection
+        (:class:`~.replication.ReplicationStream`: Arrow record batches of ``lsn``/``data``, the shape of the
+        peek's chunks), through the same decoders as a peek's chunks."""
+        dec = Decoder(lo, hi)
+        for rb in messages:
+            yield from self._decode_chunk(dec, rb)
 
     def _decode_chunk(self, dec: Decoder, rb: Any) -> list[Any]:
         """The events of one record batch of the peek, in bulk; a chunk the bulk decoder cannot take goes to the

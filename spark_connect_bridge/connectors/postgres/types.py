@@ -26,6 +26,7 @@ so both paths see the same text.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -66,8 +67,9 @@ def _time_precision(typmod: int) -> int:
 
 def type_spec(typname: str, typmod: int, *, category: str = "", element: tuple[str, int] | None = None,
               is_enum: bool = False, decimal_mode: str = "precise", time_mode: str = "adaptive",
-              interval_mode: str = "numeric") -> TypeSpec:
-    """Debezium's PostgreSQL type mapping for a column of type ``typname`` (``pg_type.typname``)."""
+              interval_mode: str = "numeric", binary_mode: str = "bytes") -> TypeSpec:
+    """Debezium's PostgreSQL type mapping for a column of type ``typname`` (``pg_type.typname``);
+    ``binary_mode`` is ``binary.handling.mode`` (bytea as bytes, or as a base64, base64-url-safe or hex string)."""
     if category == "A" and element is not None:
         el = type_spec(element[0], typmod, decimal_mode=decimal_mode, time_mode=time_mode,
                        interval_mode=interval_mode)
@@ -82,7 +84,7 @@ def type_spec(typname: str, typmod: int, *, category: str = "", element: tuple[s
     if t == "bool":
         return TypeSpec("boolean", db_type=t)
     if t == "bytea":
-        return TypeSpec("bytes", db_type=t)
+        return TypeSpec("bytes" if binary_mode == "bytes" else f"bytes_{binary_mode}", db_type=t)
     if t == "numeric":
         if decimal_mode == "double":
             return TypeSpec("float64", db_type=t)
@@ -156,6 +158,8 @@ def to_arrow(spec: TypeSpec, text: Any) -> Any:
             return pc.cast(text, pa.decimal128(spec.precision, spec.scale))
         if k == "bytes":
             return _hex_to_binary(text)
+        if k in BINARY_TEXT_KINDS:
+            return _binary_text(k, text)
         if k in ("date", "date_days"):
             d = pc.cast(text, pa.date32())
             return d if k == "date" else d.cast(pa.int32())
@@ -250,6 +254,47 @@ def _hex_to_binary(text: Any) -> Any:
         else:  # a placeholder for an unchanged TOAST value, as Debezium sends it for bytea
             out.append(v.encode())
     return pa.array(out, pa.binary())
+
+
+#: bytea as text (binary.handling.mode): kind -> how the bytes are written
+BINARY_TEXT_KINDS = {"bytes_base64": "base64", "bytes_base64-url-safe": "base64-url-safe", "bytes_hex": "hex"}
+
+
+def _binary_text(kind: str, text: Any) -> Any:
+    """bytea's hex text (``\\x01ff``) as Debezium's binary.handling.mode writes it: hex (lower case, as
+    PostgreSQL's), base64 or base64-url-safe (Java's encoders, padded)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if kind == "bytes_hex":
+        return pc.replace_substring_regex(text, pattern=r"^\\x", replacement="")
+    encode = base64.b64encode if kind == "bytes_base64" else base64.urlsafe_b64encode
+    # one encode per value, as bytea's own hex decoding above (pyarrow has no base64 kernel)
+    return pa.array([None if v is None else encode(bytes.fromhex(v[2:])).decode() if v.startswith("\\x")
+                     else v for v in text.to_pylist()], pa.string())
+
+
+def jdbc_size(typname: str, typmod: int, element: str | None = None) -> tuple[int, int]:
+    """The JDBC column size and decimal digits PostgreSQL's driver (pgjdbc's TypeInfoCache) gives a column of
+    type ``typname`` (an array: of its ``element`` type): Debezium's column length and scale, which
+    ``column.propagate.source.type`` puts in the schema."""
+    t = element or typname
+    unknown = 2147483647
+    if t in ("time", "timetz", "timestamp", "timestamptz"):
+        seconds = {-1: 7, 0: 0, 1: 3}.get(typmod, typmod + 1)
+        size = {"time": 8, "timetz": 14, "timestamp": 22, "timestamptz": 28}[t] + seconds
+        return size, 6 if typmod == -1 else typmod
+    if t == "numeric":
+        if typmod == -1:
+            return 131089, 0  # no precision: pgjdbc's display size of numeric
+        return ((typmod - 4) & 0xFFFF0000) >> 16, (typmod - 4) & 0xFFFF
+    if t in ("bpchar", "varchar"):
+        return (unknown if typmod == -1 else typmod - 4), 0
+    sizes = {"int2": (5, 0), "int4": (10, 0), "oid": (10, 0), "int8": (19, 0), "float4": (8, 8),
+             "float8": (17, 17), "char": (1, 0), "bool": (1, 0), "date": (13, 0), "interval": (49, 6 if typmod == -1
+                                                                                              else typmod & 0xFFFF),
+             "bit": (typmod, 0), "varbit": (unknown if typmod == -1 else typmod, 0)}
+    return sizes.get(t, (unknown, 0))
 
 
 def _varscale(text: Any) -> Any:

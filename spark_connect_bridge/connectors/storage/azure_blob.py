@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ...errors import ConfigProblem
 from .common import STORAGE_COMMON, ArrowStore, short_class
-from .object_sink import FORMAT_KEYS, ObjectStoreSink, compression_keys
+from .object_sink import FORMAT_KEYS, ObjectStoreSink, compression_keys, keys_and_headers_keys
 
 __all__ = ["AzureBlobStorageSinkConnector", "AzureBlobStore"]
 
@@ -59,10 +59,6 @@ AZURE_KEYS = (
     .define("storage.class", Type.CLASS, "io.confluent.connect.azure.blob.storage.AzureBlobStorage",
             importance=Importance.HIGH, group=_AZ,
             doc="Only io.confluent.connect.azure.blob.storage.AzureBlobStorage.")
-    .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=_AZ,
-            doc="Write the keys to .keys blobs beside the values (not yet here: false only).")
-    .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=_AZ,
-            doc="Write the headers to .headers blobs beside the values (not yet here: false only).")
 )
 
 
@@ -97,10 +93,6 @@ def _problems(config: Any) -> list[ConfigProblem]:
     if short_class(config.storage_class) != "AzureBlobStorage":
         problems.append(ConfigProblem("storage.class", f"Invalid value {config.storage_class} for configuration "
                                       f"storage.class: io.confluent.connect.azure.blob.storage.AzureBlobStorage"))
-    for key, on in (("store.kafka.keys", config.store_kafka_keys), ("store.kafka.headers", config.store_kafka_headers)):
-        if on:
-            problems.append(ConfigProblem(key, f"Configuration {key} is not supported by this Azure Blob sink yet "
-                                               f"(issue #35); leave it unset"))
     return problems
 
 
@@ -162,7 +154,8 @@ class AzureBlobStorageSinkConnector(ObjectStoreSink):
     #: Keys saying where the records and the stored credentials go: a masked secret may stand for the stored one
     #: only while these are unchanged.
     destination_keys: ClassVar[tuple[str, ...]] = ("store.url", "azblob.account.name", "azblob.container.name")
-    config_def = AZURE_KEYS.merge(compression_keys("az", _AZ), FORMAT_KEYS, STORAGE_COMMON).check(_problems)
+    config_def = AZURE_KEYS.merge(compression_keys("az", _AZ), keys_and_headers_keys(format_package, _AZ, "a blob"),
+                             FORMAT_KEYS, STORAGE_COMMON).check(_problems)
 
     @classmethod
     def worker_credentials_destination(cls, props: Mapping[str, Any]) -> tuple[str, str] | None:

@@ -282,5 +282,25 @@ class ArrowStore:
             raise ConnectError(f"Could not write {self.noun} {key!r} to {self.where()}: {self._scrub(str(e))}") \
                 from None
 
+    def get(self, key: str) -> bytes:
+        """The bytes of one object (a source reading back what a sink wrote)."""
+        try:
+            with self.filesystem().open_input_stream(f"{self.root}/{key}") as stream:
+                return bytes(stream.read())
+        except OSError as e:
+            raise ConnectError(f"Could not read {self.noun} {key!r} from {self.where()}: {self._scrub(str(e))}") \
+                from None
+
+    def list_keys(self, prefix: str) -> list[str]:
+        """The names of the objects under ``prefix`` (a directory, recursively), sorted; none when it is absent."""
+        from pyarrow import fs
+
+        base = f"{self.root}/{prefix.strip('/')}" if prefix.strip("/") else self.root
+        try:
+            infos = self.filesystem().get_file_info(fs.FileSelector(base, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise ConnectError(f"Could not list {prefix!r} in {self.where()}: {self._scrub(str(e))}") from None
+        return sorted(i.path[len(self.root) + 1:] for i in infos if i.type == fs.FileType.File)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.where()})"

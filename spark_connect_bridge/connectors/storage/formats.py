@@ -64,7 +64,7 @@ def _joined(texts: Any, separator: bytes) -> bytes:
     return joined.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]]
 
 
-def _compressed(data: bytes, compression: str, level: int) -> bytes:
+def compressed(data: bytes, compression: str, level: int) -> bytes:
     if compression == "gzip":
         return gzip.compress(data, compresslevel=6 if level < 0 else level, mtime=0)  # -1: zlib's default
     return data
@@ -88,7 +88,7 @@ class JsonFormat(Format):
             text = pc.fill_null(values.cast(pa.string()), "null")
         else:
             text = json_text(values, schemaless=self.schemaless, decimal_numeric=self.decimal_numeric)
-        return _compressed(_joined(text, b"\n"), self.compression, self.level)
+        return compressed(_joined(text, b"\n"), self.compression, self.level)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class ByteArrayFormat(Format):
                 or pa.types.is_large_string(t)):
             raise DataError(f"ByteArrayFormat writes bytes: the record value has the type {t} (set "
                             f"value.converter=org.apache.kafka.connect.converters.ByteArrayConverter)")
-        return _compressed(_joined(pc.fill_null(values.cast(pa.binary()), b""), self.separator), self.compression,
+        return compressed(_joined(pc.fill_null(values.cast(pa.binary()), b""), self.separator), self.compression,
                            self.level)
 
 
@@ -258,13 +258,13 @@ class CsvFormat(Format):
                             f"{values.type}")
         values = values.filter(values.is_valid())  # only struct values are written (a null one is skipped)
         if len(values) == 0:
-            return _compressed(b"", self.compression, self.level)
+            return compressed(b"", self.compression, self.level)
         names, texts = self._columns(values)
         empty = pa.scalar("", pa.string())
         lines = pc.binary_join_element_wise(*[pc.fill_null(t, empty) for t in texts], self.separator) \
             if len(texts) > 1 else pc.fill_null(texts[0], empty) if texts else pa.array([""] * len(values))
         header = self.separator.join(names).encode() + b"\n"
-        return _compressed(header + _joined(lines, b"\n"), self.compression, self.level)
+        return compressed(header + _joined(lines, b"\n"), self.compression, self.level)
 
 
 FORMATS = {"json": JsonFormat, "parquet": ParquetFormat, "bytearray": ByteArrayFormat, "avro": AvroFormat,

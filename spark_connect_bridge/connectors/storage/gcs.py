@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
 from ...errors import ConfigProblem, ConnectError
 from .common import STORAGE_COMMON, ArrowStore, short_class
-from .object_sink import FORMAT_KEYS, ObjectStoreSink, compression_keys, endpoint_problem
+from .object_sink import FORMAT_KEYS, ObjectStoreSink, compression_keys, endpoint_problem, keys_and_headers_keys
 
 __all__ = ["GcsSinkConnector", "GcsStore"]
 
@@ -52,25 +52,22 @@ GCS_KEYS = (
             doc="The first retry's wait.")
     .define("storage.class", Type.CLASS, "io.confluent.connect.gcs.storage.GcsStorage", importance=Importance.HIGH,
             group=_GCS, doc="Only io.confluent.connect.gcs.storage.GcsStorage.")
-    .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=_GCS,
-            doc="Write the keys to .keys objects beside the values (not yet here: false only).")
-    .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=_GCS,
-            doc="Write the headers to .headers objects beside the values (not yet here: false only).")
 )
 
 
-def _credentials_info(config: Any) -> dict[str, Any] | None:
-    """The service account key of the config (parsed), or None for the default/anonymous credentials."""
-    if config.gcs_credentials_json and config.gcs_credentials_json.value():
-        text, where = config.gcs_credentials_json.value(), "gcs.credentials.json"
-    elif config.gcs_credentials_path:
+def _credentials_info(credentials_json: Any, credentials_path: str | None) -> dict[str, Any] | None:
+    """The service account key of ``gcs.credentials.json`` (a Password) or ``gcs.credentials.path`` (parsed), or
+    None for the default/anonymous credentials."""
+    if credentials_json and credentials_json.value():
+        text, where = credentials_json.value(), "gcs.credentials.json"
+    elif credentials_path:
         where = "gcs.credentials.path"
         try:
-            with open(config.gcs_credentials_path) as f:
+            with open(credentials_path) as f:
                 text = f.read()
         except OSError as e:
             raise ConnectError(f"Could not read the GCS credentials file of gcs.credentials.path "
-                               f"({config.gcs_credentials_path}): {e.strerror}") from None
+                               f"({credentials_path}): {e.strerror}") from None
     else:
         return None
     try:
@@ -94,21 +91,21 @@ def _problems(config: Any) -> list[ConfigProblem]:
     if short_class(config.storage_class) != "GcsStorage":
         problems.append(ConfigProblem("storage.class", f"Invalid value {config.storage_class} for configuration "
                                                        f"storage.class: io.confluent.connect.gcs.storage.GcsStorage"))
-    for key, on in (("store.kafka.keys", config.store_kafka_keys), ("store.kafka.headers", config.store_kafka_headers)):
-        if on:
-            problems.append(ConfigProblem(key, f"Configuration {key} is not supported by this GCS sink yet "
-                                               f"(issue #35); leave it unset"))
     return problems
 
 
 class GcsStore(ArrowStore):
     """Whole-object uploads to one bucket (picklable: the client is made where it is used)."""
 
-    def __init__(self, config: Any):
-        self.bucket = config.gcs_bucket_name
-        self.endpoint = config.store_url
-        self._config = config  # the credentials are read where the client is made
-        self.retry_seconds = config.gcs_retry_backoff_ms / 1000 * (2 ** config.gcs_part_retries)
+    def __init__(self, bucket: str, endpoint: str | None, credentials_json: Any, credentials_path: str | None,
+                 retry_seconds: float, default_credentials: bool = True):
+        self.bucket = bucket
+        self.endpoint = endpoint
+        self._credentials_json = credentials_json  # a Password: read where the client is made
+        self.credentials_path = credentials_path
+        self.retry_seconds = retry_seconds
+        #: without a key: Google's default credentials (else anonymous requests; always anonymous at an endpoint)
+        self.default_credentials = default_credentials
 
     @property
     def root(self) -> str:
@@ -122,7 +119,7 @@ class GcsStore(ArrowStore):
         if self.endpoint:
             parts = urlsplit(self.endpoint)
             options.update(endpoint_override=parts.netloc, scheme=parts.scheme)
-        info = _credentials_info(self._config)
+        info = _credentials_info(self._credentials_json, self.credentials_path)
         if info is not None:
             try:
                 from google.auth.exceptions import GoogleAuthError
@@ -138,7 +135,7 @@ class GcsStore(ArrowStore):
                 raise ConnectError(f"Could not get an access token for {self.where()} with the service account "
                                    f"{info.get('client_email')}: {type(e).__name__}") from None
             options.update(access_token=creds.token, credential_token_expiration=creds.expiry)
-        elif self.endpoint:
+        elif self.endpoint or not self.default_credentials:
             options.update(anonymous=True)
         return options
 
@@ -159,7 +156,8 @@ class GcsSinkConnector(ObjectStoreSink):
     #: Keys saying where the records and the stored credentials go: a masked secret may stand for the stored one
     #: only while these are unchanged.
     destination_keys: ClassVar[tuple[str, ...]] = ("store.url", "gcs.bucket.name", "gcs.credentials.path")
-    config_def = GCS_KEYS.merge(compression_keys("gcs", _GCS), FORMAT_KEYS, STORAGE_COMMON).check(_problems)
+    config_def = GCS_KEYS.merge(compression_keys("gcs", _GCS), keys_and_headers_keys(format_package, _GCS, "an object"),
+                             FORMAT_KEYS, STORAGE_COMMON).check(_problems)
 
     @classmethod
     def worker_credentials_destination(cls, props: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -175,4 +173,7 @@ class GcsSinkConnector(ObjectStoreSink):
         return "gcs.bucket.name", f"gs://{bucket}/{prefix}"
 
     def store(self) -> GcsStore:
-        return GcsStore(self.config)
+        config = self.config
+        return GcsStore(config.gcs_bucket_name, config.store_url, config.gcs_credentials_json,
+                        config.gcs_credentials_path,
+                        config.gcs_retry_backoff_ms / 1000 * (2 ** config.gcs_part_retries))

@@ -1,5 +1,6 @@
-"""What Confluent's GCS and Azure Blob sinks share beyond storage-common: the format keys, the input checks, the
-write of a task's records through a store's whole-object ``put`` and the driver's commit log line.
+"""What Confluent's S3, GCS and Azure Blob sinks share beyond storage-common: the format keys, the keys and headers
+objects (``store.kafka.keys``/``store.kafka.headers``), the input checks, the write of a task's records through a
+store's whole-object ``put`` and the driver's commit log line.
 
 A sink over it declares its own keys (bucket/container, credentials, ``<prefix>.compression.type``), says which
 ``format.class`` package it takes and makes its store (:class:`ObjectStore`): a picklable object with
@@ -11,26 +12,31 @@ A sink over it declares its own keys (bucket/container, credentials, ``<prefix>.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
 from ...core.records import is_schemaless, is_variant_json
-from ...errors import ConfigError, ConfigProblem
+from ...errors import ConfigError, ConfigProblem, DataError
 from ..base import CommitContext, SinkConnector, WriteContext
-from .common import StorageLayout, Written, layout_problems, short_class, write_objects
+from .common import StorageLayout, View, Written, layout_problems, short_class, write_objects
 from .formats import PARQUET_CODEC_EXTENSIONS, AvroFormat, ByteArrayFormat, Format, JsonFormat, ParquetFormat
 from .partitioners import partitioner_from_config
 
-__all__ = ["FORMAT_KEYS", "ObjectStore", "ObjectStoreSink", "compression_keys", "endpoint_problem"]
+__all__ = ["FORMAT_KEYS", "ObjectStore", "ObjectStoreSink", "avro_schema", "compression_keys", "endpoint_problem",
+           "keys_and_headers_keys"]
 
 log = logging.getLogger(__name__)
 
 FORMAT_KINDS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray", "AvroFormat": "avro"}
 _REFUSED_FORMATS = {"CsvFormat": "CSV objects are written by the S3 sink only (Confluent's GCS and Azure Blob sinks "
                                  "have no CsvFormat)"}
+#: The formats each view object may take (Confluent's ``keys.format.class`` / ``headers.format.class``).
+VIEW_FORMATS = {"keys.format.class": ("AvroFormat", "JsonFormat", "ByteArrayFormat", "ParquetFormat"),
+                "headers.format.class": ("AvroFormat", "JsonFormat", "ParquetFormat")}
 
 _FORMAT = "Format"
 FORMAT_KEYS = (
@@ -74,6 +80,36 @@ def endpoint_problem(url: str | None, credentials_hint: str) -> ConfigProblem | 
     return None
 
 
+def keys_and_headers_keys(format_package: str, group: str, noun: str = "objects") -> ConfigDef:
+    """``store.kafka.keys``/``store.kafka.headers`` and their formats, ``format_package`` the connector's
+    (``io.confluent.connect.s3.format.``)."""
+    return (ConfigDef()
+            .define("store.kafka.keys", Type.BOOLEAN, False, importance=Importance.LOW, group=group,
+                    doc=f"Write each value object's keys to {noun} beside it (<name>.keys<keys.format.class's "
+                        f"extension>); a record with a null key fails the write.")
+            .define("store.kafka.headers", Type.BOOLEAN, False, importance=Importance.LOW, group=group,
+                    doc=f"Write each value object's headers, as {{key, value}} strings, to {noun} beside it "
+                        f"(<name>.headers<ext>); a record without headers fails the write.")
+            .define("keys.format.class", Type.CLASS, format_package + "avro.AvroFormat", importance=Importance.LOW,
+                    group=group, doc="The format of the .keys objects: AvroFormat, JsonFormat, ByteArrayFormat or "
+                                     "ParquetFormat (a key wrapped in a RecordKey{key} struct).")
+            .define("headers.format.class", Type.CLASS, format_package + "avro.AvroFormat", importance=Importance.LOW,
+                    group=group, doc="The format of the .headers objects: AvroFormat, JsonFormat or ParquetFormat "
+                                     "(wrapped in a RecordHeaders{headers} struct)."))
+
+
+def avro_schema(field: Any) -> tuple[str, str]:
+    """(Avro schema, Spark type) of a record column, as Confluent's AvroData maps its Connect schema."""
+    from ...converters.avro_data import spark_to_avro  # pyspark's types: the driver's, when the input is known
+
+    try:
+        schema = spark_to_avro(field.dataType, field.metadata, False)
+    except DataError as e:
+        raise ConfigError([ConfigProblem("format.class", f"AvroFormat: the {field.name} has no Avro schema: {e}")]) \
+            from None
+    return json.dumps(schema, separators=(",", ":")), field.dataType.json()
+
+
 class ObjectStore(Protocol):
     def put(self, key: str, data: bytes) -> None: ...
 
@@ -86,6 +122,9 @@ class ObjectStoreSink(SinkConnector):
     delivery = "exactly-once"
     #: ``format.class`` package of the original (``io.confluent.connect.gcs.format.``).
     format_package: ClassVar[str] = ""
+    #: The ``format.class`` simple names taken (-> kind) and those refused with a reason.
+    format_kinds: ClassVar[Mapping[str, str]] = FORMAT_KINDS
+    refused_formats: ClassVar[Mapping[str, str]] = _REFUSED_FORMATS
     #: The prefix of the compression keys (``gcs`` for ``gcs.compression.type``).
     compression_prefix: ClassVar[str] = ""
     #: Keys that name objects in the bucket, not local files (the worker's path policy).
@@ -94,19 +133,26 @@ class ObjectStoreSink(SinkConnector):
 
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
-        self._schemaless = False
-        self._json_text = False  # the value is a schemaless VARIANT's JSON text (written as is by JsonFormat)
-        self._avro: tuple[str, str] | None = None  # (Avro schema, Spark type) of the value, for AvroFormat
+        self._schemaless: frozenset[str] = frozenset()  # the columns (key, value) read without a schema
+        self._json_text: frozenset[str] = frozenset()  # the columns holding a schemaless VARIANT's JSON text
+        #: (Avro schema, Spark type), both JSON, of the columns written with AvroFormat: value, key, headers
+        self._avro: dict[str, tuple[str, str]] = {}
         self._layout: StorageLayout | None = None
 
     # -- config -----------------------------------------------------------------------------------
     @classmethod
+    def _known_format(cls, value: Any, allowed: Sequence[str]) -> bool:
+        return short_class(value) in allowed and (str(value).startswith(cls.format_package) or "." not in str(value))
+
+    @classmethod
+    def _format_names(cls, allowed: Sequence[str]) -> str:
+        return ", ".join(f"{cls.format_package}{cls.format_kinds[n]}.{n}" for n in allowed)
+
+    @classmethod
     def format_problem(cls, value: Any) -> ConfigProblem | None:
-        name = short_class(value)
-        if name in FORMAT_KINDS and (str(value).startswith(cls.format_package) or "." not in str(value)):
+        if cls._known_format(value, tuple(cls.format_kinds)):
             return None
-        reason = _REFUSED_FORMATS.get(name) or "one of " + ", ".join(
-            f"{cls.format_package}{kind}.{n}" for n, kind in FORMAT_KINDS.items())
+        reason = cls.refused_formats.get(short_class(value)) or "one of " + cls._format_names(tuple(cls.format_kinds))
         return ConfigProblem("format.class", f"Invalid value {value} for configuration format.class: {reason}")
 
     @classmethod
@@ -115,11 +161,15 @@ class ObjectStoreSink(SinkConnector):
         fmt = cls.format_problem(config.format_class)
         if fmt:
             problems.append(fmt)
+        for key, allowed in VIEW_FORMATS.items():
+            if not cls._known_format(config[key], allowed):
+                problems.append(ConfigProblem(key, f"Invalid value {config[key]} for configuration {key}: one of "
+                                                   f"{cls._format_names(allowed)}"))
         if config.rotate_interval_ms > 0 and short_class(config.partitioner_class) in ("DefaultPartitioner",
                                                                                          "FieldPartitioner"):
             log.warning("rotate.interval.ms applies with time-based partitioners only (as in Confluent's sinks): "
                         "ignored with %s", short_class(config.partitioner_class))
-        if not problems:
+        if not problems:  # the partitioner is made from the keys checked above
             try:
                 partitioner_from_config(config)
             except ConfigError as e:
@@ -136,27 +186,45 @@ class ObjectStoreSink(SinkConnector):
         return (str(getattr(self.config, f"{attr}_compression_type")),
                 int(getattr(self.config, f"{attr}_compression_level")))
 
-    def _format(self) -> Format:
-        kind = FORMAT_KINDS[short_class(self.config.format_class)]
+    def _decimal_numeric(self) -> bool:
+        """Whether JsonFormat writes decimals as numbers (S3's ``json.decimal.format=NUMERIC``)."""
+        return False
+
+    def _format(self, format_class: Any = None, column: str = "value") -> Format:
+        kind = self.format_kinds[short_class(format_class or self.config.format_class)]
         compression, level = self._compression()
         if kind == "json":
-            return JsonFormat(compression, level, self._schemaless, False, self._json_text)
+            return JsonFormat(compression, level, column in self._schemaless, self._decimal_numeric(),
+                              column in self._json_text)
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
         if kind == "avro":
-            if self._avro is None:
-                raise ConfigError("AvroFormat: the value's schema is known once the input is (validate_input)")
-            return AvroFormat(*self._avro, str(self.config.avro_codec).lower())
+            if column not in self._avro:
+                raise ConfigError(f"AvroFormat: the {column} schema is known once the input is (validate_input)")
+            schema, spark_type = self._avro[column]
+            return AvroFormat(schema, spark_type, str(self.config.avro_codec).lower())
         separator = self.config.format_bytearray_separator
         return ByteArrayFormat(("\n" if separator is None else separator).encode(),
                                self.config.format_bytearray_extension, compression, level)
+
+    def _views(self) -> tuple[View, ...]:
+        views = []
+        for on, column, key, extension, envelope in (
+                (self.config.store_kafka_keys, "key", "keys.format.class", ".keys", "key"),
+                (self.config.store_kafka_headers, "headers", "headers.format.class", ".headers", "headers")):
+            if on:
+                parquet = self.format_kinds[short_class(self.config[key])] == "parquet"
+                views.append(View(column, extension, self._format(self.config[key], column),
+                                  envelope if parquet else ""))
+        return tuple(views)
 
     def layout(self) -> StorageLayout:
         timed = short_class(self.config.partitioner_class) not in ("DefaultPartitioner", "FieldPartitioner")
         return StorageLayout(partitioner_from_config(self.config), self._format(), self.config.flush_size,
                              self.config.rotate_interval_ms if timed else -1,
                              self.config.topics_dir, self.config.directory_delim, self.config.file_delim,
-                             self.config.filename_offset_zero_pad_width, str(self.config.behavior_on_null_values))
+                             self.config.filename_offset_zero_pad_width, str(self.config.behavior_on_null_values),
+                             self._views())
 
     def validate_input(self, schema: Any) -> None:
         from pyspark.sql.types import BinaryType, StringType, StructType
@@ -166,24 +234,52 @@ class ObjectStoreSink(SinkConnector):
             raise ConfigError(f"The {self.sink_name} needs the record columns value, topic, partition and offset; "
                               f"the input lacks {missing}")
         value = schema["value"]
-        self._json_text = is_variant_json(value.metadata)
-        self._schemaless = is_schemaless(value.metadata) or self._json_text
-        kind = FORMAT_KINDS[short_class(self.config.format_class)]
-        if kind == "avro":
-            if self._schemaless:
-                raise ConfigError([ConfigProblem("format.class", "AvroFormat needs a value with a schema; the value "
-                                                 "was read without one (a value.converter with schemas)")])
-            from .s3 import _avro_schema  # AvroData's mapping, shared with the S3 sink
-
-            self._avro = _avro_schema(value)
+        present = [c for c in ("key", "value") if c in schema.fieldNames()]
+        self._json_text = frozenset(c for c in present if is_variant_json(schema[c].metadata))
+        self._schemaless = frozenset(c for c in present if is_schemaless(schema[c].metadata) or c in self._json_text)
+        format_name = short_class(self.config.format_class)
+        kind = self.format_kinds[format_name]
         if kind == "parquet" and not isinstance(value.dataType, StructType):
             raise ConfigError([ConfigProblem("format.class", f"ParquetFormat needs a struct value; the value is "
                                              f"{value.dataType.simpleString()} (a value.converter with schemas)")])
+        if kind in ("avro", "csv") and "value" in self._schemaless:
+            raise ConfigError([ConfigProblem("format.class", f"{format_name} needs a value with a schema; the value "
+                                             f"was read without one (a value.converter with schemas: Avro, JSON "
+                                             f"Schema, or JsonConverter with schemas)")])
+        if kind == "csv" and not isinstance(value.dataType, StructType):
+            raise ConfigError([ConfigProblem("format.class", f"CsvFormat needs a struct value; the value is "
+                                             f"{value.dataType.simpleString()}")])
+        if kind == "avro":
+            self._avro["value"] = avro_schema(value)
+        self._validate_views(schema)
         if kind == "bytearray" and not isinstance(value.dataType, (BinaryType, StringType)):
             raise ConfigError([ConfigProblem("format.class", f"ByteArrayFormat needs a binary value; the value is "
                                              f"{value.dataType.simpleString()} (value.converter="
                                              f"org.apache.kafka.connect.converters.ByteArrayConverter)")])
         self._layout = self.layout()
+
+    def _validate_views(self, schema: Any) -> None:
+        from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
+
+        if self.config.store_kafka_keys:
+            if "key" not in schema.fieldNames():
+                raise ConfigError([ConfigProblem("store.kafka.keys", "store.kafka.keys=true needs the record column "
+                                                 "key; the input lacks it")])
+            key = schema["key"]
+            kind = self.format_kinds[short_class(self.config.keys_format_class)]
+            if kind == "avro":
+                self._avro["key"] = avro_schema(key)
+            if kind == "bytearray" and not isinstance(key.dataType, (BinaryType, StringType)):
+                raise ConfigError([ConfigProblem("keys.format.class", f"ByteArrayFormat needs a binary key; the key "
+                                                 f"is {key.dataType.simpleString()}")])
+        if self.config.store_kafka_headers:
+            if "headers" not in schema.fieldNames():
+                raise ConfigError([ConfigProblem("store.kafka.headers", "store.kafka.headers=true needs the record "
+                                                 "column headers; the input lacks it")])
+            if self.format_kinds[short_class(self.config.headers_format_class)] == "avro":
+                header = StructType([StructField("key", StringType(), False),
+                                     StructField("value", StringType(), False)])
+                self._avro["headers"] = avro_schema(StructField("headers", ArrayType(header, False), False))
 
     # -- executor ---------------------------------------------------------------------------------
     def write(self, batches: Iterator[Any], ctx: WriteContext) -> Written:

@@ -132,6 +132,25 @@ def test_parquet_by_field_and_gzip_json_by_day_as_confluent_names_them(spark, st
         {"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
 
 
+def test_keys_and_headers_objects_beside_each_value_object_on_the_shared_layer(spark, store):
+    """store.kafka.keys/headers, written by the layer the S3 sink shares: .keys/.headers objects named and filled
+    as Confluent's storage sinks write them."""
+    bucket = store.bucket()
+    rows = [("t", 0, o, 0, (o, f"n{o}")) for o in range(3)]
+    header = F.struct(F.lit("source").alias("key"), F.encode(F.lit("web"), "UTF-8").alias("value"))
+    df = _records(spark, rows).withColumn("key", F.encode(F.concat(F.lit("k"), "offset"), "UTF-8")) \
+        .withColumn("headers", F.array(header))
+    _write(df, store.sink(bucket, **{"flush.size": "2", "store.kafka.keys": "true", "store.kafka.headers": "true",
+                                     "keys.format.class": store.fmt("ByteArrayFormat"),
+                                     "headers.format.class": store.fmt("JsonFormat")}))
+    objects = store.objects(bucket)
+    assert sorted(objects) == [f"topics/t/partition=0/t+0+{o:010d}.{ext}" for o in (0, 2)
+                               for ext in ("headers.json", "json", "keys.bin")]
+    assert objects["topics/t/partition=0/t+0+0000000000.keys.bin"] == b"k0\nk1\n"
+    assert _lines(objects["topics/t/partition=0/t+0+0000000002.headers.json"]) == [[{"key": "source",
+                                                                                      "value": "web"}]]
+
+
 # ------------------------------------------------------------------------------------------ refused writes
 def _stream_once(spark, source: Path, sink: dict, ckpt: str) -> None:
     df = spark.readStream.format("kconnect").options(**{
@@ -204,7 +223,11 @@ AZ_BASE = {"connector.class": AZ_SINK, "azblob.account.name": "acct1", "azblob.a
     (GCS_BASE, {"store.url": "http://u:p@127.0.0.1:9"}, "store.url"),
     (GCS_BASE, {"gcs.credentials.path": "/k.json", "gcs.credentials.json": "{}"}, "gcs.credentials.json"),
     (GCS_BASE, {"partitioner.class": "io.confluent.connect.storage.partitioner.DailyPartitioner"}, "timezone"),
-    (GCS_BASE, {"store.kafka.keys": "true"}, "store.kafka.keys"),
+    (GCS_BASE, {"store.kafka.keys": "true", "keys.format.class": "io.confluent.connect.s3.format.json.JsonFormat"},
+     "keys.format.class"),
+    (AZ_BASE, {"store.kafka.headers": "true",
+               "headers.format.class": "io.confluent.connect.azure.blob.format.bytearray.ByteArrayFormat"},
+     "headers.format.class"),
     (AZ_BASE, {"azblob.account.name": "Bad_Name"}, "azblob.account.name"),
     (AZ_BASE, {"azblob.container.name": "UPPER"}, "azblob.container.name"),
     (AZ_BASE, {"azblob.sas.token": "sv=1&sig=abc"}, "azblob.sas.token"),

@@ -1,4 +1,5 @@
-"""The shop pipeline's datasets: public.orders' Debezium change events, then the orders table they keep equal."""
+"""The shop pipeline's datasets: public.orders' Debezium change events, then the Delta table orders they keep
+equal (MERGE by the record key, in source order, deletes from op)."""
 
 import os
 
@@ -15,5 +16,7 @@ debezium = {**load_config_file("../postgres-cdc.properties"),          # Debeziu
 spark = globals()["spark"]                                               # the session spark-pipelines gives the file
 
 # apply="auto_cdc" (the default) needs a target table that supports MERGE in this Spark; Apache Spark 4.2 with
-# Delta Lake 4.4 has none, so here the mirror is a materialized view of the last change of each key.
-kp.debezium_auto_cdc(spark, "orders", debezium, table="public.orders", apply="materialized_view")
+# Delta Lake 4.4 has none, so here the changes go through our Delta sink's MERGE (a pipeline sink, format
+# "kconnect") into the Delta table at ORDERS_DELTA_PATH.
+kp.debezium_auto_cdc(spark, "orders", debezium, table="public.orders", apply="merge",
+                     delta_path=os.environ.get("ORDERS_DELTA_PATH", "/tmp/kconnect-pipelines/shop_mirror/orders"))

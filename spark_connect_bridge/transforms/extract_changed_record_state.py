@@ -1,0 +1,105 @@
+"""Debezium's ExtractChangedRecordState: headers naming the fields an update changed and left unchanged."""
+
+from __future__ import annotations
+
+import json
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, StringType, StructType
+
+from ..config import Config, ConfigDef, Importance, Type
+from ..core.topic_schemas import TABLES_META
+from .base import Step, Transformation
+from .extract_new_record_state import is_envelope
+from .insert_header import append_headers
+from .values import header_bytes
+
+__all__ = ["ExtractChangedRecordState"]
+
+
+class ExtractChangedRecordState(Transformation):
+    """For each change event with both a ``before`` and an ``after`` row (an update whose old row is known:
+    PostgreSQL's REPLICA IDENTITY FULL, MySQL's full row image), append a header ``header.changed.name`` listing
+    the row's fields whose values differ, and a header ``header.unchanged.name`` listing the others, in the
+    row's field order, as Debezium does (a list of strings, written by the header converter as
+    ``["name","email"]``). Either header is left out when its key is not set. Other records (creates, deletes,
+    tombstones, values that are not envelopes) pass through unchanged. ExtractNewRecordState's
+    ``drop.fields.header.name`` reads the header back.
+
+    Values are compared as Debezium's ``Objects.equals`` compares them, except bytes: Java compares two byte
+    arrays by identity (so a bytes field always counts as changed there), here by content.
+
+    >>> df.transform(ExtractChangedRecordState.of({"header.changed.name": "changed"}))   # doctest: +SKIP
+    """
+
+    kafka_class = "io.debezium.transforms.ExtractChangedRecordState"
+    config_def = (
+        ConfigDef()
+        .define("header.changed.name", Type.STRING, None, importance=Importance.LOW,
+                doc="Name of the header listing the fields an update changed; not set: no such header.")
+        .define("header.unchanged.name", Type.STRING, None, importance=Importance.LOW,
+                doc="Name of the header listing the fields an update left unchanged; not set: no such header.")
+    )
+
+    def reads_columns(self) -> tuple[str, ...]:
+        return ("value",)
+
+    def configure(self, config: Config) -> None:
+        def name(value: str | None) -> str | None:
+            return value if value and value.strip() else None
+
+        self.changed = name(config.header_changed_name)
+        self.unchanged = name(config.header_unchanged_name)
+
+    def plan(self, df: DataFrame) -> Step:
+        sf = df.schema["value"]
+        env = sf.dataType
+        if not (self.changed or self.unchanged) or not isinstance(env, StructType) or \
+                not is_envelope(env, dict(sf.metadata)) or not isinstance(env["before"].dataType, StructType):
+            return Step()
+        value = F.col("value")
+        before, after = value.getField("before"), value.getField("after")
+        row_t = env["after"].dataType
+        assert isinstance(row_t, StructType)  # is_envelope
+        before_fields = set(env["before"].dataType.fieldNames())
+
+        def lists(fields: list[tuple[str, str]]) -> tuple[Column, Column]:
+            """(changed, unchanged) names among ``fields`` ((column name, row field) in the row's order)."""
+            same = {name: (before.getField(f).eqNullSafe(after.getField(f)) if f in before_fields
+                           else after.getField(f).isNull()) for name, f in fields}
+            names = [(F.lit(n), s) for n, s in same.items()]
+            changed = F.filter(F.array(*[F.when(~s, n) for n, s in names]), lambda x: x.isNotNull())
+            unchanged = F.filter(F.array(*[F.when(s, n) for n, s in names]), lambda x: x.isNotNull())
+            return changed, unchanged
+
+        tables = _tables(sf, env)
+        if tables:  # a CDC connector's union row: each topic's own columns
+            changed: Column | None = None
+            unchanged: Column | None = None
+            for topic, fields in tables:
+                c, u = lists(fields)
+                is_topic = F.col("topic") == F.lit(topic)
+                changed = F.when(is_topic, c) if changed is None else changed.when(is_topic, c)
+                unchanged = F.when(is_topic, u) if unchanged is None else unchanged.when(is_topic, u)
+            assert changed is not None and unchanged is not None
+        else:
+            changed, unchanged = lists([(f, f) for f in row_t.fieldNames()])
+        names_t = ArrayType(StringType())
+        pairs = [(header, header_bytes(names, names_t)) for header, names in
+                 ((self.changed, changed), (self.unchanged, unchanged)) if header]
+        update = value.isNotNull() & before.isNotNull() & after.isNotNull()
+        if tables:
+            update = update & F.col("topic").isin([t for t, _ in tables])
+        return Step({"headers": F.when(update, append_headers(pairs)).otherwise(F.col("headers"))})
+
+
+def _tables(field: object, env: StructType) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(topic, [(column, row field)]) of each table of a CDC connector's union row (``kconnect.cdc.tables``
+    metadata of the value or its row), or none."""
+    for meta in (getattr(field, "metadata", None) or {}, env["after"].metadata or {}):
+        text = meta.get(TABLES_META)
+        if text:
+            return [(info["topic"], list(zip(info["columns"], info["fields"])))
+                    for info in json.loads(text).values() if info.get("envelope", True) is not False]
+    return []

@@ -1,0 +1,66 @@
+"""Debezium's ExtractChangedRecordState: update events get headers naming their changed and unchanged fields; the
+PostgreSQL differential test (tests/differential/test_debezium_postgres.py, "dbz-changed") compares it with
+Debezium's own class over a real workload."""
+
+import pytest
+
+from spark_connect_bridge.errors import ConfigError
+from spark_connect_bridge.transforms import ExtractNewRecordState, apply_transforms
+from spark_connect_bridge.transforms.extract_changed_record_state import ExtractChangedRecordState
+
+from .conftest import header_dict
+
+ROW = "struct<id:int,name:string,tags:array<string>,photo:binary>"
+ENV = f"struct<before:{ROW},after:{ROW},source:struct<db:string,table:string>,op:string,ts_ms:bigint>"
+SRC = {"db": "test", "table": "t"}
+BOTH = {"header.changed.name": "changed", "header.unchanged.name": "unchanged"}
+
+
+def _events(make_records):
+    a = {"id": 1, "name": "a", "tags": ["x"], "photo": b"\x01"}
+    rows = [
+        {"key": "1", "value": {"before": None, "after": a, "source": SRC, "op": "c", "ts_ms": 5}},
+        {"key": "1", "value": {"before": a, "after": {**a, "name": "b", "tags": ["x", "y"]}, "source": SRC,
+                               "op": "u", "ts_ms": 6}},
+        {"key": "1", "value": {"before": a, "after": {**a, "name": None, "photo": b"\x02"}, "source": SRC,
+                               "op": "u", "ts_ms": 7}},
+        {"key": "1", "value": {"before": None, "after": a, "source": SRC, "op": "u", "ts_ms": 8}},
+        {"key": "1", "value": {"before": a, "after": None, "source": SRC, "op": "d", "ts_ms": 9}},
+        {"key": "1", "value": None},
+    ]
+    df = make_records(rows, value_type=ENV)
+    return df.withMetadata("value", {"connect.name": "srv.public.t.Envelope"})
+
+
+def test_updates_get_changed_and_unchanged_field_headers(make_records):
+    out = _events(make_records).transform(ExtractChangedRecordState(BOTH))
+    assert [header_dict(r) for r in out.collect()] == [
+        [], [("changed", b'["name","tags"]'), ("unchanged", b'["id","photo"]')],
+        [("changed", b'["name","photo"]'), ("unchanged", b'["id","tags"]')],
+        [], [], []]  # a create, an update without its old row, a delete and a tombstone pass through
+
+
+def test_only_the_configured_header_is_added(make_records):
+    out = _events(make_records).transform(ExtractChangedRecordState({"header.unchanged.name": "same"}))
+    assert [header_dict(r) for r in out.collect()][1:3] == [[("same", b'["id","photo"]')], [("same", b'["id","tags"]')]]
+    untouched = _events(make_records).transform(ExtractChangedRecordState({}))
+    assert all(header_dict(r) == [] for r in untouched.collect())
+
+
+def test_extract_new_record_state_drops_the_unchanged_fields_it_lists(make_records):
+    """Debezium's documented pair: the unchanged fields listed by this SMT are dropped (here: nulled) by
+    ExtractNewRecordState's drop.fields.header.name."""
+    out = apply_transforms(_events(make_records), [ExtractChangedRecordState({"header.unchanged.name": "same"}),
+                                                   ExtractNewRecordState({"drop.fields.header.name": "same"})])
+    rows = {r["offset"]: r["value"] for r in out.collect()}
+    assert rows[1].asDict() == {"id": None, "name": "b", "tags": ["x", "y"], "photo": None}
+
+
+def test_values_that_are_not_envelopes_pass_through(make_records):
+    df = make_records([{"key": "1", "value": {"id": 1}}], value_type="struct<id:int>")
+    assert header_dict(df.transform(ExtractChangedRecordState(BOTH)).first()) == []
+
+
+def test_an_unknown_key_is_refused_as_a_misspelling():
+    with pytest.raises(ConfigError, match=r"header\.changed\.name"):
+        ExtractChangedRecordState({"header.changd.name": "x"})
