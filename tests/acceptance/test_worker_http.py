@@ -205,7 +205,7 @@ def test_debezium_postgres_into_an_iceberg_upsert_mirror(http_worker, acceptance
     names = ("shop-cdc", "shop-iceberg")
     try:
         until(lambda: http_worker.healthy(*names) and mirrored() == sorted(pg.execute(query, database=db)),
-              what="the snapshot's rows in the Iceberg table")
+              timeout=600, what="the snapshot's rows in the Iceberg table")
         pg.execute("insert into customers values (100, 'new', 'new@example.com');"
                    "update customers set email = 'changed@example.com' where id in (1, 2, 100);"
                    "delete from customers where id in (3, 4);"
@@ -213,7 +213,7 @@ def test_debezium_postgres_into_an_iceberg_upsert_mirror(http_worker, acceptance
         want = sorted(pg.execute(query, database=db))
         assert len(want) == 20 and (3, "again", "again@example.com") in want
         until(lambda: http_worker.healthy(*names) and mirrored() == want,
-              what="the streamed changes in the Iceberg table")
+              timeout=600, what="the streamed changes in the Iceberg table")
     finally:
         http_worker.delete_all(*names)
 
