@@ -239,14 +239,19 @@ def _sink_checks(cfg: Any) -> list[ConfigProblem]:
             out.append(ConfigProblem(key, f"Invalid value {text} for configuration {key}: {e}"))
         except ImportError:
             break  # reported where the table is written (require_pyiceberg)
-    catalog = {k: v for k, v in cfg.with_prefix("iceberg.catalog.").items()}
+    return out + catalog_problems(cfg)
+
+
+def catalog_problems(cfg: Any) -> list[ConfigProblem]:
+    """What is wrong with the ``iceberg.catalog.*`` keys (the sink's and the source's), by key."""
+    catalog = dict(cfg.with_prefix("iceberg.catalog."))
     try:
         catalog_properties(catalog)
     except ValueError as e:
         key = "iceberg.catalog." + next((k for k in ("catalog-impl", "type", "uri") if k in catalog), "type")
-        out.append(ConfigProblem(key, f"Invalid value {catalog.get(key.rsplit('.', 1)[-1], '')} for configuration "
-                                      f"{key}: {e}"))
-    return out
+        return [ConfigProblem(key, f"Invalid value {catalog.get(key.rsplit('.', 1)[-1], '')} for configuration "
+                                   f"{key}: {e}")]
+    return []
 
 
 def require_pyiceberg() -> None:

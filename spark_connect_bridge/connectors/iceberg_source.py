@@ -32,7 +32,7 @@ from ..core.records import arrow_schema, no_headers, record_schema
 from ..errors import ConfigProblem, ConnectError
 from .base import ReadRange, SourceConnector
 from .delta import VERSION_STRIDE
-from .iceberg import catalog_properties, load_iceberg_catalog, require_pyiceberg
+from .iceberg import catalog_problems, load_iceberg_catalog, require_pyiceberg
 from .offsets import Offsets, partition_key
 
 __all__ = ["IcebergSourceConnector"]
@@ -51,14 +51,7 @@ def _source_checks(cfg: Any) -> list[ConfigProblem]:
     elif "." not in table.strip("."):
         out.append(ConfigProblem("iceberg.source.table", f"Invalid value {table} for configuration "
                                                          "iceberg.source.table: namespace.table"))
-    catalog = dict(cfg.with_prefix("iceberg.catalog."))
-    try:
-        catalog_properties(catalog)
-    except ValueError as e:
-        key = "iceberg.catalog." + next((k for k in ("catalog-impl", "type", "uri") if k in catalog), "type")
-        out.append(ConfigProblem(key, f"Invalid value {catalog.get(key.rsplit('.', 1)[-1], '')} for configuration "
-                                      f"{key}: {e}"))
-    return out
+    return out + catalog_problems(cfg)
 
 
 class IcebergSourceConnector(SourceConnector):
