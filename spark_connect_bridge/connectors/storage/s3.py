@@ -48,10 +48,11 @@ _DEFAULT_CHAIN = "com.amazonaws.auth.DefaultAWSCredentialsProviderChain"
 
 _S3 = "S3"
 _KEYS_AND_HEADERS = "Keys and Headers"
-S3_KEYS = (
+#: Where the objects are and the credentials that reach them: the sink's keys, and the S3 source's.
+S3_CONNECTION_KEYS = (
     ConfigDef()
     .define("s3.bucket.name", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH, group=_S3,
-            doc="The bucket the objects are written to.")
+            doc="The bucket of the objects.")
     .define("s3.region", Type.STRING, "us-west-2", importance=Importance.MEDIUM, group=_S3,
             doc="The AWS region of the bucket.")
     .define("store.url", Type.STRING, None, importance=Importance.HIGH, group=_S3,
@@ -64,6 +65,9 @@ S3_KEYS = (
                 "AWS_PROFILE in ~/.aws/credentials, an instance role).")
     .define("aws.secret.access.key", Type.PASSWORD, None, importance=Importance.HIGH, group=_S3,
             doc="The secret access key of aws.access.key.id (never logged or shown).")
+)
+S3_KEYS = S3_CONNECTION_KEYS.merge(
+    ConfigDef()
     .define("s3.credentials.provider.class", Type.CLASS, _DEFAULT_CHAIN, importance=Importance.LOW, group=_S3,
             doc="Only AWS's default chain here (or aws.access.key.id / aws.secret.access.key).")
     .define("json.decimal.format", Type.STRING, "BASE64", CaseInsensitiveValidString("BASE64", "NUMERIC"),

@@ -24,14 +24,14 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from ...config import ConfigDef, Importance, NonEmptyString, Range, Type
+from ...config import ConfigDef, Importance, Range, Type
 from ...core.records import no_headers, record_schema
 from ...errors import ConfigProblem, ConnectError
 from ..base import ReadRange, SourceConnector
 from ..offsets import Offsets, partition_key
 from .common import short_class
 from .object_sink import endpoint_problem
-from .s3 import S3Store
+from .s3 import S3_CONNECTION_KEYS, S3Store
 
 __all__ = ["S3SourceConnector"]
 
@@ -40,21 +40,8 @@ log = logging.getLogger(__name__)
 _FORMAT_PACKAGE = "io.confluent.connect.s3.format."
 _FORMATS = {"JsonFormat": "json", "ByteArrayFormat": "bytearray"}
 _S3 = "S3"
-S3_SOURCE_KEYS = (
+S3_SOURCE_KEYS = S3_CONNECTION_KEYS.merge(
     ConfigDef()
-    .define("s3.bucket.name", Type.STRING, validator=NonEmptyString(), importance=Importance.HIGH, group=_S3,
-            doc="The bucket the sink wrote to.")
-    .define("s3.region", Type.STRING, "us-west-2", importance=Importance.MEDIUM, group=_S3,
-            doc="The AWS region of the bucket.")
-    .define("store.url", Type.STRING, None, importance=Importance.HIGH, group=_S3,
-            doc="An S3-compatible endpoint (http(s)://host:port) in place of AWS's. One of the connector's "
-                "destination keys.")
-    .define("s3.path.style.access.enabled", Type.BOOLEAN, True, importance=Importance.LOW, group=_S3,
-            doc="Path-style requests to store.url; false: virtual-hosted.")
-    .define("aws.access.key.id", Type.STRING, "", importance=Importance.HIGH, group=_S3,
-            doc="The access key id; empty: the AWS default chain (environment, profile, instance role).")
-    .define("aws.secret.access.key", Type.PASSWORD, None, importance=Importance.HIGH, group=_S3,
-            doc="The secret access key (never logged or shown).")
     .define("s3.part.retries", Type.INT, 3, Range.at_least(0), Importance.LOW, group=_S3,
             doc="Retries of a failed request.")
     .define("topics.dir", Type.STRING, "topics", importance=Importance.HIGH, group="Storage",
