@@ -31,10 +31,9 @@ from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, Struct
 
 from ..config import Config
 from ..converters.base import utf8_bytes
-from ..core.locations import is_remote
 from ..core.record_errors import ERROR_COL, enable_error_column
 from ..errors import ConfigError, ConfigProblem
-from .topic_store import TopicStore
+from .topic_store import TopicStore, session_locations
 
 __all__ = ["ErrorPolicy", "ORIGINAL_COL", "SOURCE_FAILED_COL", "snapshot", "start_tolerant", "split_batch",
            "write_dead_letters", "INTERNAL_COLS"]
@@ -86,12 +85,6 @@ class ErrorPolicy:
                                           "errors.deadletterqueue.topic.name is set: also set "
                                           "errors.deadletterqueue.topics.dir (the topic store directory; the "
                                           "worker sets it) or errors.deadletterqueue.sink.connector.class"))
-        if policy.dlq_topic and policy.dlq_dir and is_remote(policy.dlq_dir) and not sink and not policy.dlq_kafka:
-            problems.append(ConfigProblem("errors.deadletterqueue.topic.name", (
-                f"Invalid value {policy.dlq_topic} for configuration errors.deadletterqueue.topic.name: the topic "
-                f"store in an object store ({policy.dlq_dir}) is Parquet, which has no per-batch transaction record "
-                f"to write dead letters exactly once; name a sink for them (errors.deadletterqueue.sink.*, e.g. "
-                f"the S3 sink) or keep topics.dir on a local or mounted file system")))
         if policy.dlq_sink and not dict(sink).get("connector.class"):
             problems.append(ConfigProblem("errors.deadletterqueue.sink.connector.class",
                                           'Missing required configuration "errors.deadletterqueue.sink.'
@@ -254,9 +247,7 @@ def write_dead_letters(bad: DataFrame, policy: ErrorPolicy, *, app_id: str, batc
             **dict(policy.dlq_kafka)).save()
         return
 
-    store = TopicStore(policy.dlq_dir or "")
-    if store.format != "delta":
-        raise ConfigError([ConfigProblem("errors.deadletterqueue.topic.name",
-                                         "a dead-letter topic needs the deltalake library (pip install "
-                                         "'spark_connect_bridge[delta]'), or set errors.deadletterqueue.sink.*")])
-    records.write.format("kconnect").options(**store.sink_options(), **ids).mode("append").save()
+    # The topic store's dead-letter topic: Delta with the app transaction, or in a Parquet store (without deltalake,
+    # or in a bucket) one object per query and batch, overwritten by a replay (TopicStore.write_dead_letters).
+    store = TopicStore(policy.dlq_dir or "", files=session_locations(bad.sparkSession))
+    store.write_dead_letters(records, app_id=ids["kconnect.app.id"], batch_id=batch_id)

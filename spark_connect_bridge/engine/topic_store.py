@@ -9,7 +9,11 @@ group does with Kafka. The dead-letter queue of a connector is a topic of the st
 
 Where the ``deltalake`` library is missing, or the directory is in an object store (``s3a://bucket/prefix``: Spark's
 file sink reaches it through Hadoop's S3A connector), the store is Parquet written by Spark's exactly-once file
-sink (``<directory>/_parquet``, partitioned by topic), read back with Spark's file source.
+sink (``<directory>/_parquet``, partitioned by topic), read back with Spark's file source. Its dead-letter topics
+live beside it (``<directory>/_dead_letters/topic=<name>/``): one Parquet object per (query, micro-batch), written
+whole from the driver and written again under the same name when Spark replays the batch, so a record is
+dead-lettered once (:meth:`TopicStore.write_dead_letters`); Spark's file sink would add a replayed batch's files
+under new names, and its own log is the streaming query's, not the dead letters'.
 
 >>> store = TopicStore("/data/topics")                                              # doctest: +SKIP
 >>> q1 = store.write_stream(source_df, checkpoint="/ckpt/source")                   # doctest: +SKIP
@@ -35,6 +39,8 @@ __all__ = ["TopicStore"]
 
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 _PARQUET_DIR = "_parquet"
+_DEAD_LETTERS_DIR = "_dead_letters"
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 FORMATS = ("auto", "delta", "parquet")
 
 
@@ -78,8 +84,37 @@ class TopicStore:
 
     def dead_letter_table(self, name: str) -> str:
         """The table of the dead-letter topic ``name`` (``errors.deadletterqueue.topic.name``): a topic of the
-        store, written like any other, readable with :meth:`read_stream`."""
+        store, written like any other, readable with :meth:`read_stream` (a Parquet store: its own directory,
+        readable with :meth:`read_batch`)."""
+        if self.format == "parquet":
+            _check_topic(name)
+            return self.files.join(self.directory, _DEAD_LETTERS_DIR, f"topic={name}")
         return self.table_path(name)
+
+    def write_dead_letters(self, records: Any, *, app_id: str, batch_id: int) -> None:
+        """Append the dead-letter records of one micro-batch of query ``app_id`` exactly once.
+
+        A Delta store commits them with the app transaction ``(app_id, batch_id)``. A Parquet store writes one
+        object per topic, ``<dead_letter_table>/<app_id>-<batch_id>.parquet``, whole, from the driver (the failed
+        records of one batch): a replayed batch writes the same object again, in a bucket as on a disk."""
+        _check_records(records)
+        if self.format != "parquet":
+            records.write.format("kconnect").options(**self.sink_options(), **{
+                "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id)}).mode("append").save()
+            return
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+        from pyarrow import BufferOutputStream
+
+        data = records.toArrow()
+        if data.num_rows == 0:
+            return
+        name = f"{_NAME_UNSAFE.sub('_', app_id)}-{int(batch_id):020d}.parquet"
+        for topic in sorted(pc.unique(data.column("topic")).to_pylist()):
+            part = data.filter(pc.equal(data.column("topic"), topic)).drop_columns(["topic"])
+            sink = BufferOutputStream()
+            pq.write_table(part, sink)
+            self.files.write_bytes(self.files.join(self.dead_letter_table(topic), name), sink.getvalue().to_pybytes())
 
     def topics(self) -> list[str]:
         """The topics that hold at least one committed write, sorted."""
@@ -177,7 +212,11 @@ class TopicStore:
         spark = spark or _active_session()
         if self.format == "parquet":
             root = self.files.join(self.directory, _PARQUET_DIR)
-            df = spark.read.schema(self._parquet_schema(spark)).parquet(root)
+            schema = self._parquet_schema(spark)
+            df = spark.read.schema(schema).parquet(root) if self.topics() else spark.createDataFrame([], schema)
+            dead = self.files.join(self.directory, _DEAD_LETTERS_DIR)
+            if self.files.names(dead):  # the dead-letter topics (see write_dead_letters)
+                df = df.unionByName(spark.read.schema(schema).option("basePath", dead).parquet(dead))
             return self._select(df, topics, topics_regex)
         return spark.read.format("kconnect").options(**self.source_options(topics, topics_regex)).load()
 
@@ -211,6 +250,16 @@ def _check_records(df: Any) -> None:
     if "topic" not in df.columns or "value" not in df.columns:
         raise ConnectError(f"The topic store holds records: the DataFrame needs 'topic' and 'value' columns "
                            f"(it has {df.columns})")
+
+
+def session_locations(spark: Any) -> Locations:
+    """The files a Spark session reaches, with its S3A settings: the ``fs.s3a.*`` keys of its Hadoop configuration
+    (``spark.hadoop.fs.s3a.*`` and any set since), or under Spark Connect the session's ``spark.hadoop.fs.s3a.*``."""
+    try:
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    except (AttributeError, NotImplementedError):  # Spark Connect: no SparkContext on the client
+        return Locations({k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.hadoop.fs.s3a.")})
+    return Locations({f"fs.s3a.{k}": v for k, v in dict(hadoop.getPropsWithPrefix("fs.s3a.")).items()})
 
 
 def _active_session() -> Any:

@@ -107,3 +107,47 @@ def test_a_bucket_that_goes_away_fails_naming_the_uri_and_loses_nothing(spark, s
         run()
         table = spark.read.format("delta").load(f"{base}/table")
         assert sorted(r.value for r in table.collect()) == ["a", "b", "c"]
+
+
+def test_dead_letters_in_a_topic_store_in_the_bucket_are_written_once_across_a_replay(spark, s3a, tmp_path):
+    """errors.tolerance=all with the dead-letter topic in a topic store in the bucket (a Parquet store): each
+    micro-batch's failed records are one object named for the query and the batch; the last batch, replayed after
+    its commit record is removed, writes the same object again, so every bad record is dead-lettered once."""
+    import spark_connect_bridge as scb
+    from spark_connect_bridge.engine.topic_store import TopicStore, session_locations
+
+    bucket, client = s3a
+    topics = f"s3a://{bucket}/dlq-run/topics"
+    lines = [f'{{"id": {i}}}' if i % 10 != 3 else f'{{"id": {i}, ' for i in range(40)]  # ids 3, 13, 23, 33 bad
+    source_file = tmp_path / "in.jsonl"
+    source_file.write_text("".join(line + "\n" for line in lines))
+    source = {"name": "lines", "connector.class": "FileStreamSource", "file": str(source_file), "topic": "orders",
+              "value.converter": "org.apache.kafka.connect.storage.StringConverter", "max.records.per.trigger": "20"}
+    sink = {"name": "orders-sink", "connector.class": "FileStreamSink", "file": str(tmp_path / "out.txt"),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false", "value.converter.spark.schema": "id BIGINT",
+            "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq-orders",
+            "errors.deadletterqueue.topics.dir": topics, "errors.deadletterqueue.context.headers.enable": "true"}
+    ckpt = tmp_path / "ckpt"
+
+    def run() -> None:
+        scb.write_stream(scb.read_stream(spark, source), sink, checkpoint=str(ckpt),
+                         trigger={"availableNow": True}).awaitTermination()
+
+    run()
+    objects = sorted(client.objects(bucket, "dlq-run/topics/_dead_letters/topic=dlq-orders"))
+    assert len(objects) == 2 and all(o.endswith((f"-{0:020d}.parquet", f"-{1:020d}.parquet")) for o in objects)
+    last = max((ckpt / "commits").glob("[0-9]*"), key=lambda p: int(p.name))
+    last.unlink()
+    (last.parent / f".{last.name}.crc").unlink(missing_ok=True)
+    run()  # the last batch again
+    assert sorted(client.objects(bucket, "dlq-run/topics/_dead_letters/topic=dlq-orders")) == objects
+    store = TopicStore(topics, files=session_locations(spark))
+    dead = store.read_batch(spark, ["dlq-orders"]).collect()
+    assert sorted(r.value.decode() for r in dead) == sorted(lines[i] for i in (3, 13, 23, 33))
+    for r in dead:
+        headers = {h.key: h.value.decode() for h in r.headers}
+        assert r.topic == "dlq-orders" and headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+        assert headers["__connect.errors.topic"] == "orders"
+    written = (tmp_path / "out.txt").read_text().splitlines()
+    assert len(written) == 36
