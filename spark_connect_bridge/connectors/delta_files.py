@@ -11,8 +11,8 @@ log for the Delta source and the worker's offsets.
 A table lives on a local (or mounted) path or in a bucket (``s3a://bucket/prefix`` or ``s3://``): every file is
 reached through :class:`~spark_connect_bridge.core.locations.Locations` (the project's one file layer, ``pyarrow.fs``)
 and delta-rs gets the same settings as its storage options (:meth:`Locations.storage_options`). In a bucket a data
-file is one whole PUT (no half-written object to rename away from), and delta-rs commits a version with S3's
-conditional PUT (``If-None-Match``), so two writers cannot both write one version.
+file is one whole PUT (no half-written object to rename away from); delta-rs writes the log (two concurrent writers
+of one table in a bucket are not tested here).
 
 Delta's own JVM writer (the ``delta-spark`` engine) is :mod:`spark_connect_bridge.engine.delta_spark`; both write
 standard Delta tables that the other reads.
