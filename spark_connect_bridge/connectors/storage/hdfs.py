@@ -52,6 +52,8 @@ _FORMAT_PACKAGE = "io.confluent.connect.hdfs3."
 _FORMATS = {**{k: v for k, v in FORMAT_KINDS.items() if k != "ByteArrayFormat"}, "StringFormat": "string"}
 _REFUSED_FORMATS = {"OrcFormat": "ORC files are not written here yet (issue #35)",
                     "ByteArrayFormat": "the HDFS 3 sink has no ByteArrayFormat (StringFormat writes string values)"}
+#: The extension of each format's files (Confluent's HDFS connectors' RecordWriterProviders).
+_EXTENSIONS = {"json": ".json", "avro": ".avro", "parquet": ".parquet", "string": ".txt"}
 _STORAGE_CLASS = "io.confluent.connect.hdfs3.storage.HdfsStorage"
 #: Hadoop 3's default ``dfs.namenode.http-address`` / ``dfs.namenode.https-address`` ports.
 _HTTP_PORT, _HTTPS_PORT = 9870, 9871
@@ -435,8 +437,8 @@ class Hdfs3SinkConnector(ObjectStoreSink):
         return None
 
     def store(self) -> HdfsStore:
-        return HdfsStore(self._url_key, self._url, self._client, str(self.config.topics_dir),
-                         self._format().extension)
+        kind = self.format_kinds[short_class(self.config.format_class)]
+        return HdfsStore(self._url_key, self._url, self._client, str(self.config.topics_dir), _EXTENSIONS[kind])
 
     def _compression(self) -> tuple[str, int]:
         return "none", -1
@@ -444,7 +446,7 @@ class Hdfs3SinkConnector(ObjectStoreSink):
     def _format(self, format_class: Any = None, column: str = "value") -> Format:
         kind = self.format_kinds[short_class(format_class or self.config.format_class)]
         if kind == "string":  # Java's (String) value, then the platform's line separator
-            return ByteArrayFormat(b"\n", ".txt")
+            return ByteArrayFormat(b"\n", _EXTENSIONS[kind])
         if kind == "parquet":  # the HDFS connectors name Parquet files .parquet, whatever the codec
             return _HdfsParquetFormat(str(self.config.parquet_codec))
         return super()._format(format_class, column)

@@ -20,7 +20,8 @@ from spark_connect_bridge.connectors.storage.hdfs import WebHdfs, namenode_http_
 from spark_connect_bridge.errors import ConfigError
 from tests.contract.contract import SinkContract
 from tests.support import servers
-from tests.support.hdfs import MiniHdfs, hdfs_files
+from tests.support.hdfs import hdfs_files
+from tests.support.tcp_proxy import TcpProxy
 
 HDFS3_SINK = "io.confluent.connect.hdfs3.Hdfs3SinkConnector"
 FORMATS = "io.confluent.connect.hdfs3."
@@ -136,15 +137,16 @@ class TestHdfsSinkContract(SinkContract):
         return [line for data in _files(self.hdfs, config).values() for line in _read("json", data)]
 
 
-def test_a_stopped_namenode_fails_the_batch_naming_hdfs_url_and_loses_nothing(spark, tmp_path):
-    """The NameNode stops: the batch fails with an error naming hdfs.url; restarted with HDFS back, the query writes
-    the failed batch, each record in exactly one committed file."""
-    own = MiniHdfs().start()
+def test_an_unreachable_namenode_fails_the_batch_naming_hdfs_url_and_loses_nothing(spark, hdfs, tmp_path):
+    """The NameNode goes away (a cut TCP proxy in front of its HTTP port plays the outage of the run's HDFS): the
+    batch fails with an error naming hdfs.url; restarted with the NameNode back, the query writes the failed batch,
+    each record in exactly one committed file."""
+    namenode = TcpProxy(int(hdfs[2].endpoints[0].rsplit(":", 1)[1])).restore()
     try:
         source = tmp_path / "in.txt"
         source.write_text("".join(f"r{i}\n" for i in range(4)))
-        config = {"connector.class": HDFS3_SINK, "hdfs.url": own.url, "flush.size": "10", "format.class": JSON,
-                  "hadoop.conf.dir": _conf_dir(tmp_path / "conf", own.webhdfs)}
+        address = f"http://127.0.0.1:{namenode.port}"
+        config = _sink(hdfs, **{"flush.size": "10", "hadoop.conf.dir": _conf_dir(tmp_path / "conf", address)})
         ckpt = str(tmp_path / "ckpt")
 
         def run() -> None:
@@ -154,21 +156,20 @@ def test_a_stopped_namenode_fails_the_batch_naming_hdfs_url_and_loses_nothing(sp
                 .trigger(availableNow=True).start().awaitTermination()
 
         run()
-        client = own.client()
-        assert sorted(hdfs_files(client, "/topics")) == ["/topics/t/partition=0/t+0+0000000000+0000000003.json"]
+        assert sorted(_files(hdfs, config)) == ["t/partition=0/t+0+0000000000+0000000003.json"]
         with open(source, "a") as f:
             f.writelines(f"r{i}\n" for i in range(4, 6))
-        own.stop()
-        with pytest.raises(Exception, match=rf"HDFS {own.url} \(hdfs\.url; WebHDFS at {own.webhdfs}\)"):
+        namenode.cut()
+        with pytest.raises(Exception, match=rf"HDFS {hdfs[0]} \(hdfs\.url; WebHDFS at {address}\)"):
             run()
-        own.start()  # the same data directory and ports
+        namenode.restore()
         run()
-        files = hdfs_files(client, "/topics")
-        assert sorted(files) == ["/topics/t/partition=0/t+0+0000000000+0000000003.json",
-                                 "/topics/t/partition=0/t+0+0000000004+0000000005.json"]
+        files = _files(hdfs, config)
+        assert sorted(files) == ["t/partition=0/t+0+0000000000+0000000003.json",
+                                 "t/partition=0/t+0+0000000004+0000000005.json"]
         assert [line for data in files.values() for line in _read("json", data)] == [f"r{i}" for i in range(6)]
     finally:
-        own.destroy()
+        namenode.cut()
 
 
 def test_a_spark_checkpoint_on_hdfs_resumes_the_query(spark, hdfs, tmp_path):
