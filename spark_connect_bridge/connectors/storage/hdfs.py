@@ -465,7 +465,7 @@ class Hdfs3SinkConnector(ObjectStoreSink):
         super().validate_input(schema)
 
     # -- executor ---------------------------------------------------------------------------------
-    def write(self, batches: Iterator[Any], ctx: WriteContext) -> Staged:
+    def write(self, batches: Iterator[Any], ctx: WriteContext) -> Any:  # a Staged
         layout = self._layout or self.layout()
         store = self.store()
         written = write_objects(batches, layout, store.put, ctx.partition_id)
