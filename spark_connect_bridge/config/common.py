@@ -13,7 +13,7 @@ from .definition import Config, ConfigDef, Importance, Type
 from .validators import CaseInsensitiveValidString, Lambda, NonEmptyString, Range, Regex
 
 __all__ = ["COMMON", "SOURCE", "SINK", "PLUGIN_PREFIXES", "KAFKA_ONLY_PREFIXES", "SPARK_OPTION_KEYS",
-           "warn_kafka_only"]
+           "ALLOWED_PATHS_OPTION", "FORBIDDEN_PATHS_OPTION", "warn_kafka_only"]
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,14 @@ SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2
                      # Set by our own foreachBatch router so that a batch write commits once per micro-batch.
                      "kconnect.app.id", "kconnect.batch.id", "kconnect.rejects.dir",
                      # Set by the Kafka bus: the records are only those of the sink's topics already.
-                     "kconnect.topics.subscribed")
+                     "kconnect.topics.subscribed",
+                     # Set by a worker for connectors that learn locations at run time (path_policy_at_run_time)
+                     "kconnect.allowed.paths", "kconnect.forbidden.paths")
+#: The worker's connector.allowed.paths (a JSON list), which it hands the connectors that find the files they read
+#: and write at run time (an Iceberg catalog's table locations); always the worker's value, never the config's.
+ALLOWED_PATHS_OPTION = "kconnect.allowed.paths"
+#: The worker's state directory (a JSON list), out of those connectors' reach likewise.
+FORBIDDEN_PATHS_OPTION = "kconnect.forbidden.paths"
 
 
 def warn_kafka_only(props: Mapping[str, object], context: str) -> list[str]:

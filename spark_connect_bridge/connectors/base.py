@@ -91,6 +91,9 @@ class _Plugin:
     kafka_class: ClassVar[str | None] = None
     #: Key prefixes this plugin reads itself (e.g. the Iceberg sink's ``iceberg.catalog.``), as the original does.
     key_prefixes: ClassVar[tuple[str, ...]] = ()
+    #: True for a connector that learns the files it reads and writes at run time (an Iceberg catalog's table
+    #: locations): a worker hands it its connector.allowed.paths (``kconnect.allowed.paths``) to check them there.
+    path_policy_at_run_time: ClassVar[bool] = False
 
     def __init__(self, config: Config, *, name: str):
         self.config = config

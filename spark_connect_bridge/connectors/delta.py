@@ -42,18 +42,18 @@ rows of a version are sorted by their columns, since deltalake reads change file
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import shutil
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..config import ConfigDef, Importance, Lambda, Range, Type
+from ..config.definition import Password
 from ..config.validators import CaseInsensitiveValidString
+from ..core.locations import Locations
 from ..core.records import RECORD_COLUMNS, arrow_schema, no_headers, record_schema
 from ..core.topic_schemas import narrow_arrow, topic_layouts
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
@@ -65,12 +65,12 @@ from .delta_files import (
     delete_files,
     is_replay,
     latest_version,
-    local_path,
     merge_changes,
     normalize_schema,
     read_commit,
     reconcile_schema,
     require_deltalake,
+    table_root,
     table_schema,
     write_files,
 )
@@ -86,6 +86,42 @@ _SORT = ("_kc_order", "_kc_part", "_kc_off", "_kc_task", "_kc_idx")
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
 VERSION_STRIDE = 1_000_000_000
 STAGING_DIR = "_kconnect_staging"
+
+_OBJECT_STORE = "Object store"
+#: Hadoop's S3A keys, which Spark's and Delta's own readers and writers take as per-query options: here they reach a
+#: table at an s3a:// or s3:// URI with the deltalake engine (its storage options, from the same settings). Unset:
+#: the AWS default chain (AWS_ACCESS_KEY_ID..., AWS_ENDPOINT_URL, the profile, the instance role). A worker refuses
+#: them in connector configs received over REST (the endpoint its credentials go to is its own).
+S3A_KEYS = (
+    ConfigDef()
+    .define("fs.s3a.endpoint", Type.STRING, "", importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="The S3 endpoint of a table in a bucket (an S3-compatible store, an emulator): host:port or a URL.")
+    .define("fs.s3a.endpoint.region", Type.STRING, "", importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="The bucket's AWS region.")
+    .define("fs.s3a.path.style.access", Type.BOOLEAN, False, importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="Path-style requests (endpoint/bucket/key) to fs.s3a.endpoint; false: virtual-hosted.")
+    .define("fs.s3a.connection.ssl.enabled", Type.BOOLEAN, True, importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="HTTPS to an fs.s3a.endpoint given without a scheme (false: plain HTTP, e.g. a local emulator).")
+    .define("fs.s3a.access.key", Type.STRING, "", importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="The access key id (empty: the AWS default chain).")
+    .define("fs.s3a.secret.key", Type.PASSWORD, None, importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="The secret key of fs.s3a.access.key (never logged or shown).")
+    .define("fs.s3a.session.token", Type.PASSWORD, None, importance=Importance.LOW, group=_OBJECT_STORE,
+            doc="A session token with temporary keys (never logged or shown).")
+)
+
+
+def locations_of(config: Any) -> Locations:
+    """The files of a Delta connector's tables: local paths, and buckets with its fs.s3a.* keys."""
+    settings: dict[str, str] = {}
+    for key in S3A_KEYS.names():
+        value = config.get(key)
+        if isinstance(value, Password):
+            value = value.value()
+        if value is None or value == "":
+            continue
+        settings[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return Locations(settings)
 
 
 def _properties(value: list[str]) -> str | None:
@@ -161,20 +197,29 @@ class DeltaSinkConnector(SinkConnector):
                                 "and deltalake, while delta-spark there is a config error naming write_stream.",
                 group="Delta")
         .check(_sink_checks)
+        .merge(S3A_KEYS)
     )
+
+    @property
+    def files(self) -> Locations:
+        """The tables' files (local, or in a bucket with the fs.s3a.* keys): one per connector."""
+        found = self.__dict__.get("_files")
+        if found is None:
+            found = self.__dict__["_files"] = locations_of(self.config)
+        return found
 
     # -- layout ------------------------------------------------------------------------------------
     def table_path(self, topic: str | None = None, *, local: bool = True) -> str:
         """The table of ``topic`` (the one table when the path does not depend on the topic); ``local=False``
         keeps an object-store URI as it is (the delta-spark engine writes those)."""
 
-        template = self.config.delta_table_path or os.path.join(self.config.topics_dir, "${topic}")
+        template = self.config.delta_table_path or Locations.join(self.config.topics_dir, "${topic}")
         if "${topic}" in template:
             if topic is None or not _TOPIC_RE.match(topic) or topic in (".", ".."):
                 raise DataError(f"Record topic {topic!r} cannot name a Delta table under {template}: topics are "
                                 f"made of letters, digits, '.', '_' and '-'")
             template = template.replace("${topic}", topic)
-        return local_path(template) if local else template
+        return table_root(template) if local else template
 
     @property
     def per_topic(self) -> bool:
@@ -258,10 +303,11 @@ class DeltaSinkConnector(SinkConnector):
         rows, _ = rows_arrow(data, self.config)
         if rows.num_rows == 0:
             return []
-        plan = reconcile_schema(table_schema(path), rows.schema, evolve=self.config.delta_schema_evolution,
-                                where=path)
+        plan = reconcile_schema(table_schema(path, files=self.files), rows.schema,
+                                evolve=self.config.delta_schema_evolution, where=path)
         return write_files(path, cast_to(rows, plan.target), partition_by=self.config.delta_partition_by,
-                           prefix=f"part-{ctx.partition_id:05d}", max_rows_per_file=self.config.delta_file_max_rows)
+                           prefix=f"part-{ctx.partition_id:05d}", max_rows_per_file=self.config.delta_file_max_rows,
+                           files=self.files)
 
     def _stage(self, path: str, data: Any, ctx: WriteContext) -> list[tuple[str, tuple[str, ...]]]:
         import pyarrow as pa
@@ -272,11 +318,12 @@ class DeltaSinkConnector(SinkConnector):
             return []
         rows = rows.append_column("_kc_task", pa.array([ctx.partition_id] * rows.num_rows, pa.int64()))
         rows = last_per_key(rows, keys)  # shrink what travels to the driver
-        d = os.path.join(path, STAGING_DIR, ctx.app_id, str(ctx.batch_id if ctx.batch_id is not None else "batch"))
-        os.makedirs(d, exist_ok=True)
-        p = os.path.join(d, f"{ctx.partition_id:05d}-{ctx.attempt}-{uuid.uuid4().hex[:8]}.parquet")
-        pq.write_table(rows, p + ".tmp")
-        os.replace(p + ".tmp", p)
+        d = Locations.join(path, STAGING_DIR, ctx.app_id,
+                           str(ctx.batch_id if ctx.batch_id is not None else "batch"))
+        p = Locations.join(d, f"{ctx.partition_id:05d}-{ctx.attempt}-{uuid.uuid4().hex[:8]}.parquet")
+        sink = pa.BufferOutputStream()
+        pq.write_table(rows, sink)
+        self.files.write_bytes(p, sink.getvalue().to_pybytes())  # atomic: a staged file is whole or absent
         return [(p, tuple(keys))]
 
     # -- driver -----------------------------------------------------------------------------------
@@ -295,7 +342,8 @@ class DeltaSinkConnector(SinkConnector):
                              partition_by=self.config.delta_partition_by,
                              evolve=self.config.delta_schema_evolution, overwrite=ctx.overwrite,
                              configuration=self.table_properties(),
-                             metadata={"kconnect.connector": self.name, "kconnect.batch": ctx.batch_id})
+                             metadata={"kconnect.connector": self.name, "kconnect.batch": ctx.batch_id},
+                             files=self.files)
 
     def _merge(self, path: str, staged: list[tuple[str, tuple[str, ...]]], ctx: CommitContext) -> None:
         import pyarrow as pa
@@ -303,24 +351,25 @@ class DeltaSinkConnector(SinkConnector):
 
         paths = [p for p, _ in staged]
         try:
-            if not staged or is_replay(path, ctx.app_id, ctx.batch_id):
+            if not staged or is_replay(path, ctx.app_id, ctx.batch_id, files=self.files):
                 return
             keys = list(staged[0][1])
-            changes = pa.concat_tables([pq.read_table(p) for p in paths], promote_options="permissive")
+            changes = pa.concat_tables([pq.read_table(pa.BufferReader(self.files.read_bytes(p))) for p in paths],
+                                       promote_options="permissive")
             changes = last_per_key(changes, keys).drop_columns([c for c in _SORT if c in changes.column_names])
             merge_changes(path, changes, keys=keys, op_column=OP_COLUMN, app_id=ctx.app_id, batch_id=ctx.batch_id,
                           partition_by=self.config.delta_partition_by, evolve=self.config.delta_schema_evolution,
-                          configuration=self.table_properties())
+                          configuration=self.table_properties(), files=self.files)
         finally:
-            _discard_staged(paths)
+            _discard_staged(self.files, paths)
 
     def abort(self, messages: Sequence[Any], ctx: CommitContext) -> None:
         for m in messages:
             for path, items in m.tables.items():
                 if m.merge:
-                    _discard_staged([p for p, _ in items])
+                    _discard_staged(self.files, [p for p, _ in items])
                 else:
-                    delete_files(path, items)
+                    delete_files(path, items, files=self.files)
 
 
 @dataclass
@@ -329,13 +378,11 @@ class _Message:
     merge: bool = False
 
 
-def _discard_staged(paths: Sequence[str]) -> None:
-    dirs = {os.path.dirname(p) for p in paths}
+def _discard_staged(files: Locations, paths: Sequence[str]) -> None:
     for p in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(p)
-    for d in dirs:
-        shutil.rmtree(d, ignore_errors=True)
+        files.remove(p)
+    for d in {Locations.parent(p) for p in paths}:
+        files.remove_tree(d)
 
 
 # ---------------------------------------------------------------------------------------------- rows (Arrow)
@@ -659,32 +706,38 @@ class DeltaSourceConnector(SourceConnector):
                                 "page). auto and deltalake, and the kconnect data source: the deltalake reader.",
                 group="Delta")
         .check(_source_checks)
+        .merge(S3A_KEYS)
     )
+
+    @property
+    def files(self) -> Locations:
+        """The tables' files (local, or in a bucket with the fs.s3a.* keys): one per connector."""
+        found = self.__dict__.get("_files")
+        if found is None:
+            found = self.__dict__["_files"] = locations_of(self.config)
+        return found
 
     # -- tables -------------------------------------------------------------------------------------
     def tables(self) -> list[str]:
         """The tables this source reads now (sorted absolute paths)."""
 
         if self.config.delta_table_path:
-            return [local_path(self.config.delta_table_path)]
-        root = local_path(self.config.topics_dir)
-        try:
-            names = sorted(os.listdir(root))
-        except FileNotFoundError:
-            return []
+            return [table_root(self.config.delta_table_path)]
+        root = table_root(self.config.topics_dir)
+        names = self.files.names(root)
         topics, regex = self.config.topics, self.config.topics_regex
         pattern = re.compile(f"(?:{regex})\\Z") if regex else None
         out = []
         for n in names:
             if (topics and n not in topics) or (pattern and not pattern.match(n)) or n.startswith(("_", ".")):
                 continue
-            p = os.path.join(root, n)
-            if latest_version(p) is not None:
+            p = Locations.join(root, n)
+            if latest_version(p, files=self.files) is not None:
                 out.append(p)
         return out
 
     def _arrow_table_schema(self, path: str) -> Any:
-        s = table_schema(path)
+        s = table_schema(path, files=self.files)
         if s is None:
             raise ConnectError(f"Delta source: there is no Delta table at {path}")
         return s
@@ -733,7 +786,7 @@ class DeltaSourceConnector(SourceConnector):
         for t in self.tables():
             k = partition_key({"table": t})
             cur = int((start.get(k) or {"version": first})["version"])
-            last = latest_version(t)
+            last = latest_version(t, files=self.files)
             if last is None:  # the table went away since tables() listed it: it keeps its position
                 out[k] = {"version": cur}
                 continue
@@ -759,7 +812,7 @@ class DeltaSourceConnector(SourceConnector):
         import json
 
         n = 0
-        for a in read_commit(path, version):
+        for a in read_commit(path, version, files=self.files):
             add = a.get("add")
             if add and add.get("dataChange", True):
                 try:
@@ -773,7 +826,7 @@ class DeltaSourceConnector(SourceConnector):
         for t in self.tables():
             k = partition_key({"table": t})
             cur = int((current.get(k) or {"version": -1})["version"])
-            behind += max(0, (latest_version(t) or 0) - cur)
+            behind += max(0, (latest_version(t, files=self.files) or 0) - cur)
         return behind  # versions, not records
 
     # -- executor -----------------------------------------------------------------------------------
@@ -798,7 +851,7 @@ class DeltaSourceConnector(SourceConnector):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        actions = read_commit(path, version)
+        actions = read_commit(path, version, files=self.files)
         ts = next((a["commitInfo"].get("timestamp") for a in actions if "commitInfo" in a), None)
         table = normalize_schema(self._arrow_table_schema(path))
         for a in actions:
@@ -808,7 +861,8 @@ class DeltaSourceConnector(SourceConnector):
         if self.config.delta_source_read_change_feed:
             from deltalake import DeltaTable
 
-            reader = DeltaTable(path).load_cdf(starting_version=version, ending_version=version)
+            table_log = DeltaTable(path, storage_options=self.files.storage_options(path) or None)
+            reader = table_log.load_cdf(starting_version=version, ending_version=version)
             data = pa.RecordBatchReader.from_stream(reader).read_all()  # deltalake returns arro3 objects
             data = data.cast(normalize_schema(data.schema))  # view types → plain ones
             if data.num_rows:
@@ -830,7 +884,8 @@ class DeltaSourceConnector(SourceConnector):
             if add.get("deletionVector"):
                 raise ConnectError(f"Delta source: {path} version {version} adds a file with a deletion vector, "
                                    f"which this source does not read")
-            f = pq.read_table(os.path.join(path, *unquote(add["path"]).split("/")))
+            filesystem, where = self.files.filesystem(Locations.join(path, *unquote(add["path"]).split("/")))
+            f = pq.read_table(where, filesystem=filesystem)
             for name, text in (add.get("partitionValues") or {}).items():
                 typ = table.field(name).type
                 val = None if text is None or text == HIVE_NULL else text

@@ -8,27 +8,34 @@ the app transaction version only moves forward. CDC batches are applied with ``D
 (:func:`merge_changes`), with the same app transaction. :func:`latest_version` and :func:`read_commit` read the
 log for the Delta source and the worker's offsets.
 
+A table lives on a local (or mounted) path or in a bucket (``s3a://bucket/prefix`` or ``s3://``): every file is
+reached through :class:`~spark_connect_bridge.core.locations.Locations` (the project's one file layer, ``pyarrow.fs``)
+and delta-rs gets the same settings as its storage options (:meth:`Locations.storage_options`). In a bucket a data
+file is one whole PUT (no half-written object to rename away from), and delta-rs commits a version with S3's
+conditional PUT (``If-None-Match``), so two writers cannot both write one version.
+
 Delta's own JVM writer (the ``delta-spark`` engine) is :mod:`spark_connect_bridge.engine.delta_spark`; both write
 standard Delta tables that the other reads.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
+from ..core.locations import S3_SCHEMES, Locations, is_remote, remote_scheme
 from ..errors import ConnectError, DataError
 
 __all__ = ["FileAdd", "write_files", "delete_files", "commit_files", "merge_changes", "create_table", "table_schema",
            "reconcile_schema", "cast_to", "normalize_schema", "latest_version", "read_commit", "committed_version",
-           "is_replay", "require_deltalake", "local_path", "quote_identifier", "widens", "HIVE_NULL"]
+           "is_replay", "require_deltalake", "table_root", "quote_identifier", "widens", "HIVE_NULL", "LOCAL"]
 
 log = logging.getLogger(__name__)
 
@@ -46,16 +53,33 @@ def require_deltalake() -> Any:
     return deltalake
 
 
-def local_path(uri: str | os.PathLike) -> str:
-    """The local filesystem path of a table URI (``/x`` or ``file:///x``). Object stores are written by the
-    delta-spark engine; the deltalake engine here writes local (or mounted) filesystems."""
-    uri = os.fspath(uri)
+#: Local (and mounted) paths only: the files of a function not given the connector's :class:`Locations`.
+LOCAL = Locations()
+
+
+def table_root(uri: str | os.PathLike) -> str:
+    """A table's location as this module reaches it: an absolute local path (``/x``, ``x``, ``file:///x``), or an
+    ``s3a://`` / ``s3://`` URI without a trailing slash. Other object stores are written by the delta-spark engine."""
+    uri = os.fspath(uri).strip()
     if uri.startswith("file://"):
-        uri = uri[len("file://"):]
-    elif "://" in uri:
-        raise ConnectError(f"Delta table {uri}: the deltalake engine of this connector writes local or mounted "
-                           f"filesystem paths only; use the delta-spark engine for object stores")
+        return os.path.abspath(uri[len("file://"):])
+    if is_remote(uri):
+        if remote_scheme(uri) not in S3_SCHEMES:
+            raise ConnectError(f"Delta table {uri}: the deltalake engine of this connector writes local or mounted "
+                               f"paths and {' and '.join(s + '://' for s in S3_SCHEMES)} buckets; use the "
+                               f"delta-spark engine for other object stores")
+        return uri.rstrip("/")
     return os.path.abspath(uri)
+
+
+def _options(files: Locations, root: str) -> dict[str, str] | None:
+    """delta-rs's storage options of ``root`` (secrets: passed on, never logged)."""
+    return files.storage_options(root) or None
+
+
+def _file(root: str, relative: str) -> str:
+    """The location of a data file of the table at ``root`` (``relative``: URL-encoded, as in the log)."""
+    return Locations.join(root, *unquote(relative).split("/"))
 
 
 # ------------------------------------------------------------------------------------------ engine choice
@@ -187,13 +211,13 @@ def cast_to(data: Any, target: Any) -> Any:
     return pa.Table.from_arrays(cols, schema=target)
 
 
-def table_schema(uri: str) -> Any | None:
+def table_schema(uri: str, *, files: Locations = LOCAL) -> Any | None:
     """The Arrow schema of the Delta table at ``uri`` (None when there is no table)."""
     deltalake = require_deltalake()
-    path = local_path(uri)
-    if not os.path.isdir(os.path.join(path, "_delta_log")) or latest_version(path) is None:
+    path = table_root(uri)
+    if latest_version(path, files=files) is None:
         return None
-    return pa_schema_of(deltalake.DeltaTable(path))
+    return pa_schema_of(deltalake.DeltaTable(path, storage_options=_options(files, path)))
 
 
 def pa_schema_of(dt: Any) -> Any:
@@ -252,14 +276,14 @@ def _stats(table: Any) -> str:
 
 
 def write_files(table_uri: str, data: Any, *, partition_by: Sequence[str] = (), prefix: str = "part",
-                max_rows_per_file: int = 1_000_000) -> list[FileAdd]:
+                max_rows_per_file: int = 1_000_000, files: Locations = LOCAL) -> list[FileAdd]:
     """Executor: write ``data`` (a pa.Table already cast to the target schema) as Parquet files under the
     table directory (one directory per partition value, partition columns not stored in the files)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    root = local_path(table_uri)
+    root = table_root(table_uri)
     if data.num_rows == 0:
         return []
     groups: list[tuple[dict, Any]]
@@ -284,27 +308,23 @@ def write_files(table_uri: str, data: Any, *, partition_by: Sequence[str] = (), 
             chunk = part.slice(lo, max_rows_per_file)
             name = f"{prefix}-{uuid.uuid4()}.c000.snappy.parquet"
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            full = os.path.join(root, *rel.split("/"))
-            os.makedirs(os.path.dirname(full), exist_ok=True)
-            tmp = full + ".tmp"
-            # Written under a temporary name and renamed: a file at its final name is always complete.
-            pq.write_table(chunk, tmp, compression="snappy")
-            os.replace(tmp, full)
-            st = os.stat(full)
+            # A file at its final name is always complete: written whole in memory, then one atomic write
+            # (locally a temporary file renamed, in a bucket one PUT).
+            sink = pa.BufferOutputStream()
+            pq.write_table(chunk, sink, compression="snappy")
+            body = sink.getvalue().to_pybytes()
+            files.write_bytes(Locations.join(root, *rel.split("/")), body)
             # The log stores the URL-encoded path (Delta's protocol); file names here need no encoding.
-            out.append(FileAdd(rel, st.st_size, pvalues, int(st.st_mtime * 1000), _stats(chunk), chunk.num_rows,
+            out.append(FileAdd(rel, len(body), pvalues, int(time.time() * 1000), _stats(chunk), chunk.num_rows,
                                data.schema.serialize().to_pybytes()))
     return out
 
 
-def delete_files(table_uri: str, files: Iterable[FileAdd]) -> None:
+def delete_files(table_uri: str, written: Iterable[FileAdd], *, files: Locations = LOCAL) -> None:
     """Remove written but uncommitted files (an aborted or replayed batch)."""
-    from urllib.parse import unquote
-
-    root = local_path(table_uri)
-    for f in files:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(os.path.join(root, *unquote(f.path).split("/")))
+    root = table_root(table_uri)
+    for f in written:
+        files.remove(_file(root, f.path))
 
 
 # ------------------------------------------------------------------------------------------ driver: commits
@@ -315,20 +335,20 @@ def _commit_properties(app_id: str, batch_id: int | None, metadata: Mapping[str,
     return CommitProperties(app_transactions=txns, custom_metadata=dict(metadata or {}) or None)
 
 
-def committed_version(table_uri: str, app_id: str) -> int | None:
+def committed_version(table_uri: str, app_id: str, *, files: Locations = LOCAL) -> int | None:
     """The last batch id ``app_id`` committed to the table (None: none, or no table)."""
     deltalake = require_deltalake()
-    path = local_path(table_uri)
-    if latest_version(path) is None:
+    path = table_root(table_uri)
+    if latest_version(path, files=files) is None:
         return None
-    return deltalake.DeltaTable(path).transaction_version(app_id)
+    return deltalake.DeltaTable(path, storage_options=_options(files, path)).transaction_version(app_id)
 
 
-def is_replay(table_uri: str, app_id: str, batch_id: int | None) -> bool:
+def is_replay(table_uri: str, app_id: str, batch_id: int | None, *, files: Locations = LOCAL) -> bool:
     """True when ``batch_id`` of ``app_id`` is already in the table (Spark replays a committed batch)."""
     if batch_id is None:
         return False
-    last = committed_version(table_uri, app_id)
+    last = committed_version(table_uri, app_id, files=files)
     return last is not None and last >= batch_id
 
 
@@ -350,10 +370,11 @@ def _evolve(dt: Any, plan: SchemaPlan) -> None:
         dt.alter.add_columns(list(fields) if not isinstance(fields, Field) else [fields])
 
 
-def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch_id: int | None,
+def commit_files(table_uri: str, written: Sequence[FileAdd], *, app_id: str, batch_id: int | None,
                  partition_by: Sequence[str] = (), evolve: bool = False, overwrite: bool = False,
-                 configuration: Mapping[str, str] | None = None, metadata: Mapping[str, Any] | None = None) -> bool:
-    """Driver: commit ``files`` in one Delta transaction with the app transaction ``(app_id, batch_id)``.
+                 configuration: Mapping[str, str] | None = None, metadata: Mapping[str, Any] | None = None,
+                 files: Locations = LOCAL) -> bool:
+    """Driver: commit ``written`` (the files) in one Delta transaction with the app transaction ``(app_id, batch_id)``.
 
     Returns False (and deletes the files) when the batch was already committed (a replay). Before the commit,
     checks that every file exists with its recorded size, that every file's schema fits the table (adding new
@@ -363,26 +384,24 @@ def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch
     from deltalake import DeltaTable, Schema
     from deltalake.transaction import AddAction, create_table_with_add_actions
 
-    path = local_path(table_uri)
-    if is_replay(path, app_id, batch_id):
+    path = table_root(table_uri)
+    options = _options(files, path)
+    if is_replay(path, app_id, batch_id, files=files):
         log.info("Delta table %s: batch %s of %s already committed; skipping the replay", path, batch_id, app_id)
-        delete_files(path, files)
+        delete_files(path, written, files=files)
         return False
-    from urllib.parse import unquote
-
-    for f in files:  # pitfall 1: deltalake commits adds for files that do not exist
-        full = os.path.join(path, *unquote(f.path).split("/"))
+    for f in written:  # pitfall 1: deltalake commits adds for files that do not exist
         try:
-            size = os.path.getsize(full)
+            size = files.size(_file(path, f.path))
         except FileNotFoundError:
             raise ConnectError(f"Delta table {path}: data file {f.path} written by a task of batch {batch_id} "
                                f"is missing; the batch is not committed (Spark retries it)") from None
         if size != f.size:
             raise ConnectError(f"Delta table {path}: data file {f.path} has {size} bytes, {f.size} expected")
-    schemas = {f.schema for f in files if f.schema}
+    schemas = {f.schema for f in written if f.schema}
     incoming = [pa.ipc.read_schema(pa.py_buffer(s)) for s in schemas]
-    exists = latest_version(path) is not None
-    actions = [AddAction(f.path, f.size, f.partition_values, f.modification_time, True, f.stats) for f in files]
+    exists = latest_version(path, files=files) is not None
+    actions = [AddAction(f.path, f.size, f.partition_values, f.modification_time, True, f.stats) for f in written]
     props = _commit_properties(app_id, batch_id, metadata)
     if not exists:
         if not incoming:
@@ -390,15 +409,15 @@ def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch
         schema = normalize_schema(incoming[0])
         for s in incoming[1:]:  # pitfall 2: deltalake does not validate the data schema
             reconcile_schema(schema, s, evolve=False, where=path)
-        os.makedirs(path, exist_ok=True)
+        files.makedirs(path)
         create_table_with_add_actions(path, Schema.from_arrow(schema), actions, mode="append",
                                       partition_by=list(partition_by) or None, configuration=configuration,
-                                      commit_properties=props)
+                                      commit_properties=props, storage_options=options)
         return True
-    dt = DeltaTable(path)
+    dt = DeltaTable(path, storage_options=options)
     mapping = dt.metadata().configuration.get("delta.columnMapping.mode", "none")
     if mapping != "none":  # our Parquet files carry the logical names; such a table reads them as nulls
-        delete_files(path, files)
+        delete_files(path, written, files=files)
         raise ConnectError(f"Delta table {path} uses column mapping (delta.columnMapping.mode={mapping}), which the "
                            f"deltalake engine does not write; write it with delta.engine=delta-spark")
     current = pa_schema_of(dt)
@@ -406,7 +425,7 @@ def commit_files(table_uri: str, files: Sequence[FileAdd], *, app_id: str, batch
         plan = reconcile_schema(current, _with_partitions(s, current, partition_by), evolve=evolve, where=path)
         if plan.new_fields:
             _evolve(dt, plan)
-            dt = DeltaTable(path)
+            dt = DeltaTable(path, storage_options=options)
             current = pa_schema_of(dt)
         elif not _same_columns(plan.target, current):
             raise DataError(f"Delta table {path}: files were written with schema {s} that is not the table's")
@@ -435,16 +454,17 @@ def _same_columns(a: Any, b: Any) -> bool:
 
 
 def create_table(table_uri: str, schema: Any, *, partition_by: Sequence[str] = (),
-                 configuration: Mapping[str, str] | None = None) -> None:
+                 configuration: Mapping[str, str] | None = None, files: Locations = LOCAL) -> None:
     """Create an empty Delta table (no-op when one exists)."""
     from deltalake import DeltaTable, Schema
 
-    path = local_path(table_uri)
-    if latest_version(path) is not None:
+    path = table_root(table_uri)
+    if latest_version(path, files=files) is not None:
         return
-    os.makedirs(path, exist_ok=True)
+    files.makedirs(path)
     DeltaTable.create(path, Schema.from_arrow(normalize_schema(schema)), mode="ignore",
-                      partition_by=list(partition_by) or None, configuration=configuration)
+                      partition_by=list(partition_by) or None, configuration=configuration,
+                      storage_options=_options(files, path))
 
 
 def quote_identifier(name: str) -> str:
@@ -453,7 +473,7 @@ def quote_identifier(name: str) -> str:
 
 def merge_changes(table_uri: str, changes: Any, *, keys: Sequence[str], op_column: str, app_id: str,
                   batch_id: int | None, partition_by: Sequence[str] = (), evolve: bool = False,
-                  configuration: Mapping[str, str] | None = None) -> bool:
+                  configuration: Mapping[str, str] | None = None, files: Locations = LOCAL) -> bool:
     """Driver: apply ``changes`` (a pa.Table: one row per key, the last change; ``op_column`` is ``"d"`` for a
     delete) with ``DeltaTable.merge``, committed with the app transaction ``(app_id, batch_id)``.
 
@@ -461,18 +481,19 @@ def merge_changes(table_uri: str, changes: Any, *, keys: Sequence[str], op_colum
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    path = local_path(table_uri)
-    if is_replay(path, app_id, batch_id):
+    path = table_root(table_uri)
+    options = _options(files, path)
+    if is_replay(path, app_id, batch_id, files=files):
         log.info("Delta table %s: batch %s of %s already committed; skipping the replay", path, batch_id, app_id)
         return False
     rows_schema = pa.schema([f for f in changes.schema if f.name != op_column])
-    if latest_version(path) is None:
-        create_table(path, rows_schema, partition_by=partition_by, configuration=configuration)
-    dt = DeltaTable(path)
+    if latest_version(path, files=files) is None:
+        create_table(path, rows_schema, partition_by=partition_by, configuration=configuration, files=files)
+    dt = DeltaTable(path, storage_options=options)
     plan = reconcile_schema(pa_schema_of(dt), rows_schema, evolve=evolve, where=path)
     if plan.new_fields:
         _evolve(dt, plan)
-        dt = DeltaTable(path)
+        dt = DeltaTable(path, storage_options=options)
     _check_forward(dt, app_id, batch_id, path)
     target = plan.target
     source = cast_to(changes, pa.schema(list(target) + [pa.field(op_column, pa.string())]))
@@ -491,13 +512,10 @@ def merge_changes(table_uri: str, changes: Any, *, keys: Sequence[str], op_colum
 
 
 # ------------------------------------------------------------------------------------------ the log (source)
-def latest_version(table_uri: str) -> int | None:
+def latest_version(table_uri: str, *, files: Locations = LOCAL) -> int | None:
     """The table's newest version from a listing of ``_delta_log`` (None when there is no table)."""
-    log_dir = os.path.join(local_path(table_uri), "_delta_log")
-    try:
-        names = os.listdir(log_dir)
-    except FileNotFoundError:
-        return None
+    log_dir = Locations.join(table_root(table_uri), "_delta_log")
+    names = files.names(log_dir)
     best = None
     for n in names:
         if len(n) == 25 and n.endswith(".json") and n[:20].isdigit():
@@ -505,19 +523,17 @@ def latest_version(table_uri: str) -> int | None:
             best = v if best is None or v > best else best
     if best is None:
         try:  # only checkpoints left (log cleanup): the checkpoint's version
-            with open(os.path.join(log_dir, "_last_checkpoint")) as f:
-                best = int(json.load(f)["version"])
+            best = int(json.loads(files.read_text(Locations.join(log_dir, "_last_checkpoint")))["version"])
         except (FileNotFoundError, ValueError, KeyError):
             return None
     return best
 
 
-def read_commit(table_uri: str, version: int) -> list[dict]:
+def read_commit(table_uri: str, version: int, *, files: Locations = LOCAL) -> list[dict]:
     """The actions of one commit (``_delta_log/<version>.json``)."""
-    p = os.path.join(local_path(table_uri), "_delta_log", f"{version:020d}.json")
+    p = Locations.join(table_root(table_uri), "_delta_log", f"{version:020d}.json")
     try:
-        with open(p, encoding="utf-8") as f:
-            return [json.loads(line) for line in f if line.strip()]
+        return [json.loads(line) for line in files.read_text(p).splitlines() if line.strip()]
     except FileNotFoundError:
         raise ConnectError(f"Delta table {table_uri}: the log of version {version} is gone (log retention "
                            f"removed it); restart the query from a newer version with a new checkpoint") from None

@@ -32,8 +32,8 @@ corresponds to the streaming trigger's interval (``trigger(processingTime=...)``
 
 from __future__ import annotations
 
+import json
 import logging
-import os
 import re
 import time
 import warnings
@@ -43,12 +43,15 @@ from types import SimpleNamespace
 from typing import Any
 
 from ..config import ConfigDef, Importance, Type
+from ..config.common import ALLOWED_PATHS_OPTION, FORBIDDEN_PATHS_OPTION
+from ..core import plugins
+from ..core.paths import local_path
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError
 from .base import CommitContext, SinkConnector, WriteContext
 from .delta import OP_COLUMN, last_per_key, rows_arrow
 
-__all__ = ["IcebergSinkConnector", "catalog_properties", "load_iceberg_catalog", "partition_fields",
-           "APP_ID_PROPERTY", "BATCH_ID_PROPERTY"]
+__all__ = ["IcebergSinkConnector", "catalog_properties", "check_table_files", "load_checked_table",
+           "load_iceberg_catalog", "partition_fields", "worker_paths", "APP_ID_PROPERTY", "BATCH_ID_PROPERTY"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +63,8 @@ _TABLE_KEYS = ("id-columns", "partition-by", "route-regex", "commit-branch")
 _TABLE_KEY = re.compile(r"^iceberg\.table\.(?P<table>.+)\.(?P<key>[a-z-]+)$")
 _TRANSFORM = re.compile(r"^\s*(?P<name>\w+)\s*\(\s*(?P<args>[^)]*)\)\s*$")
 _COMMIT_RETRIES = 8
+#: catalog property names whose value is a Python class pyiceberg imports (as iceberg_io.loads_code tells)
+_CODE_KEY_ENDINGS = ("-impl", ".impl")
 
 #: iceberg.catalog.catalog-impl -> the pyiceberg catalog type that reads and writes the same catalog
 _CATALOG_IMPLS = {
@@ -141,7 +146,7 @@ def partition_fields(spec: Sequence[str]) -> list[tuple[str, Any, str]]:
 def _local_uri(path: str) -> str:
     if "://" in path:
         return path
-    return "file://" + os.path.abspath(path.removeprefix("file:"))
+    return "file://" + local_path(path.removeprefix("file:"))
 
 
 def _sqlalchemy_url(uri: str, user: str | None, password: str | None) -> str:
@@ -154,7 +159,7 @@ def _sqlalchemy_url(uri: str, user: str | None, password: str | None) -> str:
     rest = uri[len("jdbc:"):]
     if rest.lower().startswith("sqlite:"):
         path = rest[len("sqlite:"):].removeprefix("//")
-        return "sqlite:///" + os.path.abspath(path) if path != ":memory:" else "sqlite://"
+        return "sqlite:///" + local_path(path) if path != ":memory:" else "sqlite://"
     if rest.lower().startswith("postgresql:"):
         parts = urlsplit(rest)
         query = dict(parse_qsl(parts.query))
@@ -201,12 +206,65 @@ def catalog_properties(iceberg_catalog: Mapping[str, str]) -> dict[str, str]:
     return props
 
 
-def load_iceberg_catalog(name: str, iceberg_catalog: Mapping[str, str]) -> Any:
-    """The pyiceberg catalog ``name`` with the ``iceberg.catalog.*`` entries (prefix stripped) as properties."""
+def load_iceberg_catalog(name: str, iceberg_catalog: Mapping[str, str], *,
+                         allowed_paths: Sequence[str] | None = None, forbidden_paths: Sequence[str] = ()) -> Any:
+    """The pyiceberg catalog ``name`` with the ``iceberg.catalog.*`` entries (prefix stripped) as properties.
+
+    With ``allowed_paths`` (a worker's ``connector.allowed.paths``), every file the catalog's tables send pyiceberg
+    to must lie under them and outside ``forbidden_paths`` (:mod:`.iceberg_io`)."""
     require_pyiceberg()
     from pyiceberg.catalog import load_catalog
 
-    return load_catalog(name, **catalog_properties(iceberg_catalog))
+    # imported here: pyiceberg is an optional extra, and iceberg_io subclasses its FileIO
+    from .iceberg_io import guard_catalog, guarded_properties
+
+    props = catalog_properties(iceberg_catalog)
+    if allowed_paths is None:
+        return load_catalog(name, **props)
+    guarded = guarded_properties(props, list(allowed_paths), list(forbidden_paths))
+    return guard_catalog(load_catalog(name, **guarded), guarded)
+
+
+def worker_paths(config: Any) -> dict[str, Any]:
+    """The ``allowed_paths``/``forbidden_paths`` a worker handed the connector (``kconnect.allowed.paths``), as
+    :func:`load_iceberg_catalog` takes them; none outside a worker."""
+    allowed = config.originals.get(ALLOWED_PATHS_OPTION)
+    if allowed is None:
+        return {}
+    return {"allowed_paths": json.loads(str(allowed)),
+            "forbidden_paths": json.loads(str(config.originals.get(FORBIDDEN_PATHS_OPTION) or "[]"))}
+
+
+def load_checked_table(catalog: Any, name: str) -> Any:
+    """``catalog.load_table(name)``, refused naming the table when its files lie outside a worker's allowed paths
+    (:func:`check_table_files`); NoSuchTableError when there is no such table."""
+    try:
+        table = catalog.load_table(name)
+    except PermissionError as e:  # its metadata file, refused by the FileIO before it is read
+        raise ConnectError(f"Iceberg table {name}: {e}") from None
+    check_table_files(table, name)
+    return table
+
+
+def check_table_files(table: Any, name: str) -> None:
+    """Refuse, naming the table, one whose files lie outside a worker's allowed paths or whose properties would
+    make pyiceberg import a class (before any data file is read or written; the FileIO checks each file too)."""
+    from .iceberg_io import LOCATION_PROVIDER, GuardedFileIO
+
+    io = table.io
+    if not isinstance(io, GuardedFileIO):
+        return
+    if table.metadata.properties.get(LOCATION_PROVIDER):
+        raise ConnectError(f"Iceberg table {name}: its property {LOCATION_PROVIDER} names a Python class, which a "
+                           f"worker does not import from a table's properties")
+    places = [table.metadata_location, table.metadata.location] + [
+        table.metadata.properties[k] for k in ("write.data.path", "write.metadata.path", "write.object-storage.path")
+        if table.metadata.properties.get(k)]
+    for place in places:
+        try:
+            io.check(place)
+        except PermissionError as e:
+            raise ConnectError(f"Iceberg table {name}: {e}") from None
 
 
 def _sink_checks(cfg: Any) -> list[ConfigProblem]:
@@ -251,7 +309,13 @@ def catalog_problems(cfg: Any) -> list[ConfigProblem]:
         key = "iceberg.catalog." + next((k for k in ("catalog-impl", "type", "uri") if k in catalog), "type")
         return [ConfigProblem(key, f"Invalid value {catalog.get(key.rsplit('.', 1)[-1], '')} for configuration "
                                    f"{key}: {e}")]
-    return []
+    # pyiceberg imports the classes these name (py-io-impl, py-catalog-impl, s3.retry-strategy-impl...): only
+    # from the modules a worker allows (plugin.allowed.modules); catalog-impl and io-impl are Java's, mapped above
+    return [ConfigProblem(f"iceberg.catalog.{k}", f"Invalid value {v} for configuration iceberg.catalog.{k}: "
+                                                   f"module {str(v).rsplit('.', 1)[0]} is not allowed here (worker "
+                                                   f"config plugin.allowed.modules)")
+            for k, v in catalog.items() if k.lower().endswith(_CODE_KEY_ENDINGS)
+            and k.lower() not in ("catalog-impl", "io-impl") and not plugins.dotted_path_allowed(str(v))]
 
 
 def require_pyiceberg() -> None:
@@ -268,6 +332,7 @@ class IcebergSinkConnector(SinkConnector):
 
     delivery = "exactly-once"
     kafka_class = ORIGINAL
+    path_policy_at_run_time = True  # the catalog names the files
     #: keys read by prefix, as the original reads them: catalog properties, per-table keys, Hadoop and Kafka
     #: client settings (the last two have no effect here)
     key_prefixes = ("iceberg.catalog.", "iceberg.table.", "iceberg.hadoop.", "iceberg.kafka.")
@@ -364,7 +429,8 @@ class IcebergSinkConnector(SinkConnector):
         cached = getattr(self, "_catalog", None)
         if cached is None:
             cached = self._catalog = load_iceberg_catalog(self.config.iceberg_catalog,
-                                                          self.config.with_prefix("iceberg.catalog."))
+                                                          self.config.with_prefix("iceberg.catalog."),
+                                                          **worker_paths(self.config))
         return cached
 
     def validate_input(self, schema: Any) -> None:
@@ -537,7 +603,7 @@ class IcebergSinkConnector(SinkConnector):
 
         catalog = self.catalog()
         try:
-            return catalog.load_table(name)
+            return load_checked_table(catalog, name)
         except NoSuchTableError:
             if not self.config.iceberg_tables_auto_create_enabled:
                 raise ConnectError(f"Iceberg table {name} does not exist; create it or set "
@@ -562,7 +628,7 @@ class IcebergSinkConnector(SinkConnector):
             log.info("Iceberg table %s created (partitioned by %s)", name, self.partition_by(name) or "nothing")
         except TableAlreadyExistsError:
             pass  # another writer created it meanwhile
-        return catalog.load_table(name)
+        return load_checked_table(catalog, name)
 
 
 def committed_batch(table: Any, app_id: str) -> int | None:

@@ -32,7 +32,7 @@ from ..core.records import arrow_schema, no_headers, record_schema
 from ..errors import ConfigProblem, ConnectError
 from .base import ReadRange, SourceConnector
 from .delta import VERSION_STRIDE
-from .iceberg import catalog_problems, load_iceberg_catalog, require_pyiceberg
+from .iceberg import catalog_problems, load_checked_table, load_iceberg_catalog, require_pyiceberg, worker_paths
 from .offsets import Offsets, partition_key
 
 __all__ = ["IcebergSourceConnector"]
@@ -58,6 +58,7 @@ class IcebergSourceConnector(SourceConnector):
     """Streams the rows an Iceberg table's snapshots append, with snapshot ids as offsets (pyiceberg)."""
 
     key_prefixes = ("iceberg.catalog.",)
+    path_policy_at_run_time = True  # the catalog names the files
     partition_fields: ClassVar[dict[str, type] | None] = {"table": str}
     offset_fields: ClassVar[dict[str, type] | None] = {"snapshot-id": int}
     config_def = (
@@ -100,9 +101,10 @@ class IcebergSourceConnector(SourceConnector):
         catalog = getattr(self, "_catalog", None)
         if catalog is None:
             catalog = self._catalog = load_iceberg_catalog(self.config.iceberg_catalog,
-                                                           self.config.with_prefix("iceberg.catalog."))
+                                                           self.config.with_prefix("iceberg.catalog."),
+                                                           **worker_paths(self.config))
         try:
-            return catalog.load_table(self.table_name)
+            return load_checked_table(catalog, self.table_name)
         except NoSuchTableError:
             raise ConnectError(f"Iceberg source: there is no table {self.table_name} (iceberg.source.table) in "
                                f"catalog {self.config.iceberg_catalog}") from None

@@ -93,7 +93,11 @@ def _avro(dt: DataType, meta: dict[str, Any], cm: bool, names: _Names) -> Any:
     if isinstance(dt, DecimalType):
         out = {"type": "bytes", "logicalType": "decimal", "precision": dt.precision, "scale": dt.scale}
         if cm:
-            out["connect.parameters"] = {"scale": str(dt.scale), "connect.decimal.precision": str(dt.precision)}
+            params = {"scale": str(dt.scale), "connect.decimal.precision": str(dt.precision)}
+            # the field's other parameters too (Debezium's propagated __debezium.source.column.*)
+            params.update((str(k), str(v)) for k, v in (meta.get("connect.parameters") or {}).items()
+                          if k not in params)
+            out["connect.parameters"] = params
         return tagged(out, DECIMAL)
     if isinstance(dt, DateType):
         return tagged({"type": "int", "logicalType": "date"}, DATE)

@@ -96,7 +96,8 @@ def connect_to_spark(schema: Mapping[str, Any] | None) -> tuple[DataType, bool, 
         except (TypeError, ValueError):
             raise DataError(f"Invalid Decimal scale parameter {params.get('scale')!r}") from None
         p = decimal_precision(params)
-        return DecimalType(max(p, scale), scale), optional, {}
+        extra = {str(k): str(v) for k, v in params.items() if k not in ("scale", PRECISION_PARAM)}
+        return DecimalType(max(p, scale), scale), optional, {META_PARAMETERS: extra} if extra else {}
     if name == DATE:
         return DateType(), optional, {}
     if name == TIMESTAMP:
@@ -143,8 +144,11 @@ def spark_to_connect(data_type: DataType, nullable: bool = True,
     meta = dict(metadata or {})
     out: dict[str, Any]
     if isinstance(data_type, DecimalType):
-        out = {"type": "bytes", "optional": nullable, "name": DECIMAL, "version": 1,
-               "parameters": {"scale": str(data_type.scale), PRECISION_PARAM: str(data_type.precision)}}
+        # the type's scale and precision, then the field's other parameters (Debezium's propagated
+        # __debezium.source.column.*), as Debezium's Decimal schemas carry both
+        params = {"scale": str(data_type.scale), PRECISION_PARAM: str(data_type.precision)}
+        params.update((str(k), str(v)) for k, v in (meta.get(META_PARAMETERS) or {}).items() if k not in params)
+        out = {"type": "bytes", "optional": nullable, "name": DECIMAL, "version": 1, "parameters": params}
         return out
     if isinstance(data_type, DateType):
         return {"type": "int32", "optional": nullable, "name": DATE, "version": 1}

@@ -33,13 +33,17 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["Locations", "REMOTE_SCHEMES", "is_remote", "remote_scheme"]
+__all__ = ["Locations", "REMOTE_SCHEMES", "S3_SCHEMES", "is_remote", "remote_scheme"]
 
 #: Object-store schemes the worker's own state may live under: those Spark's checkpoints reach through a Hadoop
 #: connector the project declares (hadoop-aws in the ``object-stores`` profile of jvm/pom.xml).
 REMOTE_SCHEMES = ("s3a",)
+#: The schemes :class:`Locations` reaches in a bucket (a Delta table's ``s3://`` URI as well as Hadoop's ``s3a://``).
+S3_SCHEMES = ("s3a", "s3")
 _URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_HADOOP = "spark.hadoop.fs.s3a."
+#: Where S3A settings come from: a Spark config's ``spark.hadoop.fs.s3a.*`` keys, or the ``fs.s3a.*`` keys that
+#: Spark's and Delta's readers and writers take as per-query options (a Delta connector's config).
+_HADOOP_PREFIXES = ("spark.hadoop.fs.s3a.", "fs.s3a.")
 
 
 def remote_scheme(location: str) -> str | None:
@@ -58,9 +62,18 @@ class Locations:
     """Files under local paths and ``s3a://`` URIs, with the worker's Hadoop S3A settings (``hadoop``: Spark
     settings, of which the ``spark.hadoop.fs.s3a.*`` keys count)."""
 
-    def __init__(self, hadoop: Mapping[str, str] | None = None):
-        self._s3a = {k[len(_HADOOP):]: str(v) for k, v in (hadoop or {}).items() if k.startswith(_HADOOP)}
+    def __init__(self, hadoop: Mapping[str, Any] | None = None):
+        self._s3a = {k[len(prefix):]: str(v) for k, v in (hadoop or {}).items() if v is not None
+                     for prefix in _HADOOP_PREFIXES if k.startswith(prefix)}
         self._filesystems: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:  # picklable (a connector's, to its executors): no clients, no lock
+        return {"_s3a": self._s3a}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._s3a = state["_s3a"]
+        self._filesystems = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -103,6 +116,72 @@ class Locations:
                 raise FileNotFoundError(location) from e
             raise OSError(f"Cannot read {location}: {e}") from e
 
+    def read_bytes(self, location: str) -> bytes:
+        """The file's bytes; FileNotFoundError when it does not exist."""
+        if not is_remote(location):
+            with open(location, "rb") as f:
+                return f.read()
+        fs, path = self._remote(location)
+        try:
+            with fs.open_input_stream(path) as f:
+                return bytes(f.read())
+        except FileNotFoundError:
+            raise
+        except OSError as e:
+            if _missing(e):
+                raise FileNotFoundError(location) from e
+            raise OSError(f"Cannot read {location}: {e}") from e
+
+    def size(self, location: str) -> int:
+        """The file's size in bytes; FileNotFoundError when it does not exist."""
+        if not is_remote(location):
+            return os.path.getsize(location)
+        from pyarrow import fs as pafs
+
+        filesystem, path = self._remote(location)
+        info = filesystem.get_file_info(path)
+        if info.type != pafs.FileType.File:
+            raise FileNotFoundError(location)
+        return int(info.size)
+
+    def filesystem(self, location: str) -> tuple[Any, str]:
+        """A ``pyarrow.fs`` file system and the path in it of ``location`` (for pyarrow's own readers and writers,
+        such as ``pyarrow.parquet``)."""
+        if not is_remote(location):
+            from pyarrow import fs as pafs
+
+            return pafs.LocalFileSystem(), os.path.abspath(location)
+        return self._remote(location)
+
+    def storage_options(self, location: str) -> dict[str, str]:
+        """The storage options of delta-rs (``deltalake``, Rust's object_store) that reach ``location`` with the same
+        settings as :meth:`filesystem`: the endpoint, its addressing style and plain HTTP, the region, and keys
+        when the settings give them (else delta-rs takes the AWS default chain, as S3A does). {} for a local path.
+        The result holds secrets: pass it on, never log it."""
+        if not is_remote(location):
+            return {}
+        bucket = self._bucket(location)
+        options: dict[str, str] = {}
+        access, secret = self._setting(bucket, "access.key"), self._setting(bucket, "secret.key")
+        if access and secret:
+            options.update(aws_access_key_id=access, aws_secret_access_key=secret)
+            token = self._setting(bucket, "session.token")
+            if token:
+                options["aws_session_token"] = token
+        region = self._setting(bucket, "endpoint.region")
+        if region:
+            options["aws_region"] = region
+        endpoint = self._setting(bucket, "endpoint")
+        if endpoint:
+            ssl = (self._setting(bucket, "connection.ssl.enabled") or "true").lower() != "false"
+            url = endpoint if "://" in endpoint else f"{'https' if ssl else 'http'}://{endpoint}"
+            options["aws_endpoint"] = url
+            if url.lower().startswith("http://"):
+                options["aws_allow_http"] = "true"
+            path_style = (self._setting(bucket, "path.style.access") or "false").lower() == "true"
+            options["aws_virtual_hosted_style_request"] = "false" if path_style else "true"
+        return options
+
     def exists(self, location: str) -> bool:
         if not is_remote(location):
             return os.path.exists(location)
@@ -133,11 +212,15 @@ class Locations:
     # -- writing ------------------------------------------------------------------------------------
     def write_text(self, location: str, text: str, *, private: bool = False) -> None:
         """Write ``text`` atomically (see the module doc); ``private``: a new local file gets mode 0600."""
+        self.write_bytes(location, text.encode("utf-8"), private=private)
+
+    def write_bytes(self, location: str, data: bytes, *, private: bool = False) -> None:
+        """Write ``data`` atomically (see the module doc); ``private``: a new local file gets mode 0600."""
         if is_remote(location):
             filesystem, path = self._remote(location)
             try:
                 with filesystem.open_output_stream(path) as f:
-                    f.write(text.encode("utf-8"))
+                    f.write(data)
             except OSError as e:
                 raise OSError(f"Cannot write {location}: {e}") from e
             return
@@ -147,8 +230,8 @@ class Locations:
         try:
             if private:
                 os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, location)
@@ -190,13 +273,17 @@ class Locations:
             filesystem.delete_dir(path)
 
     # -- the object store ---------------------------------------------------------------------------
-    def _remote(self, location: str) -> tuple[Any, str]:
+    @staticmethod
+    def _bucket(location: str) -> str:
         scheme = remote_scheme(location)
-        if scheme not in REMOTE_SCHEMES:
-            raise ValueError(f"{location}: the worker's own files live on a local path or under "
-                             f"{', '.join(s + '://' for s in REMOTE_SCHEMES)}")
+        if scheme not in S3_SCHEMES:
+            raise ValueError(f"{location}: files are reached on a local path or under "
+                             f"{', '.join(s + '://' for s in S3_SCHEMES)}")
+        return urlsplit(location.strip()).netloc
+
+    def _remote(self, location: str) -> tuple[Any, str]:
+        bucket = self._bucket(location)
         parts = urlsplit(location.strip())
-        bucket = parts.netloc
         with self._lock:
             if bucket not in self._filesystems:
                 self._filesystems[bucket] = self._s3(bucket)

@@ -16,23 +16,25 @@ Apache Kafka broker and its tools (used by the tests to start a real broker).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.resources
 import logging
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConnectError
 
 __all__ = ["OBJECT_STORE_PREFIXES", "POM", "SAFE_PATH_ENV", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath",
-           "configure_spark", "spark_version", "wants_object_stores", "with_session_defaults"]
+           "configure_spark", "get_or_create", "spark_version", "wants_object_stores", "with_session_defaults"]
 
 log = logging.getLogger(__name__)
 
@@ -269,3 +271,49 @@ def configure_spark(builder: Any, *, delta: bool = True, profile: str = "spark",
         builder = builder.config("spark.sql.extensions", _DELTA_EXTENSION) \
                          .config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)
     return builder
+
+
+def get_or_create(builder: Any, secrets: Mapping[str, str]) -> Any:
+    """``builder.getOrCreate()`` with the Spark settings ``secrets`` (values that are credentials, such as a
+    resolved ``spark.hadoop.fs.s3a.secret.key``) kept off the JVM's command line.
+
+    pyspark starts the driver's JVM as ``spark-submit --conf key=value ...`` with every builder setting, so any
+    local user reads them in ``ps``. Here they reach the new JVM through ``spark-submit --extra-properties-file``,
+    a file only this user can read, deleted once the JVM has read it (``spark-defaults.conf`` still loads, and
+    Spark trims a value read from a properties file as it trims one in ``spark-defaults.conf``). When a Spark
+    context already runs in this process, they are set on the session as pyspark sets builder options then."""
+    from pyspark import SparkContext
+
+    if not secrets:
+        return builder.getOrCreate()
+    if SparkContext._active_spark_context is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        spark = builder.getOrCreate()
+        for key, value in secrets.items():
+            spark._jsparkSession.sessionState().conf().setConfString(key, value)
+        return spark
+    with _submit_properties(secrets):
+        return builder.getOrCreate()
+
+
+@contextlib.contextmanager
+def _submit_properties(conf: Mapping[str, str]) -> Iterator[None]:
+    """``PYSPARK_SUBMIT_ARGS`` naming a 0600 properties file that holds ``conf``, for the JVM pyspark launches."""
+    fd, path = tempfile.mkstemp(prefix="kconnect-spark-", suffix=".properties")
+    before = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(f"{_escape_property(k)}={_escape_property(v)}\n" for k, v in conf.items())
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--extra-properties-file {shlex.quote(path)} {before or 'pyspark-shell'}"
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+        else:
+            os.environ["PYSPARK_SUBMIT_ARGS"] = before
+        os.unlink(path)
+
+
+def _escape_property(text: str) -> str:
+    """``text`` as java.util.Properties reads it back (a key or a value)."""
+    special = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\f": "\\f"}
+    return "".join(special.get(c) or ("\\" + c if c in " =:#!" else c) for c in text)

@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 
 from ..config.providers import ProviderPolicy, provider_policy, resolve_providers
 from ..core import plugins
+from ..core.paths import ENCODED, is_remote_uri, normalise_uri, under
 from ..errors import ConfigError, ConfigProblem
 from ..transforms.regex import active_session
 from ..transforms.sql_allowlist import expression_problem
 
-__all__ = ["ConnectorPolicy", "is_path_key", "storage_setting_problems"]
+__all__ = ["ConnectorPolicy", "is_path_key", "is_remote_uri", "normalise_uri", "storage_setting_problems"]
 
 _PATH_KEYS = ("file", "path", "checkpointlocation")
 _PATH_SUFFIXES = ("path", "dir", "file", "filename", "location", "directory", "warehouse", "cert", "cacert")
@@ -62,23 +63,6 @@ def is_path_key(key: str) -> bool:
     return low in _PATH_KEYS or low.rsplit(".", 1)[-1] in _PATH_SUFFIXES
 
 
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
-
-
-_SAME_SCHEME = {"s3a": "s3", "s3n": "s3", "abfss": "abfs", "wasbs": "wasb", "gcs": "gs", "https": "http"}
-
-
-def normalise_uri(uri: str) -> str:
-    """A remote URI as the allowlist compares it: the scheme lower-cased and its Hadoop/TLS spellings folded
-    (``s3a``/``s3n`` -> ``s3``), no trailing slash, ``..`` segments refused by the caller."""
-    scheme, rest = uri.split("://", 1)
-    scheme = scheme.lower()
-    return f"{_SAME_SCHEME.get(scheme, scheme)}://{rest.rstrip('/')}"
-
-
-# Percent-encoded '.', '/' and '\\': Hadoop's Path decodes them, so they could make a '..' segment after the check.
-_ENCODED = re.compile(r"%(?:2e|2f|5c)", re.IGNORECASE)
 # Connector config keys that would configure a Hadoop file system (an object store's endpoint, credentials or
 # provider): Spark and Delta copy a data source's fs.* / dfs.* options into the Hadoop configuration of its paths.
 _STORAGE_SETTING = re.compile(r"(?i)^(?:spark\.hadoop\.|(?:.*\.)?d?fs\.[a-z])")
@@ -92,12 +76,6 @@ def storage_setting_problems(config: Mapping[str, str]) -> list[ConfigProblem]:
                              f"(endpoints, credentials, implementations) are the worker's own (worker config "
                              f"spark.hadoop.fs.*); a connector config cannot set them")
             for k in config if _STORAGE_SETTING.match(k)]
-
-
-def is_remote_uri(value: str) -> bool:
-    """Whether ``value`` is a URI other than ``file://``."""
-    uri = _URI.match(value.strip())
-    return uri is not None and uri.group(1).lower() != "file"
 
 
 @dataclass(frozen=True)
@@ -132,10 +110,10 @@ class ConnectorPolicy:
             return self.remote_problem(key, value, shown)
         local = value[len("file://"):] if uri else value
         real = os.path.realpath(os.path.abspath(local))
-        if any(_under(real, root) for root in self.forbidden_paths):
+        if any(under(real, root) for root in self.forbidden_paths):
             return (f"Invalid value {shown} for configuration {key}: the worker's state directory is not "
                     f"reachable from connector configs")
-        if not any(_under(real, root) for root in self.allowed_paths if not is_remote_uri(root)):
+        if not any(under(real, root) for root in self.allowed_paths if not is_remote_uri(root)):
             return (f"Invalid value {shown} for configuration {key}: not under the directories this worker allows "
                     f"connectors to use (worker config connector.allowed.paths: "
                     f"{', '.join(self.allowed_paths) or '<none>'})")
@@ -145,7 +123,7 @@ class ConnectorPolicy:
         """Why the remote ``uri`` of ``key`` is refused (``None``: under a URI entry of ``connector.allowed.paths``)."""
         shown = uri if shown is None else shown
         target = normalise_uri(uri)
-        if "/../" in target + "/" or "/./" in target + "/" or _ENCODED.search(target) or "\\" in target:
+        if "/../" in target + "/" or "/./" in target + "/" or ENCODED.search(target) or "\\" in target:
             return (f"Invalid value {shown} for configuration {key}: a URI may not contain '.' or '..' segments, "
                     f"percent-encoded dots or slashes, or backslashes")
         if any(target == root or target.startswith(root + "/")

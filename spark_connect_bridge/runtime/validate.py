@@ -21,12 +21,15 @@ config this endpoint accepts is one the worker accepts.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..bus.kafka import KafkaSinkPlan, KafkaSourcePlan, plan_sink, plan_source
 from ..config import HIDDEN, Type
+from ..config.common import ALLOWED_PATHS_OPTION, FORBIDDEN_PATHS_OPTION
+from ..config.providers import resolve_providers
 from ..connectors.base import connector_config_def
 from ..connectors.factory import connector_class
 from ..core import plugins
@@ -68,6 +71,14 @@ def effective_config(config: Mapping[str, str], worker: WorkerConfig | None) -> 
     cfg = dict(config)
     if worker is None:
         return cfg
+    try:  # the class a provider reference names counts too
+        named = {k: v for k, v in cfg.items() if k.lower() == "connector.class"}
+        run_time_paths = connector_class(resolve_providers(named)).path_policy_at_run_time
+    except ConfigError:
+        run_time_paths = False  # an unknown class: reported by the config's own validation
+    if run_time_paths:  # always the worker's own limits: a config that carries these keys cannot widen them
+        cfg[ALLOWED_PATHS_OPTION] = json.dumps(list(worker.policy.allowed_paths))
+        cfg[FORBIDDEN_PATHS_OPTION] = json.dumps(list(worker.policy.forbidden_paths))
     if cfg.get("errors.deadletterqueue.topic.name") and not cfg.get("errors.deadletterqueue.topics.dir"):
         cfg["errors.deadletterqueue.topics.dir"] = worker.topics_dir  # dead letters live in the topic store
     for conv in ("key.converter", "value.converter", "header.converter"):

@@ -39,7 +39,8 @@ from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from ..engine.warmup import warm_up
 from ..errors import ConnectError, headline
-from ..jvm import SAFE_PATH_ENV, configure_spark, wants_object_stores, with_session_defaults
+from ..jvm import SAFE_PATH_ENV, configure_spark, get_or_create, wants_object_stores, with_session_defaults
+from .secrets import is_secret_key
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
 from .worker_config import WorkerConfig
@@ -184,9 +185,12 @@ class Worker:
             builder = with_session_defaults(builder) if user_jars else configure_spark(
                 builder, object_stores=(wants_object_stores(self.config.spark_conf)
                                         or self.config.state_in_object_store))
+            # a credential among them (a resolved spark.hadoop.fs.s3a.secret.key) never on the JVM's command line
+            secrets = {k: v for k, v in self.config.spark_conf.items() if is_secret_key(k)}
             for k, v in self.config.spark_conf.items():
-                builder = builder.config(k, v)
-            self._spark = builder.getOrCreate()
+                if k not in secrets:
+                    builder = builder.config(k, v)
+            self._spark = get_or_create(builder, secrets)
             self._spark.sparkContext.setLogLevel("ERROR")
         if not self._registered:
             self._registered = True

@@ -24,7 +24,9 @@ class ExtractChangedRecordState(Transformation):
     order (a list of strings, written by the header converter as ``["name","email"]``). As Debezium 3.6 does, every
     change event gets the headers, and their lists are empty unless the event has both rows (an update whose old
     row is known: PostgreSQL's REPLICA IDENTITY FULL, MySQL's full row image); either header is left out when its
-    key is not set. Tombstones and values that are not envelopes pass through unchanged. ExtractNewRecordState's
+    key is not set. Values that are not envelopes pass through unchanged, and so do tombstones, but for a CDC
+    connector's own tombstone after a delete: in Debezium it shares the delete's header object, so it carries the
+    delete's headers (both lists empty), and here it gets them too. ExtractNewRecordState's
     ``drop.fields.header.name`` reads the header back.
 
     Values are compared as Debezium's ``Objects.equals`` compares them, except bytes: Java compares two byte
@@ -92,7 +94,10 @@ class ExtractChangedRecordState(Transformation):
                  for header, names in ((self.changed, changed), (self.unchanged, unchanged)) if header]
         event = value.isNotNull()
         if tables:
-            event = event & F.col("topic").isin([t for t, _ in tables])
+            # A connector's tombstone shares its delete's header object in Debezium (EventDispatcher builds it with
+            # the delete's record.headers()), and Kafka Connect transforms the delete first: the tombstone carries
+            # the delete's headers, whose lists are empty (a delete has no after row)
+            event = F.col("topic").isin([t for t, _ in tables])
         return Step({"headers": F.when(event, append_headers(pairs)).otherwise(F.col("headers"))})
 
 

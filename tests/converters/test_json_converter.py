@@ -222,6 +222,19 @@ def test_connect_schema_grammar_round_trips():
         connect_to_spark({"type": "int128"})
 
 
+def test_a_decimals_other_parameters_are_kept_beside_scale_and_precision():
+    """Debezium's propagated __debezium.source.column.* parameters on a Decimal (column.propagate.source.type):
+    written beside scale and connect.decimal.precision, as Debezium's JsonConverter output has them, and read back."""
+    propagated = {"__debezium.source.column.type": "NUMERIC", "__debezium.source.column.length": "10",
+                  "__debezium.source.column.scale": "2"}
+    meta = {"connect.parameters": {"scale": "2", "connect.decimal.precision": "10", **propagated}}
+    schema = spark_to_connect(DecimalType(10, 2), True, meta)
+    assert schema["parameters"] == {"scale": "2", "connect.decimal.precision": "10", **propagated}
+    assert list(schema["parameters"])[:2] == ["scale", "connect.decimal.precision"]
+    assert connect_to_spark(schema) == (DecimalType(10, 2), True, {"connect.parameters": propagated})
+    assert connect_to_spark(spark_to_connect(DecimalType(10, 2), True)) == (DecimalType(10, 2), True, {})
+
+
 def test_column_level_api_on_any_dataframe(spark):
     conv = JsonConverter({"schemas.enable": "false"})
     df = spark.createDataFrame([('{"a": 1}',)], "j string")

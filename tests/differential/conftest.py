@@ -20,8 +20,9 @@ def reference_kafka():
 @pytest.fixture(scope="session")
 def connect(reference_kafka):
     """The reference Kafka Connect worker (one JVM for the whole run: every case is a connector of it), with
-    Debezium's PostgreSQL connector and JDBC sink as plugins."""
-    with KafkaConnectWorker(reference_kafka.bootstrap, plugins=("debezium", "debezium-jdbc")) as worker:
+    Debezium's PostgreSQL connector and JDBC sink and Apache Iceberg's sink as plugins."""
+    plugins = ("debezium", "debezium-jdbc", "iceberg-kafka-connect")
+    with KafkaConnectWorker(reference_kafka.bootstrap, plugins=plugins) as worker:
         yield worker
 
 

@@ -94,6 +94,25 @@ CONNECTORS: dict[str, dict[str, str]] = {
                        "value.converter.schemas.enable": "false", "transforms": "unwrap",
                        "transforms.unwrap.type": UNWRAP},
 }
+#: Debezium's keys that change the records, as its docs write them, on one connector: custom key columns (a change
+#: of them is a delete + create; orders' is not unique), the source type parameters by column (a Decimal among
+#: them) and by fully qualified type (a bare type name, int4, matches no column on either side), bytea as base64,
+#: masked and truncated columns; ExtractChangedRecordState's headers. Not in CONNECTORS yet: beside the three
+#: above (one more pipeline in the one query) the run did not finish within the fixture's 600 s at load 21.
+KEYS_CONNECTOR: dict[str, str] = {
+    "key.converter": JSON, "value.converter": JSON,
+    "message.key.columns": "public.orders:customer;(.*).items:sku,qty",
+    "column.propagate.source.type": r"public\.customers\.(amount|price|label|code|created3|span)",
+    "datatype.propagate.source.type": r"int4,.+\.int8,public\.customers\.float8,.+\._text",
+    "binary.handling.mode": "base64",
+    "column.mask.with.4.chars": "public.customers.name",
+    "column.truncate.to.3.chars": "public.customers.notes,public.orders.note,public.notice.body",
+    "transforms": "changed", "transforms.changed.type": "io.debezium.transforms.ExtractChangedRecordState",
+    "transforms.changed.header.changed.name": "Changed", "transforms.changed.header.unchanged.name": "Unchanged"}
+#: connectors whose snapshot events are compared as a multiset: Debezium reads a table with a plain SELECT (its
+#: SelectAllSnapshotQuery: no ORDER BY, so PostgreSQL's order is not defined), ours in primary key order; the one
+#: run beside Debezium that found it had ours in message.key.columns order (since: chunks by the primary key)
+SNAPSHOT_ORDER_UNDEFINED = ("dbz-keys",)
 TABLES = ("inv.items", "public.customers", "public.notice", "public.orders")
 
 #: What can only differ, by where it is: the envelope's processing time (ours is the commit time: a replay
@@ -287,6 +306,14 @@ def _comparable(records) -> list[tuple]:
     return [(r.topic, _message(r.key), _message(r.value), _headers(r.headers)) for r in records]
 
 
+def _snapshot_as_multiset(comparable: list[tuple]) -> list[tuple]:
+    """The snapshot events (op r, the topic's first records) in a canonical order, the rest as they came."""
+    n = 0
+    while n < len(comparable) and isinstance(comparable[n][2], dict) and comparable[n][2]["payload"]["op"] == "r":
+        n += 1
+    return sorted(comparable[:n], key=lambda c: json.dumps(c, sort_keys=True, default=repr)) + comparable[n:]
+
+
 # -- the comparison ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", list(CONNECTORS))
 def test_same_records_as_debezium(outputs, name):
@@ -295,7 +322,10 @@ def test_same_records_as_debezium(outputs, name):
         if name == "dbz-flat-plain":  # see test_schemaless_unwrapped_delete_is_a_tombstone_here
             theirs = [dataclasses.replace(r, value=None) if r.value == b"null" else r for r in theirs]
         assert len(ours) == len(theirs), (topic, [r.value for r in theirs], [r.value for r in ours])
-        for i, (a, b) in enumerate(zip(_comparable(theirs), _comparable(ours))):
+        theirs_c, ours_c = _comparable(theirs), _comparable(ours)
+        if name in SNAPSHOT_ORDER_UNDEFINED:
+            theirs_c, ours_c = _snapshot_as_multiset(theirs_c), _snapshot_as_multiset(ours_c)
+        for i, (a, b) in enumerate(zip(theirs_c, ours_c)):
             assert b == a, f"{topic} record {i}"
 
 

@@ -51,7 +51,9 @@ logger.sourcetask.level=TRACE
 """
 # Plugin directories of plugin.path: pom.xml profile -> what they hold.
 PLUGINS = {"debezium": "Debezium's PostgreSQL connector", "debezium-jdbc": "Debezium's JDBC sink connector",
-           "debezium-mariadb": "Debezium's MariaDB connector"}
+           "debezium-mariadb": "Debezium's MariaDB connector",
+           "iceberg-kafka-connect": "Apache Iceberg's sink connector (with Parquet, Hadoop's client, PostgreSQL's "
+                                    "driver)"}
 
 
 class ConnectorFailed(AssertionError):

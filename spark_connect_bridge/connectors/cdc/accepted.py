@@ -25,13 +25,6 @@ def _each(keys: Iterable[str], note: str) -> dict[str, str]:
 
 
 REFUSED: Mapping[str, str] = {
-    # implemented by the PostgreSQL connector (cdc/columns.py); the MySQL and MariaDB readers do not apply them yet
-    "message.key.columns": "a record's key is its table's primary key on this connector; custom key columns are "
-                           "implemented for PostgreSQL only",
-    "column.propagate.source.type": "the __debezium.source.column.* schema parameters are produced by the "
-                                    "PostgreSQL connector only",
-    "datatype.propagate.source.type": "the __debezium.source.column.* schema parameters are produced by the "
-                                      "PostgreSQL connector only",
     "converters": "Debezium's custom converters (CustomConverter classes) are Java code; no Python equivalent is "
                   "loaded here",
     "binary.handling.mode": "binary columns are delivered as bytes (the default); base64/hex are not implemented "
@@ -163,15 +156,12 @@ NO_EFFECT: Mapping[str, str] = {
     "xmin.fetch.interval.ms": "the slot's xmin is not tracked in offsets: the checkpoint holds the LSN",
 }
 
-#: Debezium's pattern-named keys (``column.mask.with.10.chars``): they change column values, so any is refused
-#: where the connector does not implement it (PostgreSQL implements masking and truncation: cdc/columns.py).
+#: Debezium's pattern-named keys that change column values, refused (every CDC connector implements
+#: ``column.mask.with.<n>.chars`` and ``column.truncate.to.<n>.chars``: cdc/columns.py).
 PATTERNS: Mapping[str, str] = {
     r"column\.mask\.hash\.([^.]+)\.with\.salt\.(.+)": "column hashing is not implemented here (the salt is "
                                                       "part of the key's name, which Spark's options lower-case); "
                                                       "mask with a MaskField transform",
-    r"column\.mask\.with\.\d+\.chars": "column masking is implemented for PostgreSQL only; mask with a "
-                                       "MaskField transform",
-    r"column\.truncate\.to\.\d+\.chars": "column truncation is implemented for PostgreSQL only",
 }
 
 

@@ -9,8 +9,10 @@ parameters, and a :attr:`~.types.TypeSpec.mapper` the envelope builder applies t
 Debezium's syntax: ``message.key.columns`` is ``<table regex>:<column>,<column>;...`` over fully qualified table
 names (``inventory.customers:pk1,pk2;(.*).purchaseorders:pk3``); the other keys are lists of regular expressions
 of fully qualified column names (``<schema>.<table>.<column>``) or, for ``datatype.propagate.source.type``, of
-database type names. Every match is in full and ignores case; the first rule that matches a column decides, in
-Debezium's order: truncation, masking, propagation by column, by type.
+fully qualified type names (``<schema>.<table>.<type>``: Debezium's ``ColumnMappers`` matches the table's id, a
+dot and the type name, so a bare ``int8`` matches no column there and none here; ``.+\\.int8`` does). Every match
+is in full and ignores case; the first rule that matches a column decides, in Debezium's order: truncation,
+masking, propagation by column, by type.
 
 >>> rules = ColumnRules(key_columns=(r"public\\.orders\\.(customer|note)",))
 >>> [c for c in ("id", "customer", "note") if rules.is_key("public", "orders", c)]
@@ -27,6 +29,7 @@ from typing import Any
 from ...config import ConfigDef, Importance, Lambda, Type
 from ...errors import ConfigProblem
 from .config import REGEX_LIST
+from .layout import KeyedColumn
 from .types import TypeSpec
 
 __all__ = ["MASK", "TRUNCATE", "ColumnRules", "define_column_rules", "key_columns_problem"]
@@ -79,8 +82,10 @@ def define_column_rules(definition: ConfigDef, container: str) -> ConfigDef:
         "and __debezium.source.column.scale (the JDBC column size and decimal digits).", group="Events")
     definition.define(
         "datatype.propagate.source.type", Type.LIST, [], REGEX_LIST, Importance.LOW,
-        "Regular expressions of database type names (as the catalog names them: int4, varchar, numeric) whose "
-        "columns get the __debezium.source.column.* schema parameters.", group="Events")
+        f"Regular expressions of fully qualified type names, <{container}>.<table>.<type> with the type as the "
+        "catalog names it (.+\\.int8, shop\\.orders\\.varchar; matched in full ignoring case, as Debezium's "
+        "ColumnMappers: a bare type name matches no column), whose columns get the __debezium.source.column.* "
+        "schema parameters.", group="Events")
     definition.pattern(TRUNCATE.replace("(\\d+)", "\\d+"),
                        f"column.truncate.to.<n>.chars: regular expressions of {column} names of character columns "
                        "whose values are cut to n characters (schema parameter truncateLength=n; a column "
@@ -154,16 +159,18 @@ class ColumnRules:
         return _full(self.key_tables, f"{container}.{table}")
 
     def key_positions(self, container: str, table: str, columns: list[tuple[str, TypeSpec, int]]
-                      ) -> list[tuple[str, TypeSpec, int]]:
+                      ) -> list[KeyedColumn]:
         """``columns`` (name, spec, primary key position) with the key positions ``message.key.columns`` gives
-        (the matching columns in the table's order), unchanged for a table it does not name."""
+        (the matching columns in the table's order) before the primary key position, unchanged for a table it does
+        not name (see :func:`~.layout.build_layout`)."""
         if not self.keys_table(container, table):
-            return columns
-        out, n = [], 0
-        for name, spec, _ in columns:
+            return list(columns)
+        out: list[KeyedColumn] = []
+        n = 0
+        for name, spec, primary in columns:
             key = self.is_key(container, table, name)
             n += key
-            out.append((name, spec, n if key else 0))
+            out.append((name, spec, n if key else 0, primary))
         return out
 
     def apply(self, container: str, table: str, column: str, spec: TypeSpec, source: tuple[str, int, int | None]
@@ -172,11 +179,12 @@ class ColumnRules:
         column size and decimal digits, for the propagated parameters)."""
         cid = f"{container}.{table}.{column}"
         type_name, length, scale = source
-        character = spec.kind == "string" and spec.db_type.lower() in _CHARACTER_TYPES
+        # MySQL's db_type is its COLUMN_TYPE (varchar(20)): the name before the size
+        character = spec.kind == "string" and spec.db_type.lower().split("(")[0].strip() in _CHARACTER_TYPES
         rules = [*self.mappers, ("propagate", 0, self.propagate_columns)]
         # the first rule matching the column decides, as Debezium's ColumnMappers.mapperFor
         rule = next((r for r in rules if _full(r[2], cid)), None)
-        if rule is None and _full(self.propagate_types, type_name):
+        if rule is None and _full(self.propagate_types, f"{container}.{table}.{type_name}"):
             rule = ("propagate", 0, ())
         if rule is None:
             return spec
@@ -192,8 +200,8 @@ class ColumnRules:
                 extra += (("__debezium.source.column.scale", str(scale)),)
         elif kind == "truncate" and character and (length < 0 or length > n):
             mapper, extra = ("truncate", n), (("truncateLength", str(n)),)
-        elif kind == "mask" and character:
-            mapper, extra = ("mask", "*" * n), (("masked", "true"),)
+        elif kind == "mask":  # Debezium's MaskStrings marks any column it matches; it masks character ones
+            mapper, extra = ("mask", "*" * n) if character else None, (("masked", "true"),)
         if not extra and mapper is None:
             return spec
         return replace(spec, parameters=spec.parameters + extra, mapper=mapper, key_parameters=spec.parameters)

@@ -31,7 +31,10 @@ class Column:
     name: str
     field: str  # the field of the union row struct that holds this column
     spec: TypeSpec
-    key_position: int  # 1-based position in the primary key, 0 when not a key column
+    key_position: int  # 1-based position in the record key, 0 when not a key column
+    #: 1-based position in the table's primary key where message.key.columns made another key (-1: the same as
+    #: ``key_position``)
+    primary_position: int = -1
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,14 @@ class Table:
     @property
     def key(self) -> tuple[Column, ...]:
         return tuple(sorted((c for c in self.columns if c.key_position), key=lambda c: c.key_position))
+
+    @property
+    def chunk_key(self) -> tuple[Column, ...]:
+        """The primary key, which orders and bounds a snapshot's chunks: a key of message.key.columns may be
+        neither unique nor NOT NULL (a chunk bound ``(key) > (x)`` would never select a row whose key is null)."""
+        def position(c: Column) -> int:
+            return c.key_position if c.primary_position < 0 else c.primary_position
+        return tuple(sorted((c for c in self.columns if position(c)), key=position))
 
 
 @dataclass(frozen=True)
@@ -71,21 +82,26 @@ class Layout:
         return self.table(schema, name)
 
 
-def build_layout(prefix: str, tables: Sequence[tuple[str, str, list[tuple[str, TypeSpec, int]]]]) -> Layout:
-    """Union the captured tables' columns: same name and type share a field, a clash is qualified."""
+KeyedColumn = tuple[str, TypeSpec, int] | tuple[str, TypeSpec, int, int]
+
+
+def build_layout(prefix: str, tables: Sequence[tuple[str, str, Sequence[KeyedColumn]]]) -> Layout:
+    """Union the captured tables' columns: same name and type share a field, a clash is qualified. A column is
+    (name, spec, record key position) or, where message.key.columns re-keys its table, (name, spec, record key
+    position, primary key position)."""
     fields: dict[str, TypeSpec] = {}
     key_fields: dict[str, TypeSpec] = {}
     out = []
     for schema, name, cols in sorted(tables, key=lambda t: (t[0], t[1])):
         columns = []
-        for col, spec, keypos in cols:
+        for col, spec, keypos, *primary in cols:
             f = col
             if f in fields and fields[f].union_key() != spec.union_key():
                 f = f"{col}__{schema}_{name}"
             fields.setdefault(f, spec)
             if keypos:
                 key_fields.setdefault(f, spec.key_spec())
-            columns.append(Column(col, f, spec, keypos))
+            columns.append(Column(col, f, spec, keypos, primary[0] if primary else -1))
         out.append(Table(schema, name, f"{prefix}.{schema}.{name}", tuple(columns)))
     return Layout(prefix, tuple(out), tuple(fields.items()), tuple(key_fields.items()))
 

@@ -13,11 +13,12 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, NonEmptyString, Range, Type
 from ..cdc.accepted import accept_debezium, old_spellings
+from ..cdc.columns import ColumnRules, define_column_rules
 from ..cdc.config import REGEX_LIST, SKIPPED_OPERATIONS, define_filters, define_signals, matches, split_table
 
 __all__ = ["CONFIG_DEF", "SNAPSHOT_MODES", "Settings"]
@@ -123,6 +124,7 @@ CONFIG_DEF = (
             "Accepted for compatibility; offsets record every GTID of the server.", group="Connector")
 )
 define_filters(CONFIG_DEF, "database")
+define_column_rules(CONFIG_DEF, "database")
 define_signals(CONFIG_DEF, "database", "The connector only reads it (its inserts in the binlog): chunks are read "
                                        "between binlog watermarks, as Debezium's read.only mode.")
 
@@ -190,6 +192,8 @@ class Settings:
     incremental_chunk_size: int = 1024
     read_only: bool = False
     include_schema_changes: bool = False
+    #: message.key.columns, the propagate keys, column masks and truncation (cdc/columns.py)
+    column_rules: ColumnRules = field(default_factory=ColumnRules)
 
     @classmethod
     def of(cls, config: Any, *, name: str, flavor: str) -> Settings:
@@ -216,7 +220,7 @@ class Settings:
             retry_delay_max_ms=config.get("errors.retry.delay.max.ms", 60000) or 60000,
             signal_table=split_table(config.signal_data_collection),
             incremental_chunk_size=config.incremental_snapshot_chunk_size, read_only=config.read_only,
-            include_schema_changes=config.include_schema_changes)
+            include_schema_changes=config.include_schema_changes, column_rules=ColumnRules.from_config(config))
 
     # ---- filters (Debezium's: regular expressions matched in full, case-insensitively)
     def table_wanted(self, database: str, table: str) -> bool:

@@ -21,8 +21,9 @@ from typing import Any
 from ...core.retry import retry_call
 from ...errors import ConnectError
 from ..cdc.layout import Layout, build_layout
+from ..cdc.types import TypeSpec
 from .config import Settings
-from .types import type_spec
+from .types import source_column_type, type_spec
 
 __all__ = ["Session", "BinlogPosition", "pymysql_module", "INSTALL_HINT"]
 
@@ -209,8 +210,12 @@ class Session:
             cols = tables.setdefault((db, table), [])
             if not keypos and not s.column_wanted(db, table, col):
                 continue
-            cols.append((col, type_spec(_text(dt), _text(ct), prec, scale, fsp, s), int(keypos)))
-        layout = build_layout(s.prefix, [(d, t, cols) for (d, t), cols in tables.items()])
+            spec: TypeSpec = type_spec(_text(dt), _text(ct), prec, scale, fsp, s)
+            if s.column_rules:
+                spec = s.column_rules.apply(db, table, col, spec, source_column_type(_text(ct)))
+            cols.append((col, spec, int(keypos)))
+        rules = s.column_rules
+        layout = build_layout(s.prefix, [(d, t, rules.key_positions(d, t, cols)) for (d, t), cols in tables.items()])
         if not layout.tables:
             log.warning("%s: no table matches the filters: the connector captures nothing", s.name)
         return layout

@@ -40,7 +40,7 @@ def quote(name: str) -> str:
 
 def _key_predicate(t: Table, after: str, upto: str | None) -> tuple[list[str], str, list[Any]]:
     """Key column SQL, the WHERE clause of the chunk ``(after, upto]`` and its parameters."""
-    cols = [quote(c.name) for c in t.key]
+    cols = [quote(c.name) for c in t.chunk_key]
     conds, params = [], []
     for bound, op in ((after, ">"), (upto, "<=")):
         if bound and cols:

@@ -42,8 +42,8 @@ from typing import Any
 from ...errors import DataError
 from ..cdc.types import TypeSpec
 
-__all__ = ["MySqlType", "from_python", "from_text", "mysql_type", "natural_type", "sql_value", "to_debezium", "to_text",
-           "type_spec"]
+__all__ = ["MySqlType", "from_python", "from_text", "mysql_type", "natural_type", "source_column_type", "sql_value",
+           "to_debezium", "to_text", "type_spec"]
 
 _INTS = {"tinyint": ("int16", "int16"), "smallint": ("int16", "int32"), "mediumint": ("int32", "int32"),
          "int": ("int32", "int64"), "integer": ("int32", "int64"), "bigint": ("int64", "int64")}
@@ -80,6 +80,30 @@ def _members(column_type: str) -> tuple[str, ...]:
     """``enum('a','b''c')`` -> ('a', "b'c")."""
     body = column_type[column_type.index("(") + 1:column_type.rindex(")")]
     return tuple(m.replace("''", "'") for m in re.findall(r"'((?:[^']|'')*)'", body))
+
+
+def source_column_type(column_type: str) -> tuple[str, int, int | None]:
+    """The type name, length and scale Debezium's DDL parser gives a column of ``COLUMN_TYPE`` ``column_type`` (as
+    ``SHOW CREATE TABLE`` writes it): ``int(11) unsigned`` -> ('INT UNSIGNED', 11, None), ``decimal(10,2)`` ->
+    ('DECIMAL', 10, 2), ``text`` -> ('TEXT', -1, None); an ENUM's length is 1, a SET's its members and commas
+    (Debezium's ColumnDefinitionParserListener). What ``column.propagate.source.type`` puts in the schema.
+
+    >>> source_column_type("int(11) unsigned zerofill")
+    ('INT UNSIGNED ZEROFILL', 11, None)
+    """
+    ct = column_type.strip()
+    args = ""
+    if "(" in ct:
+        args = ct[ct.index("(") + 1:ct.rindex(")")]
+        ct = ct[:ct.index("(")] + ct[ct.rindex(")") + 1:]
+    name = " ".join(ct.split()).upper()
+    if name in ("ENUM", "SET"):
+        members = len(_members(column_type))
+        return name, (max(0, members * 2 - 1) if name == "SET" else 1), None
+    numbers = [a.strip() for a in args.split(",")] if args else []
+    if not numbers or not all(n.isdigit() for n in numbers):
+        return name, -1, None
+    return name, int(numbers[0]), int(numbers[1]) if len(numbers) > 1 else None
 
 
 def type_spec(data_type: str, column_type: str, precision: int | None, scale: int | None, fsp: int | None,

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..cdc.config import matches
 from ..cdc.envelope import record_type, source_fields
-from ..cdc.layout import Layout, build_layout
+from ..cdc.layout import KeyedColumn, Layout, build_layout
 from ..cdc.types import TypeSpec
 from .config import PostgresSettings, PublicationMode
 from .session import PgSession
@@ -57,7 +57,7 @@ def column_wanted(settings: PostgresSettings, schema: str, table: str, column: s
     return not matches(settings.column_exclude, cid)
 
 
-def _catalog(session: PgSession, settings: PostgresSettings) -> list[tuple[str, str, list[tuple[str, TypeSpec, int]]]]:
+def _catalog(session: PgSession, settings: PostgresSettings) -> list[tuple[str, str, list[KeyedColumn]]]:
     rows = session.query("""
         select n.nspname, c.relname, a.attname, t.typname, a.atttypmod, t.typcategory, et.typname,
                t.typtype = 'e',

@@ -39,12 +39,15 @@ __all__ = ["Snapshots", "key_predicate"]
 log = logging.getLogger(__name__)
 
 
-def key_predicate(t: Table, after: str, upto: str | None) -> tuple[list[Any], Any, list[Any]]:
-    """Key columns (``ctid`` without a primary key) and the WHERE clause of the chunk ``(after, upto]``
-    (bounds: JSON lists of the key's text values; empty or None: unbounded), with its parameters."""
+def key_predicate(t: Table, after: str, upto: str | None, *,
+                  chunks: bool = False) -> tuple[list[Any], Any, list[Any]]:
+    """Key columns (``ctid`` without a key) and the WHERE clause of the chunk ``(after, upto]`` (bounds: JSON
+    lists of the key's text values; empty or None: unbounded), with its parameters. The key is the record key
+    (an incremental snapshot's, as Debezium's) or, with ``chunks``, the primary key (:attr:`Table.chunk_key`:
+    the initial snapshot's)."""
     from psycopg import sql
 
-    key = t.key
+    key = t.chunk_key if chunks else t.key
     cols: list[Any]
     if key:
         cols = [sql.Identifier(c.name) for c in key]
@@ -132,7 +135,7 @@ class Snapshots:
             self.transaction(conn, pos.get("snapshot_name", ""))
             while i < len(ids):
                 t = layout.tables[i]
-                cols, where, params = key_predicate(t, key, None)
+                cols, where, params = key_predicate(t, key, None, chunks=True)
                 q = sql.SQL("select {} from {} {} order by {} offset %s limit 2").format(
                     sql.SQL(", ").join(sql.SQL("{}::text").format(c) for c in cols),
                     sql.Identifier(t.schema, t.table), where, sql.SQL(", ").join(cols))
@@ -174,7 +177,7 @@ class Snapshots:
                 t = layout.tables[i]
                 lo = start["snapshot_key"] if i == first else ""
                 hi = last_key if i == last else None
-                cols, where, params = key_predicate(t, lo, hi)
+                cols, where, params = key_predicate(t, lo, hi, chunks=True)
                 select = sql.SQL(", ").join(sql.Identifier(c.name) for c in t.columns)
                 q = sql.SQL("copy (select {} from {} {} order by {}) to stdout (format csv)").format(
                     select, sql.Identifier(t.schema, t.table), where, sql.SQL(", ").join(cols))
