@@ -58,6 +58,10 @@ CATALOG += [
                connector_names("io.confluent.connect.azure.blob.AzureBlobStorageSinkConnector", "azure-blob-sink"),
                "Writes records to Azure blobs named and filled as Confluent's Azure Blob sink does (JSON, Avro, "
                "Parquet, bytes)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.storage.hdfs:Hdfs3SinkConnector",
+               connector_names("io.confluent.connect.hdfs3.Hdfs3SinkConnector", "hdfs3-sink"),
+               "Writes records to HDFS files named and filled as Confluent's HDFS 3 sink does (JSON, Avro, Parquet, "
+               "strings), through WebHDFS."),
     PluginSpec("source", "spark_connect_bridge.connectors.storage.s3_source:S3SourceConnector",
                connector_names("io.confluent.connect.s3.source.S3SourceConnector", "s3-source"),
                "Reads back what Confluent's S3 sink wrote (JSON, bytes), a stream positioned by object and record."),

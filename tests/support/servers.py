@@ -8,6 +8,7 @@ Each is a throwaway instance on 127.0.0.1 (free port, temp dir). To use a server
 - ``KCONNECT_TEST_S3=host:port`` (an S3 API that accepts any credentials, such as ``moto_server``),
 - ``KCONNECT_TEST_GCS=host:port`` (a GCS JSON API that takes anonymous requests, such as ``gcp-storage-emulator``),
 - ``KCONNECT_TEST_AZURITE=host:port`` (an Azure Blob API with Azurite's ``devstoreaccount1`` account),
+- ``KCONNECT_TEST_HDFS=host:rpcport:httpport`` (an HDFS NameNode with WebHDFS and permissions off),
 - ``KCONNECT_TEST_MQTT=host:port`` (an MQTT 3.1.1 server with anonymous access, in-flight window >= 1000),
 - ``KCONNECT_TEST_RABBITMQ=host:port`` (RabbitMQ with the ``guest`` user).
 
@@ -25,13 +26,14 @@ from typing import Any
 from tests.support.azurite import AzuriteServer
 from tests.support.brokers import MosquittoServer, RabbitMQServer, RedisServer
 from tests.support.gcs import GcsEmulator
+from tests.support.hdfs import MiniHdfs
 from tests.support.kafka import KafkaBroker
 from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
 from tests.support.s3 import MotoS3Server
 
-__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "mosquitto", "rabbitmq", "redis", "stop_all",
-           "start_times"]
+__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "hdfs", "mosquitto", "rabbitmq", "redis",
+           "stop_all", "start_times"]
 
 _started: dict[str, Any] = {}
 start_times: dict[str, float] = {}  # seconds each server took to start (printed at the end of the run)
@@ -94,6 +96,20 @@ def azurite() -> str:
     """The Blob endpoint URL (``http://127.0.0.1:<port>``) of the run's Azurite."""
     host, port = _shared("azurite", "KCONNECT_TEST_AZURITE", AzuriteServer)
     return f"http://{host}:{port}"
+
+
+def hdfs() -> tuple[str, str]:
+    """(``hdfs://127.0.0.1:<rpc port>``, WebHDFS ``http://127.0.0.1:<http port>``) of the run's HDFS
+    (MiniDFSCluster)."""
+    own = os.environ.get("KCONNECT_TEST_HDFS")
+    if own:
+        host, rpc, http = own.rsplit(":", 2)
+        return f"hdfs://{host}:{rpc}", f"http://{host}:{http}"
+    _shared("hdfs", "KCONNECT_TEST_HDFS", MiniHdfs)
+    server = _started["hdfs"]
+    return server.url, server.webhdfs
+
+
 def mosquitto() -> tuple[str, int]:
     """(host, port) of the run's Mosquitto."""
     return _shared("mosquitto", "KCONNECT_TEST_MQTT", MosquittoServer)

@@ -3,7 +3,8 @@
 #   - Debian's PostgreSQL and MariaDB server binaries, Mosquitto and RabbitMQ (the tests start throwaway instances
 #     on 127.0.0.1);
 #   - the JVM packages of spark_connect_bridge/jvm/pom.xml (Spark's Delta/Kafka/Avro jars, JDBC drivers, a Kafka
-#     broker, and Kafka Connect and Debezium as the differential tests' reference), resolved with Maven into ~/.m2;
+#     broker, and Kafka Connect and Debezium as the differential tests' reference, Hadoop's MiniDFSCluster), resolved
+#     with Maven into ~/.m2;
 #   - Azurite (npm's azurite, the Azure Blob sink's test server) into ~/.cache/kconnect-test/azurite.
 # Nothing is started here, and nothing already installed is changed. Each step prints its time.
 set -euo pipefail
@@ -46,5 +47,5 @@ install_packages() {
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}" install_packages
 fi
-step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc debezium-mariadb
+step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc debezium-mariadb hdfs-minicluster
 step "Azurite (npm)" "$PY" -c "from tests.support.azurite import azurite_blob; azurite_blob()"

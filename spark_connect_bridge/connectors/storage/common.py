@@ -151,12 +151,15 @@ class StorageLayout:
     pad_width: int
     null_values: str  # behavior.on.null.values: fail | ignore | write
     views: tuple[View, ...] = ()
+    #: names end with the last record's offset too (Confluent's HDFS sinks: ``t+0+0000000000+0000000002.avro``)
+    end_offset_in_name: bool = False
 
-    def key(self, topic: str, encoded: str, partition: int, start_offset: int, extension: str | None = None) -> str:
+    def key(self, topic: str, encoded: str, partition: int, start_offset: int, extension: str | None = None,
+            end_offset: int | None = None) -> str:
         return object_key(self.topics_dir, topic, encoded, partition, start_offset,
                           self.format.extension if extension is None else extension,
                           directory_delim=self.directory_delim, file_delim=self.file_delim,
-                          pad_width=self.pad_width)
+                          pad_width=self.pad_width, end_offset=end_offset if self.end_offset_in_name else None)
 
 
 @dataclass(frozen=True)
@@ -212,14 +215,16 @@ def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[
     times = layout.partitioner.record_times(table, now_ms) if layout.rotate_interval_ms > 0 else None
     written: list[tuple[str, int]] = []
     values = table.column("value")
+    offsets = table.column("offset")
     for chunk in plan_chunks(table, encoded, flush_size=layout.flush_size,
                              rotate_interval_ms=layout.rotate_interval_ms, times=times):
-        key = layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset)
         rows = chunk.rows
+        end_offset = offsets[int(rows[-1])].as_py() if layout.end_offset_in_name else None
+        key = layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset, end_offset=end_offset)
         contiguous = int(rows[-1]) - int(rows[0]) + 1 == len(rows)
         chunk_values = values.slice(int(rows[0]), len(rows)) if contiguous else values.take(pa.array(rows))
         views = [(view, layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset,
-                                   view.extension + view.format.extension), view.values(table, rows))
+                                   view.extension + view.format.extension, end_offset), view.values(table, rows))
                  for view in layout.views]  # checked before any object of the chunk is written
         put(key, layout.format.encode(chunk_values.combine_chunks()))
         for view, view_key, view_values in views:

@@ -12,6 +12,7 @@ files of the partition are committed together when
 An object is named ``<topics.dir>/<topic>/<encodedPartition>/<topic>+<partition>+<start offset>.<ext>`` (the start
 offset zero-padded to ``filename.offset.zero.pad.width`` digits; ``/`` is ``directory.delim``, ``+`` ``file.delim``):
 the name depends only on the records, so a replayed micro-batch writes the same objects under the same names.
+Confluent's HDFS sinks add the last record's offset: ``<topic>+<partition>+<start offset>+<end offset>.<ext>``.
 
 >>> object_key("topics", "orders", "partition=0", 0, 42, ".json")
 'topics/orders/partition=0/orders+0+0000000042.json'
@@ -43,9 +44,16 @@ class Chunk:
 
 
 def object_key(topics_dir: str, topic: str, encoded: str, partition: int, start_offset: int, extension: str, *,
-               directory_delim: str = "/", file_delim: str = "+", pad_width: int = 10) -> str:
-    """The object name Confluent's S3 sink gives a file (see the module doc)."""
-    name = f"{topic}{file_delim}{partition}{file_delim}{start_offset:0{pad_width}d}{extension}"
+               directory_delim: str = "/", file_delim: str = "+", pad_width: int = 10,
+               end_offset: int | None = None) -> str:
+    """The object name Confluent's S3 sink gives a file (see the module doc); with ``end_offset``, the name
+    Confluent's HDFS sinks give it.
+
+    >>> object_key("topics", "orders", "partition=0", 0, 3, ".avro", end_offset=5)
+    'topics/orders/partition=0/orders+0+0000000003+0000000005.avro'
+    """
+    end = "" if end_offset is None else f"{file_delim}{end_offset:0{pad_width}d}"
+    name = f"{topic}{file_delim}{partition}{file_delim}{start_offset:0{pad_width}d}{end}{extension}"
     parts = [topics_dir, topic, encoded, name] if topics_dir else [topic, encoded, name]
     return directory_delim.join(parts)
 

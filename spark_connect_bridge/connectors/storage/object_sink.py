@@ -130,6 +130,8 @@ class ObjectStoreSink(SinkConnector):
     #: Keys that name objects in the bucket, not local files (the worker's path policy).
     object_store_keys: ClassVar[tuple[str, ...]] = ("topics.dir",)
     sink_name: ClassVar[str] = "object store sink"
+    #: Whether the sink declares ``store.kafka.keys``/``store.kafka.headers`` (the HDFS sink has no such views).
+    has_views: ClassVar[bool] = True
 
     def __init__(self, config: Any, *, name: str):
         super().__init__(config, name=name)
@@ -161,7 +163,7 @@ class ObjectStoreSink(SinkConnector):
         fmt = cls.format_problem(config.format_class)
         if fmt:
             problems.append(fmt)
-        for key, allowed in VIEW_FORMATS.items():
+        for key, allowed in VIEW_FORMATS.items() if cls.has_views else ():
             if not cls._known_format(config[key], allowed):
                 problems.append(ConfigProblem(key, f"Invalid value {config[key]} for configuration {key}: one of "
                                                    f"{cls._format_names(allowed)}"))
@@ -208,6 +210,8 @@ class ObjectStoreSink(SinkConnector):
                                self.config.format_bytearray_extension, compression, level)
 
     def _views(self) -> tuple[View, ...]:
+        if not self.has_views:
+            return ()
         views = []
         for on, column, key, extension, envelope in (
                 (self.config.store_kafka_keys, "key", "keys.format.class", ".keys", "key"),
@@ -261,6 +265,8 @@ class ObjectStoreSink(SinkConnector):
     def _validate_views(self, schema: Any) -> None:
         from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 
+        if not self.has_views:
+            return
         if self.config.store_kafka_keys:
             if "key" not in schema.fieldNames():
                 raise ConfigError([ConfigProblem("store.kafka.keys", "store.kafka.keys=true needs the record column "
