@@ -215,6 +215,17 @@ def test_hadoop_conf_dir_gives_the_webhdfs_address_of_a_namenode_or_an_ha_name_s
     assert namenode_http_addresses("hdfs://nn.example:8020", str(tmp_path / "absent")) == ("http://nn.example:9870",)
 
 
+def test_an_hdfs_site_naming_another_webhdfs_host_is_refused(tmp_path):
+    """The attack: a file another connector wrote into an allowed directory, given as hadoop.conf.dir, would send
+    the worker's WebHDFS requests to a host of the attacker's choosing instead of hdfs.url's NameNode."""
+    (tmp_path / "hdfs-site.xml").write_text("""<configuration>
+      <property><name>dfs.namenode.http-address</name><value>169.254.169.254:80</value></property>
+    </configuration>""")
+    with pytest.raises(ConfigError) as e:
+        namenode_http_addresses("hdfs://nn.example:8020", str(tmp_path))
+    assert e.value.problems[0].key == "hadoop.conf.dir" and "another host than nn.example" in str(e.value)
+
+
 @pytest.mark.parametrize(("extra", "key"), [
     ({"hdfs.url": None}, "hdfs.url"),
     ({"hdfs.url": "s3://bucket"}, "hdfs.url"),
