@@ -4,17 +4,16 @@ the same records and the same connector config, each result in one comparable sh
 
 A record in: ``{"key": bytes | None, "value": bytes | None, "topic", "partition", "offset", "timestamp" (ms),
 "headers": [(name, bytes | None)]}``; ``offset`` is unique within a case and identifies the record on both sides.
-A result out, per record: ``{"key": <JsonConverter envelope>, "value": ..., "topic", "partition", "timestamp",
+A result out, per record: ``{"key": <JsonConverter's JSON>, "value": ..., "topic", "partition", "timestamp",
 "headers": [[name, <base64 of the header's bytes>]]}`` (Kafka's side: SimpleHeaderConverter, Kafka's default
 ``header.converter``), ``{"dropped": True}``, or ``{"error": <exception class>, "stage", "message"}``. Both sides
-write key and value with JsonConverter ``schemas.enable=true``, so a schema difference (names, optional flags,
-logical types) is a difference of results.
+write key and value with JsonConverter with the input's ``schemas.enable``: envelopes out of envelopes, so a schema
+difference (names, optional flags, logical types) is a difference of results; bare JSON out of schemaless JSON.
 """
 
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 import os
 import shutil
@@ -36,8 +35,16 @@ from spark_connect_bridge.transforms.chain import build_chain
 
 _JAVA_SOURCE = Path(__file__).parent / "fuzz" / "FuzzTransforms.java"
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
-_ENVELOPE_OUT = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
-                 "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true"}
+
+
+def _output_converters(config: Mapping[str, str]) -> dict[str, str]:
+    """JsonConverter for key and value with the input's ``schemas.enable`` (default true): envelopes out of
+    envelopes, bare JSON out of schemaless JSON."""
+    return {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
+            "key.converter.schemas.enable": config.get("key.converter.schemas.enable", "true"),
+            "value.converter.schemas.enable": config.get("value.converter.schemas.enable", "true")}
+
+
 RECORD_SCHEMA = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
                             StructField("topic", StringType()), StructField("partition", IntegerType()),
                             StructField("offset", LongType()), StructField("timestamp", TimestampType()),
@@ -94,50 +101,86 @@ def _envelope(data: bytes | None) -> Any:
     return None if data is None else json.loads(data)
 
 
+_CONVERTER_PREFIXES = ("key.converter", "value.converter", "header.converter")
+
+
+def _converters_of(config: Mapping[str, str]) -> str:
+    return json.dumps({k: v for k, v in config.items() if k.startswith(_CONVERTER_PREFIXES)}, sort_keys=True)
+
+
 def ours(spark: Any, configs: Mapping[str, Mapping[str, str]], records: Sequence[Mapping[str, Any]]
          ) -> dict[str, list[dict[str, Any]]]:
-    """The same records through ours, for each named config: a batch DataFrame of binary records,
-    ``errors.tolerance=all``'s error column, the sink-side converters and the chain of the config, then
-    JsonConverter envelopes of key and value (headers as their bytes). All configs run as one Spark job (a union of
-    their serialized outputs). A config ours refuses at plan time gives ``[{"config_error": ..., "message": ...}]``."""
-    rows = [(r["key"], r["value"], r["topic"], r["partition"], r["offset"],
-             dt.datetime.fromtimestamp(r["timestamp"] / 1000, dt.timezone.utc),
-             [(k, v) for k, v in r.get("headers", ())]) for r in records]
-    source = enable_error_column(spark.createDataFrame(rows, RECORD_SCHEMA))
-    results: dict[str, list[dict[str, Any]]] = {}
-    frames = []
-    for name, config in configs.items():
-        try:
-            df = apply_sink_converters(source, config)
-            if str(config.get("transforms", "")).strip():
-                df = build_chain(config).apply(df)
-            good = F.col(ERROR_COL).isNull()
-            out = apply_source_converters(df.filter(good), _ENVELOPE_OUT)
-        except ConfigError as e:
-            results[name] = [{"config_error": type(e).__name__, "message": str(e)}]
-            continue
-        columns = {"key": "binary", "value": "binary", "topic": "string", "partition": "int"}
-        frames.append(out.select(F.lit(name).alias("chain"), "offset", *[F.col(c).cast(t).alias(c)
-                                                                          for c, t in columns.items()],
-                                 F.unix_millis("timestamp").alias("timestamp"), "headers", ERROR_COL))
-        frames.append(df.filter(~good).select(F.lit(name).alias("chain"), "offset",
-                                              *[F.lit(None).cast(t).alias(c) for c, t in columns.items()],
-                                              F.lit(None).cast("long").alias("timestamp"),
-                                              F.lit(None).cast(HEADERS_TYPE).alias("headers"), ERROR_COL))
-    found: dict[str, dict[int, dict[str, Any]]] = {name: {} for name in configs}
-    if frames:
-        union = frames[0]
-        for frame in frames[1:]:
-            union = union.unionByName(frame)
-        for row in union.collect():
-            err = row[ERROR_COL]
-            found[row["chain"]][row["offset"]] = {
-                "stage": err["stage"], "error": err["exception_class"], "message": err["message"]
-            } if err is not None else {
-                "key": _envelope(row["key"]), "value": _envelope(row["value"]), "topic": row["topic"],
-                "partition": row["partition"], "timestamp": row["timestamp"],
-                "headers": [[h["key"], _b64(h["value"])] for h in row["headers"] or ()]}
-    for name in configs:
-        if name not in results:
-            results[name] = [found[name].get(r["offset"], {"dropped": True}) for r in records]
+    """The same records through ours, for each named config (:func:`ours_many` of one case)."""
+    return ours_many(spark, configs, [records])[0]
+
+
+def _sql_binary(data: bytes | None) -> str:
+    return "CAST(NULL AS BINARY)" if data is None else f"X'{data.hex()}'"
+
+
+def _sql_text(text: str) -> str:
+    assert "'" not in text and "\\" not in text, text
+    return f"'{text}'"
+
+
+def batch_frame(spark: Any, records: Sequence[Mapping[str, Any]]) -> Any:
+    """The records as a batch DataFrame of binary records (:data:`RECORD_SCHEMA`), an inline table (``VALUES``):
+    Spark holds it as a local relation, and its optimizer evaluates the projections and filters of a chain over
+    it on the driver (``ConvertToLocalRelation``, interpreted expressions), so a case's results come back without
+    a Spark job (a job per case and chain made the fuzzer slow: ~2-4 s each, most of it scheduling and code
+    generation for a few records)."""
+    rows = []
+    for r in records:
+        headers = ", ".join(f"named_struct('key', {_sql_text(k)}, 'value', {_sql_binary(v)})"
+                            for k, v in r.get("headers", ()))
+        rows.append(f"({_sql_binary(r['key'])}, {_sql_binary(r['value'])}, {_sql_text(r['topic'])}, "
+                    f"{int(r['partition'])}, {int(r['offset'])}L, timestamp_millis({int(r['timestamp'])}L), "
+                    f"CAST(array({headers}) AS {HEADERS_TYPE.simpleString()}))")
+    df = spark.sql("SELECT * FROM VALUES " + ", ".join(rows) + " AS t(" + ", ".join(RECORD_SCHEMA.names) + ")")
+    return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in RECORD_SCHEMA.fields])
+
+
+def ours_many(spark: Any, configs: Mapping[str, Mapping[str, str]], cases: Sequence[Sequence[Mapping[str, Any]]]
+              ) -> list[dict[str, list[dict[str, Any]]]]:
+    """Each case's records through ours, for each named config: per case a batch DataFrame of binary records
+    (:func:`batch_frame`), ``errors.tolerance=all``'s error column, the sink-side converters (once per case for
+    the configs that share them: the types a schema'd JsonConverter reads from the batch's envelopes are the
+    case's own), the chain of the config, then JsonConverter's JSON of key and value with the input's
+    ``schemas.enable`` (headers as their bytes). A config ours refuses at plan time gives
+    ``[{"config_error": ..., "message": ...}]`` for that case."""
+    results: list[dict[str, list[dict[str, Any]]]] = [{} for _ in cases]
+    columns = {"key": "binary", "value": "binary", "topic": "string", "partition": "int"}
+    for i, records in enumerate(cases):
+        source = enable_error_column(batch_frame(spark, records))
+        converted: dict[str, Any] = {}
+        for name, config in configs.items():
+            try:
+                group = _converters_of(config)
+                if group not in converted:
+                    try:
+                        converted[group] = apply_sink_converters(source, config)
+                    except ConfigError as e:
+                        converted[group] = e
+                df = converted[group]
+                if isinstance(df, ConfigError):
+                    raise df
+                if str(config.get("transforms", "")).strip():
+                    df = build_chain(config).apply(df)
+                good = F.col(ERROR_COL).isNull()
+                out = apply_source_converters(df.filter(good), _output_converters(config))
+            except ConfigError as e:
+                results[i][name] = [{"config_error": type(e).__name__, "message": str(e)}]
+                continue
+            found: dict[int, dict[str, Any]] = {}
+            for row in out.select("offset", *[F.col(c).cast(t).alias(c) for c, t in columns.items()],
+                                  F.unix_millis("timestamp").alias("timestamp"), "headers").collect():
+                found[row["offset"]] = {
+                    "key": _envelope(row["key"]), "value": _envelope(row["value"]), "topic": row["topic"],
+                    "partition": row["partition"], "timestamp": row["timestamp"],
+                    "headers": [[h["key"], _b64(h["value"])] for h in row["headers"] or ()]}
+            for row in df.filter(~good).select("offset", ERROR_COL).collect():
+                err = row[ERROR_COL]
+                found[row["offset"]] = {"stage": err["stage"], "error": err["exception_class"],
+                                        "message": err["message"]}
+            results[i][name] = [found.get(r["offset"], {"dropped": True}) for r in records]
     return results

@@ -7,7 +7,8 @@
 //                       "offset", "timestamp", "headers": [[name, <base64 or null>], ...]}]}
 // Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (JsonConverter) turn the
 // bytes into a SinkRecord (headers through SimpleHeaderConverter, Kafka's default header.converter), then each stage of the chain runs as Kafka's TransformationStage
-// runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter envelope of the key, as JSON>,
+// runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter's JSON of the key (an envelope
+// when the input's schemas.enable is true)>,
 // "value": ..., "topic", "partition", "timestamp", "headers": [[name, <base64 of SimpleHeaderConverter's bytes, Kafka's default header.converter>]]}, {"dropped": true}, or
 // {"error": <exception class>, "stage": "KEY_CONVERTER" | "VALUE_CONVERTER" | "TRANSFORMATION", "message": ...}.
 import com.fasterxml.jackson.databind.JsonNode;
@@ -60,8 +61,8 @@ public class FuzzTransforms {
                 kase.get("config").fields().forEachRemaining(e -> config.put(e.getKey(), e.getValue().asText()));
                 JsonConverter keyIn = converter(config, "key.converter.", true);
                 JsonConverter valueIn = converter(config, "value.converter.", false);
-                JsonConverter keyOut = envelope(true);
-                JsonConverter valueOut = envelope(false);
+                JsonConverter keyOut = output(config, "key.converter.", true);
+                JsonConverter valueOut = output(config, "value.converter.", false);
                 SimpleHeaderConverter headerOut = new SimpleHeaderConverter();
                 headerOut.configure(Map.of());
                 List<Stage> chain = chain(config);
@@ -94,9 +95,11 @@ public class FuzzTransforms {
         return conv;
     }
 
-    static JsonConverter envelope(boolean isKey) {
+    // The output's JsonConverter has the input's schemas.enable: envelopes out of envelopes, bare JSON out of
+    // schemaless JSON.
+    static JsonConverter output(Map<String, String> config, String prefix, boolean isKey) {
         JsonConverter conv = new JsonConverter();
-        conv.configure(Map.of("schemas.enable", "true"), isKey);
+        conv.configure(Map.of("schemas.enable", config.getOrDefault(prefix + "schemas.enable", "true")), isKey);
         return conv;
     }
 
