@@ -72,8 +72,9 @@ How Kafka Connect's record-by-record semantics map onto typed DataFrame columns:
   `key`/`value`, both branches are unified: equal types, or structs merged by field name (fields missing on
   one side are null for it). A `$Value` stage that skips tombstones (`RecordIsTombstone` with `negate=true`)
   keeps its own type, as in Kafka: the records it leaves unchanged are null. Anything else (e.g. `ExtractField`
-  under a predicate) fails with a `ConfigError` naming `transforms.<alias>.predicate` when the chain is applied
-  to a DataFrame (the types are known only then, still before any data moves). `SetSchemaMetadata` and
+  under a predicate, Kafka's own documented example) makes the column a VARIANT holding both shapes, as a
+  schemaless value: later stages follow Kafka's schemaless rules on it and JsonConverter writes it without a
+  schema (Kafka writes each record's own schema). `SetSchemaMetadata` and
   `Explode` never take a predicate (column metadata is per column; an exploded array changes type): that is
   reported when the chain is built.
 * **Dropped records** (`Filter`, `ExtractNewRecordState`, `Sql` filter, `Explode` of an empty array) skip

@@ -4,7 +4,7 @@ A transformation declares ``config_def`` and implements :meth:`Transformation.pl
 DataFrame's schema (never its data) and returns a :class:`Step`: the new column expressions, a per-row
 failure condition with its message, a per-row drop condition and column-metadata changes. :func:`run_step`
 applies a Step, honouring a predicate: non-matching records keep their columns (both branches are unified to
-one Spark type, or the stage is rejected with a ConfigError naming ``transforms.<alias>.predicate``).
+one Spark type; where no struct merge does, to a VARIANT, a schemaless value).
 Record failures go through :func:`~spark_connect_bridge.core.record_errors.checked` and drops through
 :func:`~spark_connect_bridge.core.record_errors.drop_where`.
 """
@@ -18,7 +18,17 @@ from typing import Any, ClassVar
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, MapType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    CalendarIntervalType,
+    DataType,
+    MapType,
+    NullType,
+    StringType,
+    StructField,
+    StructType,
+    VariantType,
+)
 
 from ..config import Config, ConfigDef
 from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
@@ -287,9 +297,8 @@ def _strip(dt: DataType) -> DataType:
         return StructType([StructField(f.name, _strip(f.dataType)) for f in dt.fields])
     if isinstance(dt, MapType):
         return MapType(_strip(dt.keyType), _strip(dt.valueType))
-    if dt.typeName() == "array":
-        from pyspark.sql.types import ArrayType
-        return ArrayType(_strip(dt.elementType))  # type: ignore[attr-defined]
+    if isinstance(dt, ArrayType):
+        return ArrayType(_strip(dt.elementType))
     return dt
 
 
@@ -314,6 +323,19 @@ def unify_types(old: DataType, new: DataType) -> DataType | None:
                 fields.append(StructField(n, f.dataType, True, f.metadata))
         return StructType(fields)
     return None
+
+
+def as_variant(col: Column, have: DataType) -> Column | None:
+    """``col`` of type ``have`` as a VARIANT (a null stays a SQL null), or None where Spark cannot make one."""
+    if isinstance(have, VariantType):
+        return col
+    if isinstance(have, (StructType, MapType, ArrayType)):
+        if isinstance(have, MapType) and not isinstance(have.keyType, StringType):
+            return None
+        return F.when(col.isNotNull(), F.to_variant_object(col))
+    if isinstance(have, (CalendarIntervalType, NullType)):
+        return None
+    return F.when(col.isNotNull(), col.cast(VariantType()))
 
 
 def coerce_to_type(col: Column, have: DataType, want: DataType) -> Column:
@@ -357,11 +379,18 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
                     continue
                 t = unify_types(old_t, new_t)
                 if t is None:
-                    problems.append(ConfigProblem(predicate_key, (
-                        f"Invalid value for configuration {predicate_key}: {class_name} changes column '{n}' from "
-                        f"{old_t.simpleString()} to {new_t.simpleString()}, but a predicated stage leaves "
-                        f"non-matching records unchanged and one DataFrame column holds one type; these types "
-                        f"cannot be unified (only equal types, or structs merged by field name, can)")))
+                    # Kafka's records then differ in schema (its own documented predicate example: a struct key
+                    # on one topic, a string on the others): one VARIANT column holds both, as a schemaless
+                    # value (later stages follow Kafka's schemaless rules; JsonConverter writes no schema).
+                    old_v, new_v = as_variant(F.col(n), old_t), as_variant(e, new_t)
+                    if old_v is None or new_v is None:
+                        problems.append(ConfigProblem(predicate_key, (
+                            f"Invalid value for configuration {predicate_key}: {class_name} changes column '{n}' "
+                            f"from {old_t.simpleString()} to {new_t.simpleString()}, but a predicated stage leaves "
+                            f"non-matching records unchanged and one DataFrame column holds one type; these "
+                            f"types cannot be unified (not even as a VARIANT)")))
+                        continue
+                    updates[n] = F.when(cond, new_v).otherwise(old_v)
                     continue
                 updates[n] = F.when(cond, coerce_to_type(e, new_t, t)).otherwise(coerce_to_type(F.col(n), old_t, t))
             if problems:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,8 @@ from .insert_header import append_headers
 from .values import header_bytes
 
 __all__ = ["ExtractNewRecordState", "is_envelope"]
+
+log = logging.getLogger(__name__)
 
 MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone")
 _ENVELOPE_FIELDS = ("op", "ts_ms", "ts_us", "ts_ns")
@@ -84,7 +87,8 @@ class ExtractNewRecordState(Transformation):
     Debezium passes them on unchanged, which the unwrapped ``value`` column (the row type) cannot hold, so they
     are dropped here; read them before this transform. ``delete-to-tombstone`` behaves like
     ``tombstone`` here: a Spark column keeps its type, so the schema cannot become null. Legacy keys
-    ``delete.handling.mode``/``drop.tombstones`` are honoured when the new key is not set.
+    ``delete.handling.mode``/``drop.tombstones`` (removed in Debezium 3.2, ignored by 3.6) are read as Debezium 3.1
+    read them, with a deprecation warning, when the new key is not set.
     """
 
     kafka_class = "io.debezium.transforms.ExtractNewRecordState"
@@ -149,6 +153,12 @@ class ExtractNewRecordState(Transformation):
             if legacy is None and drop_tombstones is None:
                 mode = "tombstone"
             else:
+                # Debezium 3.2 removed these keys (3.6.1's ConfigDef has neither and ignores them, running the
+                # default "tombstone"); read as Debezium 3.1 read them, like every old spelling here.
+                for key in ("delete.handling.mode", "drop.tombstones"):
+                    if config[key] is not None:
+                        log.warning("Configuration %s is deprecated (removed in Debezium 3.2, which ignores it): "
+                                    "read as Debezium 3.1 read it; set delete.tombstone.handling.mode instead", key)
                 legacy = legacy or "drop"
                 keep = drop_tombstones is False
                 mode = {"drop": "drop", "none": "tombstone", "rewrite": "rewrite"}[legacy]

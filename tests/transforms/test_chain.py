@@ -98,14 +98,18 @@ def test_python_objects_chain(make_records):
     assert df.transform(chain).collect()[0]["value"].asDict() == {"id": 1, "name": "a", "t": "t"}
 
 
-def test_incompatible_predicated_type_change_is_a_config_error(make_records):
-    df = make_records([("k", {"id": 1, "name": "a", "secret": "s"})], value_type=VT)
+def test_predicated_type_change_holds_both_shapes_in_a_variant(make_records):
+    # Kafka's documented predicate example changes the type for some records only: here the column becomes a
+    # VARIANT holding the extracted int for topic t and the untouched struct for the others (and a tombstone null)
+    df = make_records([{"key": "k", "value": {"id": 1, "name": "a", "secret": "s"}},
+                       {"key": "k", "value": {"id": 2, "name": "b", "secret": None}, "topic": "u"},
+                       {"key": "k", "value": None, "topic": "u"}], value_type=VT)
     cfg = {"transforms": "x", "predicates": "p", "predicates.p.type": "TopicNameMatches", "predicates.p.pattern": "t",
            "transforms.x.type": "ExtractField$Value", "transforms.x.field": "id", "transforms.x.predicate": "p"}
-    chain = build_chain(cfg)
-    with pytest.raises(ConfigError) as e:
-        chain(df)
-    assert e.value.keys == ["transforms.x.predicate"] and "cannot be unified" in str(e.value)
+    out = build_chain(cfg)(df)
+    assert out.schema["value"].dataType.simpleString() == "variant"
+    rows = out.selectExpr("to_json(value) AS v").collect()
+    assert [r["v"] for r in rows] == ["1", '{"id":2,"name":"b","secret":null}', None]
 
 
 def test_building_does_not_mutate_the_callers_config():

@@ -51,6 +51,16 @@ def test_modes_keep_or_drop_deletes_and_tombstones(make_records, cfg, offsets):
     assert [r["offset"] for r in out.collect()] == offsets
 
 
+def test_legacy_keys_warn_that_debezium_3_2_removed_them(caplog):
+    # Debezium 3.6.1's ConfigDef has neither key and ignores both (docs/comparison.md); here they are read as
+    # Debezium 3.1 read them, as every old spelling is, with a warning naming the key
+    with caplog.at_level("WARNING"):
+        unwrap = ExtractNewRecordState({"delete.handling.mode": "rewrite", "drop.tombstones": "false"})
+    assert unwrap.mode == "rewrite" and unwrap.keep_tombstones
+    warned = [r.getMessage() for r in caplog.records if "removed in Debezium 3.2" in r.getMessage()]
+    assert [w.split()[1] for w in warned] == ["delete.handling.mode", "drop.tombstones"]
+
+
 def test_rewrite_adds_deleted_flag_and_uses_before(make_records):
     out = _events(make_records).transform(ExtractNewRecordState({"delete.tombstone.handling.mode": "rewrite"}))
     vals = dict(_values(out))
