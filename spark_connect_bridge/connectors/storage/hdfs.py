@@ -167,15 +167,15 @@ def namenode_http_addresses(url: str, conf_dir: str = "") -> tuple[str, ...]:
     configured = site.get(f"dfs.namenode.{kind}-address")
     if not configured:
         return (f"{web}://{host}:{port}",)
-    found = address(configured)
-    if (urlsplit(found).hostname or "").lower() != host.lower():
+    webhdfs = address(configured)
+    if (urlsplit(webhdfs).hostname or "").lower() != host.lower():
         # The NameNode of hdfs.url serves WebHDFS itself: an hdfs-site.xml naming another host would send the
         # worker's requests (as its user) to wherever that file says, past the hdfs.url the worker allowed.
         raise ConfigError([ConfigProblem("hadoop.conf.dir", f"Invalid value {conf_dir} for configuration "
                                          f"hadoop.conf.dir: its hdfs-site.xml puts the NameNode's WebHDFS "
                                          f"(dfs.namenode.{kind}-address) on another host than {host}, the host of "
                                          f"hdfs.url; name that host in hdfs.url (or a webhdfs:// URL)")])
-    return (found,)
+    return (webhdfs,)
 
 
 # -- the client ------------------------------------------------------------------------------------------------------
