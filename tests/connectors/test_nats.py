@@ -96,21 +96,6 @@ def test_source_reads_every_message_once_across_a_restart_and_acks_the_durable(s
     assert subject == "orders.>" and acked >= 50
 
 
-def test_a_new_query_starts_after_the_durable_consumers_floor(spark, nats_url, tmp_path):
-    stream = f"EVENTS_{uuid.uuid4().hex[:6]}"
-    _run(_stream(nats_url, stream, ["events"]))
-    _run(_publish(nats_url, "events", range(30)))
-    config = _source(nats_url, stream, "events", name="billing", **{"camel.source.maxBatchPollSize": "10"})
-    _available_now(spark, config, tmp_path / "a", tmp_path / "ca")
-    _run(_publish(nats_url, "events", range(30, 40)))
-    # A new checkpoint, the same durable consumer (named after the connector): the first query's batches were
-    # acknowledged after Spark committed them, all but maybe its last (Trigger.AvailableNow asks for no batch after
-    # it), so the new query starts at 20 or 30 and reads on to the end, each message once.
-    _available_now(spark, config, tmp_path / "b", tmp_path / "cb")
-    got = sorted(int(r.value) for r in _rows(spark, tmp_path / "b"))
-    assert got and got[0] in (20, 30) and got == list(range(got[0], 40)), got
-
-
 def _poll(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
