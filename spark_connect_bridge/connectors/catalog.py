@@ -107,3 +107,14 @@ CATALOG += [
                "Writes records to Redis streams, hashes, strings, lists, sets or sorted sets (Redis's Kafka "
                "connector)."),
 ]
+CATALOG += [
+    PluginSpec("source", "spark_connect_bridge.connectors.nats:CamelNatssourceSourceConnector",
+               connector_names("org.apache.camel.kafkaconnector.natssource.CamelNatssourceSourceConnector",
+                               "nats-source"),
+               "Reads a NATS JetStream stream by sequence, replayed exactly from the checkpoint; a durable consumer "
+               "acknowledged after Spark's commit (Camel's NATS source)."),
+    PluginSpec("sink", "spark_connect_bridge.connectors.nats:CamelNatssinkSinkConnector",
+               connector_names("org.apache.camel.kafkaconnector.natssink.CamelNatssinkSinkConnector", "nats-sink"),
+               "Publishes record values to a NATS subject with JetStream publish acknowledgements (Camel's NATS "
+               "sink)."),
+]

@@ -1,5 +1,6 @@
 """Throwaway message brokers for the tests and benchmarks, from Debian's packages, each on 127.0.0.1 and a free port
-in a temp dir: Mosquitto (``mosquitto``), RabbitMQ (``rabbitmq-server``) and Redis (``redis-server``).
+in a temp dir: Mosquitto (``mosquitto``), RabbitMQ (``rabbitmq-server``), Redis (``redis-server``) and NATS with
+JetStream (``nats-server``).
 
 >>> with MosquittoServer() as mqtt:              # doctest: +SKIP
 ...     mqtt.uri
@@ -16,7 +17,7 @@ import time
 from tests.support.postgres import free_port
 from tests.support.process_server import LoggedServer
 
-__all__ = ["MosquittoServer", "RabbitMQServer", "RedisServer"]
+__all__ = ["MosquittoServer", "NatsServer", "RabbitMQServer", "RedisServer"]
 
 
 def _binary(name: str, package: str) -> str:
@@ -133,5 +134,25 @@ class RedisServer(LoggedServer):
             [_binary("redis-server", "redis-server"), "--bind", "127.0.0.1", "--port", str(self.port),
              "--save", "", "--appendonly", "no", "--dir", self.root, "--logfile", self.log,
              "--protected-mode", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.root)
+        self._wait_for_port(timeout)
+        return self
+
+
+class NatsServer(LoggedServer):
+    """A NATS server with JetStream (``-js``), its store in the temp dir, anonymous access."""
+
+    name = "nats-server"
+    prefix = "kconnect-nats-"
+    log_name = "nats.log"
+
+    @property
+    def uri(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30) -> NatsServer:
+        self.process = subprocess.Popen(
+            [_binary("nats-server", "nats-server"), "-a", "127.0.0.1", "-p", str(self.port), "-js",
+             "-sd", os.path.join(self.root, "jetstream"), "-l", self.log], stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, cwd=self.root)
         self._wait_for_port(timeout)
         return self

@@ -10,7 +10,8 @@ Each is a throwaway instance on 127.0.0.1 (free port, temp dir). To use a server
 - ``KCONNECT_TEST_AZURITE=host:port`` (an Azure Blob API with Azurite's ``devstoreaccount1`` account),
 - ``KCONNECT_TEST_HDFS=host:rpcport:httpport`` (an HDFS NameNode with WebHDFS and permissions off),
 - ``KCONNECT_TEST_MQTT=host:port`` (an MQTT 3.1.1 server with anonymous access, in-flight window >= 1000),
-- ``KCONNECT_TEST_RABBITMQ=host:port`` (RabbitMQ with the ``guest`` user).
+- ``KCONNECT_TEST_RABBITMQ=host:port`` (RabbitMQ with the ``guest`` user),
+- ``KCONNECT_TEST_NATS=host:port`` (a NATS server with JetStream and anonymous access).
 
 >>> host, port = postgres()          # doctest: +SKIP
 """
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.support.azurite import AzuriteServer
-from tests.support.brokers import MosquittoServer, RabbitMQServer, RedisServer
+from tests.support.brokers import MosquittoServer, NatsServer, RabbitMQServer, RedisServer
 from tests.support.gcs import GcsEmulator
 from tests.support.hdfs import MiniHdfs
 from tests.support.kafka import KafkaBroker
@@ -32,7 +33,7 @@ from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
 from tests.support.s3 import MotoS3Server
 
-__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "hdfs", "mosquitto", "rabbitmq", "redis",
+__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "hdfs", "mosquitto", "rabbitmq", "redis", "nats",
            "stop_all", "start_times"]
 
 _started: dict[str, Any] = {}
@@ -124,6 +125,12 @@ def redis() -> str:
     """The URI (``redis://127.0.0.1:<port>``) of the run's Redis."""
     host, port = _shared("redis", "KCONNECT_TEST_REDIS", RedisServer)
     return f"redis://{host}:{port}"
+
+
+def nats() -> str:
+    """The URL (``nats://127.0.0.1:<port>``) of the run's NATS server (JetStream on)."""
+    host, port = _shared("nats", "KCONNECT_TEST_NATS", NatsServer)
+    return f"nats://{host}:{port}"
 
 
 def stop_all() -> None:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the test suite needs on the machine, installed where it is missing (part of `make test`):
-#   - Debian's PostgreSQL and MariaDB server binaries, Mosquitto and RabbitMQ (the tests start throwaway instances
+#   - Debian's PostgreSQL and MariaDB server binaries, Mosquitto, RabbitMQ, Redis and NATS (the tests start throwaway instances
 #     on 127.0.0.1);
 #   - the JVM packages of spark_connect_bridge/jvm/pom.xml (Spark's Delta/Kafka/Avro jars, JDBC drivers, a Kafka
 #     broker, and Kafka Connect and Debezium as the differential tests' reference, Hadoop's MiniDFSCluster), resolved
@@ -23,6 +23,7 @@ command -v npm >/dev/null 2>&1 || need+=(npm)  # Azurite
 [ -x /usr/sbin/mosquitto ] || command -v mosquitto >/dev/null 2>&1 || need+=(mosquitto)
 [ -x /usr/sbin/rabbitmq-server ] || need+=(rabbitmq-server)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
 
 install_packages() {
   local sudo=()
