@@ -106,9 +106,12 @@ async def _connect(config: Any, prefix: str) -> Any:
         log.debug("NATS client: %r", error)
 
     try:
-        return await nats.connect(servers=servers, user_credentials=config["nats.credentials.file"] or None,
-                                  connect_timeout=config["nats.connect.timeout.ms"] / 1000, allow_reconnect=False,
-                                  max_reconnect_attempts=0, error_cb=quiet)
+        timeout = config["nats.connect.timeout.ms"] / 1000
+        # bounded here too: nats-py 2.15 can keep retrying a refused first connect despite allow_reconnect=False
+        return await asyncio.wait_for(
+            nats.connect(servers=servers, user_credentials=config["nats.credentials.file"] or None,
+                         connect_timeout=timeout, allow_reconnect=False, max_reconnect_attempts=0, error_cb=quiet),
+            timeout=timeout * 2 + 1)
     except (NatsError, OSError, asyncio.TimeoutError) as e:
         text = type(e).__name__
         if "authorization" in str(e).lower():
@@ -281,7 +284,7 @@ class CamelNatssourceSourceConnector(SourceConnector):
                 if int(info.ack_floor.stream_seq or 0) >= sequence:
                     return
                 sub = await js.pull_subscribe_bind(self._durable, self._stream)
-                covered = None
+                covered, beyond = None, []
                 while True:
                     try:
                         msgs = await sub.fetch(_FETCH, timeout=1.0)
@@ -290,10 +293,16 @@ class CamelNatssourceSourceConnector(SourceConnector):
                     for msg in msgs:
                         if msg.metadata.sequence.stream <= sequence:
                             covered = msg
+                        else:
+                            beyond.append(msg)
                     if msgs[-1].metadata.sequence.stream >= sequence or not msgs[-1].metadata.num_pending:
                         break
                 if covered is not None:
                     await covered.ack_sync()
+                # Fetched past the batch: handed back at once, or they would stay out (unacknowledged, not
+                # delivered again until ack_wait) and the next batch's fetch would find nothing to acknowledge.
+                for msg in beyond:
+                    await msg.nak()
             finally:
                 await nc.close()
 
