@@ -124,6 +124,20 @@ def locations_of(config: Any) -> Locations:
     return Locations(settings)
 
 
+class _TableFiles:
+    """A Delta connector's :class:`Locations`, made once from its config."""
+
+    config: Any
+
+    @property
+    def files(self) -> Locations:
+        """The tables' files (local, or in a bucket with the fs.s3a.* keys): one per connector."""
+        found = self.__dict__.get("_files")
+        if found is None:
+            found = self.__dict__["_files"] = locations_of(self.config)
+        return found
+
+
 def _properties(value: list[str]) -> str | None:
     bad = [v for v in value if "=" not in v or not v.split("=", 1)[0].strip()]
     return f"entries must be key=value, got {', '.join(bad)}" if bad else None
@@ -145,7 +159,7 @@ def _sink_checks(cfg: Any) -> list[ConfigProblem]:
     return out
 
 
-class DeltaSinkConnector(SinkConnector):
+class DeltaSinkConnector(_TableFiles, SinkConnector):
     """Appends or MERGEs records into a Delta table, exactly once per micro-batch."""
 
     delivery = "exactly-once"
@@ -199,14 +213,6 @@ class DeltaSinkConnector(SinkConnector):
         .check(_sink_checks)
         .merge(S3A_KEYS)
     )
-
-    @property
-    def files(self) -> Locations:
-        """The tables' files (local, or in a bucket with the fs.s3a.* keys): one per connector."""
-        found = self.__dict__.get("_files")
-        if found is None:
-            found = self.__dict__["_files"] = locations_of(self.config)
-        return found
 
     # -- layout ------------------------------------------------------------------------------------
     def table_path(self, topic: str | None = None, *, local: bool = True) -> str:
@@ -670,7 +676,7 @@ def _source_checks(cfg: Any) -> list[ConfigProblem]:
     return out
 
 
-class DeltaSourceConnector(SourceConnector):
+class DeltaSourceConnector(_TableFiles, SourceConnector):
     """Streams a Delta table's new versions (appends, or change data)."""
 
     config_def = (
@@ -708,14 +714,6 @@ class DeltaSourceConnector(SourceConnector):
         .check(_source_checks)
         .merge(S3A_KEYS)
     )
-
-    @property
-    def files(self) -> Locations:
-        """The tables' files (local, or in a bucket with the fs.s3a.* keys): one per connector."""
-        found = self.__dict__.get("_files")
-        if found is None:
-            found = self.__dict__["_files"] = locations_of(self.config)
-        return found
 
     # -- tables -------------------------------------------------------------------------------------
     def tables(self) -> list[str]:

@@ -30,7 +30,7 @@ import re
 import tempfile
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 __all__ = ["Locations", "REMOTE_SCHEMES", "S3_SCHEMES", "is_remote", "remote_scheme"]
@@ -160,26 +160,19 @@ class Locations:
         The result holds secrets: pass it on, never log it."""
         if not is_remote(location):
             return {}
-        bucket = self._bucket(location)
+        found = self._s3_settings(self._bucket(location))
         options: dict[str, str] = {}
-        access, secret = self._setting(bucket, "access.key"), self._setting(bucket, "secret.key")
-        if access and secret:
-            options.update(aws_access_key_id=access, aws_secret_access_key=secret)
-            token = self._setting(bucket, "session.token")
-            if token:
-                options["aws_session_token"] = token
-        region = self._setting(bucket, "endpoint.region")
-        if region:
-            options["aws_region"] = region
-        endpoint = self._setting(bucket, "endpoint")
-        if endpoint:
-            ssl = (self._setting(bucket, "connection.ssl.enabled") or "true").lower() != "false"
-            url = endpoint if "://" in endpoint else f"{'https' if ssl else 'http'}://{endpoint}"
-            options["aws_endpoint"] = url
-            if url.lower().startswith("http://"):
+        if found.access and found.secret:
+            options.update(aws_access_key_id=found.access, aws_secret_access_key=found.secret)
+            if found.token:
+                options["aws_session_token"] = found.token
+        if found.region:
+            options["aws_region"] = found.region
+        if found.endpoint:
+            options["aws_endpoint"] = found.endpoint
+            if found.endpoint.lower().startswith("http://"):
                 options["aws_allow_http"] = "true"
-            path_style = (self._setting(bucket, "path.style.access") or "false").lower() == "true"
-            options["aws_virtual_hosted_style_request"] = "false" if path_style else "true"
+            options["aws_virtual_hosted_style_request"] = "false" if found.path_style else "true"
         return options
 
     def exists(self, location: str) -> bool:
@@ -293,28 +286,42 @@ class Locations:
         """Hadoop's lookup: ``fs.s3a.bucket.<bucket>.<key>`` before ``fs.s3a.<key>``."""
         return self._s3a.get(f"bucket.{bucket}.{key}", self._s3a.get(key))
 
+    def _s3_settings(self, bucket: str) -> _S3Settings:
+        """S3A's settings for ``bucket`` (its per-bucket forms first, as Hadoop looks them up), the endpoint as a URL
+        with its scheme (``fs.s3a.connection.ssl.enabled`` decides one left out)."""
+        endpoint = self._setting(bucket, "endpoint") or ""
+        if endpoint and "://" not in endpoint:
+            ssl = (self._setting(bucket, "connection.ssl.enabled") or "true").lower() != "false"
+            endpoint = f"{'https' if ssl else 'http'}://{endpoint}"
+        return _S3Settings(self._setting(bucket, "access.key"), self._setting(bucket, "secret.key"),
+                           self._setting(bucket, "session.token"), self._setting(bucket, "endpoint.region"), endpoint,
+                           (self._setting(bucket, "path.style.access") or "false").lower() == "true")
+
     def _s3(self, bucket: str) -> Any:
         from pyarrow import fs as pafs
 
+        found = self._s3_settings(bucket)
         options: dict[str, Any] = {}
-        access, secret = self._setting(bucket, "access.key"), self._setting(bucket, "secret.key")
-        if access and secret:
-            options.update(access_key=access, secret_key=secret)
-            token = self._setting(bucket, "session.token")
-            if token:
-                options["session_token"] = token
-        region = self._setting(bucket, "endpoint.region")
-        if region:
-            options["region"] = region
-        endpoint = self._setting(bucket, "endpoint")
-        if endpoint:
-            parts = urlsplit(endpoint if "://" in endpoint else "//" + endpoint)
-            ssl = (self._setting(bucket, "connection.ssl.enabled") or "true").lower() != "false"
-            options.update(endpoint_override=parts.netloc or parts.path,
-                           scheme=parts.scheme or ("https" if ssl else "http"))
-        path_style = (self._setting(bucket, "path.style.access") or "false").lower() == "true"
-        options["force_virtual_addressing"] = bool(endpoint) and not path_style
+        if found.access and found.secret:
+            options.update(access_key=found.access, secret_key=found.secret)
+            if found.token:
+                options["session_token"] = found.token
+        if found.region:
+            options["region"] = found.region
+        if found.endpoint:
+            parts = urlsplit(found.endpoint)
+            options.update(endpoint_override=parts.netloc, scheme=parts.scheme)
+        options["force_virtual_addressing"] = bool(found.endpoint) and not found.path_style
         return pafs.S3FileSystem(**options)
+
+
+class _S3Settings(NamedTuple):
+    access: str | None
+    secret: str | None
+    token: str | None
+    region: str | None
+    endpoint: str  # a URL with its scheme, or ""
+    path_style: bool
 
 
 def _missing(error: OSError) -> bool:

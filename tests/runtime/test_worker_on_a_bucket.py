@@ -177,7 +177,8 @@ def test_the_docs_worker_state_block_parses_to_bucket_locations(tmp_path):
     from spark_connect_bridge.engine.topic_store import TopicStore
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "tasks" / "object-stores.md").read_text()
-    block = page.split("## Every path of ours on an object store")[1].split("```properties\n")[2].split("```")[0]
+    blocks = page.split("## Every path of ours on an object store")[1].split("```properties\n")[1:]
+    block = next(b.split("```")[0] for b in blocks if "offset.storage.dir=" in b.split("```")[0])
     props = dict(line.split("=", 1) for line in block.splitlines() if line and not line.startswith("#"))
     cfg = parse_worker_config({**props, "connector.allowed.paths": "s3a://lake"}, base_dir=str(tmp_path))
     assert (cfg.state_dir, cfg.topics_dir) == ("s3a://lake/kconnect/state", "s3a://lake/kconnect/topics")
