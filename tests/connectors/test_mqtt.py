@@ -4,11 +4,6 @@ killed driver lose nothing (at least once: duplicates only from the micro-batch 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 import uuid
@@ -16,6 +11,7 @@ import uuid
 import pytest
 
 from tests.support import servers
+from tests.support.killed_driver import kill, start_driver
 
 paho = pytest.importorskip("paho.mqtt.client")
 
@@ -107,30 +103,11 @@ def test_source_reads_every_message_across_a_restart_and_the_retained_one_once(s
     assert sorted(r.offset for r in rows) == list(range(1, len(rows) + 1))
 
 
-DRIVER = textwrap.dedent('''
-    import json, sys
-    from pyspark.sql import SparkSession
-    config, out, ckpt = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.driver.host", "127.0.0.1").config("spark.sql.session.timeZone", "UTC").getOrCreate())
-    df = spark.readStream.format("kconnect").options(**config).load()
-    q = (df.writeStream.format("parquet").option("path", out).option("checkpointLocation", ckpt)
-         .trigger(processingTime="200 milliseconds").start())
-    q.awaitTermination()
-''')
-
-
 def test_source_loses_nothing_when_the_driver_is_killed(spark, broker, tmp_path):
     topic = f"killed/{uuid.uuid4().hex[:6]}"
     config = _source(broker, f"mqtt-kill-{uuid.uuid4().hex[:6]}", topic, **{"max.records.per.trigger": "50"})
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
-    import json
-
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
-    driver = subprocess.Popen([sys.executable, str(script), json.dumps(config), str(out), str(ckpt)], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    driver = start_driver(config, out, ckpt, tmp_path)
     try:
         _poll(lambda: (ckpt / "offsets" / "0").exists() or driver.poll() is not None, 300, "the first batch")
         assert driver.poll() is None, "the driver exited"
@@ -146,13 +123,10 @@ def test_source_loses_nothing_when_the_driver_is_killed(spark, broker, tmp_path)
         publisher = threading.Thread(target=publish_steadily)
         publisher.start()
         _poll(lambda: len(_rows(spark, out)) >= 200, 300, "200 records before the kill")
-        os.killpg(driver.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers, mid-stream
-        driver.wait()
+        kill(driver)  # the driver, its JVM and its Python workers, mid-stream
         publisher.join()
     finally:
-        if driver.poll() is None:
-            os.killpg(driver.pid, signal.SIGKILL)
-            driver.wait()
+        kill(driver)
     query = _start(spark, config, out, ckpt)  # the restart, on the same checkpoint
     try:
         _poll(lambda: {int(r.value) for r in _rows(spark, out)} >= set(range(1000)), 180, "every message")
