@@ -105,16 +105,7 @@ class Locations:
         if not is_remote(location):
             with open(location, encoding="utf-8") as f:
                 return f.read()
-        fs, path = self._remote(location)
-        try:
-            with fs.open_input_stream(path) as f:
-                return bytes(f.read()).decode("utf-8")
-        except FileNotFoundError:
-            raise
-        except OSError as e:
-            if _missing(e):
-                raise FileNotFoundError(location) from e
-            raise OSError(f"Cannot read {location}: {e}") from e
+        return self.read_bytes(location).decode("utf-8")
 
     def read_bytes(self, location: str) -> bytes:
         """The file's bytes; FileNotFoundError when it does not exist."""
