@@ -258,6 +258,13 @@ def _phases_line(progress: list[dict]) -> str:
     return f"{len(batches)} micro-batches, {rows:.0f} events each, mean ms: {means}"
 
 
+def _slowest_line(progress: list[dict], k: int = 3) -> str:
+    """The ``k`` slowest micro-batches (the tail of the latency): id, events, and the phases that took > 50 ms."""
+    slow = sorted(progress, key=lambda p: -p["durationMs"].get("triggerExecution", 0))[:k]
+    return "; ".join(f"batch {p['batchId']} {p['numInputRows']} events " + " ".join(
+        f"{ph} {p['durationMs'][ph]}" for ph in _PHASES if p["durationMs"].get(ph, 0) > 50) for p in slow)
+
+
 def stream(rate: int, seconds: int, together: bool = False) -> None:
     """Each side alone by default (the other's JVM stopped or idle: two cores shared with PostgreSQL and one broker,
     the same workload on a table of its own); ``together``: both at once on one table, as before."""
@@ -321,6 +328,7 @@ def stream(rate: int, seconds: int, together: bool = False) -> None:
         _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
         _split_line(split0, split1, n)
         print(f"{'  ours per micro-batch':<42} {_phases_line(progress)}", flush=True)
+        print(f"{'  ours slowest micro-batches (ms)':<42} {_slowest_line(progress)}", flush=True)
         spark.stop()
 
 
