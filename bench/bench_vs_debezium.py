@@ -265,9 +265,10 @@ def _slowest_line(progress: list[dict], k: int = 3) -> str:
         f"{ph} {p['durationMs'][ph]}" for ph in _PHASES if p["durationMs"].get(ph, 0) > 50) for p in slow)
 
 
-def stream(rate: int, seconds: int, together: bool = False) -> None:
+def stream(rate: int, seconds: int, together: bool = False, warm: bool = True) -> None:
     """Each side alone by default (the other's JVM stopped or idle: two cores shared with PostgreSQL and one broker,
-    the same workload on a table of its own); ``together``: both at once on one table, as before."""
+    the same workload on a table of its own); ``together``: both at once on one table, as before. Ours runs the
+    worker's warm-up query first (``warm``; ``cold`` as the 4th argument: without it)."""
     import psycopg
 
     with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
@@ -302,6 +303,10 @@ def stream(rate: int, seconds: int, together: bool = False) -> None:
             theirs_cpu = _cpu({connect.process.pid}) - theirs0
             connect.delete("theirs")
         if not together:
+            if warm:  # what a worker does at start (warm.up.enable, its default), as the startup row does
+                from spark_connect_bridge.engine.warmup import warm_up
+
+                print(f"{'ours: the worker warm-up':<42} {warm_up(spark):.2f} s", flush=True)
             query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", tables["ours"]), ours_kafka.bootstrap,
                                 trigger={"processingTime": "500 milliseconds"})
             time.sleep(15)
@@ -378,8 +383,10 @@ if __name__ == "__main__":
         snapshot(int(sys.argv[2]) if len(sys.argv) > 2 else 200_000)
     elif command == "stream":
         stream(int(sys.argv[2]) if len(sys.argv) > 2 else 5000, int(sys.argv[3]) if len(sys.argv) > 3 else 20,
-               together=len(sys.argv) > 4 and sys.argv[4] == "together")
+               together=len(sys.argv) > 4 and sys.argv[4] == "together",
+               warm=not (len(sys.argv) > 4 and sys.argv[4] == "cold"))
     elif command == "startup":
         startup(cold=len(sys.argv) > 2 and sys.argv[2] == "cold")
     else:
-        raise SystemExit(f"unknown command {command!r}: snapshot N | stream RATE SECONDS | startup")
+        raise SystemExit(f"unknown command {command!r}: snapshot N | stream RATE SECONDS [together|cold] | "
+                         "startup [cold]")
