@@ -5,7 +5,9 @@
 Both read ``messages`` QoS 1 messages that a publisher queued in a persistent session (clean session off) before
 the reader connects, and acknowledge them: the baseline is one paho client (``manual_ack``, an ack per message as
 it arrives), ours the ``kconnect`` MQTT source into Spark's ``noop`` sink at a 100 ms processing-time trigger until
-every message is in (acked after each micro-batch's commit). CPU is this process tree's user+system time (the Spark
+every message is in (acked after each micro-batch's commit), twice: cold (the session's first query: Python workers
+start, the JVM's first run of the path) and warm (a second query over a new topic in the same session). CPU is this
+process tree's user+system time (the Spark
 JVM and its Python workers included for ours; Mosquitto left out). The Mosquitto is the tests'
 (tests/support/brokers.py), with its in-flight window raised.
 """
@@ -105,7 +107,8 @@ def main() -> None:
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     with MosquittoServer() as broker:
-        for label, run in (("paho-mqtt alone", paho_alone), ("kconnect MQTT source", None)):
+        for label, run in (("paho-mqtt alone", paho_alone), ("kconnect MQTT source, cold", None),
+                           ("kconnect MQTT source, warm", None)):
             run_id = uuid.uuid4().hex[:6]
             topic, client_id = f"bench/{run_id}", f"kconnect-bench-{run_id}"
             _session(broker.port, client_id, topic)
@@ -116,7 +119,8 @@ def main() -> None:
             else:
                 run(broker.port, client_id, topic, n)
             wall, used = time.perf_counter() - t, _cpu() - cpu
-            print(f"{label:22s} {n} messages: {wall:6.2f} s, {n / wall:9.0f} records/s, CPU {used:6.2f} s")
+            print(f"{label:27s} {n} messages: {wall:6.2f} s, {n / wall:9.0f} records/s, CPU {used:6.2f} s "
+                  f"({used / n * 1e6:.0f} CPU-us/record; load {os.getloadavg()[0]:.1f})", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,9 @@ The S3 server is moto's (``moto_server``, started here on 127.0.0.1, as the test
 
 * ``ours json`` / ``ours parquet``: ``df.write.format("kconnect")`` with ``io.confluent.connect.s3.S3SinkConnector``
   (``flush.size`` above the records per partition: one object per Kafka partition, as the bare write);
+* ``spark json`` / ``spark parquet``: Spark's own ``df.select("value.*").write.json/parquet("s3a://...")`` through
+  Hadoop's S3A connector (hadoop-aws from the project's pom, the default FileOutputCommitter: its task and job
+  commits copy each object once more, as S3A's renames do) - the issue's "bare Spark write";
 * ``bare json``: Spark's ``to_json(value)`` in the JVM, then each task PUTs its lines as one object with
   ``pyarrow.fs.S3FileSystem`` (``mapInArrow``); ``bare parquet``: ``select("value.*")`` and each task writes its
   Arrow batches as one Parquet object (snappy) the same way; ``bare avro``: ``select("value.*")`` and each task
@@ -102,10 +105,18 @@ def main() -> None:
     try:
         bucket = "bench"
         server.create_bucket(bucket)
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-                 .getOrCreate())
+        from spark_connect_bridge.jvm import configure_spark
+
+        builder = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
+                   .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+                   # Spark's own writer reaches the bucket through Hadoop's S3A connector (hadoop-aws)
+                   .config("spark.hadoop.fs.s3a.endpoint", server.endpoint)
+                   .config("spark.hadoop.fs.s3a.path.style.access", "true")
+                   .config("spark.hadoop.fs.s3a.endpoint.region", REGION)
+                   .config("spark.hadoop.fs.s3a.access.key", ACCESS_KEY)
+                   .config("spark.hadoop.fs.s3a.secret.key", SECRET_KEY))
+        spark = configure_spark(builder, delta=False, object_stores=True).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         src = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
                "iterations": str(args.records // 2), "max.interval": "0", "tasks.max": "2"}
@@ -123,6 +134,7 @@ def main() -> None:
 
             def run() -> None:
                 runs["n"] += 1
+                runs[f"ours {kind}"] = runs["n"]
                 records.write.format("kconnect").options(**sink).option("format.class", fmt) \
                     .option("topics.dir", f"ours-{kind}-{runs['n']}").mode("append").save()
             return run
@@ -137,9 +149,18 @@ def main() -> None:
                 assert written == args.records
             return run
 
+        def spark_write(kind: str) -> Callable[[], None]:
+            def run() -> None:
+                runs["n"] += 1
+                writer = records.select("value.*").write.mode("overwrite")
+                uri = f"s3a://{bucket}/spark-{kind}-{runs['n']}"
+                writer.json(uri) if kind == "json" else writer.parquet(uri)  # parquet: snappy, Spark's default
+            return run
+
         value = records.schema["value"]
         avro_schema = json.dumps(spark_to_avro(value.dataType, value.metadata, False))
-        lines = {"bare json": bare("json"), "ours json": ours("json"), "bare parquet": bare("parquet"),
+        lines = {"spark json": spark_write("json"), "bare json": bare("json"), "ours json": ours("json"),
+                 "spark parquet": spark_write("parquet"), "bare parquet": bare("parquet"),
                  "ours parquet": ours("parquet"), "bare avro": bare("avro"), "ours avro": ours("avro")}
         exclude = {server.process.pid} if server.process else set()
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in lines}
@@ -148,16 +169,18 @@ def main() -> None:
                 results[name].append(measure(fn, exclude))
         # every line wrote every record: our objects hold args.records lines / rows per run
         print(f"records={args.records} reps={args.reps} load_avg={os.getloadavg()[0]:.1f} "
-              f"objects={len(server.objects(bucket, 'ours-json-2'))} per json run of ours")
+              f"objects={len(server.objects(bucket, 'ours-json-' + str(runs['ours json'])))} in ours' last json run")
         for name, measured in results.items():
             cold, warm = measured[0], min(measured[1:], key=lambda r: r[1])
             print(f"{name:14s} cold {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU | warm {warm[0]:6.2f} s wall "
                   f"{warm[1]:6.2f} s CPU  {args.records / warm[0] / 1000:7.1f} k rec/s  "
                   f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec")
         for kind in ("json", "parquet", "avro"):
-            b = min(results[f"bare {kind}"][1:], key=lambda r: r[1])
             o = min(results[f"ours {kind}"][1:], key=lambda r: r[1])
-            print(f"{kind}: ours vs bare (warm): {b[0] / o[0]:.2f}x wall, {b[1] / o[1]:.2f}x CPU")
+            for base in ("spark", "bare"):
+                if f"{base} {kind}" in results:
+                    b = min(results[f"{base} {kind}"][1:], key=lambda r: r[1])
+                    print(f"{kind}: ours vs {base} (warm): {b[0] / o[0]:.2f}x wall, {b[1] / o[1]:.2f}x CPU")
         spark.stop()
     finally:
         server.destroy()

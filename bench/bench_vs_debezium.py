@@ -258,9 +258,17 @@ def _phases_line(progress: list[dict]) -> str:
     return f"{len(batches)} micro-batches, {rows:.0f} events each, mean ms: {means}"
 
 
-def stream(rate: int, seconds: int, together: bool = False) -> None:
+def _slowest_line(progress: list[dict], k: int = 3) -> str:
+    """The ``k`` slowest micro-batches (the tail of the latency): id, events, and the phases that took > 50 ms."""
+    slow = sorted(progress, key=lambda p: -p["durationMs"].get("triggerExecution", 0))[:k]
+    return "; ".join(f"batch {p['batchId']} {p['numInputRows']} events " + " ".join(
+        f"{ph} {p['durationMs'][ph]}" for ph in _PHASES if p["durationMs"].get(ph, 0) > 50) for p in slow)
+
+
+def stream(rate: int, seconds: int, together: bool = False, warm: bool = True) -> None:
     """Each side alone by default (the other's JVM stopped or idle: two cores shared with PostgreSQL and one broker,
-    the same workload on a table of its own); ``together``: both at once on one table, as before."""
+    the same workload on a table of its own); ``together``: both at once on one table, as before. Ours runs the
+    worker's warm-up query first (``warm``; ``cold`` as the 4th argument: without it)."""
     import psycopg
 
     with PostgresCluster() as pg, KafkaBroker() as theirs_kafka, KafkaBroker() as ours_kafka:
@@ -295,6 +303,10 @@ def stream(rate: int, seconds: int, together: bool = False) -> None:
             theirs_cpu = _cpu({connect.process.pid}) - theirs0
             connect.delete("theirs")
         if not together:
+            if warm:  # what a worker does at start (warm.up.enable, its default), as the startup row does
+                from spark_connect_bridge.engine.warmup import warm_up
+
+                print(f"{'ours: the worker warm-up':<42} {warm_up(spark):.2f} s", flush=True)
             query = _ours_query(spark, _config(pg, db, "ours", "ours_slot", tables["ours"]), ours_kafka.bootstrap,
                                 trigger={"processingTime": "500 milliseconds"})
             time.sleep(15)
@@ -321,6 +333,7 @@ def stream(rate: int, seconds: int, together: bool = False) -> None:
         _row("CPU s/record", theirs_cpu / n, ours_cpu / n, "s", higher_is_better=False)
         _split_line(split0, split1, n)
         print(f"{'  ours per micro-batch':<42} {_phases_line(progress)}", flush=True)
+        print(f"{'  ours slowest micro-batches (ms)':<42} {_slowest_line(progress)}", flush=True)
         spark.stop()
 
 
@@ -370,8 +383,10 @@ if __name__ == "__main__":
         snapshot(int(sys.argv[2]) if len(sys.argv) > 2 else 200_000)
     elif command == "stream":
         stream(int(sys.argv[2]) if len(sys.argv) > 2 else 5000, int(sys.argv[3]) if len(sys.argv) > 3 else 20,
-               together=len(sys.argv) > 4 and sys.argv[4] == "together")
+               together=len(sys.argv) > 4 and sys.argv[4] == "together",
+               warm=not (len(sys.argv) > 4 and sys.argv[4] == "cold"))
     elif command == "startup":
         startup(cold=len(sys.argv) > 2 and sys.argv[2] == "cold")
     else:
-        raise SystemExit(f"unknown command {command!r}: snapshot N | stream RATE SECONDS | startup")
+        raise SystemExit(f"unknown command {command!r}: snapshot N | stream RATE SECONDS [together|cold] | "
+                         "startup [cold]")

@@ -121,22 +121,48 @@ def run_row(row: Row, quick: bool, logs: str, index: int) -> tuple[dict[str, flo
     argv = [sys.executable, os.path.join(HERE, (row.quick if quick else row.command)[0]),
             *(row.quick if quick else row.command)[1:]]
     before = load()
-    log = os.path.join(logs, f"{re.sub(r'[^a-z0-9]+', '-', row.name.lower())[:40]}-{index}.log")
+    log = os.path.join(logs, f"{_slug(row)}-{index}.log")
     print(f"[{time.strftime('%H:%M:%S')}] {row.name}, run {index}: {' '.join(argv[1:])} (load {before}; "
           f"output in {log})", flush=True)
     with open(log, "w") as out:
+        out.write(f"# load before: {before}\n")
+        out.flush()
         try:
             # --quick: a smoke run, whose script may wait out its own long timeout after a failed query
             timeout = min(row.timeout, 900) if quick else row.timeout
             code = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             code = -1
+    after = load()
+    with open(log, "a") as out:
+        out.write(f"\n# load after: {after}\n# exit code: {code}\n")
     with open(log) as f:
         text = f.read()
     figures = {fig.label: pick(text, fig) for fig in row.figures}
     if code:
         print(f"  exit code {code}; the last lines:\n" + "\n".join(text.splitlines()[-15:]), flush=True)
-    return figures, before, load(), code
+    return figures, before, after, code
+
+
+def _slug(row: Row) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", row.name.lower())[:40]
+
+
+def earlier_runs(row: Row, folder: str) -> list[tuple[dict[str, float | None], str, str, int]]:
+    """The runs of ``row`` kept in an earlier run's ``--logs`` folder (``<row>-<i>.log``), read back as
+    :func:`run_row` returns them; the loads from the log's ``# load before/after`` lines ("?" where missing)."""
+    runs = []
+    for name in sorted(os.listdir(folder)):
+        if not re.fullmatch(re.escape(_slug(row)) + r"-[0-9]+\.log", name):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            text = f.read()
+        before = re.search(r"^# load before: (.+)$", text, re.M)
+        after = re.search(r"^# load after: (.+)$", text, re.M)
+        code = re.search(r"^# exit code: (-?[0-9]+)$", text, re.M)
+        runs.append(({fig.label: pick(text, fig) for fig in row.figures}, before.group(1) if before else "?",
+                     after.group(1) if after else "?", int(code.group(1)) if code else 0))
+    return runs
 
 
 def _fmt(x: float | None, unit: str) -> str:
@@ -180,6 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="also write the Markdown table to this file")
     parser.add_argument("--logs", help="folder for each run's output (default: a new temporary folder)")
     parser.add_argument("--list", action="store_true", help="print the rows and their commands, run nothing")
+    parser.add_argument("--with-logs", action="append", default=[], metavar="FOLDER",
+                        help="also put the runs kept in an earlier run's --logs folder in the table, before this "
+                             "run's (repeatable; --runs 0 makes the table of those alone)")
     args = parser.parse_args(argv)
     rows = [r for r in ROWS if not args.only or any(o.lower() in r.name.lower() for o in args.only)]
     if not rows:
@@ -193,12 +222,16 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     failed = 0
     for row in rows:
-        row_runs = []
+        row_runs = [run for folder in args.with_logs for run in earlier_runs(row, folder)]
         for i in range(1, args.runs + 1):
             row_runs.append(run_row(row, args.quick, logs, i))
             failed += bool(row_runs[-1][3])
         results.append((row, row_runs))
     text = table(results, args.quick)
+    if args.with_logs:
+        text += (f"\nRuns read back from the kept output of earlier runs, in this order: "
+                 f"{', '.join(f'`{os.path.relpath(f, ROOT)}`' for f in args.with_logs)} (each folder one "
+                 f"`run_all.py --logs` run, named by its start, UTC); the date above is when this table was made.\n")
     print(text)
     if args.out:
         with open(args.out, "w") as f:

@@ -90,6 +90,24 @@ def effective_config(config: Mapping[str, str], worker: WorkerConfig | None) -> 
     return cfg
 
 
+def with_worker_object_store(cfg: dict[str, str], worker: WorkerConfig) -> dict[str, str]:
+    """``cfg`` as the worker runs it against a bucket: a connector that reaches its tables through Hadoop's S3A keys
+    of its own (the Delta sink and source with the deltalake engine) and sets none of them - a config received over
+    REST cannot: the policy refuses them - gets the worker's ``spark.hadoop.fs.s3a.*`` settings, those with which
+    the worker reaches its own state and delta-spark reaches tables through the session's Hadoop configuration.
+    Only at run time: never in what the REST API shows of the config."""
+    settings = {k[len("spark.hadoop."):]: v for k, v in worker.spark_conf.items()
+                if k.startswith("spark.hadoop.fs.s3a.")}
+    if not settings or any(k.lower().startswith("fs.s3a.") for k in cfg):
+        return cfg
+    try:
+        named = {k: v for k, v in cfg.items() if k.lower() == "connector.class"}
+        declared = set(connector_config_def(connector_class(resolve_providers(named))).names())
+    except ConfigError:
+        return cfg  # an unknown class: reported by the config's own validation
+    return {**cfg, **{k: v for k, v in settings.items() if k in declared}}
+
+
 def check_config(config: Mapping[str, Any], worker: WorkerConfig | None = None, *,
                  kind: str | None = None) -> CheckedConfig:
     """Check a whole connector config (connector, transforms, predicates, converters, errors.*) as it will run:
@@ -99,6 +117,8 @@ def check_config(config: Mapping[str, Any], worker: WorkerConfig | None = None, 
     if kind is None:
         kind = connector_class(props).plugin_type
     cfg = effective_config(props, worker)
+    if worker is not None:
+        cfg = with_worker_object_store(cfg, worker)
     kafka: KafkaSinkPlan | KafkaSourcePlan | None = None
     if worker is not None and worker.bootstrap_servers:
         plan = plan_sink if kind == "sink" else plan_source

@@ -344,47 +344,35 @@ def test_append_is_exactly_once_across_a_killed_driver(spark, tmp_path):
     """A datagen → Iceberg query (format("kconnect") both ways) runs in a child driver killed with SIGKILL
     mid-stream; restarted on the same checkpoint, every record is in the table once (0 lost, 0 duplicated) and
     the table's last recorded batch is the checkpoint's last."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import textwrap
     import time
 
-    repo = Path(__file__).resolve().parents[2]
+    from tests.support.killed_driver import kill, start_driver
+
     ckpt = tmp_path / "ckpt"
     sink = _sink(tmp_path, **{"iceberg.tables": "db.orders"})
     cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "iterations": "2000", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "250"}
-    script = textwrap.dedent("""
-        import json, sys
-        from pyspark.sql import SparkSession
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
-                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
-        df = spark.readStream.format("kconnect").options(**json.loads(sys.argv[1])).load()
-        (df.writeStream.format("kconnect").options(**json.loads(sys.argv[2])).option("checkpointLocation", sys.argv[3])
-         .trigger(processingTime="1 second").start().awaitTermination())
-    """)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(repo)}
-    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(cfg), json.dumps(sink), str(ckpt)], env=env,
-                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink)
 
     def snapshots() -> int:
+        from pyiceberg.exceptions import NoSuchTableError
+
         # the child makes the catalog's tables: look only once its table has metadata (no race on creating them)
         if not list((tmp_path / "warehouse").rglob("*.metadata.json")):
             return 0
-        return len(_catalog(sink).load_table("db.orders").metadata.snapshots)
+        try:  # the metadata file is written before the catalog's row names it
+            return len(_catalog(sink).load_table("db.orders").metadata.snapshots)
+        except NoSuchTableError:
+            return 0
 
     try:
         deadline = time.monotonic() + 400
         while snapshots() < 2:
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]
+            assert driver.poll() is None, "the child driver stopped before it was killed"
             assert time.monotonic() < deadline, "the child driver committed nothing"
             time.sleep(0.2)
     finally:
-        os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM, mid-stream
-        child.wait()
+        kill(driver)  # the driver, its JVM and its Python workers, mid-stream
     killed_at = len(_rows(sink, "db.orders", "orderid"))
     assert 0 < killed_at < 4000
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}

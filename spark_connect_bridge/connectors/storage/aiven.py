@@ -163,6 +163,8 @@ class AivenFormat:
     json_columns: frozenset[str] = frozenset()  # key/value columns holding a schemaless VARIANT's JSON text
 
     def encode(self, table: Any) -> bytes:
+        if self.output_type == "parquet":
+            return self._parquet(table)
         lines = self._csv(table) if self.output_type == "csv" else self._json(table)
         # a separator between records, none after the last (Aiven's writers)
         body = b"[\n" + b",\n".join(lines) + b"\n]" if self.output_type == "json" else b"\n".join(lines)
@@ -187,6 +189,34 @@ class AivenFormat:
             return [b"" if v is None else _bytes(v) for v in values]
         return [b"" if v is None else base64.b64encode(_bytes(v)) for v in values]
 
+    # Parquet (Aiven's ParquetOutputWriter: AvroParquetWriter, dictionary encoding, the codec of
+    # file.compression.type): the record `connector_records` of the fields in format.output.fields order - key and
+    # value as their schemas make them, offset and timestamp (epoch ms) longs, headers a map of each record's headers
+    # (a null column when the object's first record has none, as Aiven's schema is then Avro's null); without the
+    # envelope, a struct value's own fields or the one field alone.
+    def _parquet(self, table: Any) -> bytes:
+        import io
+
+        import pyarrow.parquet as pq
+
+        columns: dict[str, Any] = {}
+        for field in self.fields:
+            if field == "offset":
+                columns[field] = table.column("offset").cast(pa.int64())
+            elif field == "timestamp":
+                columns[field] = pa.array(_epoch_ms(table), pa.int64())
+            elif field == "headers":
+                columns[field] = _headers_map(table.column("headers").combine_chunks())
+            else:
+                columns[field] = table.column(field).combine_chunks()
+        if not self.envelope and pa.types.is_struct(columns[self.fields[0]].type):
+            out_table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(columns[self.fields[0]])])
+        else:
+            out_table = pa.table(columns)
+        out = io.BytesIO()
+        pq.write_table(out_table, out, compression=_PARQUET_CODECS[self.compression], use_dictionary=True)
+        return out.getvalue()
+
     # JSON and JSON lines (Aiven's JsonOutputWriter): an object per record ({"value": ...} and the other fields, in
     # the writer's map order), or the one field's JSON alone without the envelope.
     def _json(self, table: Any) -> list[bytes]:
@@ -210,6 +240,20 @@ class AivenFormat:
         if field in self.json_columns:
             return ["null" if v is None else v for v in column.to_pylist()]
         return json_text(column).to_pylist()
+
+
+#: Aiven's ParquetConfig.compressionCodecName of each file.compression.type (pyarrow's names).
+_PARQUET_CODECS = {"none": "none", "gzip": "gzip", "snappy": "snappy", "zstd": "zstd"}
+
+
+def _headers_map(headers: Any) -> Any:
+    """The record headers (a list of key/value structs) as Aiven writes them: a map per record (a HashMap: a key
+    repeated in one record keeps its last value), or a null column when the first record has no headers."""
+    if not len(headers) or headers[0].as_py() in (None, []):
+        return pa.nulls(len(headers))
+    entries = headers.flatten()
+    keys, values = entries.field("key"), entries.field("value")
+    return pa.MapArray.from_arrays(headers.offsets, keys, values, mask=headers.is_null())
 
 
 def _bytes(value: Any) -> bytes:
@@ -351,7 +395,8 @@ def aiven_keys(default_compression: str) -> ConfigDef:
                         "{{topic}}-{{partition}}-{{start_offset}} and the compression's extension.")
             .define("file.compression.type", Type.STRING, default_compression,
                     CaseInsensitiveValidString("none", "gzip", "snappy", "zstd"), Importance.MEDIUM,
-                    group=file_group, doc="Compression of the objects: none or gzip here (snappy and zstd refused).")
+                    group=file_group, doc="Compression of the objects: none or gzip (snappy and zstd: parquet's codec "
+                                            "only, refused for the text formats here).")
             .define("file.max.records", Type.INT, 0, Range.at_least(0), Importance.MEDIUM, group=file_group,
                     doc="The most records in one object; 0: unlimited (a micro-batch's records of a partition).")
             .define("file.name.timestamp.timezone", Type.STRING, "Z", _Zone(), Importance.LOW, group=file_group,
@@ -361,8 +406,8 @@ def aiven_keys(default_compression: str) -> ConfigDef:
                     doc="The time of {{timestamp}}: the wall clock of the write, or the record's timestamp (event).")
             .define("format.output.type", Type.STRING, "csv", CaseInsensitiveValidString(*_OUTPUT_TYPES),
                     Importance.MEDIUM, group=format_group,
-                    doc="csv, json (an array per object) or jsonl (one object per line); parquet and avro are "
-                        "refused here.")
+                    doc="csv, json (an array per object), jsonl (one object per line) or parquet (a record "
+                        "connector_records of the fields; key and value need schemas); avro is refused here.")
             .define("format.output.fields", Type.LIST, ["value"], importance=Importance.MEDIUM, group=format_group,
                     doc="The fields written of each record: key, value, offset, timestamp, headers.")
             .define("format.output.fields.value.encoding", Type.STRING, "base64",
@@ -380,18 +425,18 @@ def aiven_problems(config: Any) -> list[ConfigProblem]:
         problems.append(ConfigProblem("format.output.fields", f"Invalid value {','.join(config.format_output_fields)} "
                                       f"for configuration format.output.fields: a list of {', '.join(_FIELDS)}"))
     output_type = str(config.format_output_type)
-    if output_type in ("parquet", "avro"):
+    if output_type == "avro":
         problems.append(ConfigProblem("format.output.type", f"Invalid value {output_type} for configuration "
                                       f"format.output.type: {output_type} objects are not written by Aiven's sinks "
-                                      f"here yet (issue #35); csv, json or jsonl"))
+                                      f"here yet (issue #35); csv, json, jsonl or parquet"))
     if not config.format_output_envelope and len(fields) > 1 and output_type != "csv":
         problems.append(ConfigProblem("format.output.envelope", "format.output.envelope=false needs one field in "
                                                                 "format.output.fields"))
     compression = str(config.file_compression_type)
-    if compression in ("snappy", "zstd"):
+    if compression in ("snappy", "zstd") and output_type != "parquet":  # parquet: the codec inside the file
         problems.append(ConfigProblem("file.compression.type", f"Invalid value {compression} for configuration "
-                                      f"file.compression.type: {compression} is not written here yet (issue #35); "
-                                      f"none or gzip"))
+                                      f"file.compression.type: {compression} is written here only as the codec of "
+                                      f"format.output.type=parquet; none or gzip"))
     if config.file_name_template is not None:
         try:
             parse_template(config.file_name_template)
@@ -439,7 +484,7 @@ class AivenSink(SinkConnector):
                            str(self.config.file_name_timestamp_timezone), self._legacy_prefix(), self._name_prefix())
 
     def validate_input(self, schema: Any) -> None:
-        from pyspark.sql.types import BinaryType, StringType
+        from pyspark.sql.types import BinaryType, MapType, StringType
 
         names = schema.fieldNames()
         needed = ["topic", "partition", "offset", *self.fields()]
@@ -457,6 +502,18 @@ class AivenSink(SinkConnector):
                                       f"({converter}=org.apache.kafka.connect.converters.ByteArrayConverter)")])
         self._json_columns = frozenset(c for c in ("key", "value") if c in names
                                        and is_variant_json(schema[c].metadata))
+        if output_type == "parquet":
+            for column in ("key", "value"):
+                if column in self.fields() and (column in self._json_columns
+                                                or type(schema[column].dataType).__name__ == "VariantType"):
+                    raise ConfigError([ConfigProblem("format.output.type", f"format.output.type=parquet writes the "
+                                      f"{column}'s schema, and the {column} has none (Aiven's sink: \"Record "
+                                      f"{column} without schema\"): a {column}.converter with schemas (Avro, or "
+                                      f"JsonConverter with {column}.converter.schemas.enable=true)")])
+            if not self.config.format_output_envelope and isinstance(schema[self.fields()[0]].dataType, MapType):
+                raise ConfigError([ConfigProblem("format.output.envelope", "format.output.envelope=false with a map "
+                                                 "value (a column per map key of the first record) is not written "
+                                                 "here; keep the envelope")])
         self._layout = self.layout()
         if self._layout.template.grouping == "key" and "key" not in names:
             raise ConfigError([ConfigProblem("file.name.template", "{{key}} needs the record column key; the input "

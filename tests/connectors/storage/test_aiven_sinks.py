@@ -114,6 +114,59 @@ def test_jsonl_and_json_as_aiven_orders_the_fields_and_the_readme_names_the_obje
     assert objects["e/t-3-0.json"].decode() == '[\n{"name":"n0","n":0},\n{"name":"n1","n":1}\n]'
 
 
+def test_parquet_as_aiven_s_parquet_writer_lays_it_out_and_a_replay_writes_the_same_objects(spark, s3):
+    """Aiven's allOutputFields/schemaChanged parquet tests' layout: the fields in format.output.fields order (key,
+    value a record, offset, timestamp epoch ms, headers a map or, when the object's first record has none, null),
+    the codec of file.compression.type inside the file and its extension in the default name."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    bucket = _bucket(s3)
+    rows = [("t", p, o, 1_700_000_000_000 + o, f"key-{o}", (o, f"Hello {o}")) for p in (0, 1) for o in range(3)]
+    df = _records(spark, rows, "struct<id:int,message:string>")
+    sink = _s3_sink(s3, bucket, **{"format.output.type": "parquet", "file.compression.type": "gzip",
+                                   "format.output.fields": "key,value,offset,timestamp,headers",
+                                   "format.output.fields.value.encoding": "none"})
+    _write(df, sink)
+    objects = s3[1].objects(bucket)
+    assert sorted(objects) == ["t-0-0.gz", "t-1-0.gz"]
+    parquet = pq.ParquetFile(io.BytesIO(objects["t-1-0.gz"]))
+    assert parquet.schema_arrow.names == ["key", "value", "offset", "timestamp", "headers"]
+    assert parquet.metadata.row_group(0).column(1).compression == "GZIP"
+    assert parquet.read().to_pylist() == [
+        {"key": f"key-{o}", "value": {"id": o, "message": f"Hello {o}"}, "offset": o,
+         "timestamp": 1_700_000_000_000 + o, "headers": [("source", b"web")]} for o in range(3)]
+    _write(df, sink)  # a replayed batch: the same names, the same bytes
+    assert s3[1].objects(bucket) == objects
+    # without the envelope: the value record's own fields; no headers: a null column; snappy inside the file
+    _write(df.drop("headers").withColumn("headers", F.lit(None).cast("array<struct<key:string,value:binary>>")),
+           _s3_sink(s3, bucket, **{"format.output.type": "parquet", "file.compression.type": "snappy",
+                                   "format.output.fields": "value", "format.output.envelope": "false",
+                                   "file.name.template": "raw/{{topic}}-{{partition}}-{{start_offset}}.parquet"}))
+    _write(df.drop("headers").withColumn("headers", F.lit(None).cast("array<struct<key:string,value:binary>>")),
+           _s3_sink(s3, bucket, **{"format.output.type": "parquet", "file.compression.type": "none",
+                                   "format.output.fields": "offset,headers",
+                                   "file.name.template": "h/{{topic}}-{{partition}}-{{start_offset}}.parquet"}))
+    objects = s3[1].objects(bucket)
+    raw = pq.ParquetFile(io.BytesIO(objects["raw/t-0-0.parquet"]))
+    assert raw.metadata.row_group(0).column(0).compression == "SNAPPY"
+    assert raw.read().to_pylist() == [{"id": o, "message": f"Hello {o}"} for o in range(3)]
+    assert pq.read_table(io.BytesIO(objects["h/t-0-0.parquet"])).to_pylist() == [
+        {"offset": o, "headers": None} for o in range(3)]
+
+
+def test_parquet_refuses_a_schemaless_value_before_writing(spark, s3):
+    from spark_connect_bridge.core.records import VARIANT_JSON_META
+
+    bucket = _bucket(s3)
+    df = _records(spark, [("t", 0, 0, 1, "k", '{"a": 1}')], "string")
+    df = df.withColumn("value", F.col("value").alias("value", metadata={VARIANT_JSON_META: "json"}))
+    with pytest.raises(Exception, match=r"format\.output\.type=parquet writes the value's schema"):
+        _write(df, _s3_sink(s3, bucket, **{"format.output.type": "parquet"}))
+    assert s3[1].objects(bucket) == {}
+
+
 def test_a_key_template_keeps_the_last_record_of_each_key_and_event_time_directories(spark, s3):
     bucket = _bucket(s3)
     rows = [("t", 0, o, 1_700_000_000_000 + o * 3_600_000 * 12, f"k{o % 2}", f"v{o}".encode()) for o in range(5)]
@@ -147,12 +200,13 @@ def test_the_aiven_gcs_sink_writes_under_file_name_prefix(spark, gcs):
     ({"file.name.template": "{{topic}}-{{start_offset}}"}, "file.name.template"),
     ({"file.name.template": "{{topic}}-{{partition}}-{{start_offset:padding=yes}}"}, "file.name.template"),
     ({"file.name.template": "{{timestamp}}/{{topic}}-{{partition}}-{{start_offset}}"}, "file.name.template"),
-    ({"format.output.type": "parquet"}, "format.output.type"),
+    ({"format.output.type": "avro"}, "format.output.type"),
     ({"format.output.type": "xml"}, "format.output.type"),
     ({"format.output.fields": "value,partition"}, "format.output.fields"),
     ({"format.output.type": "jsonl", "format.output.envelope": "false", "format.output.fields": "key,value"},
      "format.output.envelope"),
     ({"file.compression.type": "snappy"}, "file.compression.type"),
+    ({"file.compression.type": "zstd", "format.output.type": "jsonl"}, "file.compression.type"),
     ({"file.max.records": "-1"}, "file.max.records"),
     ({"aws.secret.access.key": None}, "aws.secret.access.key"),
     ({"aws.s3.endpoint": "http://u:p@127.0.0.1:9"}, "aws.s3.endpoint"),

@@ -6,11 +6,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 import time
 import uuid
 from pathlib import Path
@@ -24,9 +19,9 @@ from spark_connect_bridge.connectors.factory import build_connector
 from spark_connect_bridge.errors import ConfigError
 from tests.contract.contract import SinkContract
 from tests.support import servers
+from tests.support.killed_driver import kill, start_driver
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 
-REPO = Path(__file__).resolve().parents[3]
 S3_SINK = "io.confluent.connect.s3.S3SinkConnector"
 JSON = "io.confluent.connect.s3.format.json.JsonFormat"
 PARQUET = "io.confluent.connect.s3.format.parquet.ParquetFormat"
@@ -308,28 +303,15 @@ def test_every_record_is_in_exactly_one_object_across_a_killed_driver(spark, s3,
            "iterations": "800", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "120"}
     sink = _sink(s3[0], bucket, **{"flush.size": "50", "format.class": AVRO})
     ckpt = str(tmp_path / "ckpt")
-    script = textwrap.dedent("""
-        import json, sys
-        from pyspark.sql import SparkSession
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
-                 .config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
-        df = spark.readStream.format("kconnect").options(**json.loads(sys.argv[1])).load()
-        (df.writeStream.format("kconnect").options(**json.loads(sys.argv[2])).option("checkpointLocation", sys.argv[3])
-         .trigger(processingTime="1 second").start().awaitTermination())
-    """)
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(cfg), json.dumps(sink), ckpt], env=env,
-                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    driver = start_driver(cfg, None, tmp_path / "ckpt", tmp_path, sink=sink)
     try:
         deadline = time.monotonic() + 400
         while len(s3[1].objects(bucket)) < 3:
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]
+            assert driver.poll() is None, "the child driver stopped before it was killed"
             assert time.monotonic() < deadline, "the child driver wrote nothing"
             time.sleep(0.2)
     finally:
-        os.killpg(child.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-        child.wait()
+        kill(driver)  # the driver, its JVM and its Python workers
     assert 0 < sum(len(_avro(v)[1]) for v in s3[1].objects(bucket).values()) < 1600
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
     df = spark.readStream.format("kconnect").options(**cfg).load()
