@@ -137,8 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--install-only", action="store_true", help="create or update the venvs, run nothing")
     parser.add_argument("--in-copy", action="store_true",
                         help="run the tests in a temporary copy of the checkout (to run beside the main suite)")
-    args, pytest_args = parser.parse_known_args(argv)
-    pytest_args = [a for a in pytest_args if a != "--"]
+    argv = sys.argv[1:] if argv is None else argv
+    # After "--" every argument is pytest's (argparse would take them as jobs: `4.3 -- -x` failed as job '-x').
+    after = argv.index("--") if "--" in argv else len(argv)
+    args, pytest_args = parser.parse_known_args(argv[:after])
+    pytest_args += argv[after + 1:]
     jobs = args.jobs or [*PYSPARK_VERSIONS, "connect"]
     unknown = [j for j in jobs if j not in PYSPARK_VERSIONS and j != "connect"]
     if unknown:
