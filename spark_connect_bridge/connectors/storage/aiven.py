@@ -214,7 +214,8 @@ class AivenFormat:
         else:
             out_table = pa.table(columns)
         out = io.BytesIO()
-        pq.write_table(out_table, out, compression=_PARQUET_CODECS[self.compression], use_dictionary=True)
+        # Aiven's ParquetConfig.compressionCodecName: file.compression.type is the codec (pyarrow has the same names)
+        pq.write_table(out_table, out, compression=self.compression, use_dictionary=True)
         return out.getvalue()
 
     # JSON and JSON lines (Aiven's JsonOutputWriter): an object per record ({"value": ...} and the other fields, in
@@ -242,18 +243,16 @@ class AivenFormat:
         return json_text(column).to_pylist()
 
 
-#: Aiven's ParquetConfig.compressionCodecName of each file.compression.type (pyarrow's names).
-_PARQUET_CODECS = {"none": "none", "gzip": "gzip", "snappy": "snappy", "zstd": "zstd"}
-
-
 def _headers_map(headers: Any) -> Any:
     """The record headers (a list of key/value structs) as Aiven writes them: a map per record (a HashMap: a key
     repeated in one record keeps its last value), or a null column when the first record has no headers."""
     if not len(headers) or headers[0].as_py() in (None, []):
         return pa.nulls(len(headers))
-    entries = headers.flatten()
-    keys, values = entries.field("key"), entries.field("value")
-    return pa.MapArray.from_arrays(headers.offsets, keys, values, mask=headers.is_null())
+    if headers.offset:  # a slice: its offsets index the whole child array, and a map cannot take them with a mask
+        headers = pa.concat_arrays([headers])
+    entries = headers.values
+    return pa.MapArray.from_arrays(headers.offsets, entries.field("key"), entries.field("value"),
+                                   mask=headers.is_null())
 
 
 def _bytes(value: Any) -> bytes:
@@ -484,7 +483,7 @@ class AivenSink(SinkConnector):
                            str(self.config.file_name_timestamp_timezone), self._legacy_prefix(), self._name_prefix())
 
     def validate_input(self, schema: Any) -> None:
-        from pyspark.sql.types import BinaryType, MapType, StringType
+        from pyspark.sql.types import BinaryType, MapType, StringType, VariantType
 
         names = schema.fieldNames()
         needed = ["topic", "partition", "offset", *self.fields()]
@@ -505,7 +504,7 @@ class AivenSink(SinkConnector):
         if output_type == "parquet":
             for column in ("key", "value"):
                 if column in self.fields() and (column in self._json_columns
-                                                or type(schema[column].dataType).__name__ == "VariantType"):
+                                                or isinstance(schema[column].dataType, VariantType)):
                     raise ConfigError([ConfigProblem("format.output.type", f"format.output.type=parquet writes the "
                                       f"{column}'s schema, and the {column} has none (Aiven's sink: \"Record "
                                       f"{column} without schema\"): a {column}.converter with schemas (Avro, or "

@@ -244,3 +244,15 @@ def test_the_deprecated_aws_s3_prefix_names_objects_as_aiven_s_old_keys():
     write_aiven_objects(iter(table.to_batches()), sink.layout(), put.__setitem__, 0)
     assert {k: gzip.decompress(v) for k, v in put.items()} == {
         "backups/t/t-4-00000000000000000007.gz": b"YQ==\nYg==", "backups/t/t-4-00000000000000000009.gz": b"Yw=="}
+
+
+def test_parquet_headers_of_a_slice_are_that_slice_s_records_headers():
+    import pyarrow as pa
+
+    from spark_connect_bridge.connectors.storage.aiven import _headers_map
+
+    header = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    headers = pa.array([[{"key": "a", "value": b"1"}], [{"key": "b", "value": b"2"}, {"key": "c", "value": b"3"}],
+                        None], header)
+    assert _headers_map(headers.slice(1)).to_pylist() == [[("b", b"2"), ("c", b"3")], None]
+    assert _headers_map(pa.array([[], None], header)).null_count == 2  # the first record has none: a null column
