@@ -71,12 +71,9 @@ def effective_config(config: Mapping[str, str], worker: WorkerConfig | None) -> 
     cfg = dict(config)
     if worker is None:
         return cfg
-    try:  # the class a provider reference names counts too
-        named = {k: v for k, v in cfg.items() if k.lower() == "connector.class"}
-        run_time_paths = connector_class(resolve_providers(named)).path_policy_at_run_time
-    except ConfigError:
-        run_time_paths = False  # an unknown class: reported by the config's own validation
-    if run_time_paths:  # always the worker's own limits: a config that carries these keys cannot widen them
+    cls = _named_class(cfg)
+    # always the worker's own limits: a config that carries these keys cannot widen them
+    if cls is not None and cls.path_policy_at_run_time:
         cfg[ALLOWED_PATHS_OPTION] = json.dumps(list(worker.policy.allowed_paths))
         cfg[FORBIDDEN_PATHS_OPTION] = json.dumps(list(worker.policy.forbidden_paths))
     if cfg.get("errors.deadletterqueue.topic.name") and not cfg.get("errors.deadletterqueue.topics.dir"):
@@ -98,14 +95,20 @@ def with_worker_object_store(cfg: dict[str, str], worker: WorkerConfig) -> dict[
     Only at run time: never in what the REST API shows of the config."""
     settings = {k[len("spark.hadoop."):]: v for k, v in worker.spark_conf.items()
                 if k.startswith("spark.hadoop.fs.s3a.")}
-    if not settings or any(k.lower().startswith("fs.s3a.") for k in cfg):
+    cls = _named_class(cfg)
+    if not settings or cls is None or any(k.lower().startswith("fs.s3a.") for k in cfg):
         return cfg
-    try:
-        named = {k: v for k, v in cfg.items() if k.lower() == "connector.class"}
-        declared = set(connector_config_def(connector_class(resolve_providers(named))).names())
-    except ConfigError:
-        return cfg  # an unknown class: reported by the config's own validation
+    declared = set(connector_config_def(cls).names())
     return {**cfg, **{k: v for k, v in settings.items() if k in declared}}
+
+
+def _named_class(cfg: Mapping[str, Any]) -> Any:
+    """The connector class ``cfg`` names (a provider reference counts too), or None for an unknown one: reported by
+    the config's own validation."""
+    try:
+        return connector_class(resolve_providers({k: v for k, v in cfg.items() if k.lower() == "connector.class"}))
+    except ConfigError:
+        return None
 
 
 def check_config(config: Mapping[str, Any], worker: WorkerConfig | None = None, *,
