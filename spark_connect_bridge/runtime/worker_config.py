@@ -418,7 +418,14 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
                                                             'directory is used) which has no default value.'))
     for key, where in (("offset.storage.dir", state), ("topics.dir", cfg.topics_dir)):
         store = remote_scheme(str(where or ""))
-        if store is not None and store not in REMOTE_SCHEMES:  # would otherwise become a directory named "gs:"
+        if store in _HDFS_SCHEMES:
+            problems.append(ConfigProblem(key, (
+                f"Invalid value {where} for configuration {key}: the worker reads and writes its own files there "
+                f"(connector configs, their key, the offsets it alters) through pyarrow.fs, which reaches HDFS only "
+                f"through libhdfs (a JVM and a Hadoop install on the worker's host), not over WebHDFS as the HDFS 3 "
+                f"sink does; keep {key} on a local or mounted file system (such as HDFS's NFS gateway) or under "
+                f"s3a://bucket/prefix")))
+        elif store is not None and store not in REMOTE_SCHEMES:  # would otherwise become a directory named "gs:"
             problems.append(ConfigProblem(key, (
                 f"Invalid value {where} for configuration {key}: the worker keeps its {key} on a local or mounted "
                 f"file system or under {', '.join(s + '://bucket/prefix' for s in REMOTE_SCHEMES)} (Hadoop's S3A "
@@ -510,6 +517,8 @@ def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
 
 
 _OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")
+#: Hadoop's schemes of HDFS: Spark's checkpoints reach them, the worker's own files do not (see parse_worker_config).
+_HDFS_SCHEMES = ("hdfs", "webhdfs", "swebhdfs", "viewfs")
 
 
 def _loopback_spark(cfg: Config, spark_conf: dict[str, str]) -> dict[str, str]:
