@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
-from spark_connect_bridge.errors import ConfigError, FencedError
+from spark_connect_bridge.errors import ConfigError, ConnectError, FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
 from spark_connect_bridge.runtime.group.bucket import BUCKET_CHECK, BucketGroupStore, object_name
 from spark_connect_bridge.runtime.group.fencing import FenceFile
@@ -181,3 +181,11 @@ def test_a_group_store_url_that_names_no_bucket_is_refused_naming_the_key(url, m
         parse_worker_config({"group.id": "g", "group.store.url": url, "offset.storage.dir": str(tmp_path)},
                             base_dir=str(tmp_path))
     assert [p.key for p in raised.value.problems] == ["group.store.url"]
+
+
+def test_a_group_store_in_a_bucket_that_does_not_exist_fails_at_open_naming_the_key(bucket):
+    _, hadoop, _ = bucket
+    with pytest.raises(ConnectError, match=r"s3a://no-such-bucket-[0-9a-f]+/kconnect/g/group.json "
+                                           r"\(group.store.url\): NoSuchBucket") as raised:
+        BucketGroupStore(f"s3a://no-such-bucket-{uuid.uuid4().hex[:8]}/kconnect", "g", hadoop)
+    assert SECRET_KEY not in str(raised.value)

@@ -94,6 +94,15 @@ def _code(error: Exception) -> str:
     return str(response.get("Error", {}).get("Code", ""))
 
 
+def _reason(error: Exception) -> str:
+    """What the bucket (or the connection) said, without the request's credentials."""
+    code = _code(error)
+    if code:
+        message = (getattr(error, "response", None) or {}).get("Error", {}).get("Message", "")
+        return f"{code}: {message}" if message else code
+    return type(error).__name__
+
+
 def _server_ms(response: Mapping[str, Any]) -> int:
     """The bucket's clock: the ``Date`` of its response, in epoch milliseconds."""
     date = response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("date")
@@ -128,6 +137,14 @@ class BucketGroupStore:
         self.bucket, self.key = object_name(url, group_id)
         self._client = _client(url, hadoop or {})
         self._lock = threading.Lock()  # one change of this worker at a time (others' are refused by the CAS)
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:  # as the PostgreSQL store connects: a worker that cannot reach its group does not start
+            _read(self._client, self.bucket, self.key)
+        except (BotoCoreError, ClientError) as e:
+            self._client.close()
+            raise ConnectError(f"Cannot reach the worker group's store at s3a://{self.bucket}/{self.key} "
+                               f"(group.store.url): {_reason(e)}") from None
 
     def __repr__(self) -> str:  # the location, never a key
         return f"BucketGroupStore(s3a://{self.bucket}/{self.key}, group_id={self.group_id!r})"
