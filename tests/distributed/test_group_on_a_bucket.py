@@ -189,3 +189,48 @@ def test_a_group_store_in_a_bucket_that_does_not_exist_fails_at_open_naming_the_
                                            r"\(group.store.url\): NoSuchBucket") as raised:
         BucketGroupStore(f"s3a://no-such-bucket-{uuid.uuid4().hex[:8]}/kconnect", "g", hadoop)
     assert SECRET_KEY not in str(raised.value)
+
+
+def test_two_workers_racing_one_create_through_the_service_one_wins_and_a_restart_finds_it(bucket, tmp_path):
+    """Two workers' service layers (as ``POST /connectors`` reaches them; not started: no Spark) of one group whose
+    store, checkpoints and config key all live in the bucket: one create of a name wins, the other is a 409; a
+    worker started afterwards on another disk reads the connector and its decrypted config back from the bucket;
+    the stored config is encrypted in the group's object."""
+    from spark_connect_bridge.runtime.errors import AlreadyExistsError
+    from spark_connect_bridge.runtime.group.service import GroupService
+
+    name, hadoop, client = bucket
+    group = "g-" + uuid.uuid4().hex[:8]
+
+    def worker(i: int, disk: str) -> GroupService:
+        return GroupService(parse_worker_config({
+            "group.id": group, "group.store.url": f"s3a://{name}/groups", "offset.storage.dir": f"s3a://{name}/{group}",
+            "connector.allowed.paths": str(tmp_path), "listeners": f"http://127.0.0.1:{18100 + i}", **hadoop},
+            base_dir=str(tmp_path / disk)))
+
+    opened = [worker(0, "a"), worker(1, "b")]
+    try:
+        start = threading.Barrier(2)
+
+        def create(i: int) -> str:
+            start.wait(timeout=60)
+            try:
+                opened[i].create({"name": "sink", "connector.class": "FileStreamSink", "topics": "t",
+                                  "file": str(tmp_path / f"out-{i}.txt")})
+                return "created"
+            except AlreadyExistsError:
+                return "409"
+
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(create, range(2)))
+        assert sorted(answers) == ["409", "created"]
+        winner = answers.index("created")
+        opened.append(worker(2, "c"))  # a worker started later, on another disk
+        assert opened[2].list_connectors() == ["sink"]
+        assert opened[2].get_config("sink")["file"] == str(tmp_path / f"out-{winner}.txt")
+        stored = client.objects(name, "groups")[object_name(f"s3a://{name}/groups", group)[1]]
+        assert b"out-" not in stored and SECRET_KEY.encode() not in stored  # encrypted; no key of the worker's
+    finally:
+        for service in opened:
+            service.fence.remove()
+            service.store.close()
