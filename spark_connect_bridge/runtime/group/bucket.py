@@ -14,7 +14,8 @@ group can fence on:
 * the document carries a version counter bumped by every change, so its bytes, and its ETag (an MD5 on S3), never
   repeat: a compare-and-swap cannot mistake a later document for the one it read.
 * time is the bucket's: a lease's expiry is counted on the ``Date`` of the server's response to the read the
-  change decides on (to the second, as HTTP dates are; keep ``session.timeout.ms`` at a few seconds or more).
+  change decides on. HTTP dates are cut to the second, so a lease is counted from the end of the renewal's second:
+  it lasts ``session.timeout.ms`` to a second more, never less (a live worker is not dropped early).
 
 A commit's fence check (:func:`check`) is one GET of the object. Every worker of the group PUTs the one object
 (each heartbeat, each status report): fine for a group of a few workers; S3 allows thousands of writes a second
@@ -111,6 +112,12 @@ def _server_ms(response: Mapping[str, Any]) -> int:
     return int(parsedate_to_datetime(date).timestamp() * 1000)
 
 
+def _lease_end(now: int, session_timeout_ms: int) -> int:
+    """When a lease renewed at the bucket's ``now`` runs out: ``now`` is the ``Date`` cut to the second, so the renewal
+    happened up to a second later; a lease is never shorter than ``session.timeout.ms`` (up to a second longer)."""
+    return now + 999 + int(session_timeout_ms)
+
+
 def _empty() -> dict[str, Any]:
     return {"version": 0, "epoch": 0, "members": {}, "connectors": {}, "assignments": {}}
 
@@ -183,7 +190,7 @@ class BucketGroupStore:
     # -- membership ---------------------------------------------------------------------------------
     def join(self, worker_id: str, url: str, session_timeout_ms: int) -> None:
         def change(doc: dict[str, Any], now: int) -> tuple[None, bool]:
-            doc["members"][worker_id] = {"url": url, "expires": now + int(session_timeout_ms)}
+            doc["members"][worker_id] = {"url": url, "expires": _lease_end(now, session_timeout_ms)}
             return None, True
 
         self._change(change)
@@ -193,7 +200,7 @@ class BucketGroupStore:
             member = doc["members"].get(worker_id)
             if member is None or member["expires"] <= now:
                 return False, False
-            member["expires"] = now + int(session_timeout_ms)
+            member["expires"] = _lease_end(now, session_timeout_ms)
             return True, True
 
         return self._change(change)
