@@ -503,7 +503,11 @@ def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
                                                   "is set"))
     url = str(cfg.group_store_url or "")
     if url.lower().startswith("s3a://"):
-        if not urlsplit(url).netloc:
+        if "@" in urlsplit(url).netloc:  # never echoed: Hadoop's old s3a://KEY:SECRET@bucket form
+            problems.append(ConfigProblem("group.store.url", "Invalid value for configuration group.store.url: "
+                                                             "credentials in the URL are not accepted; give the "
+                                                             "bucket's keys as spark.hadoop.fs.s3a.* settings"))
+        elif not urlsplit(url).netloc:
             problems.append(ConfigProblem("group.store.url", f"Invalid value {url} for configuration "
                                                              f"group.store.url: no bucket (s3a://bucket/prefix)"))
     elif url and not url.startswith(("postgresql://", "postgres://")):  # never echoed: it may hold a password

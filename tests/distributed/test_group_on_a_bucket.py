@@ -174,6 +174,7 @@ def test_a_worker_config_names_the_bucket_and_never_shows_its_keys(bucket, tmp_p
 
 @pytest.mark.parametrize("url, message", [
     ("s3a:///kconnect", "group.store.url: no bucket"),
+    ("s3a://AKID:url-s3cret@lake/kconnect", "credentials in the URL are not accepted"),
     ("gs://lake/kconnect", "a postgresql:// URL or s3a://bucket/prefix"),
 ])
 def test_a_group_store_url_that_names_no_bucket_is_refused_naming_the_key(url, message, tmp_path):
@@ -181,6 +182,7 @@ def test_a_group_store_url_that_names_no_bucket_is_refused_naming_the_key(url, m
         parse_worker_config({"group.id": "g", "group.store.url": url, "offset.storage.dir": str(tmp_path)},
                             base_dir=str(tmp_path))
     assert [p.key for p in raised.value.problems] == ["group.store.url"]
+    assert "url-s3cret" not in str(raised.value)
 
 
 def test_a_group_store_in_a_bucket_that_does_not_exist_fails_at_open_naming_the_key(bucket):
@@ -234,3 +236,25 @@ def test_two_workers_racing_one_create_through_the_service_one_wins_and_a_restar
         for service in opened:
             service.fence.remove()
             service.store.close()
+
+
+def test_a_create_whose_put_landed_but_whose_answer_was_lost_still_wins(stores):
+    """The client retries a PUT whose answer it lost; the retry finds the object changed (by the first attempt) and
+    gets 412. The store recognises its own change on the next read: the create answers True, not "exists"."""
+    from botocore.exceptions import ClientError
+
+    store = stores()
+    real_put = store._client.put_object
+    lost: list[bool] = []
+
+    def put_then_lose_the_answer(**kw):
+        real_put(**kw)
+        if not lost:
+            lost.append(True)
+            raise ClientError({"Error": {"Code": "PreconditionFailed", "Message": "At least one of the pre-conditions "
+                                         "you specified did not hold"}}, "PutObject")
+        return None
+
+    store._client.put_object = put_then_lose_the_answer
+    assert store.put_connector("c", {"name": "c", "config": {}}, create=True) is True
+    assert lost == [True] and [s.name for s in store.connectors()] == ["c"]

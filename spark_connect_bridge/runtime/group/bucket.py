@@ -12,7 +12,8 @@ group can fence on:
   of workers creating one name at once exactly one stores it, rebalances run one at a time, and every new owner's
   epoch (a counter in the document) is larger than any before it.
 * the document carries a version counter bumped by every change, so its bytes, and its ETag (an MD5 on S3), never
-  repeat: a compare-and-swap cannot mistake a later document for the one it read.
+  repeat: a compare-and-swap cannot mistake a later document for the one it read; and the tokens of its last
+  changes, so a worker whose PUT landed but whose answer was lost (a retried request then gets 412) knows it won.
 * time is the bucket's: a lease's expiry is counted on the ``Date`` of the server's response to the read the
   change decides on. HTTP dates are cut to the second, so a lease is counted from the end of the renewal's second:
   it lasts ``session.timeout.ms`` to a second more, never less (a live worker is not dropped early).
@@ -33,6 +34,7 @@ import logging
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any, TypeVar
@@ -51,6 +53,8 @@ T = TypeVar("T")
 
 #: A change beaten this many times in a row by other workers' changes fails (the heartbeat tries again).
 _ATTEMPTS = 50
+#: The tokens of the last changes the group's document keeps (see ``BucketGroupStore._change``).
+_TOKENS = 64
 
 
 def object_name(url: str, group_id: str) -> tuple[str, str]:
@@ -166,14 +170,26 @@ class BucketGroupStore:
 
     def _change(self, change: Callable[[dict[str, Any], int], tuple[T, bool]]) -> T:
         """Apply ``change(doc, now) -> (result, changed)`` atomically: read, change, PUT on the ETag read; decided
-        again on the new document when another worker's PUT came first."""
+        again on the new document when another worker's PUT came first.
+
+        Each PUT carries a token the document keeps among its last :data:`_TOKENS`: a PUT that landed but whose answer
+        was lost (the client's retry of it then finds the object changed, by itself, and gets 412) is recognised on
+        the next read and its result returned, rather than the change decided again on its own outcome (a create
+        would then answer "exists")."""
         with self._lock:
+            sent: list[tuple[str, T]] = []
             for attempt in range(_ATTEMPTS):
                 doc, etag, now = _read(self._client, self.bucket, self.key)
+                kept = doc.get("changes", [])
+                for token, result in sent:
+                    if token in kept:
+                        return result
                 result, changed = change(doc, now)
                 if not changed:
                     return result
+                token = uuid.uuid4().hex
                 doc["version"] = int(doc.get("version", 0)) + 1
+                doc["changes"] = [*kept, token][-_TOKENS:]
                 condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
                 try:
                     self._client.put_object(Bucket=self.bucket, Key=self.key, Body=json.dumps(doc).encode("utf-8"),
@@ -183,6 +199,7 @@ class BucketGroupStore:
                     # 412: another worker's change came first; 409: one is under way (S3 asks to retry)
                     if _code(e) not in ("PreconditionFailed", "ConditionalRequestConflict", "NoSuchKey"):
                         raise
+                    sent.append((token, result))
                 time.sleep(random.uniform(0, min(0.5, 0.01 * 2 ** attempt)))
         raise ConnectError(f"Group {self.group_id}: {_ATTEMPTS} changes of s3a://{self.bucket}/{self.key} in a row "
                            f"were beaten by other workers' changes")
