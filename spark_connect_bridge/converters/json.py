@@ -69,7 +69,7 @@ from pyspark.sql.types import (
 
 from ..config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
 from ..core.records import SCHEMALESS_META
-from ..core.topic_schemas import TABLES_META, envelope_union_of, is_envelope_type, union_of
+from ..core.topic_schemas import TABLES_META, as_nullable, envelope_union_of, is_envelope_type, union_of
 from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter, utf8_bytes
 from .connect_schema import connect_to_spark, spark_to_connect
@@ -501,6 +501,10 @@ class JsonConverter(Converter):
         payload, corrupt = parsed
         bad_envelope = self._bad_envelope(col, payload)
         value, bad_value = _from_wire(payload, data_type)
+        if _needs_fix(data_type) and isinstance(data_type, (StructType, ArrayType, MapType)):
+            # withField drops the metadata of the field it sets (a Decimal's connect.parameters; a nested
+            # struct's connect.name, as Debezium's before/after): the cast gives it back.
+            value = value.cast(as_nullable(data_type))
         snippet = F.substring(col.cast("string"), 1, 200)
         fit = f"does not fit the schema {data_type.simpleString()[:300]}"
         # Only ever evaluated where ``failed`` holds (the wiring's raise_error / _kc_error branch), which also
