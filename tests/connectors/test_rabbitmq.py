@@ -262,3 +262,20 @@ def test_a_rest_user_cannot_send_the_stored_password_to_another_host():
         restore_masked(evil, stored)
     assert "rabbitmq.password" in str(e.value) and "rabbitmq.host" in str(e.value)
     assert "s3cret-pw" not in str(e.value)
+
+
+@pytest.mark.parametrize(("key", "value"), [("rabbitmq.security.protocol", "PLAINTEXT"),
+                                            ("rabbitmq.https.ssl.truststore.location", "/srv/data/attacker-ca.pem"),
+                                            ("rabbitmq.https.ssl.endpoint.identification.algorithm", "")])
+def test_a_rest_user_cannot_weaken_tls_and_keep_the_stored_password(key, value):
+    """The attack: the config sent back with the masked password and TLS downgraded, or verified against another
+    CA or without the host name check, is refused naming the key; the secret never appears."""
+    from spark_connect_bridge.errors import ConfigError
+    from spark_connect_bridge.runtime.secrets import mask_config, restore_masked
+
+    stored = {**_source(("10.0.0.7", 5671), "orders"), "rabbitmq.password": "s3cret-pw",
+              "rabbitmq.security.protocol": "SSL", "rabbitmq.https.ssl.truststore.location": "/srv/data/ca.pem"}
+    evil = {**mask_config(stored), key: value}
+    with pytest.raises(ConfigError) as e:
+        restore_masked(evil, stored)
+    assert "rabbitmq.password" in str(e.value) and key in str(e.value) and "s3cret-pw" not in str(e.value)
