@@ -160,12 +160,10 @@ WORKER_CONFIG = (
     .define("status.interval.ms", Type.LONG, 500, Range.at_least(50), Importance.LOW, group="Spark",
             doc="How often the worker polls its queries for state changes and metrics.")
     .define("warm.up.enable", Type.BOOLEAN, True, importance=Importance.LOW, group="Spark",
-            doc="Run one small query through the connectors' path when the worker's own Spark session is up "
-                "(4,096 synthetic Debezium change events of a PostgreSQL table, made in memory, through "
-                "JsonConverter into Spark's noop sink, in a temporary directory; no database is touched), so the "
-                "first connector does not pay the Python workers' start and imports and the JVM's first run and "
-                "compilation of the path (a CDC stream's envelope and its JSON included). The REST API is ready "
-                "before it runs; a connector submitted meanwhile starts after it; "
+            doc="Run one tiny query through the connectors' path when the worker's own Spark session is up (a "
+                "FileStreamSource over a one-line file into Spark's noop sink, in a temporary directory), so the "
+                "first connector does not pay the Python workers' start and imports and the JVM's first run of "
+                "the path. The REST API is ready before it runs; a connector submitted meanwhile starts after it; "
                 "a failure is logged and the worker goes on. Skipped when the worker restarts stored connectors or "
                 "runs on a session it was given.")
     .define("spark.master", Type.STRING, "local[*]", importance=Importance.HIGH, group="Spark",
