@@ -96,6 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("records", nargs="?", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--formats", default="json,parquet,avro", help="the formats whose lines run (comma-separated)")
     args = parser.parse_args()
 
     import json
@@ -176,20 +177,23 @@ def main() -> None:
                  "direct json": ours_direct("json"),
                  "spark parquet": spark_write("parquet"), "bare parquet": bare("parquet"),
                  "ours parquet": ours("parquet"), "bare avro": bare("avro"), "ours avro": ours("avro")}
+        formats = set(args.formats.split(","))
+        lines = {name: fn for name, fn in lines.items() if name.split()[1] in formats}
         exclude = {server.process.pid} if server.process else set()
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in lines}
         for _ in range(args.reps + 1):
             for name, fn in lines.items():
                 results[name].append(measure(fn, exclude))
         # every line wrote every record: our objects hold args.records lines / rows per run
+        objects = len(server.objects(bucket, f"ours-json-{runs['ours json']}")) if "json" in formats else "-"
         print(f"records={args.records} reps={args.reps} load_avg={os.getloadavg()[0]:.1f} "
-              f"objects={len(server.objects(bucket, 'ours-json-' + str(runs['ours json'])))} in ours' last json run")
+              f"objects={objects} in ours' last json run")
         for name, measured in results.items():
             cold, warm = measured[0], min(measured[1:], key=lambda r: r[1])
             print(f"{name:14s} cold {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU | warm {warm[0]:6.2f} s wall "
                   f"{warm[1]:6.2f} s CPU  {args.records / warm[0] / 1000:7.1f} k rec/s  "
                   f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec")
-        for kind in ("json", "parquet", "avro"):
+        for kind in sorted(formats):
             o = min(results[f"ours {kind}"][1:], key=lambda r: r[1])
             if kind == "json":
                 d = min(results["direct json"][1:], key=lambda r: r[1])
