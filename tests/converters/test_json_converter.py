@@ -86,6 +86,31 @@ def test_envelope_round_trip_with_every_type(spark, records):
     assert vfield.dataType["tod"].metadata.get("connect.name") == TIME
 
 
+def test_a_decoded_field_keeps_its_schema_metadata(spark, records):
+    # the row of a Debezium envelope holds a Timestamp (decoded after from_json, by withField, which drops the
+    # metadata of the field it sets): its struct's name stays, as do a Decimal's extra parameters
+    row = {"type": "struct", "optional": True, "name": "srv.public.t.Value", "fields": [
+        {"type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1,
+         "field": "ts"},
+        {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
+         "parameters": {"scale": "2", "__debezium.source.column.type": "NUMERIC"}, "field": "amount"}]}
+    schema = {"type": "struct", "optional": False, "name": "srv.public.t.Envelope", "fields": [
+        {**row, "field": "before"}, {**row, "field": "after"}, {"type": "string", "optional": False, "field": "op"}]}
+    msg = {"schema": schema, "payload": {"before": None, "after": {"ts": 1704164645678, "amount": "BAE="}, "op": "c"}}
+    df = records([(None, json.dumps(msg).encode())])
+    out = apply_sink_converters(df, {"value.converter": JSON})
+    env = out.schema["value"].dataType
+    assert env["after"].metadata == env["before"].metadata == {"connect.name": "srv.public.t.Value"}
+    assert env["after"].dataType["amount"].metadata == {
+        "connect.parameters": {"__debezium.source.column.type": "NUMERIC"}}
+    [value] = [r.value for r in out.collect()]
+    assert value.after.asDict() == {"ts": dt.datetime(2024, 1, 2, 3, 4, 5, 678000), "amount": Decimal("10.25")}
+    written = _payload(apply_source_converters(out, {"value.converter": JSON}).first().value)
+    after = {f["field"]: f for f in written["schema"]["fields"]}["after"]
+    assert after["name"] == "srv.public.t.Value"
+    assert after["fields"][1]["parameters"]["__debezium.source.column.type"] == "NUMERIC"
+
+
 def test_parses_what_kafka_writes(spark, records):
     msg = {"schema": {"type": "struct", "optional": False, "name": "Order", "fields": [
         {"type": "int64", "optional": False, "field": "id"},

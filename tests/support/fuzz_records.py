@@ -63,13 +63,13 @@ def _decimal_bytes_fix(payload: str) -> str:
 
 
 @st.composite
-def value_schemas(draw: st.DrawFn, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+def value_schemas(draw: st.DrawFn, names: tuple[str, ...] | None = None, name: str = "fuzz.Value") -> dict[str, Any]:
     """A struct schema of some :data:`FIELDS` (in their order), each optional or required; the struct itself
     optional (tombstones allowed) and named."""
     pool = list(names or FIELDS)
     chosen = [n for n in pool if draw(st.booleans())] or [pool[0]]
     fields = [{**FIELDS[n][0], "field": n, "optional": draw(st.booleans())} for n in chosen]
-    return {"type": "struct", "fields": fields, "optional": True, "name": "fuzz.Value"}
+    return {"type": "struct", "fields": fields, "optional": True, "name": name}
 
 
 @st.composite
@@ -86,11 +86,23 @@ def payloads(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
 KEY_SCHEMA = {"type": "string", "optional": True}
 
 
+def _headers(draw: st.DrawFn) -> list[tuple[str, bytes | None]]:
+    values = st.one_of(st.none(), st.sampled_from([b"a", b"x1", b"42", b"-7", b"true", b"hi there"]))
+    return draw(st.lists(st.tuples(st.sampled_from(["h1", "h2"]), values), max_size=2))
+
+
+def _schemaless(draw: st.DrawFn, payload: dict[str, Any]) -> dict[str, Any]:
+    """A struct payload as schemaless JSON: a null field is absent from the map or present as null."""
+    return {k: v for k, v in payload.items() if v is not None or draw(st.booleans())}
+
+
 @st.composite
 def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] | None = None,
-          max_records: int = 6) -> list[dict[str, Any]]:
-    """Records of one topic: the value schema drawn once; keys strings or null; headers; some tombstones."""
+          struct_keys: bool = False, max_records: int = 6) -> list[dict[str, Any]]:
+    """Records of one topic: the value schema drawn once; keys strings or null (``struct_keys``: structs of
+    :data:`FIELDS` too, their schema drawn once, for the key-side SMTs); headers; some tombstones."""
     schema = draw(value_schemas(names))
+    key_schema = draw(value_schemas(names, name="fuzz.Key")) if struct_keys else KEY_SCHEMA
     n = draw(st.integers(1, max_records))
     records = []
     for i in range(n):
@@ -99,18 +111,80 @@ def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] |
         tombstone = i > 0 and draw(st.integers(0, 5)) == 0
         payload = None if tombstone else draw(payloads(schema))
         if schemaless and payload is not None:
-            # a null field is absent from the map or present as null
-            payload = {k: v for k, v in payload.items() if v is not None or draw(st.booleans())}
+            payload = _schemaless(draw, payload)
         value = None if payload is None else json.dumps(
             payload if schemaless else {"schema": schema, "payload": payload}).encode()
-        key_text = draw(st.one_of(st.none(), st.sampled_from(["k1", "k2"])))
-        key = None if i > 0 and key_text is None and draw(st.booleans()) else json.dumps(
-            key_text if schemaless else {"schema": KEY_SCHEMA, "payload": key_text}).encode()
-        header_values = st.one_of(st.none(), st.sampled_from([b"a", b"x1", b"42", b"-7", b"true", b"hi there"]))
-        headers = draw(st.lists(st.tuples(st.sampled_from(["h1", "h2"]), header_values), max_size=2))
+        if struct_keys:
+            key_payload = draw(payloads(key_schema))
+            key_payload = _schemaless(draw, key_payload) if schemaless else key_payload
+        else:
+            key_payload = draw(st.one_of(st.none(), st.sampled_from(["k1", "k2"])))
+        key = None if i > 0 and not struct_keys and key_payload is None and draw(st.booleans()) else json.dumps(
+            key_payload if schemaless else {"schema": key_schema, "payload": key_payload}).encode()
         records.append({"key": key, "value": value, "topic": draw(st.sampled_from(["orders", "users"])),
                         "partition": draw(st.integers(0, 2)), "offset": 100 + i,
-                        "timestamp": T0 + draw(st.integers(0, 10 ** 6)), "headers": headers})
+                        "timestamp": T0 + draw(st.integers(0, 10 ** 6)), "headers": _headers(draw)})
+    return records
+
+
+def schemaless_cases() -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(schemaless=True)
+
+
+def struct_key_cases() -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(struct_keys=True)
+
+
+#: Debezium's PostgreSQL connector's source block and transaction block, as its JsonConverter writes them
+SOURCE = {"type": "struct", "name": "io.debezium.connector.postgresql.Source", "optional": False, "fields": [
+    {"field": "version", "type": "string", "optional": False},
+    {"field": "connector", "type": "string", "optional": False},
+    {"field": "name", "type": "string", "optional": False},
+    {"field": "ts_ms", "type": "int64", "optional": False},
+    {"field": "db", "type": "string", "optional": False},
+    {"field": "schema", "type": "string", "optional": False},
+    {"field": "table", "type": "string", "optional": False},
+    {"field": "lsn", "type": "int64", "optional": True}]}
+TRANSACTION = {"type": "struct", "name": "event.block", "version": 1, "optional": True, "fields": [
+    {"field": "id", "type": "string", "optional": False},
+    {"field": "total_order", "type": "int64", "optional": False},
+    {"field": "data_collection_order", "type": "int64", "optional": False}]}
+CDC_TOPIC = "srv.public.t"
+CDC_KEY = {"type": "struct", "name": f"{CDC_TOPIC}.Key", "optional": False,
+           "fields": [{"field": "id", "type": "int32", "optional": False}]}
+
+
+@st.composite
+def change_events(draw: st.DrawFn, max_records: int = 6) -> list[dict[str, Any]]:
+    """Debezium change events of one table (its row schema drawn once from :data:`FIELDS`): creates, reads,
+    updates and deletes as envelopes (``before``/``after``/``source``/``op``/``ts_ms``/``transaction``), a
+    delete followed by its tombstone or not, a struct key, headers; the first record an envelope."""
+    row = draw(value_schemas(name=f"{CDC_TOPIC}.Value"))
+    envelope = {"type": "struct", "name": f"{CDC_TOPIC}.Envelope", "version": 2, "optional": False, "fields": [
+        {**row, "field": "before"}, {**row, "field": "after"}, {**SOURCE, "field": "source"},
+        {**TRANSACTION, "field": "transaction"}, {"field": "op", "type": "string", "optional": False},
+        {"field": "ts_ms", "type": "int64", "optional": True}]}
+    records: list[dict[str, Any]] = []
+    n = draw(st.integers(1, max_records))
+    while len(records) < n:
+        i = len(records)
+        op = draw(st.sampled_from(["c", "r", "u", "d"] if i else ["c", "r", "u"]))
+        key = json.dumps({"schema": CDC_KEY, "payload": {"id": draw(st.integers(1, 3))}}).encode()
+        payload = {
+            "before": draw(payloads(row)) if op in ("u", "d") and draw(st.booleans()) else None,
+            "after": draw(payloads(row)) if op != "d" else None,
+            "source": {"version": "3.6.1.Final", "connector": "postgresql", "name": "srv", "ts_ms": T0 + i,
+                       "db": "db", "schema": "public", "table": "t",
+                       "lsn": draw(st.one_of(st.none(), st.integers(0, 10 ** 9)))},
+            "transaction": draw(st.one_of(st.none(), st.fixed_dictionaries({
+                "id": st.sampled_from(["tx1", "tx2"]), "total_order": st.integers(1, 9),
+                "data_collection_order": st.integers(1, 9)}))),
+            "op": op, "ts_ms": draw(st.one_of(st.none(), st.just(T0 + 10 + i)))}
+        common = {"topic": CDC_TOPIC, "partition": 0, "timestamp": T0 + draw(st.integers(0, 10 ** 6))}
+        records.append({**common, "key": key, "offset": 100 + i, "headers": _headers(draw),
+                        "value": json.dumps({"schema": envelope, "payload": payload}).encode()})
+        if op == "d" and draw(st.booleans()):  # the tombstone Debezium writes after a delete (tombstones.on.delete)
+            records.append({**common, "key": key, "offset": 101 + i, "headers": _headers(draw), "value": None})
     return records
 
 

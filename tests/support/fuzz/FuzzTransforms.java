@@ -5,6 +5,8 @@
 // A case: {"config": {<a connector config's converter and transforms/predicates keys, Kafka's own names>},
 //          "records": [{"key": <bytes as base64 or null>, "value": <base64 or null>, "topic", "partition",
 //                       "offset", "timestamp", "headers": [[name, <base64 or null>], ...]}]}
+// or a batch: {"configs": {<name>: <config>, ...}, "cases": [<records>, ...]}, answered by one line
+// {<name>: [<the results of each case>], ...} (one round trip for every chain of a fuzzer's family).
 // Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (JsonConverter) turn the
 // bytes into a SinkRecord (headers through SimpleHeaderConverter, Kafka's default header.converter), then each stage of the chain runs as Kafka's TransformationStage
 // runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter's JSON of the key (an envelope
@@ -54,33 +56,51 @@ public class FuzzTransforms {
             if (line.isBlank()) {
                 continue;
             }
-            ArrayNode results = JSON.createArrayNode();
-            try {
-                JsonNode kase = JSON.readTree(line);
-                Map<String, String> config = new HashMap<>();
-                kase.get("config").fields().forEachRemaining(e -> config.put(e.getKey(), e.getValue().asText()));
-                JsonConverter keyIn = converter(config, "key.converter.", true);
-                JsonConverter valueIn = converter(config, "value.converter.", false);
-                JsonConverter keyOut = output(config, "key.converter.", true);
-                JsonConverter valueOut = output(config, "value.converter.", false);
-                SimpleHeaderConverter headerOut = new SimpleHeaderConverter();
-                headerOut.configure(Map.of());
-                List<Stage> chain = chain(config);
-                for (JsonNode rec : kase.get("records")) {
-                    results.add(one(rec, headerOut, keyIn, valueIn, chain, keyOut, valueOut, headerOut));
+            JsonNode kase = JSON.readTree(line);
+            if (kase.has("configs")) {
+                // a batch: every named config over every case, one line of results {name: [results of each case]}
+                ObjectNode all = JSON.createObjectNode();
+                for (Iterator<Map.Entry<String, JsonNode>> it = kase.get("configs").fields(); it.hasNext(); ) {
+                    Map.Entry<String, JsonNode> named = it.next();
+                    ArrayNode perCase = all.putArray(named.getKey());
+                    for (JsonNode records : kase.get("cases")) {
+                        perCase.add(runCase(named.getValue(), records));
+                    }
                 }
-                for (Stage s : chain) {
-                    s.transform.close();
-                }
-            } catch (Exception e) {
-                ObjectNode failure = JSON.createObjectNode();
-                failure.put("config_error", e.getClass().getName());
-                failure.put("message", String.valueOf(e.getMessage()));
-                results.add(failure);
+                out.println(JSON.writeValueAsString(all));
+                out.flush();
+                continue;
             }
-            out.println(JSON.writeValueAsString(results));
+            out.println(JSON.writeValueAsString(runCase(kase.get("config"), kase.get("records"))));
             out.flush();
         }
+    }
+
+    static ArrayNode runCase(JsonNode configNode, JsonNode records) {
+        ArrayNode results = JSON.createArrayNode();
+        try {
+            Map<String, String> config = new HashMap<>();
+            configNode.fields().forEachRemaining(e -> config.put(e.getKey(), e.getValue().asText()));
+            JsonConverter keyIn = converter(config, "key.converter.", true);
+            JsonConverter valueIn = converter(config, "value.converter.", false);
+            JsonConverter keyOut = output(config, "key.converter.", true);
+            JsonConverter valueOut = output(config, "value.converter.", false);
+            SimpleHeaderConverter headerOut = new SimpleHeaderConverter();
+            headerOut.configure(Map.of());
+            List<Stage> chain = chain(config);
+            for (JsonNode rec : records) {
+                results.add(one(rec, headerOut, keyIn, valueIn, chain, keyOut, valueOut, headerOut));
+            }
+            for (Stage s : chain) {
+                s.transform.close();
+            }
+        } catch (Exception e) {
+            ObjectNode failure = JSON.createObjectNode();
+            failure.put("config_error", e.getClass().getName());
+            failure.put("message", String.valueOf(e.getMessage()));
+            results.add(failure);
+        }
+        return results;
     }
 
     static JsonConverter converter(Map<String, String> config, String prefix, boolean isKey) {
