@@ -71,7 +71,7 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> str:
     while read < n:
         time.sleep(0.1)
         if q.exception() is not None:
-            if "connect back" not in str(q.exception()) or restarts >= 2:
+            if "connect back" not in str(q.exception()) or restarts >= 5:
                 raise RuntimeError(q.exception())
             progress += q.recentProgress
             q, restarts = start(), restarts + 1

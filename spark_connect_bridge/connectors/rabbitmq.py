@@ -178,8 +178,9 @@ def _tls_context(config: Any) -> ssl.SSLContext:
         raise ConfigError([ConfigProblem(_TLS + which, f"Cannot load the CA certificates of {_TLS}{which} (PEM "
                                                        f"here; keytool -exportcert -rfc converts a Java trust "
                                                        f"store): {e}")]) from e
-    versions = sorted(_TLS_VERSIONS[v] for v in (str(p) for p in config[_TLS + "ssl.enabled.protocols"])
-                      if v in _TLS_VERSIONS) or sorted(_TLS_VERSIONS.values())
+    by_name = {name.lower(): version for name, version in _TLS_VERSIONS.items()}
+    versions = sorted(by_name[v] for v in (str(p).lower() for p in config[_TLS + "ssl.enabled.protocols"])
+                      if v in by_name) or sorted(_TLS_VERSIONS.values())
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
     context.check_hostname = bool(config[_TLS + "ssl.endpoint.identification.algorithm"])
     location = config[_TLS + "ssl.keystore.location"]

@@ -243,7 +243,9 @@ class RedisStreamSourceConnector(SourceConnector):
         current = (start.get(self._key) or self.initial_offsets()[self._key])["offset"]
         client = connect(self.config)
         try:
-            if max_records is None:  # no bound (Trigger.AvailableNow's target): the stream's last entry
+            if max_records is None or client.xlen(self._stream) <= max_records:
+                # No bound (Trigger.AvailableNow's target), or a stream no longer than the bound: the batch ends at
+                # the stream's last entry, found without reading the entries themselves (the read task reads them)
                 entries = client.xrevrange(self._stream, min=f"({current}", count=1)
             else:
                 entries = client.xrange(self._stream, min=f"({current}", count=max_records)
