@@ -87,7 +87,8 @@ CATALOG += [
                connector_names("io.confluent.connect.rabbitmq.RabbitMQSourceConnector", "rabbitmq-source"),
                "Consumes RabbitMQ queues; messages acknowledged after Spark's commit (Confluent's RabbitMQ source)."),
     PluginSpec("sink", "spark_connect_bridge.connectors.rabbitmq:RabbitMQSinkConnector",
-               connector_names("io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "rabbitmq-sink"),
+               connector_names("io.confluent.connect.rabbitmq.sink.RabbitMQSinkConnector",
+                               "io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "rabbitmq-sink"),
                "Publishes record values to a RabbitMQ exchange with publisher confirms (Confluent's RabbitMQ sink)."),
 ]
 CATALOG += [

@@ -1,5 +1,6 @@
 """RabbitMQ source and sink with the keys of Confluent's RabbitMQ connectors
-(``io.confluent.connect.rabbitmq.RabbitMQSourceConnector`` and ``RabbitMQSinkConnector``), on the pika client.
+(``io.confluent.connect.rabbitmq.RabbitMQSourceConnector`` and
+``io.confluent.connect.rabbitmq.sink.RabbitMQSinkConnector``), on the pika client.
 
 **RabbitMQSourceConnector** consumes ``rabbitmq.queue`` (one channel, ``rabbitmq.prefetch.count`` unacknowledged
 messages at most) and acknowledges a message only after Spark has committed the micro-batch that read it
@@ -54,7 +55,7 @@ __all__ = ["RabbitMQSourceConnector", "RabbitMQSinkConnector"]
 log = logging.getLogger(__name__)
 
 _SOURCE = "io.confluent.connect.rabbitmq.RabbitMQSourceConnector"
-_SINK = "io.confluent.connect.rabbitmq.RabbitMQSinkConnector"
+_SINK = "io.confluent.connect.rabbitmq.sink.RabbitMQSinkConnector"  # as Confluent's configuration reference names it
 _TLS = "rabbitmq.https."
 _TLS_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 # A stored password is kept for a config sent back masked only while these are unchanged too (beside the host, port,
@@ -485,7 +486,7 @@ class _Publisher:
 
 
 class RabbitMQSinkConnector(SinkConnector):
-    """Publishes record values to a RabbitMQ exchange (``io.confluent.connect.rabbitmq.RabbitMQSinkConnector``)
+    """Publishes record values to a RabbitMQ exchange (``io.confluent.connect.rabbitmq.sink.RabbitMQSinkConnector``)
     with publisher confirms, at least once."""
 
     kafka_class = _SINK

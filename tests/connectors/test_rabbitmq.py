@@ -145,7 +145,7 @@ def test_sink_publishes_every_value_with_confirms(spark, broker):
     connection.close()
     df = spark.createDataFrame([(queue, f"a{i}") for i in range(200)], "topic string, value string")
     (df.write.format("kconnect").mode("append")
-     .options(**{"connector.class": "io.confluent.connect.rabbitmq.RabbitMQSinkConnector", "name": "rmq-sink",
+     .options(**{"connector.class": "io.confluent.connect.rabbitmq.sink.RabbitMQSinkConnector", "name": "rmq-sink",
                  "rabbitmq.host": broker[0], "rabbitmq.port": str(broker[1]), "rabbitmq.exchange": "",
                  "rabbitmq.delivery.mode": "PERSISTENT"}).save())
     connection, channel = _channel(broker)
