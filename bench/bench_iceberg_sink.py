@@ -28,12 +28,14 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from spark_connect_bridge.connectors.iceberg import catalog_properties
+    from spark_connect_bridge.jvm import with_session_defaults
 
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 400_000
     per_trigger = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    # the session defaults every session of ours starts with (configure_spark, the worker, kconnect): both sides
+    spark = with_session_defaults(SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1").getOrCreate())
+             .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     src = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "iterations": str(rows // 2), "max.interval": "0", "tasks.max": "2",

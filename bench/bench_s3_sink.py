@@ -6,8 +6,12 @@ same records to the same S3 server, in the same run.
 The S3 server is moto's (``moto_server``, started here on 127.0.0.1, as the tests do). The records are Datagen
 ``orders`` in 2 Spark partitions, cached before the runs so that every line writes the same in-memory records:
 
-* ``ours json`` / ``ours parquet``: ``df.write.format("kconnect")`` with ``io.confluent.connect.s3.S3SinkConnector``
-  (``flush.size`` above the records per partition: one object per Kafka partition, as the bare write);
+* ``ours json`` / ``ours parquet`` / ``ours avro``: the connector config run as the worker and ``kconnect run`` run
+  it, ``spark_connect_bridge.write_batch(df, config)`` with ``io.confluent.connect.s3.S3SinkConnector``
+  (``flush.size`` above the records per partition: one object per Kafka partition, as the bare write): JsonFormat's
+  lines are made in the JVM (the JsonConverter's expressions), the Python writer joins and uploads them;
+* ``direct json``: the same config as ``df.write.format("kconnect").options(...)``: the lines made in the Python
+  writer (Arrow kernels), as a Python data source receives the struct values;
 * ``spark json`` / ``spark parquet``: Spark's own ``df.select("value.*").write.json/parquet("s3a://...")`` through
   Hadoop's S3A connector (hadoop-aws from the project's pom, the default FileOutputCommitter: its task and job
   commits copy each object once more, as S3A's renames do) - the issue's "bare Spark write";
@@ -99,6 +103,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
+    from spark_connect_bridge import write_batch
     from spark_connect_bridge.converters.avro_data import spark_to_avro
 
     server = MotoS3Server().start()
@@ -135,8 +140,16 @@ def main() -> None:
             def run() -> None:
                 runs["n"] += 1
                 runs[f"ours {kind}"] = runs["n"]
+                write_batch(records, {**sink, "format.class": fmt, "topics.dir": f"ours-{kind}-{runs['n']}"})
+            return run
+
+        def ours_direct(kind: str) -> Callable[[], None]:
+            fmt = {"json": "io.confluent.connect.s3.format.json.JsonFormat"}[kind]
+
+            def run() -> None:
+                runs["n"] += 1
                 records.write.format("kconnect").options(**sink).option("format.class", fmt) \
-                    .option("topics.dir", f"ours-{kind}-{runs['n']}").mode("append").save()
+                    .option("topics.dir", f"direct-{kind}-{runs['n']}").mode("append").save()
             return run
 
         def bare(kind: str) -> Callable[[], None]:
@@ -160,6 +173,7 @@ def main() -> None:
         value = records.schema["value"]
         avro_schema = json.dumps(spark_to_avro(value.dataType, value.metadata, False))
         lines = {"spark json": spark_write("json"), "bare json": bare("json"), "ours json": ours("json"),
+                 "direct json": ours_direct("json"),
                  "spark parquet": spark_write("parquet"), "bare parquet": bare("parquet"),
                  "ours parquet": ours("parquet"), "bare avro": bare("avro"), "ours avro": ours("avro")}
         exclude = {server.process.pid} if server.process else set()
@@ -177,6 +191,9 @@ def main() -> None:
                   f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec")
         for kind in ("json", "parquet", "avro"):
             o = min(results[f"ours {kind}"][1:], key=lambda r: r[1])
+            if kind == "json":
+                d = min(results["direct json"][1:], key=lambda r: r[1])
+                print(f"json: ours vs direct (warm): {d[0] / o[0]:.2f}x wall, {d[1] / o[1]:.2f}x CPU")
             for base in ("spark", "bare"):
                 if f"{base} {kind}" in results:
                     b = min(results[f"{base} {kind}"][1:], key=lambda r: r[1])

@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -76,6 +76,15 @@ class Inbox:
         """Whether a message with this acknowledgement token is held (a redelivery of it is a duplicate)."""
         with self._lock:
             return any(t == token for _, t in self._unnumbered) or any(t == token for _, _, t in self._numbered)
+
+    def drop_unnumbered(self, lost: Callable[[Any], bool]) -> int:
+        """Forget the messages not yet numbered whose token is ``lost`` (delivered on a connection that was lost:
+        the broker delivers them again); return how many."""
+        with self._lock:
+            kept = deque(item for item in self._unnumbered if not lost(item[1]))
+            dropped = len(self._unnumbered) - len(kept)
+            self._unnumbered = kept
+            return dropped
 
     def wait(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for a first unnumbered message."""

@@ -623,12 +623,19 @@ class JsonConverter(Converter):
 
     def serialize_checked(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None,
                           topic: Column | None = None) -> Conversion:
+        return Conversion(utf8_bytes(self.serialize_text(col, data_type, metadata=metadata)))
+
+    def serialize_text(self, col: Column, data_type: DataType, *, metadata: Mapping[str, Any] | None = None
+                       ) -> Column:
+        """The JSON text Kafka's converter writes for each value of ``col`` (a string Column; null for a null
+        value): what :meth:`serialize_checked` encodes, and what a JSON object format writes on each line (Confluent's
+        storage sinks' ``JsonFormat`` is this converter without schemas)."""
         if isinstance(data_type, VariantType):
             # Kafka writes a schemaless value as its JSON ({"schema":null,"payload":...} with schemas.enable).
             body = F.to_json(col)
             if self.schemas_enabled:
                 body = F.concat(F.lit('{"schema":null,"payload":'), F.coalesce(body, F.lit("null")), F.lit("}"))
-            return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(utf8_bytes(body)))
+            return F.when(col.isNull(), F.lit(None).cast("string")).otherwise(body)
         numeric = self.config.decimal_format.upper() == "NUMERIC"
         schema = None
         if self.schemas_enabled:
@@ -644,10 +651,10 @@ class JsonConverter(Converter):
             body = F.to_json(wire, {"ignoreNullFields": "false"})
             if self.schemas_enabled:
                 body = F.concat(F.lit('{"schema":' + (schema or "null") + ',"payload":'), body, F.lit("}"))
-            return Conversion(utf8_bytes(body))
+            return body
         payload = F.to_json(F.struct(wire.alias("payload")), {"ignoreNullFields": "false"})  # '{"payload":X}'
         if self.schemas_enabled:
             text = F.concat(F.lit('{"schema":' + (schema or "null") + ","), payload.substr(F.lit(2), F.length(payload)))
         else:
             text = payload.substr(F.lit(12), F.length(payload) - 12)
-        return Conversion(F.when(col.isNull(), F.lit(None).cast("binary")).otherwise(utf8_bytes(text)))
+        return F.when(col.isNull(), F.lit(None).cast("string")).otherwise(text)

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["Locations", "REMOTE_SCHEMES", "S3_SCHEMES", "is_remote", "remote_scheme"]
+__all__ = ["Locations", "REMOTE_SCHEMES", "S3_SCHEMES", "S3Settings", "is_remote", "remote_scheme"]
 
 #: Object-store schemes the worker's own state may live under: those Spark's checkpoints reach through a Hadoop
 #: connector the project declares (hadoop-aws in the ``object-stores`` profile of jvm/pom.xml).
@@ -166,6 +166,11 @@ class Locations:
             options["aws_virtual_hosted_style_request"] = "false" if found.path_style else "true"
         return options
 
+    def s3_settings(self, location: str) -> S3Settings:
+        """The S3A settings that reach ``location``'s bucket (for an S3 client of its own, such as the worker
+        group's in a bucket). The result holds secrets: pass it on, never log it."""
+        return self._s3_settings(self._bucket(location))
+
     def exists(self, location: str) -> bool:
         if not is_remote(location):
             return os.path.exists(location)
@@ -277,14 +282,14 @@ class Locations:
         """Hadoop's lookup: ``fs.s3a.bucket.<bucket>.<key>`` before ``fs.s3a.<key>``."""
         return self._s3a.get(f"bucket.{bucket}.{key}", self._s3a.get(key))
 
-    def _s3_settings(self, bucket: str) -> _S3Settings:
+    def _s3_settings(self, bucket: str) -> S3Settings:
         """S3A's settings for ``bucket`` (its per-bucket forms first, as Hadoop looks them up), the endpoint as a URL
         with its scheme (``fs.s3a.connection.ssl.enabled`` decides one left out)."""
         endpoint = self._setting(bucket, "endpoint") or ""
         if endpoint and "://" not in endpoint:
             ssl = (self._setting(bucket, "connection.ssl.enabled") or "true").lower() != "false"
             endpoint = f"{'https' if ssl else 'http'}://{endpoint}"
-        return _S3Settings(self._setting(bucket, "access.key"), self._setting(bucket, "secret.key"),
+        return S3Settings(self._setting(bucket, "access.key"), self._setting(bucket, "secret.key"),
                            self._setting(bucket, "session.token"), self._setting(bucket, "endpoint.region"), endpoint,
                            (self._setting(bucket, "path.style.access") or "false").lower() == "true")
 
@@ -306,7 +311,9 @@ class Locations:
         return pafs.S3FileSystem(**options)
 
 
-class _S3Settings(NamedTuple):
+class S3Settings(NamedTuple):
+    """A bucket's S3A settings (:meth:`Locations.s3_settings`)."""
+
     access: str | None
     secret: str | None
     token: str | None

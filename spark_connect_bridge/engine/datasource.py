@@ -387,10 +387,26 @@ class _StreamWriter(_WriteMixin, DataSourceStreamArrowWriter):
 
 
 def reports_dir(checkpoint: str) -> str:
-    """Where a streaming sink's per-batch reports (rejected records, retries) live: beside its checkpoint."""
-    import os
+    """Where a streaming sink's per-batch reports (rejected records, retries) live: beside a local checkpoint.
 
-    return os.path.join(checkpoint, "kconnect-reports")
+    The reports are written by the sink's commit and read by the driver, both on the driver's host, with local file
+    calls: a checkpoint on a file system URI (``s3a://``, ``hdfs://``, ...) keeps them in a local directory named
+    after it under the driver's temporary directory (``file://`` URIs are local paths)."""
+    import hashlib
+    import os
+    import tempfile
+
+    from ..core.locations import is_remote
+
+    if is_remote(checkpoint):
+        name = hashlib.sha256(checkpoint.strip().rstrip("/").encode()).hexdigest()[:16]
+        return os.path.join(tempfile.gettempdir(), "kconnect-reports", name)
+    local = checkpoint.strip()
+    if local.lower().startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        local = unquote(urlparse(local).path)
+    return os.path.join(os.path.abspath(local), "kconnect-reports")
 
 
 def read_batch_reports(checkpoint: str) -> list[dict]:

@@ -450,7 +450,7 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
                             direct=lambda w: w.format("kconnect").options(**opts, **app))
 
-    rejects_dir = reports_dir(os.path.abspath(checkpoint))
+    rejects_dir = reports_dir(checkpoint)
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> dict:
         _without_internal(good).write.format("kconnect").options(**opts, **{

@@ -196,11 +196,13 @@ def watch(worker: RunningWorker, *, live: bool = True, interval: float = 1.0) ->
     """Show the live status table until interrupted (Ctrl-C) or the process is terminated; returns True when the
     worker's Spark session is gone (after :data:`SPARK_LOST_EXIT_S`)."""
 
-    def _term(signum: int, frame: Any) -> None:
+    def _first(signum: int, frame: Any) -> None:
+        _second_signal_stops_now()  # from the first signal on: one more, however soon, ends the process at once
         raise KeyboardInterrupt
 
     with contextlib.suppress(ValueError):  # not the main thread
-        signal.signal(signal.SIGTERM, _term)
+        signal.signal(signal.SIGINT, _first)
+        signal.signal(signal.SIGTERM, _first)
     lost: list[float] = []
     if live:
         from rich.console import Console
@@ -257,6 +259,7 @@ def run(worker_properties: str, connector_files: Sequence[str] = (), *, live: bo
             worker.close()  # the REST API; the worker stops no query (nothing runs in a Spark that is gone)
             return 1
     except KeyboardInterrupt:
+        _second_signal_stops_now()  # before the message: a second Ctrl-C right after it must find the handler
         print("stopping ... (Ctrl-C again stops now)", flush=True)
     _second_signal_stops_now()
     worker.close()

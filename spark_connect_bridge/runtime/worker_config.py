@@ -184,12 +184,14 @@ WORKER_CONFIG = (
                 "configs, target states and statuses, spread the connectors among themselves and take over a dead "
                 "worker's (kconnect distributed). The group coordinates through Kafka (bootstrap.servers, the "
                 "config and status storage topics, a consumer group named group.id) or, with group.store.url, "
-                "through PostgreSQL.")
+                "through PostgreSQL or an S3 bucket.")
     .define("group.store.url", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
-            doc="Coordinate the group through PostgreSQL instead of Kafka: a PostgreSQL URL "
-                "(postgresql://user@host:5432/db; libpq URL parameters such as sslmode apply). Kafka's "
-                "config/status storage topics are then replaced by tables keyed by group.id. Either way, offsets "
-                "stay in each query's checkpoint under offset.storage.dir, which every worker must reach.")
+            doc="Coordinate the group through PostgreSQL or an S3 bucket instead of Kafka: a PostgreSQL URL "
+                "(postgresql://user@host:5432/db; libpq URL parameters such as sslmode apply), whose tables keyed "
+                "by group.id replace Kafka's config/status storage topics, or s3a://bucket/prefix, where the group "
+                "keeps one object changed by S3's conditional writes, reached with the worker's "
+                "spark.hadoop.fs.s3a.* settings (needs the s3 extra). Either way, offsets stay in each query's "
+                "checkpoint under offset.storage.dir, which every worker must reach.")
     .define("config.storage.topic", Type.STRING, None, importance=Importance.HIGH, group="Distributed",
             doc="A group on Kafka: the compacted one-partition topic of connector configs, target states, restart "
                 "requests and assignments (created when missing). No effect with group.store.url.")
@@ -416,7 +418,14 @@ def parse_worker_config(props: Mapping[str, Any], *, base_dir: str | None = None
                                                             'directory is used) which has no default value.'))
     for key, where in (("offset.storage.dir", state), ("topics.dir", cfg.topics_dir)):
         store = remote_scheme(str(where or ""))
-        if store is not None and store not in REMOTE_SCHEMES:  # would otherwise become a directory named "gs:"
+        if store in _HDFS_SCHEMES:
+            problems.append(ConfigProblem(key, (
+                f"Invalid value {where} for configuration {key}: the worker reads and writes its own files there "
+                f"(connector configs, their key, the offsets it alters) through pyarrow.fs, which reaches HDFS only "
+                f"through libhdfs (a JVM and a Hadoop install on the worker's host), not over WebHDFS as the HDFS 3 "
+                f"sink does; keep {key} on a local or mounted file system (such as HDFS's NFS gateway) or under "
+                f"s3a://bucket/prefix")))
+        elif store is not None and store not in REMOTE_SCHEMES:  # would otherwise become a directory named "gs:"
             problems.append(ConfigProblem(key, (
                 f"Invalid value {where} for configuration {key}: the worker keeps its {key} on a local or mounted "
                 f"file system or under {', '.join(s + '://bucket/prefix' for s in REMOTE_SCHEMES)} (Hadoop's S3A "
@@ -480,7 +489,7 @@ def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
             problems.append(ConfigProblem("bootstrap.servers", "Missing required configuration \"bootstrap.servers\" "
                                                                "for a worker group (group.id is set): the Kafka "
                                                                "brokers the group coordinates through (or "
-                                                               "group.store.url, a PostgreSQL URL)"))
+                                                               "group.store.url, a PostgreSQL URL or s3a://bucket/prefix)"))
         for key in ("config.storage.topic", "status.storage.topic"):
             if not cfg[key]:
                 problems.append(ConfigProblem(key, f"Missing required configuration \"{key}\" for a worker group "
@@ -492,10 +501,18 @@ def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
     if cfg.group_store_url and not cfg.group_id:
         problems.append(ConfigProblem("group.id", "Missing required configuration \"group.id\": group.store.url "
                                                   "is set"))
-    url = cfg.group_store_url
-    if url and not str(url).startswith(("postgresql://", "postgres://")):
+    url = str(cfg.group_store_url or "")
+    if url.lower().startswith("s3a://"):
+        if "@" in urlsplit(url).netloc:  # never echoed: Hadoop's old s3a://KEY:SECRET@bucket form
+            problems.append(ConfigProblem("group.store.url", "Invalid value for configuration group.store.url: "
+                                                             "credentials in the URL are not accepted; give the "
+                                                             "bucket's keys as spark.hadoop.fs.s3a.* settings"))
+        elif not urlsplit(url).netloc:
+            problems.append(ConfigProblem("group.store.url", f"Invalid value {url} for configuration "
+                                                             f"group.store.url: no bucket (s3a://bucket/prefix)"))
+    elif url and not url.startswith(("postgresql://", "postgres://")):  # never echoed: it may hold a password
         problems.append(ConfigProblem("group.store.url", "Invalid value for configuration group.store.url: a "
-                                                         "postgresql:// URL"))
+                                                         "postgresql:// URL or s3a://bucket/prefix"))
     if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
         problems.append(ConfigProblem("heartbeat.interval.ms", f"Invalid value {cfg['heartbeat.interval.ms']} for "
                                                                f"configuration heartbeat.interval.ms: it must be "
@@ -504,6 +521,8 @@ def _check_group(cfg: Config, problems: list[ConfigProblem]) -> None:
 
 
 _OWN_SPARK_KEYS = ("spark.master", "spark.bind.loopback")
+#: Hadoop's schemes of HDFS: Spark's checkpoints reach them, the worker's own files do not (see parse_worker_config).
+_HDFS_SCHEMES = ("hdfs", "webhdfs", "swebhdfs", "viewfs")
 
 
 def _loopback_spark(cfg: Config, spark_conf: dict[str, str]) -> dict[str, str]:

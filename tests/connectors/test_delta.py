@@ -141,13 +141,19 @@ class TestDeltaSinkContract(SinkContract):
 
 
 # ------------------------------------------------------------------------------------------ append
-def test_append_is_exactly_once_across_a_killed_driver(spark, engine, tmp_path):
-    """A datagen → Delta query runs in a child driver that is killed with SIGKILL mid-stream; restarted on the
-    same checkpoint, every record is in the table once, and the table's app transaction is the checkpoint's last
-    batch."""
-    table, ckpt = tmp_path / "orders", tmp_path / "ckpt"
-    cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
-           "iterations": "2000", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "250"}
+#: The kill scenario's datagen config: two tasks of 2,000 records, 100 records a trigger in the killed driver (its
+#: two queries are killed once both committed: neither is near its end by then).
+KILLED_SOURCE = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
+                 "iterations": "2000", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "100"}
+
+
+@pytest.fixture(scope="module")
+def killed_driver(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """One child driver runs a datagen → Delta query per engine, each with its own table and checkpoint, and is
+    killed with SIGKILL mid-stream, once both committed (one driver start for both engines):
+    {engine: (table, checkpoint)}."""
+    where = tmp_path_factory.mktemp("killed-driver")
+    runs = {engine: (where / engine / "orders", where / engine / "ckpt") for engine in ENGINES}
     script = textwrap.dedent("""
         import json, sys
         from pyspark.sql import SparkSession
@@ -157,27 +163,37 @@ def test_append_is_exactly_once_across_a_killed_driver(spark, engine, tmp_path):
                  .config("spark.sql.shuffle.partitions", "2").config("spark.driver.host", "127.0.0.1")
                  .config("spark.driver.bindAddress", "127.0.0.1")
                  .config("spark.databricks.delta.snapshotPartitions", "2").getOrCreate())
-        df = spark.readStream.format("kconnect").options(**json.loads(sys.argv[1])).load()
-        delta_spark_engine.write_stream(df, json.loads(sys.argv[2]), checkpoint=sys.argv[3], engine=sys.argv[4],
-                                  trigger={"processingTime": "1 second"}).awaitTermination()
+        for sink, checkpoint, engine in json.loads(sys.argv[2]):
+            df = spark.readStream.format("kconnect").options(**json.loads(sys.argv[1])).load()
+            delta_spark_engine.write_stream(df, sink, checkpoint=checkpoint, engine=engine,
+                                            trigger={"processingTime": "1 second"})
+        spark.streams.awaitAnyTermination()
     """)
+    queries = [(_sink(table), str(ckpt), engine) for engine, (table, ckpt) in runs.items()]
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(cfg), json.dumps(_sink(table)), str(ckpt),
-                              engine], env=env, start_new_session=True, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-c", script, json.dumps(KILLED_SOURCE), json.dumps(queries)], env=env,
+                             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 400
-        while (delta_files.latest_version(table) or -1) < 1:
+        while any((delta_files.latest_version(table) or -1) < 1 for table, _ in runs.values()):
             assert child.poll() is None, child.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the child driver committed nothing"
+            assert time.monotonic() < deadline, "the child driver did not commit on both engines"
             time.sleep(0.2)
     finally:
         os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM, mid-stream
         child.wait()
+    return runs
+
+
+def test_append_is_exactly_once_across_a_killed_driver(spark, engine, killed_driver):
+    """A datagen → Delta query runs in a child driver that is killed with SIGKILL mid-stream (the
+    ``killed_driver`` fixture: one driver, a query per engine); restarted on the same checkpoint, every record is
+    in the table once, and the table's app transaction is the checkpoint's last batch."""
+    table, ckpt = killed_driver[engine]
     killed_at = DeltaTable(str(table)).to_pyarrow_table().num_rows
     assert 0 < killed_at < 4000
     # The restarted driver replays the batch the kill interrupted, then reads the rest without a bound.
-    cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
+    cfg = {k: v for k, v in KILLED_SOURCE.items() if k != "max.records.per.trigger"}
     df = spark.readStream.format("kconnect").options(**cfg).load()
     delta_spark_engine.write_stream(df, _sink(table), checkpoint=str(ckpt), engine=engine,
                               trigger={"availableNow": True}).awaitTermination()

@@ -1,9 +1,11 @@
 """A worker whose state lives in a bucket (moto's S3 server, the run's shared one): ``kconnect worker`` as users
 run it, with ``offset.storage.dir`` and ``topics.dir`` as ``s3a://`` URIs and the S3A settings in its worker
-config (the secret through a config provider). It runs a source and a sink, is stopped, its local disk (its
-working directory) is deleted, and it starts again on an empty one: the connectors come back from the bucket and
-resume from their checkpoints there, every line once. Over its REST API, a connector config cannot reach the
-worker's state in the bucket, nor its topic store unless connector.allowed.paths lists it."""
+config (the secret through a config provider). It runs a source, a file sink and a Delta sink on s3a:// (created
+over REST with no S3 key of its own: it runs with the worker's), is stopped, its local disk (its working directory)
+is deleted, and it starts again on an empty one: the connectors come back from the bucket and resume from their
+checkpoints there, every line once in the file and in the Delta table; the secret is in no log and no GET. Over its
+REST API, a connector config cannot reach the worker's state in the bucket, nor its topic store unless
+connector.allowed.paths lists it."""
 
 from __future__ import annotations
 
@@ -122,6 +124,18 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
                  timeout=240, what="the worker's REST API")
         return proc
 
+    table = f"s3a://{name}/exports/lines-delta"
+
+    def delta_lines() -> list[str]:
+        """The Delta table's values as the test reads them from the bucket (deltalake, its own client)."""
+        from deltalake import DeltaTable
+
+        files = Locations(_s3a(endpoint))
+        if not files.exists(f"{table}/_delta_log"):
+            return []
+        values = DeltaTable(table.replace("s3a://", "s3://"), storage_options=files.storage_options(table))
+        return sorted(values.to_pyarrow_table().column("value").to_pylist(), key=lambda v: int(v.split("-")[1]))
+
     def log_tail() -> str:
         logs = sorted(tmp_path.glob("worker*.log"))
         return logs[-1].read_text(errors="replace")[-4000:] if logs else ""
@@ -132,6 +146,10 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
                                                      "topic": "lines"}).raise_for_status()
         api.call("PUT", "/connectors/lines-sink/config", {"connector.class": "FileStreamSink", "file": str(out),
                                                           "topics": "lines"}).raise_for_status()
+        # A Delta sink on s3a:// made over REST with no S3 key of its own: it runs with the worker's fs.s3a.* keys
+        api.call("PUT", "/connectors/lines-delta/config", {"connector.class": "DeltaSinkConnector",
+                                                           "delta.table.path": table, "topics": "lines"}
+                 ).raise_for_status()
         # The attacks: the worker's state in the bucket, and its topic store (not listed in connector.allowed.paths)
         for key, uri in (("file", f"{state}/_connectors/lines.json"), ("file", f"s3a://{name}/exports/../worker"),
                          ("delta.table.path", f"{topics}/lines")):
@@ -143,6 +161,13 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
                  explain=log_tail)
         offsets = api.get("/connectors/lines/offsets")["offsets"]
         assert offsets and offsets[0]["offset"]["position"] == src.stat().st_size, offsets
+        wait_for(lambda: delta_lines() == [f"line-{i}" for i in range(1, 11)], timeout=420,
+                 what="the first 10 lines in the Delta table in the bucket", explain=log_tail)
+        for path in ("/connectors/lines-delta/config", "/connectors/lines-delta", "/connectors/lines-delta/status",
+                     "/connectors/lines-delta/tasks", "/connectors?expand=info&expand=status"):
+            shown = api.call("GET", path)
+            assert shown.status_code == 200 and SECRET_KEY not in shown.text, (path, shown.text)
+        assert not any(k.startswith("fs.s3a.") for k in api.get("/connectors/lines-delta/config"))
     finally:
         interrupt(worker)
     stored = client.objects(name, "worker").keys()
@@ -163,6 +188,8 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
                  explain=log_tail)
         wait_for(lambda: api.state("lines-sink") == "RUNNING", timeout=60, what="the sink running")
         assert lines(out) == [f"line-{i}" for i in range(1, 16)]  # each once, in order
+        wait_for(lambda: delta_lines() == [f"line-{i}" for i in range(1, 16)], timeout=420,
+                 what="the 5 new lines in the Delta table, each once", explain=log_tail)
     finally:
         interrupt(worker)
     for log_name in ("worker1.log", "worker2.log"):

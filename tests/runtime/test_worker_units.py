@@ -35,6 +35,7 @@ def test_kafka_offsets_file_gives_the_state_directory(tmp_path):
     # only s3a:// among object stores (Hadoop's S3A is the connector declared), not a local directory named "gs:"
     ({"offset.storage.dir": "gs://lake/state"}, "offset.storage.dir"),
     ({"offset.storage.dir": "x", "topics.dir": "gs://lake/topics"}, "topics.dir"),
+    ({"offset.storage.dir": "hdfs://namenode:8020/kconnect"}, "offset.storage.dir"),
 ])
 def test_bad_worker_configs_name_the_key(props, key):
     with pytest.raises(ConfigError) as e:

@@ -17,7 +17,7 @@ import time
 from tests.support.postgres import free_port
 from tests.support.process_server import LoggedServer
 
-__all__ = ["MosquittoServer", "NatsServer", "RabbitMQServer", "RedisServer"]
+__all__ = ["MosquittoServer", "NatsServer", "RabbitMQServer", "RedisServer", "make_test_ca"]
 
 
 def _binary(name: str, package: str) -> str:
@@ -51,8 +51,40 @@ class MosquittoServer(LoggedServer):
         return self
 
 
+def make_test_ca(directory: str) -> dict[str, str]:
+    """A throwaway CA and, signed by it, a server certificate for 127.0.0.1/localhost and a client certificate, as
+    PEM files in ``directory`` (openssl, EC P-256 keys): ``{"ca", "server_cert", "server_key", "client"}``, the
+    client's file holding its key and certificate."""
+    os.makedirs(directory, exist_ok=True)
+    path = {name: os.path.join(directory, f"{name}.pem") for name in
+            ("ca", "ca_key", "server_cert", "server_key", "client_cert", "client_key", "client")}
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl = _binary("openssl", "openssl")
+
+    def run(*args: str) -> None:
+        subprocess.run([openssl, *args], check=True, capture_output=True, cwd=directory)
+
+    run("req", "-x509", *ec, "-keyout", path["ca_key"], "-out", path["ca"], "-days", "3", "-subj",
+        "/CN=kconnect test CA")
+    ext = os.path.join(directory, "san.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    for who, cn in (("server", "localhost"), ("client", "kconnect-client")):
+        csr = os.path.join(directory, f"{who}.csr")
+        run("req", *ec, "-keyout", path[f"{who}_key"], "-out", csr, "-subj", f"/CN={cn}")
+        run("x509", "-req", "-in", csr, "-CA", path["ca"], "-CAkey", path["ca_key"], "-CAcreateserial", "-days", "3",
+            "-out", path[f"{who}_cert"], *(["-extfile", ext] if who == "server" else []))
+    with open(path["client"], "w") as f:
+        for part in ("client_key", "client_cert"):
+            with open(path[part]) as g:
+                f.write(g.read())
+    return path
+
+
 class RabbitMQServer(LoggedServer):
-    """A RabbitMQ node (``rabbit-<port>@localhost``) with the ``guest`` user, which may log in from 127.0.0.1."""
+    """A RabbitMQ node (``rabbit-<port>@localhost``) with the ``guest`` user, which may log in from 127.0.0.1, and a
+    TLS listener on ``tls_port`` whose certificate a throwaway CA signed (``tls["ca"]``; ``tls["client"]`` a client
+    certificate and key it accepts; a client without one is accepted too)."""
 
     name = "rabbitmq"
     prefix = "kconnect-rabbitmq-"
@@ -61,9 +93,11 @@ class RabbitMQServer(LoggedServer):
     def __init__(self, port: int | None = None):
         super().__init__(port)
         self.node = f"rabbit-{self.port}@localhost"
+        self.tls_port = free_port()
+        self.tls: dict[str, str] = {}
 
     def _env(self) -> dict[str, str]:
-        dist = str(free_port())
+        dist = self._dist = getattr(self, "_dist", None) or str(free_port())
         local = "-kernel inet_dist_use_interface {127,0,0,1}"
         return {**os.environ, "RABBITMQ_NODENAME": self.node, "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
                 "RABBITMQ_NODE_PORT": str(self.port), "RABBITMQ_DIST_PORT": dist,
@@ -80,8 +114,12 @@ class RabbitMQServer(LoggedServer):
             os.makedirs(os.path.join(self.root, sub), exist_ok=True)
         with open(os.path.join(self.root, "enabled_plugins"), "w") as f:
             f.write("[].\n")
+        self.tls = make_test_ca(os.path.join(self.root, "tls"))
         with open(os.path.join(self.root, "rabbitmq.conf"), "w") as f:
-            f.write("loopback_users.guest = true\n")
+            f.write(f"loopback_users.guest = true\nlisteners.ssl.local = 127.0.0.1:{self.tls_port}\n"
+                    f"ssl_options.cacertfile = {self.tls['ca']}\nssl_options.certfile = {self.tls['server_cert']}\n"
+                    f"ssl_options.keyfile = {self.tls['server_key']}\nssl_options.verify = verify_peer\n"
+                    f"ssl_options.fail_if_no_peer_cert = false\n")
         with open(self.log, "ab") as log:
             # Debian's /usr/sbin/rabbitmq-server switches to the rabbitmq user; the script it runs does not.
             server = "/usr/lib/rabbitmq/bin/rabbitmq-server"
@@ -102,6 +140,15 @@ class RabbitMQServer(LoggedServer):
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.3)
+
+    def close_connections(self) -> None:
+        """Close every client connection from the server's side (``rabbitmqctl close_all_connections``), as a
+        broker restart or a network failure would end them."""
+        ctl = "/usr/lib/rabbitmq/bin/rabbitmqctl"
+        if not os.path.exists(ctl):
+            ctl = _binary("rabbitmqctl", "rabbitmq-server")
+        subprocess.run([ctl, "-n", self.node, "close_all_connections", "kconnect test: connection closed"],
+                       check=True, capture_output=True, env=self._env(), cwd=self.root, timeout=120)
 
     def stop(self, kill: bool = False) -> None:
         if self.process and self.process.poll() is None:

@@ -33,7 +33,8 @@ from tests.support.mariadb import MariaDBServer
 from tests.support.postgres import PostgresCluster
 from tests.support.s3 import MotoS3Server
 
-__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "hdfs", "mosquitto", "rabbitmq", "redis", "nats",
+__all__ = ["postgres", "mariadb", "kafka", "s3", "gcs", "azurite", "hdfs", "mosquitto", "rabbitmq", "rabbitmq_server",
+           "redis", "nats",
            "stop_all", "start_times"]
 
 _started: dict[str, Any] = {}
@@ -119,6 +120,14 @@ def mosquitto() -> tuple[str, int]:
 def rabbitmq() -> tuple[str, int]:
     """(host, port) of the run's RabbitMQ (user ``guest``, password ``guest``)."""
     return _shared("rabbitmq", "KCONNECT_TEST_RABBITMQ", RabbitMQServer)
+
+
+def rabbitmq_server() -> RabbitMQServer:
+    """The run's own RabbitMQ node (started here even when ``KCONNECT_TEST_RABBITMQ`` names another): its TLS
+    listener (``tls_port``, ``tls`` files) and its ``rabbitmqctl`` are the tests'."""
+    name = "rabbitmq" if not os.environ.get("KCONNECT_TEST_RABBITMQ") else "rabbitmq-own"
+    _shared(name, "", RabbitMQServer)
+    return _started[name]
 
 
 def redis() -> str:

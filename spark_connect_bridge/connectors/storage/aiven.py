@@ -585,7 +585,7 @@ AIVEN_S3_KEYS = (
     .define("aws.s3.backoff.max.retries", Type.INT, 3, Range.between(1, 30), Importance.MEDIUM, group=_AWS,
             doc="Retries of a failed request.")
     .accept(AIVEN_S3, group=_AWS, no_effect={
-        "aws.s3.part.size.bytes": "each object is one PUT here",
+        "aws.s3.part.size.bytes": "an object over 10 MB is a multipart upload in pyarrow's 10 MB parts",
         "aws.s3.backoff.delay.ms": "the SDK's standard retry strategy chooses its backoff",
         "aws.s3.backoff.max.delay.ms": "the SDK's standard retry strategy chooses its backoff",
         "aws.sts.role.session.duration": "no STS role is assumed here",

@@ -61,7 +61,7 @@ def _joined(texts: Any, separator: bytes) -> bytes:
     if isinstance(joined, pa.ChunkedArray):
         joined = joined.combine_chunks()
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)[joined.offset: joined.offset + len(joined) + 1]
-    return joined.buffers()[2].to_pybytes()[offsets[0]:offsets[-1]]
+    return joined.buffers()[2][offsets[0]:offsets[-1]].to_pybytes()  # the buffer's slice: one copy
 
 
 def compressed(data: bytes, compression: str, level: int) -> bytes:

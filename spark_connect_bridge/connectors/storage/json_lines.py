@@ -37,6 +37,8 @@ _ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "
             ("\f", "\\f"))
 _OTHER_CONTROL = "[\\x00-\\x07\\x0b\\x0e-\\x1f]"
 _NEEDS_ESCAPE = '[\\x00-\\x1f"\\\\]'
+#: Jackson's escapes (``JsonGenerator``'s defaults): the short ones, every other control character as ``\\u00XX``.
+_JACKSON_ESCAPES = {**{code: f"\\u{code:04X}" for code in range(0x20)}, **{ord(c): e for c, e in _ESCAPES}}
 
 
 def json_text(values: Any, *, schemaless: bool = False, decimal_numeric: bool = False) -> Any:
@@ -68,7 +70,7 @@ def _json(arr: Any, schemaless: bool, numeric: bool) -> Any:
         return _quoted(pa.array([None if v is None else base64.b64encode(_unscaled_bytes(v, t.scale)).decode()
                                  for v in arr.to_pylist()], pa.string()))
     if pa.types.is_timestamp(t):
-        return pc.cast(pc.cast(pc.cast(arr, pa.timestamp("ms", tz=t.tz), safe=False), pa.int64()), pa.string())
+        return pc.cast(_epoch_millis(arr), pa.string())
     if pa.types.is_date(t):
         return pc.cast(pc.cast(arr.cast(pa.date32()), pa.int32()), pa.string())
     if pa.types.is_struct(t):
@@ -89,6 +91,20 @@ def _json(arr: Any, schemaless: bool, numeric: bool) -> Any:
     raise TypeError(f"No JSON text for Arrow type {t}")
 
 
+def _epoch_millis(arr: Any) -> Any:
+    """The epoch milliseconds of timestamps, floored (a ``java.util.Date``'s, Spark's ``unix_millis``): a time
+    before 1970 with a fraction of a millisecond is in the millisecond before it, not after."""
+    divisor = {"s": 0, "ms": 1, "us": 1000, "ns": 1_000_000}[arr.type.unit]
+    raw = pc.cast(arr, pa.int64())
+    if divisor == 0:
+        return pc.multiply(raw, 1000)
+    if divisor == 1:
+        return raw
+    quotient = pc.divide(raw, divisor)  # integer division truncates toward zero
+    below = pc.greater(pc.multiply(quotient, divisor), raw)  # a negative time with a fraction
+    return pc.subtract(quotient, pc.cast(below, pa.int64()))
+
+
 def _unscaled_bytes(value: Any, scale: int) -> bytes:
     unscaled = int(value.scaleb(scale))
     return unscaled.to_bytes((unscaled.bit_length() + 8) // 8 or 1, "big", signed=True)
@@ -98,8 +114,9 @@ def _quoted(text: Any) -> Any:
     if not pc.any(pc.fill_null(pc.match_substring_regex(text, _NEEDS_ESCAPE), False)).as_py():
         return pc.binary_join_element_wise('"', text, '"', "")  # the common case: one scan
     if pc.any(pc.fill_null(pc.match_substring_regex(text, _OTHER_CONTROL), False)).as_py():
-        # The rest of the control characters are \\u00XX: rare enough for one Python call per value.
-        return pa.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in text.to_pylist()],
+        # The rest of the control characters are \\u00XX (upper-case hex, as Jackson writes them): rare enough for
+        # one Python call per value.
+        return pa.array([None if v is None else '"' + v.translate(_JACKSON_ESCAPES) + '"' for v in text.to_pylist()],
                         pa.string())
     for plain, escaped in _ESCAPES:
         if pc.any(pc.fill_null(pc.match_substring(text, plain), False)).as_py():

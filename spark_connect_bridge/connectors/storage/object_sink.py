@@ -19,7 +19,8 @@ from typing import Any, ClassVar, Protocol
 from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
-from ...core.records import is_schemaless, is_variant_json
+from ...converters.json import JsonConverter
+from ...core.records import VARIANT_JSON_META, is_schemaless, is_variant_json
 from ...errors import ConfigError, ConfigProblem, DataError
 from ..base import CommitContext, SinkConnector, WriteContext
 from .common import StorageLayout, View, Written, layout_problems, short_class, write_objects
@@ -110,6 +111,22 @@ def avro_schema(field: Any) -> tuple[str, str]:
     return json.dumps(schema, separators=(",", ":")), field.dataType.json()
 
 
+def _jvm_json_type(data_type: Any) -> bool:
+    """Whether Spark's ``to_json`` (through the JsonConverter's expressions) writes a value of this type as the
+    writer's :func:`~.json_lines.json_text` does: Connect's types, no map with non-string keys (Connect writes
+    ``[key, value]`` pairs), no local timestamp (Spark's would be read in the session's zone)."""
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StructType):
+        return all(_jvm_json_type(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, T.ArrayType):
+        return _jvm_json_type(data_type.elementType)
+    if isinstance(data_type, T.MapType):
+        return isinstance(data_type.keyType, T.StringType) and _jvm_json_type(data_type.valueType)
+    return isinstance(data_type, (T.StringType, T.BinaryType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType,
+                                  T.LongType, T.FloatType, T.DoubleType, T.DecimalType, T.DateType, T.TimestampType))
+
+
 class ObjectStore(Protocol):
     def put(self, key: str, data: bytes) -> None: ...
 
@@ -188,7 +205,8 @@ class ObjectStoreSink(SinkConnector):
         return (str(getattr(self.config, f"{attr}_compression_type")),
                 int(getattr(self.config, f"{attr}_compression_level")))
 
-    def _decimal_numeric(self) -> bool:
+    @classmethod
+    def _decimal_numeric(cls, config: Any) -> bool:
         """Whether JsonFormat writes decimals as numbers (S3's ``json.decimal.format=NUMERIC``)."""
         return False
 
@@ -196,7 +214,7 @@ class ObjectStoreSink(SinkConnector):
         kind = self.format_kinds[short_class(format_class or self.config.format_class)]
         compression, level = self._compression()
         if kind == "json":
-            return JsonFormat(compression, level, column in self._schemaless, self._decimal_numeric(),
+            return JsonFormat(compression, level, column in self._schemaless, self._decimal_numeric(self.config),
                               column in self._json_text)
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
@@ -229,6 +247,32 @@ class ObjectStoreSink(SinkConnector):
                              self.config.topics_dir, self.config.directory_delim, self.config.file_delim,
                              self.config.filename_offset_zero_pad_width, str(self.config.behavior_on_null_values),
                              self._views())
+
+    @classmethod
+    def input_frame(cls, df: Any, settings: Any) -> Any:
+        """JsonFormat: each value's JSON line made in the JVM, as Column expressions (the JsonConverter's
+        :meth:`~spark_connect_bridge.converters.json.JsonConverter.serialize_text`, ``schemas.enable=false``), so that
+        the Python writer only joins the lines. The value becomes that text, marked as JSON text to write as it is
+        (:data:`~spark_connect_bridge.core.records.VARIANT_JSON_META`); the bytes are those the writer would make
+        of the struct. Kept as it is where the writer needs the value itself or makes other text of it: a
+        partitioner reading value fields, a value read without a schema (its null fields are left out), a map
+        with non-string keys (Connect's ``[key, value]`` pairs) or a local timestamp."""
+        from pyspark.sql import functions as F
+
+        if cls.format_kinds.get(short_class(settings.format_class)) != "json" or "value" not in df.columns:
+            return df
+        field = df.schema["value"]
+        partitioner = short_class(settings.partitioner_class)
+        reads_value = partitioner == "FieldPartitioner" or (
+            partitioner not in ("DefaultPartitioner", "FieldPartitioner")
+            and str(settings.timestamp_extractor).lower() == "recordfield")
+        if reads_value or is_schemaless(field.metadata) or is_variant_json(field.metadata) \
+                or not _jvm_json_type(field.dataType):
+            return df
+        converter = JsonConverter({"schemas.enable": "false",
+                                   "decimal.format": "NUMERIC" if cls._decimal_numeric(settings) else "BASE64"})
+        text = converter.serialize_text(F.col("value"), field.dataType, metadata=field.metadata)
+        return df.withColumn("value", text.alias("value", metadata={VARIANT_JSON_META: "json"}))
 
     def validate_input(self, schema: Any) -> None:
         from pyspark.sql.types import BinaryType, StringType, StructType

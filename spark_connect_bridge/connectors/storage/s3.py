@@ -85,7 +85,7 @@ S3_KEYS = S3_CONNECTION_KEYS.merge(
     .define("csv.compat", Type.BOOLEAN, False, importance=Importance.LOW, group=_S3,
             doc="CsvFormat's compatibility mode (booleans as 1/0, local timestamps): not supported here (false).")
     .define("s3.part.size", Type.INT, 26214400, Range.between(5242880, 2**31 - 1), Importance.LOW, group=_S3,
-            doc="Accepted; each object is one PUT here (an object is one micro-batch's share of a partition).")
+            doc="Accepted; an object over 10 MB is a multipart upload in pyarrow's 10 MB parts, a smaller one a PUT.")
     .define("s3.part.retries", Type.INT, 3, Range.at_least(0), Importance.LOW, group=_S3,
             doc="Retries of a failed request (the SDK's standard retry strategy).")
     .define("s3.retry.backoff.ms", Type.LONG, 200, Range.at_least(0), Importance.LOW, group=_S3,
@@ -164,7 +164,10 @@ class S3Store(ArrowStore):
 
         options: dict[str, Any] = {"region": self.region,
                                    "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=self.retries + 1),
-                                   "connect_timeout": 10, "request_timeout": 60}
+                                   "connect_timeout": 10, "request_timeout": 60,
+                                   # An object under the part size (10 MB) is one PutObject, a larger one a
+                                   # multipart upload completed when the stream closes (visible only then, whole)
+                                   "allow_delayed_open": True}
         if self.access_key:
             options.update(access_key=self.access_key, secret_key=self._secret.value())
         if self.endpoint:
@@ -209,8 +212,9 @@ class S3SinkConnector(ObjectStoreSink):
         return S3Store(config.s3_bucket_name, config.s3_region, config.store_url, config.s3_path_style_access_enabled,
                        config.aws_access_key_id, config.aws_secret_access_key, config.s3_part_retries)
 
-    def _decimal_numeric(self) -> bool:
-        return str(self.config.json_decimal_format) == "NUMERIC"
+    @classmethod
+    def _decimal_numeric(cls, config: Any) -> bool:
+        return str(config.json_decimal_format) == "NUMERIC"
 
     def _format(self, format_class: Any = None, column: str = "value") -> Format:
         if self.format_kinds[short_class(format_class or self.config.format_class)] == "csv":

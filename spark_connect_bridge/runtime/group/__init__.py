@@ -2,8 +2,8 @@
 connectors among themselves, and take over a dead worker's connectors from their checkpoints.
 
 ``kconnect distributed worker.properties`` runs one worker of the group named by ``group.id``; the workers
-coordinate through Kafka (``bootstrap.servers``, as Kafka Connect's) or PostgreSQL (``group.store.url``) behind one
-small interface (:class:`~.store.GroupStore`). See the docs' "A group of workers" (docs/tasks/group.md).
+coordinate through Kafka (``bootstrap.servers``, as Kafka Connect's), PostgreSQL or an S3 bucket (``group.store.url``)
+behind one small interface (:class:`~.store.GroupStore`). See the docs' "A group of workers" (docs/tasks/group.md).
 """
 
 from __future__ import annotations

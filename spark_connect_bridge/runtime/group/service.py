@@ -29,6 +29,7 @@ from ..service import ConnectService
 from ..state import ConnectorState
 from ..worker import ConnectorRuntime
 from ..worker_config import WorkerConfig
+from .bucket import BUCKET_CHECK, BucketGroupStore
 from .fencing import POSTGRES_CHECK, FenceFile
 from .kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
 from .membership import GroupMember
@@ -50,10 +51,22 @@ def _kafka_topics(config: WorkerConfig) -> KafkaTopics:
                        int(config.status_storage_partitions))
 
 
+def _s3a_settings(config: WorkerConfig) -> dict[str, str]:
+    """The worker's ``spark.hadoop.fs.s3a.*`` settings (its bucket's endpoint and keys)."""
+    return {k: v for k, v in config.spark_conf.items() if k.startswith("spark.hadoop.fs.s3a.")}
+
+
+def _in_bucket(config: WorkerConfig) -> bool:
+    return str(config.group_store_url or "").lower().startswith("s3a://")
+
+
 def open_store(config: WorkerConfig) -> GroupStore:
-    """The group store a worker config names: PostgreSQL with ``group.store.url``, else Kafka (``bootstrap.servers``
-    and the config/status storage topics, as Kafka Connect's distributed worker)."""
+    """The group store a worker config names: PostgreSQL or a bucket with ``group.store.url``, else Kafka
+    (``bootstrap.servers`` and the config/status storage topics, as Kafka Connect's distributed worker)."""
     delay = config.scheduled_rebalance_max_delay_ms
+    if _in_bucket(config):
+        return BucketGroupStore(str(config.group_store_url), str(config.group_id), _s3a_settings(config),
+                                rebalance_delay_ms=delay)
     if config.group_store_url:
         password = config.group_store_password
         return PostgresGroupStore(config.group_store_url, str(config.group_id),
@@ -65,6 +78,8 @@ def open_store(config: WorkerConfig) -> GroupStore:
 
 def fence_settings(config: WorkerConfig) -> tuple[str, dict[str, Any]]:
     """The fence file's checker and what it needs to reach the worker config's store (see :mod:`.fencing`)."""
+    if _in_bucket(config):
+        return BUCKET_CHECK, {"url": str(config.group_store_url), "hadoop": _s3a_settings(config)}
     if config.group_store_url:
         password = config.group_store_password
         return POSTGRES_CHECK, {"url": config.group_store_url,

@@ -7,9 +7,10 @@ connector's assignment (owner, epoch, a pending hand-over) and the owner's statu
 reaches (``offset.storage.dir``).
 
 Every decision about time is made on the store's clock (leases expire on it), so workers' clocks need not agree.
-Two stores implement it: Kafka's group protocol and compacted topics (:mod:`.kafka`, where the worker has
-``bootstrap.servers``) and PostgreSQL (:mod:`.postgres`, ``group.store.url``). On Kafka only the group's leader
-rebalances (:meth:`GroupStore.rebalance` returns no moves on the others) and a finished hand-over
+Three stores implement it: Kafka's group protocol and compacted topics (:mod:`.kafka`, where the worker has
+``bootstrap.servers``), PostgreSQL (:mod:`.postgres`, ``group.store.url=postgresql://...``) and an S3 bucket
+(:mod:`.bucket`, ``group.store.url=s3a://...``: one object changed by compare-and-swap). On Kafka only the group's
+leader rebalances (:meth:`GroupStore.rebalance` returns no moves on the others) and a finished hand-over
 (:meth:`GroupStore.release`) takes effect at the leader's next rebalance.
 """
 

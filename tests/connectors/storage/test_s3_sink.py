@@ -3,6 +3,8 @@ contents as Confluent writes them, per format and partitioner; replays, restarts
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import gzip
 import io
 import json
@@ -16,6 +18,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_connect_bridge.connectors.factory import build_connector
+from spark_connect_bridge.core.records import VARIANT_JSON_META
+from spark_connect_bridge.engine.pipeline import prepare, write_batch
 from spark_connect_bridge.errors import ConfigError
 from tests.contract.contract import SinkContract
 from tests.support import servers
@@ -154,6 +158,51 @@ def test_time_based_partitioner_formats_path_in_its_timezone_from_a_value_field(
         "timezone": "Asia/Tokyo", "timestamp.extractor": "RecordField", "timestamp.field": "at"}))
     # 1700000000 s = 2023-11-14T22:13:20Z = 2023-11-15 07:13 in Tokyo
     assert sorted(s3[1].objects(bucket)) == ["topics/t/dt=2023-11-15/hr=07/t+0+0000000000.json"]
+
+
+_TRICKY_VALUE = ("struct<i:int,l:bigint,s:string,f:float,d:double,b:boolean,bin:binary,dt:date,ts:timestamp,"
+                 "dec:decimal(10,3),arr:array<struct<x:int,y:string>>,m:map<string,double>,"
+                 "n:struct<a:tinyint,b:array<double>>>")
+_TRICKY_ROWS = [
+    (1, 2**40, 'a"b\\c\n\t\r\b\f', 1.5, 1e10, True, b"\x00\xff", datetime.date(2020, 1, 2),
+     datetime.datetime(2021, 3, 4, 5, 6, 7, 891234), decimal.Decimal("-12.345"), [(1, "x"), None, (None, None)],
+     {"k": 1.0, "z": None}, (None, [1e-5, None, float("nan")])),
+    (None, None, "\x01\x1f é ☃ \u2028", float("inf"), -0.0, False, b"", datetime.date(1960, 1, 1),
+     datetime.datetime(1969, 12, 31, 23, 59, 59, 999500), decimal.Decimal("0"), [], {}, None),
+    (7, -1, "", 3.4028235e38, 123456789.123, None, None, None, None, None, None, {"a": float("-inf")}, (-128, [])),
+]
+
+
+@pytest.mark.parametrize("extra", [{}, {"json.decimal.format": "NUMERIC", "behavior.on.null.values": "write"}])
+def test_json_lines_made_in_the_jvm_by_a_pipeline_are_the_bytes_the_writer_makes(spark, s3, extra):
+    """A config run through the pipeline (the worker's and kconnect run's path) has Spark make each JsonFormat line
+    (the JsonConverter's expressions); a direct format("kconnect") write makes them in the Python writer: the same
+    object names and bytes, Kafka's JSON (Jackson's upper-case \\u001F, a pre-1970 time floored to its ms)."""
+    rows = [("t", 0, o, 0, (o, *v[1:])) for o, v in enumerate(_TRICKY_ROWS)] + [("t", 0, 3, 0, None)]
+    df = _records(spark, rows if extra else rows[:-1], _TRICKY_VALUE)
+    direct, pipeline = _bucket(s3), _bucket(s3)
+    config = _sink(s3[0], direct, **{"flush.size": "2", **extra})
+    _write(df, config)
+    write_batch(df, {**config, "s3.bucket.name": pipeline})
+    assert prepare(config, kind="sink").transforms(df).schema["value"].metadata == {VARIANT_JSON_META: "json"}
+    made_by_python, made_by_spark = s3[1].objects(direct), s3[1].objects(pipeline)
+    assert sorted(made_by_spark) == [f"topics/t/partition=0/t+0+{o:010d}.json" for o in (0, 2)]
+    assert made_by_spark == made_by_python
+    first, second = made_by_spark["topics/t/partition=0/t+0+0000000000.json"].decode().split("\n")[:2]
+    assert '"s":"\\u0001\\u001F é ☃ \u2028"' in second and '"ts":-1,' in second and '"f":"Infinity"' in second
+    assert ('"dec":-12.345' if extra else '"dec":"z8c="') in first
+    if extra:
+        assert made_by_spark["topics/t/partition=0/t+0+0000000002.json"].endswith(b"\nnull\n")
+
+
+def test_a_partitioner_reading_value_fields_gets_the_struct_not_the_jvms_json(spark, s3):
+    bucket = _bucket(s3)
+    config = _sink(s3[0], bucket, **{"partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner",
+                                     "partition.field.name": "name"})
+    df = _records(spark, [("t", 0, 0, 0, (1, "eu"))])
+    assert prepare(config, kind="sink").transforms(df).schema["value"] == df.schema["value"]
+    write_batch(df, config)
+    assert s3[1].objects(bucket) == {"topics/t/name=eu/t+0+0000000000.json": b'{"id":1,"name":"eu"}\n'}
 
 
 def test_parquet_objects_hold_the_value_fields_with_the_codec_in_the_name(spark, s3):

@@ -39,6 +39,7 @@ def _chunks(table, encoded, **kwargs):
 @pytest.mark.parametrize(("values", "expected"), [
     (pa.array(['a"b', "back\\slash", "line\nbreak\ttab", "\x01", "é€", None]),
      ['"a\\"b"', '"back\\\\slash"', '"line\\nbreak\\ttab"', '"\\u0001"', '"é€"', "null"]),
+    (pa.array(["\x1f\n", "\x0b"]), ['"\\u001F\\n"', '"\\u000B"']),  # Jackson's hex is upper-case
     (pa.array([True, False, None]), ["true", "false", "null"]),
     (pa.array([1.0, 0.5, 1e10, 1e-5, float("nan"), float("inf")]),
      ["1.0", "0.5", "1.0E10", "1.0E-5", '"NaN"', '"Infinity"']),
@@ -46,6 +47,7 @@ def _chunks(table, encoded, **kwargs):
     (pa.array([decimal.Decimal("-1.50")], pa.decimal128(5, 2)), ['"/2o="']),
     (pa.array([datetime.datetime(1970, 1, 1, 0, 0, 1, 500, tzinfo=datetime.timezone.utc)],
               pa.timestamp("us", tz="UTC")), ["1000"]),
+    (pa.array([datetime.datetime(1969, 12, 31, 23, 59, 59, 999500), None], pa.timestamp("us")), ["-1", "null"]),
     (pa.array([datetime.date(1970, 1, 11)]), ["10"]),
     (pa.array([[1, None], [], None], pa.list_(pa.int32())), ["[1,null]", "[]", "null"]),
     (pa.array([[("k", 1)], []], pa.map_(pa.string(), pa.int64())), ['{"k":1}', "{}"]),
