@@ -127,12 +127,12 @@ def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] |
     return records
 
 
-def schemaless_cases() -> st.SearchStrategy[list[dict[str, Any]]]:
-    return cases(schemaless=True)
+def schemaless_cases(max_records: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(schemaless=True, max_records=max_records)
 
 
-def struct_key_cases() -> st.SearchStrategy[list[dict[str, Any]]]:
-    return cases(struct_keys=True)
+def struct_key_cases(max_records: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(struct_keys=True, max_records=max_records)
 
 
 #: Debezium's PostgreSQL connector's source block and transaction block, as its JsonConverter writes them

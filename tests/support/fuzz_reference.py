@@ -14,7 +14,6 @@ difference (names, optional flags, logical types) is a difference of results; ba
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import os
 import shutil
@@ -28,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from spark_connect_bridge.converters.wiring import apply_sink_converters, apply_source_converters
-from spark_connect_bridge.core.record_errors import ERROR_COL, ERROR_TYPE, enable_error_column
+from spark_connect_bridge.core.record_errors import ERROR_COL, enable_error_column
 from spark_connect_bridge.core.records import HEADERS_TYPE
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.jvm import classpath
@@ -130,8 +129,8 @@ def _converters_of(config: Mapping[str, str]) -> str:
 
 def ours(spark: Any, configs: Mapping[str, Mapping[str, str]], records: Sequence[Mapping[str, Any]]
          ) -> dict[str, list[dict[str, Any]]]:
-    """The same records through ours, for each named config (:func:`ours_many` of one case)."""
-    return ours_many(spark, configs, [records])[0]
+    """The same records through ours, for each named config (:func:`ours_batch`)."""
+    return ours_batch(spark, configs, records)
 
 
 def _sql_binary(data: bytes | None) -> str:
@@ -160,60 +159,59 @@ def batch_frame(spark: Any, records: Sequence[Mapping[str, Any]]) -> Any:
     return df.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in RECORD_SCHEMA.fields])
 
 
-def ours_many(spark: Any, configs: Mapping[str, Mapping[str, str]], cases: Sequence[Sequence[Mapping[str, Any]]]
-              ) -> list[dict[str, list[dict[str, Any]]]]:
-    """Each case's records through ours, for each named config: per case a batch DataFrame of binary records
-    (:func:`batch_frame`), ``errors.tolerance=all``'s error column, the sink-side converters (once per case for
-    the configs that share them: the types a schema'd JsonConverter reads from the batch's envelopes are the
-    case's own), the chain of the config, then JsonConverter's JSON of key and value with the input's
-    ``schemas.enable`` (headers as their bytes). A config ours refuses at plan time gives
-    ``[{"config_error": ..., "message": ...}]`` for that case. Every case's and config's rows (written records
-    and failed ones, both in one binary shape) are one union, collected once: a query per case and config
-    cost ~0.1 s of planning each."""
-    results: list[dict[str, list[dict[str, Any]]]] = [{} for _ in cases]
-    frames = []
-    for i, records in enumerate(cases):
-        source = enable_error_column(batch_frame(spark, records))
-        converted: dict[str, Any] = {}
-        for name, config in configs.items():
-            try:
-                group = _converters_of(config)
-                if group not in converted:
-                    try:
-                        converted[group] = apply_sink_converters(source, config)
-                    except ConfigError as e:
-                        converted[group] = e
-                df = converted[group]
-                if isinstance(df, ConfigError):
-                    raise df
-                if str(config.get("transforms", "")).strip():
-                    df = build_chain(config).apply(df)
-                good = F.col(ERROR_COL).isNull()
-                out = apply_source_converters(df.filter(good), _output_converters(config))
-                frames.append(out.select(
-                    F.lit(i).alias("case"), F.lit(name).alias("chain"), "offset",
-                    *[F.col(c).cast(t).alias(c) for c, t in _COLUMNS.items()],
-                    F.unix_millis("timestamp").alias("timestamp"), F.col("headers").cast(HEADERS_TYPE),
-                    F.lit(None).cast(ERROR_TYPE).alias("error")))
-                frames.append(df.filter(~good).select(
-                    F.lit(i).alias("case"), F.lit(name).alias("chain"), "offset",
-                    *[F.lit(None).cast(t).alias(c) for c, t in _COLUMNS.items()],
-                    F.lit(None).cast("long").alias("timestamp"), F.lit(None).cast(HEADERS_TYPE).alias("headers"),
-                    F.col(ERROR_COL).alias("error")))
-            except ConfigError as e:
-                results[i][name] = [{"config_error": type(e).__name__, "message": str(e)}]
-    found: dict[tuple[int, str], dict[int, dict[str, Any]]] = {}
-    rows = functools.reduce(lambda a, b: a.union(b), frames).collect() if frames else []
-    for row in rows:
-        err = row["error"]
-        found.setdefault((row["case"], row["chain"]), {})[row["offset"]] = {
-            "key": _envelope(row["key"]), "value": _envelope(row["value"]), "topic": row["topic"],
-            "partition": row["partition"], "timestamp": row["timestamp"],
-            "headers": [[h["key"], _b64(h["value"])] for h in row["headers"] or ()]} if err is None else {
-            "stage": err["stage"], "error": err["exception_class"], "message": err["message"]}
-    for i, records in enumerate(cases):
-        for name in configs:
-            if name not in results[i]:
-                mine = found.get((i, name), {})
-                results[i][name] = [mine.get(r["offset"], {"dropped": True}) for r in records]
+def local_frame(spark: Any, df: Any) -> Any:
+    """``df`` evaluated once, as a local relation of its rows with its schema (column metadata included): the
+    queries over it (a chain each) read its rows on the driver, not the plan that made them again. A
+    converter's parse of a wide envelope is hundreds of ``from_json`` expressions; evaluated in every chain's
+    query it cost seconds a chain (a Spark job each, as its projection is not folded into the local relation)."""
+    return spark.createDataFrame(df.collect(), df.schema, verifySchema=False)
+
+
+def ours_batch(spark: Any, configs: Mapping[str, Mapping[str, str]], records: Sequence[Mapping[str, Any]]
+               ) -> dict[str, list[dict[str, Any]]]:
+    """The records through ours, for each named config: a batch DataFrame of binary records
+    (:func:`batch_frame`), ``errors.tolerance=all``'s error column, the sink-side converters (once for the
+    configs that share them, evaluated once: :func:`local_frame`), the chain of the config, then JsonConverter's
+    JSON of key and value with the input's ``schemas.enable`` (headers as their bytes). A config ours refuses at
+    plan time gives ``[{"config_error": ..., "message": ...}]``. One query per config, over the local rows of
+    its converters: the frame does not grow with the configs or the records."""
+    source = enable_error_column(batch_frame(spark, records))
+    converted: dict[str, Any] = {}
+    results: dict[str, list[dict[str, Any]]] = {}
+    for name, config in configs.items():
+        try:
+            group = _converters_of(config)
+            if group not in converted:
+                try:
+                    converted[group] = local_frame(spark, apply_sink_converters(source, config))
+                except ConfigError as e:
+                    converted[group] = e
+            df = converted[group]
+            if isinstance(df, ConfigError):
+                raise df
+            if str(config.get("transforms", "")).strip():
+                df = build_chain(config).apply(df)
+            failed = F.col(_CHAIN_ERROR)
+            out = apply_source_converters(df.withColumn(_CHAIN_ERROR, F.col(ERROR_COL)), _output_converters(config))
+            rows = out.select(
+                "offset", *[F.when(failed.isNull(), F.col(c).cast(t)).alias(c) for c, t in _COLUMNS.items()],
+                F.when(failed.isNull(), F.unix_millis("timestamp")).alias("timestamp"),
+                F.when(failed.isNull(), F.col("headers").cast(HEADERS_TYPE)).alias("headers"),
+                failed.alias("error")).collect()
+        except ConfigError as e:
+            results[name] = [{"config_error": type(e).__name__, "message": str(e)}]
+            continue
+        found: dict[int, dict[str, Any]] = {}
+        for row in rows:
+            err = row["error"]
+            found[row["offset"]] = {
+                "key": _envelope(row["key"]), "value": _envelope(row["value"]), "topic": row["topic"],
+                "partition": row["partition"], "timestamp": row["timestamp"],
+                "headers": [[h["key"], _b64(h["value"])] for h in row["headers"] or ()]} if err is None else {
+                "stage": err["stage"], "error": err["exception_class"], "message": err["message"]}
+        results[name] = [found.get(r["offset"], {"dropped": True}) for r in records]
     return results
+
+
+#: the chain's error of a record, kept apart from the output converters' (compared: the chain's)
+_CHAIN_ERROR = "_fuzz_chain_error"
