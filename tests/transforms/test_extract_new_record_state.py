@@ -51,6 +51,17 @@ def test_modes_keep_or_drop_deletes_and_tombstones(make_records, cfg, offsets):
     assert [r["offset"] for r in out.collect()] == offsets
 
 
+@pytest.mark.parametrize("mode", ["tombstone", "drop", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone"])
+def test_a_delete_with_neither_before_nor_after_is_dropped_in_every_mode(make_records, mode):
+    # Debezium 3.6.1's ExtractNewRecordState drops it in every mode (found by the fuzzer's cdc family beside it)
+    rows = [{"key": "1", "value": {"before": None, "after": None, "source": SRC, "op": "d", "ts_ms": 7}},
+            {"key": "1", "value": {"before": {"id": 1, "name": "b"}, "after": None, "source": SRC, "op": "d",
+                                   "ts_ms": 8}}]
+    df = make_records(rows, value_type=ENV).withMetadata("value", {"connect.name": "srv.public.t.Envelope"})
+    out = df.transform(ExtractNewRecordState({"delete.tombstone.handling.mode": mode}))
+    assert [r["offset"] for r in out.collect()] == ([] if mode == "drop" else [1])
+
+
 def test_legacy_keys_warn_that_debezium_3_2_removed_them(caplog):
     # Debezium 3.6.1's ConfigDef has neither key and ignores both (docs/comparison.md); here they are read as
     # Debezium 3.1 read them, as every old spelling is, with a warning naming the key
