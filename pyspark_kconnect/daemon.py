@@ -38,33 +38,32 @@ def _version_text(spec_origin: str | None, zip_path: str, name: str) -> tuple[st
     return installed, zipped
 
 
+def _has_python(jar: str) -> bool:
+    try:
+        with zipfile.ZipFile(jar) as z:
+            return any(n.endswith((".py", ".pyc", ".so")) for n in z.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return True  # not ours to judge: left as it is
+
+
 def redundant_zips(path: list[str]) -> list[str]:
-    """The entries of ``path`` that only cost: Spark's ``pyspark.zip`` / ``py4j-*-src.zip`` whose package is installed
-    in a directory of ``path`` at the same version (importing from the zip only loses the bytecode cache), and the
-    installed pyspark's own spark-core jar (~5,900 entries, no Python, read again by every worker's
-    ``invalidate_caches``). A pip-installed pyspark's own zips and jar (under its package directory) are known to be
-    its release without opening them: a daemon starts often, and reading the jar's directory cost ~80 ms of it."""
-    directories = [p for p in path if p and not p.endswith((".zip", ".jar")) and os.path.isdir(p)]
-    spec = PathFinder.find_spec("pyspark", directories)
-    home = os.path.dirname(spec.origin) if spec is not None and spec.origin else None
-    own_lib = os.path.join(home, "python", "lib") if home else None
+    """The entries of ``path`` that are Spark's ``pyspark.zip`` / ``py4j-*-src.zip`` whose package is installed,
+    at the same version, in a directory of ``path`` (so importing from the zip only loses the bytecode cache), and
+    jars without a Python file (Spark adds its spark-core jar, ~5,900 entries, that every worker's
+    ``invalidate_caches`` reads again)."""
+    directories = [p for p in path if p and not p.endswith(".zip") and os.path.isdir(p)]
     out = []
     for entry in path:
-        base, parent = os.path.basename(entry), os.path.dirname(os.path.abspath(entry)) if entry else ""
-        if home and parent == os.path.join(home, "jars") and base.startswith("spark-core_") and base.endswith(".jar"):
+        base = os.path.basename(entry)
+        if base.endswith(".jar") and os.path.isfile(entry) and not _has_python(entry):
             out.append(entry)
             continue
         name = "pyspark" if base == "pyspark.zip" else "py4j" if base.startswith("py4j-") and base.endswith(
             ".zip") else None
         if name is None or not os.path.isfile(entry):
             continue
-        found = spec if name == "pyspark" else PathFinder.find_spec(name, directories)
-        if found is None:
-            continue
-        if parent == own_lib:  # the installed pyspark's own zips (its py4j pinned by its requirements)
-            out.append(entry)
-            continue
-        installed, zipped = _version_text(found.origin, entry, name)
+        spec = PathFinder.find_spec(name, directories)
+        installed, zipped = _version_text(spec.origin if spec else None, entry, name)
         if installed is not None and installed == zipped:
             out.append(entry)
     return out

@@ -21,27 +21,21 @@ def _zip(path, name: str, version: str) -> str:
     return str(path)
 
 
-def test_an_installed_pyspark_s_own_zips_and_jar_and_same_version_zips_leave_the_path(tmp_path):
+def test_only_zips_of_an_installed_version_and_jars_without_python_leave_the_path(tmp_path):
     site = tmp_path / "site-packages"
     _package(site, "pyspark", "4.2.0")
-    _package(site, "py4j", "0.10.9.9")
-    own = site / "pyspark" / "python" / "lib"
-    own.mkdir(parents=True)
-    (site / "pyspark" / "jars").mkdir()
-    own_zip = _zip(own / "pyspark.zip", "pyspark", "0")  # its own: not opened (the content does not count)
-    own_py4j = _zip(own / "py4j-0.10.9.9-src.zip", "py4j", "0")
-    core = str(site / "pyspark" / "jars" / "spark-core_2.13-4.2.0.jar")
+    lib = tmp_path / "spark" / "python" / "lib"
+    lib.mkdir(parents=True)
+    same = _zip(lib / "pyspark.zip", "pyspark", "4.2.0")
+    py4j = _zip(lib / "py4j-0.10.9.9-src.zip", "py4j", "0.10.9.9")  # no installed py4j: stays
+    core = str(tmp_path / "spark-core_2.13-4.2.0.jar")
     with zipfile.ZipFile(core, "w") as z:
         z.writestr("org/apache/spark/SparkContext.class", "x")
-    other_jar = str(site / "pyspark" / "jars" / "spark-sql_2.13-4.2.0.jar")
-    assert redundant_zips([core, own_zip, own_py4j, other_jar, str(site)]) == [core, own_zip, own_py4j]
-
-    home = tmp_path / "spark" / "python" / "lib"  # a SPARK_HOME elsewhere: its zips compared by version
-    home.mkdir(parents=True)
-    same = _zip(home / "pyspark.zip", "pyspark", "4.2.0")
-    older = _zip(tmp_path / "pyspark.zip", "pyspark", "4.1.0")
-    elsewhere_core = _zip(tmp_path / "spark-core_2.13-4.2.0.jar", "x", "0")
-    assert redundant_zips([same, older, elsewhere_core, str(site)]) == [same]
+    with_python = _zip(tmp_path / "python-inside.jar", "mod", "1")
+    assert redundant_zips([core, same, py4j, with_python, str(site)]) == [core, same]
+    other = tmp_path / "other"
+    _package(other, "pyspark", "4.3.0")  # a zip of another version than the installed one: stays
+    assert redundant_zips([same, str(other)]) == []
     assert redundant_zips([same]) == []  # nothing installed
 
 
