@@ -175,12 +175,7 @@ def _without_spark_own(jars: list[str]) -> list[str]:
 # Converters into Kafka make such methods (a Debezium envelope's JSON: processNext of 19,489 bytes): with the
 # limit at 8000 Spark runs that stage as separate compiled operators, 2-3x faster (measured, bench/ notes in
 # docs/getting-started.md). Spark's own docs recommend 8000 on HotSpot.
-# spark.python.daemon.module: Spark's Python daemon, run by pyspark_kconnect.daemon so that the workers it forks load
-# the installed pyspark's compiled modules instead of compiling pyspark.zip's sources in every worker (a third of
-# the Python samples of a streaming sink, profiled; see that module). Executors need this package installed, as
-# every kconnect reader and writer already does.
-SESSION_DEFAULTS = {"spark.sql.codegen.hugeMethodLimit": "8000",
-                    "spark.python.daemon.module": "pyspark_kconnect.daemon"}
+SESSION_DEFAULTS = {"spark.sql.codegen.hugeMethodLimit": "8000"}
 
 
 # Every Python process Spark starts for us runs with a safe import path (Python 3.11's PYTHONSAFEPATH): Spark
