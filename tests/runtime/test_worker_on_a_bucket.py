@@ -182,7 +182,7 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
     worker = start("worker2.log")
     try:
         # the stored connectors come back from the bucket (the REST API may answer before they are loaded)
-        wait_for(lambda: sorted(api.get("/connectors")) == ["lines", "lines-sink"], timeout=240,
+        wait_for(lambda: sorted(api.get("/connectors")) == ["lines", "lines-delta", "lines-sink"], timeout=240,
                  what="the connectors stored in the bucket", explain=log_tail)
         wait_for(lambda: len(lines(out)) >= 15, timeout=420, what="the 5 new lines after the restart",
                  explain=log_tail)
