@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from spark_connect_bridge.connectors.storage.hdfs import WebHdfs
+from spark_connect_bridge.connectors.storage.hdfs import WebHdfs, WebHdfsError
 from spark_connect_bridge.jvm import classpath
 from tests.support.postgres import free_port
 from tests.support.process_server import LoggedServer
@@ -75,14 +75,20 @@ class MiniHdfs(LoggedServer):
 
 
 def hdfs_files(client: WebHdfs, directory: str = "/") -> dict[str, bytes]:
-    """Every file under ``directory`` (recursively), through WebHDFS: absolute path -> bytes."""
+    """Every file under ``directory`` (recursively), through WebHDFS: absolute path -> bytes. A running sink renames
+    its temporary files while this walks, so a file (or directory) gone between the listing and the read is left out:
+    it is listed under its committed name by the next walk."""
     if client.status(directory) is None:
         return {}
     out: dict[str, bytes] = {}
     for entry in client.list(directory):
         path = f"{directory.rstrip('/')}/{entry['pathSuffix']}"
-        if entry["type"] == "DIRECTORY":
-            out.update(hdfs_files(client, path))
-        else:
-            out[path] = client.read(path)
+        try:
+            if entry["type"] == "DIRECTORY":
+                out.update(hdfs_files(client, path))
+            else:
+                out[path] = client.read(path)
+        except WebHdfsError as e:
+            if "FileNotFoundException" not in str(e):
+                raise
     return out
