@@ -3,10 +3,14 @@ spark-sql-kafka, JDBC drivers, fetched from Maven Central), the run's shared ser
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
+import traceback
 
 import pytest
 
@@ -47,6 +51,91 @@ if "SPARK_CONF_DIR" not in os.environ:
     with open(os.path.join(_conf_dir, "spark-defaults.conf"), "w") as _defaults:
         _defaults.write(f"spark.driver.defaultJavaOptions {TEST_JVM_OPTIONS}\n")
     os.environ["SPARK_CONF_DIR"] = _conf_dir
+
+# A test past its timeout ends its process (setup.cfg: timeout_method = thread), not just the test: an exception
+# raised in the middle of a py4j call (the signal method) left the process's Spark gateway answering every later call
+# with the previous reply, and every later test of that process failed. The process first writes the stacks of its
+# threads where the run's first process finds them for the test's report (pytest-xdist reports only that the
+# process "crashed"), then stops the servers and the processes it started (a CLI worker would keep its port, a
+# PostgreSQL its data), and exits; pytest-xdist starts another process for the files it had left.
+_timeout_dir: str | None = None
+if "KCONNECT_TEST_TIMEOUT_DIR" not in os.environ:
+    _timeout_dir = tempfile.mkdtemp(prefix="kconnect-test-timeouts-")
+    os.environ["KCONNECT_TEST_TIMEOUT_DIR"] = _timeout_dir
+
+
+def _timeout_file(nodeid: str) -> str:
+    return os.path.join(os.environ["KCONNECT_TEST_TIMEOUT_DIR"], hashlib.sha1(nodeid.encode()).hexdigest() + ".txt")
+
+
+def _descendants() -> list[int]:
+    """The processes below this one, parents before children, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit():
+            parents.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
+    found, todo = [], [os.getpid()]
+    while todo:
+        children = parents.get(todo.pop(), [])
+        found += children
+        todo += children
+    return found
+
+
+def _timed_out(item: pytest.Item, settings) -> None:
+    import pytest_timeout
+
+    try:
+        me = threading.get_ident()
+        stacks = [f"Thread {ident}:\n" + "".join(traceback.format_stack(frame)[-12:])
+                  for ident, frame in sys._current_frames().items() if ident != me]
+        with open(_timeout_file(item.nodeid), "w") as out:
+            out.write(f"Timeout after {settings.timeout:g} s; the process's threads then were:\n" + "\n".join(stacks))
+        stopping = threading.Thread(target=servers.stop_all, daemon=True)
+        stopping.start()
+        stopping.join(60)
+        for pid in _descendants():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for own in (_conf_dir, _timeout_dir):  # set when this is the run's only process
+            if own is not None:
+                shutil.rmtree(own, ignore_errors=True)
+    finally:
+        pytest_timeout.timeout_timer(item, settings)  # writes the captured output and the stacks, then os._exit(1)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    if settings.method != "thread":
+        return None
+    timer = threading.Timer(settings.timeout, _timed_out, (item, settings))
+    timer.name = f"timeout of {item.nodeid}"
+    timer.daemon = True
+
+    def cancel() -> None:
+        timer.cancel()
+        timer.join()
+
+    item.cancel_timeout = cancel  # pytest-timeout's own pytest_timeout_cancel_timer calls it
+    timer.start()
+    return True
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_handlecrashitem(crashitem, report, sched):
+    """In the run's first process: the report of a test whose process ended says why, where it timed out."""
+    try:
+        with open(_timeout_file(crashitem)) as f:
+            report.longrepr = f"{report.longrepr}\n{f.read()}"
+    except OSError:
+        pass
 
 
 @pytest.fixture(scope="session")
@@ -119,6 +208,23 @@ def pytest_xdist_make_scheduler(config, log):
                 self.workqueue.update(queue)
             super()._assign_work_unit(node)
 
+        def remove_node(self, node) -> str | None:
+            """A process that died (a test past its timeout ends its process, ``timeout_method = thread``) gives
+            its file back to the queue without the test it died in, which xdist reports failed: xdist alone would
+            run that test again in the process that replaces it, and a test that hangs would end process after
+            process. Returns that test (None if the process had nothing left to run)."""
+            workload = self.assigned_work.pop(node)
+            pending = [nodeid for unit in workload.values() for nodeid, done in unit.items() if not done]
+            if not pending:
+                return None
+            for unit in workload.values():
+                if pending[0] in unit:
+                    unit[pending[0]] = True
+            self.workqueue.update({scope: unit for scope, unit in workload.items() if not all(unit.values())})
+            for other in self.assigned_work:
+                self._reschedule(other)
+            return pending[0]
+
     return SharedResourceScheduling(config, log)
 
 
@@ -142,6 +248,8 @@ def pytest_sessionfinish(session, exitstatus):
     servers.stop_all()
     if _conf_dir is not None:
         shutil.rmtree(_conf_dir, ignore_errors=True)
+    if _timeout_dir is not None:
+        shutil.rmtree(_timeout_dir, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):
