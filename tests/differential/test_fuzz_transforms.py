@@ -196,8 +196,6 @@ def _is_error(result: dict[str, Any]) -> bool:
 
 #: Differences the comparison takes out, each listed in docs/comparison.md and pinned by a test below.
 KNOWN = {
-    "optional": "JsonConverter schemas carry Spark's nullability, not Connect's optional flag (Kafka: each field's "
-                "declared flag and each SMT's schema rules); pinned by test_optional_flag_difference_is_pinned",
     "decimal-precision": "a Decimal without connect.decimal.precision is read as decimal(38, scale) and written "
                          "with connect.decimal.precision=38; not yet pinned by a test",
     "null-with-schema": "a key or value that is null with a schema (the envelope {\"schema\": ..., \"payload\": null}) "
@@ -227,25 +225,25 @@ CHAIN_DIFFERENCES = {
 PINNED_BY_TEST = {"mask-field", "cast-to-string"}
 
 
-def _without_optional(node: Any) -> Any:
+def _without_precision(node: Any) -> Any:
+    """A schema without the Decimals' connect.decimal.precision parameter (KNOWN["decimal-precision"])."""
     if isinstance(node, dict):
         if node.get("name") == "org.apache.kafka.connect.data.Decimal" and "parameters" in node:
-            # KNOWN["decimal-precision"]
             node = {**node, "parameters": {k: v for k, v in node["parameters"].items()
                                            if k != "connect.decimal.precision"}}
-        return {k: _without_optional(v) for k, v in node.items() if k != "optional"}
+        return {k: _without_precision(v) for k, v in node.items()}
     if isinstance(node, list):
-        return [_without_optional(v) for v in node]
+        return [_without_precision(v) for v in node]
     return node
 
 
 def _envelope(node: Any) -> Any:
-    """An envelope as compared: without optional flags (KNOWN["optional"]); a null payload as null
-    (KNOWN["null-with-schema"])."""
+    """An envelope as compared: optional flags and all; Decimals without their precision parameter
+    (KNOWN["decimal-precision"]); a null payload as null (KNOWN["null-with-schema"])."""
     if isinstance(node, dict) and "payload" in node and node["payload"] is None:
         return None
     if isinstance(node, dict) and "schema" in node:
-        return {"schema": _without_optional(node["schema"]), "payload": node["payload"]}
+        return {"schema": _without_precision(node["schema"]), "payload": node["payload"]}
     return node
 
 
