@@ -352,16 +352,23 @@ def _record(key: Any, value: Any) -> dict[str, Any]:
             "topic": "orders", "partition": 0, "offset": 100, "timestamp": 1_700_000_000_000, "headers": []}
 
 
-def test_optional_flag_difference_is_pinned(spark, kafka):
-    # KNOWN["optional"]: a required field of the message's schema is written optional here
+def test_optional_flags_are_kafkas(spark, kafka):
+    # a required field of a required struct stays required through the converters; HoistField makes a required
+    # struct around the (required) value, InsertField adds an optional field and a required one ("!")
     schema = {"type": "struct", "optional": False, "fields": [{"field": "id", "type": "int32", "optional": False}]}
     records = [_record({"schema": {"type": "string", "optional": False}, "payload": "k"},
                        {"schema": schema, "payload": {"id": 1}})]
-    theirs = kafka.run(SCHEMAD, records)[0]
-    mine = ours(spark, {"plain": SCHEMAD}, records)["plain"][0]
-    assert theirs["value"]["schema"]["fields"][0]["optional"] is False
-    assert mine["value"]["schema"]["fields"][0]["optional"] is True
-    assert _normal(theirs) == _normal(mine)
+    chained = {**SCHEMAD, **steps(("HoistField$Value", {"field": "row"}),
+                                  ("InsertField$Value", {"topic.field": "t", "static.field": "s!",
+                                                         "static.value": "v"}))}
+    theirs = {"plain": kafka.run(SCHEMAD, records)[0], "chained": kafka.run(chained, records)[0]}
+    mine = {name: ours(spark, {name: config}, records)[name][0]
+            for name, config in (("plain", SCHEMAD), ("chained", chained))}
+    assert theirs["plain"]["value"]["schema"] == mine["plain"]["value"]["schema"] == schema
+    assert [(f["field"], f["optional"]) for f in mine["chained"]["value"]["schema"]["fields"]] == \
+        [("row", False), ("t", True), ("s", False)]
+    assert mine["chained"]["value"]["schema"]["optional"] is False
+    assert theirs == mine
 
 
 def test_null_with_schema_is_pinned(spark, kafka):
