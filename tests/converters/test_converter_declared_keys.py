@@ -17,7 +17,9 @@ _URL = {"value.converter.schema.registry.url": "http://127.0.0.1:1"}
 def test_schemas_enable_beside_string_converter_warns(caplog):
     conv = StringConverter({"value.converter.schemas.enable": "false"}, prefix="value.converter.")
     assert [w.key for w in conv.config.warnings] == ["value.converter.schemas.enable"]
-    assert 'Unknown configuration "value.converter.schemas.enable" is ignored' in caplog.text
+    # The messages, not caplog.text: in one run of tests/transforms then tests/converters in one process the capture
+    # handler's text came out as PySpark's JSON log lines (quotes escaped); the cause was not found.
+    assert any('Unknown configuration "value.converter.schemas.enable" is ignored' in m for m in caplog.messages)
 
 
 @pytest.mark.parametrize("cls", [AvroConverter, JsonSchemaConverter])
