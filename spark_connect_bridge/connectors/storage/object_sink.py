@@ -265,7 +265,8 @@ class ObjectStoreSink(SinkConnector):
         """The records without the columns the writer does not read (:meth:`_read_columns`). JsonFormat: each
         value's JSON line made in the JVM, as Column expressions (the JsonConverter's
         :meth:`~spark_connect_bridge.converters.json.JsonConverter.serialize_text`, ``schemas.enable=false``), so
-        that the Python writer only joins the lines. The value becomes that text, marked as JSON text to write as it is
+        that the Python writer only joins the lines; so are the keys' lines of ``.keys`` objects in JsonFormat
+        (``store.kafka.keys``). The value (the key) becomes that text, marked as JSON text to write as it is
         (:data:`~spark_connect_bridge.core.records.VARIANT_JSON_META`); the bytes are those the writer would make
         of the struct. Kept as it is where the writer needs the value itself or makes other text of it: a
         partitioner reading value fields, a value read without a schema (its null fields are left out), a map
@@ -273,20 +274,27 @@ class ObjectStoreSink(SinkConnector):
         from pyspark.sql import functions as F
 
         df = cls._read_columns(df, settings)
-        if cls.format_kinds.get(short_class(settings.format_class)) != "json" or "value" not in df.columns:
-            return df
-        field = df.schema["value"]
         partitioner = short_class(settings.partitioner_class)
         reads_value = partitioner == "FieldPartitioner" or (
             partitioner not in ("DefaultPartitioner", "FieldPartitioner")
             and str(settings.timestamp_extractor).lower() == "recordfield")
-        if reads_value or is_schemaless(field.metadata) or is_variant_json(field.metadata) \
-                or not _jvm_json_type(field.dataType):
-            return df
+        json_columns = []
+        if cls.format_kinds.get(short_class(settings.format_class)) == "json" and not reads_value:
+            json_columns.append("value")
+        if cls.has_views and settings.store_kafka_keys \
+                and cls.format_kinds.get(short_class(settings.keys_format_class)) == "json":
+            json_columns.append("key")  # the .keys objects' lines (keys.format.class=JsonFormat)
         converter = JsonConverter({"schemas.enable": "false",
                                    "decimal.format": "NUMERIC" if cls._decimal_numeric(settings) else "BASE64"})
-        text = converter.serialize_text(F.col("value"), field.dataType, metadata=field.metadata)
-        return df.withColumn("value", text.alias("value", metadata={VARIANT_JSON_META: "json"}))
+        for column in json_columns:
+            if column not in df.columns:
+                continue
+            field = df.schema[column]
+            if is_schemaless(field.metadata) or is_variant_json(field.metadata) or not _jvm_json_type(field.dataType):
+                continue
+            text = converter.serialize_text(F.col(column), field.dataType, metadata=field.metadata)
+            df = df.withColumn(column, text.alias(column, metadata={VARIANT_JSON_META: "json"}))
+        return df
 
     def validate_input(self, schema: Any) -> None:
         from pyspark.sql.types import BinaryType, StringType, StructType

@@ -211,6 +211,28 @@ def test_the_writer_is_handed_only_the_record_columns_it_reads(spark, s3, extra,
     assert prepare(_sink(s3[0], "b", **extra), kind="sink").transforms(df).columns == handed
 
 
+def test_json_keys_objects_made_in_the_jvm_are_the_bytes_the_writer_makes(spark, s3):
+    """keys.format.class=JsonFormat through the pipeline: the keys' lines are made by Spark as the values' are, the
+    .keys objects the same bytes as a direct write's (lines made in Python); a null key still fails naming it."""
+    rows = [("t", 0, o, 0, (o, "v")) for o in range(3)]
+    df = _records(spark, rows).withColumn("key", F.from_json(F.lit(None).cast("string"), _TRICKY_VALUE))
+    keyed = df.join(_records(spark, [("t", 0, o, 0, (o, *v[1:])) for o, v in enumerate(_TRICKY_ROWS)],
+                             _TRICKY_VALUE).select("offset", F.col("value").alias("k")), "offset") \
+        .withColumn("key", F.col("k")).drop("k").coalesce(1)
+    direct, pipeline = _bucket(s3), _bucket(s3)
+    config = _sink(s3[0], direct, **{"flush.size": "2", "store.kafka.keys": "true",
+                                     "keys.format.class": JSON, "format.class": PARQUET})
+    _write(keyed, config)
+    write_batch(keyed, {**config, "s3.bucket.name": pipeline})
+    assert prepare(config, kind="sink").transforms(keyed).schema["key"].metadata == {VARIANT_JSON_META: "json"}
+    made_by_python, made_by_spark = s3[1].objects(direct), s3[1].objects(pipeline)
+    assert sorted(k for k in made_by_spark if ".keys." in k) == [
+        f"topics/t/partition=0/t+0+{o:010d}.keys.json" for o in (0, 2)]
+    assert made_by_spark == made_by_python
+    with pytest.raises(Exception, match="Key cannot be null for the record topic=t partition=0 offset=0"):
+        write_batch(df, {**config, "s3.bucket.name": pipeline, "topics.dir": "nokey"})
+
+
 def test_a_partitioner_reading_value_fields_gets_the_struct_not_the_jvms_json(spark, s3):
     bucket = _bucket(s3)
     config = _sink(s3[0], bucket, **{"partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner",
