@@ -3,11 +3,12 @@ CPU seconds.
 
     PYTHONPATH=. .venv/bin/python bench/bench_brokers.py [mqtt|rabbitmq|redis|nats] [messages]
 
-(``bench/bench_brokers.py 20000`` is MQTT; the default count is 200000.) For each broker a publisher first stores ``messages``
-messages of 100 bytes; then three readers take them, each from a fresh queue, subject or stream holding the same
-count: the broker's own client alone, and ours — the ``kconnect`` source into Spark's ``noop`` sink at a 100 ms
-processing-time trigger (``max.records.per.trigger`` 20000) until every message is in — twice: cold (the session's
-first query: Python workers start, the JVM's first run of the path) and warm (a second query in the same session).
+(``bench/bench_brokers.py 20000`` is MQTT; the default count is 200000.) For each broker a publisher first stores
+``messages`` messages of 100 bytes; then three readers take them, each from a fresh queue, subject or stream
+holding the same count: the broker's own client alone, and ours — the ``kconnect`` source into Spark's ``noop``
+sink at a 100 ms processing-time trigger (``max.records.per.trigger`` 20000) until every message is in — twice:
+cold (the session's first query: Python workers start, the JVM's first run of the path) and warm (a second query
+in the same session).
 Each query's figure is printed twice: whole (from ``start()``: the streaming source's Python runner, its imports,
 the first planning included) and steady (from the end of its first micro-batch with data to the last message: the
 start amortised away, what a long-running query pays per record).

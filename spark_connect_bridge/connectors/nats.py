@@ -47,7 +47,7 @@ _SOURCE = "org.apache.camel.kafkaconnector.natssource.CamelNatssourceSourceConne
 _SINK = "org.apache.camel.kafkaconnector.natssink.CamelNatssinkSinkConnector"
 _SRC = "camel.kamelet.nats-source."
 _SNK = "camel.kamelet.nats-sink."
-_FETCH = 1000  # messages per pull request
+_FETCH = 10_000  # the most messages of one pull request (sized to what is left of the range, up to this)
 _WAIT = 5.0  # seconds a pull request waits for messages the stream holds
 _T = TypeVar("_T")
 
@@ -285,11 +285,13 @@ class CamelNatssourceSourceConnector(SourceConnector):
                     return
                 sub = await js.pull_subscribe_bind(self._durable, self._stream)
                 covered, beyond = None, []
+                seen = int(info.ack_floor.stream_seq or 0)
                 while True:
                     try:
-                        msgs = await sub.fetch(_FETCH, timeout=1.0)
+                        msgs = await sub.fetch(max(1, min(_FETCH, sequence - seen)), timeout=1.0)
                     except asyncio.TimeoutError:
                         break
+                    seen = max(seen, msgs[-1].metadata.sequence.stream)
                     for msg in msgs:
                         if msg.metadata.sequence.stream <= sequence:
                             covered = msg
@@ -336,8 +338,11 @@ class CamelNatssourceSourceConnector(SourceConnector):
             nc = loop.run_until_complete(_connect(self.config, _SRC))
             try:
                 sub, pending = loop.run_until_complete(self._reader(nc, start))
+                last = start
                 while pending:
-                    msgs = loop.run_until_complete(self._fetch(sub))
+                    msgs = loop.run_until_complete(self._fetch(sub, min(pending, end - last)))
+                    if msgs:
+                        last = msgs[-1].metadata.sequence.stream
                     kept = [m for m in msgs if m.metadata.sequence.stream <= end]
                     if kept:
                         yield self._batch(kept)
@@ -365,9 +370,9 @@ class CamelNatssourceSourceConnector(SourceConnector):
         info = await sub.consumer_info()
         return sub, int(info.num_pending or 0)
 
-    async def _fetch(self, sub: Any) -> list[Any]:
+    async def _fetch(self, sub: Any, left: int) -> list[Any]:
         try:
-            return list(await sub.fetch(_FETCH, timeout=_WAIT))
+            return list(await sub.fetch(max(1, min(_FETCH, left)), timeout=_WAIT))
         except asyncio.TimeoutError:
             return []
 
@@ -378,23 +383,31 @@ class CamelNatssourceSourceConnector(SourceConnector):
 
         target = arrow_schema(self.schema())
         key_header = str(self.config["camel.source.camelMessageHeaderKey"] or "")
-        headers, keys = [], []
+        names, values, bounds, keys = [], [], [0], []
         for m in msgs:
-            own = [(str(k), str(v).encode()) for k, v in (m.headers or {}).items()]
-            headers.append([{"key": k, "value": v} for k, v in
-                            [*own, ("CamelHeader.CamelNatsSubject", m.subject.encode())]])
+            for k, v in (m.headers or {}).items():
+                names.append(str(k))
+                values.append(str(v).encode())
+            names.append("CamelHeader.CamelNatsSubject")
+            values.append(m.subject.encode())
+            bounds.append(len(names))
             if key_header == "CamelNatsSubject":
                 keys.append(m.subject)
             else:
                 keys.append((m.headers or {}).get(key_header) if key_header else None)
         n = len(msgs)
+        header_type = target.field("headers").type
+        headers = pa.ListArray.from_arrays(
+            pa.array(bounds, pa.int32()),
+            pa.StructArray.from_arrays([pa.array(names, pa.string()), pa.array(values, pa.binary())],
+                                       fields=list(header_type.value_type)), type=header_type)
         return pa.RecordBatch.from_arrays(
             [pa.array(keys, pa.string()), pa.array([bytes(m.data) for m in msgs], pa.binary()),
              pa.array([str(self.config["topics"])] * n, pa.string()), pa.array([0] * n, pa.int32()),
              pa.array([m.metadata.sequence.stream for m in msgs], pa.int64()),
              pa.array([int(m.metadata.timestamp.timestamp() * 1_000_000) for m in msgs],
                       pa.timestamp("us", tz="UTC")),
-             pa.array(headers, target.field("headers").type)], schema=target)
+             headers], schema=target)
 
 
 # -- sink -----------------------------------------------------------------------------------------------------------
