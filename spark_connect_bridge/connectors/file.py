@@ -78,9 +78,14 @@ class FileStreamSourceConnector(SourceConnector):
         return partition_key({"filename": self.config.file})
 
     def schema(self) -> Any:
-        from pyspark.sql.types import StringType
+        from pyspark.sql.types import StringType, StructField, StructType
 
-        return record_schema(StringType(), StringType())
+        from ..converters.connect_schema import with_optional
+
+        # Kafka's FileStreamSourceTask: the value's schema is Schema.STRING_SCHEMA, required
+        base = record_schema(StringType(), StringType())
+        return StructType([StructField(f.name, f.dataType, f.nullable, with_optional({}, False))
+                           if f.name == "value" else f for f in base.fields])
 
     def initial_offsets(self) -> Offsets:
         return {self._key: {"position": 0}}

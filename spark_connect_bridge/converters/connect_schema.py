@@ -6,6 +6,12 @@ Date and Timestamp are Spark's ``DecimalType``, ``DateType`` and ``TimestampType
 org.apache.kafka.connect.data.Time``. A schema's name, version, doc and parameters live in the Spark field
 metadata under ``connect.name``, ``connect.version``, ``connect.doc`` and ``connect.parameters``.
 
+A schema's ``optional`` flag is the Spark field's nullability unless the field (or column) metadata says otherwise
+under ``connect.optional``: Spark makes a parsed field nullable whatever its schema (``from_json``), and an
+expression's nullability is Spark's, not the SMT's schema rule. A required schema read from a message carries
+``connect.optional = false``; an SMT that builds a schema sets the flag of each field it makes (Kafka's rules:
+InsertField's fields optional unless ``!``, HoistField's struct required, ...).
+
 A Connect Decimal has no precision limit; Spark's is 38: the precision comes from the
 ``connect.decimal.precision`` parameter when there is one, else 38.
 
@@ -42,7 +48,8 @@ from pyspark.sql.types import (
 from ..errors import DataError
 
 __all__ = ["DECIMAL", "DATE", "TIME", "TIMESTAMP", "connect_to_spark", "spark_to_connect", "is_time",
-           "META_NAME", "META_VERSION", "META_DOC", "META_PARAMETERS", "decimal_precision"]
+           "META_NAME", "META_VERSION", "META_DOC", "META_PARAMETERS", "META_OPTIONAL", "decimal_precision",
+           "is_optional", "with_optional"]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 DATE = "org.apache.kafka.connect.data.Date"
@@ -50,6 +57,7 @@ TIME = "org.apache.kafka.connect.data.Time"
 TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 META_NAME, META_VERSION, META_DOC, META_PARAMETERS = ("connect.name", "connect.version", "connect.doc",
                                                       "connect.parameters")
+META_OPTIONAL = "connect.optional"
 PRECISION_PARAM = "connect.decimal.precision"
 
 _PRIMITIVES: dict[str, DataType] = {
@@ -71,6 +79,17 @@ def decimal_precision(params: Mapping[str, Any] | None) -> int:
     return min(max(p, 1), 38)
 
 
+def is_optional(nullable: bool, metadata: Mapping[str, Any] | None) -> bool:
+    """The Connect ``optional`` flag of a field: its ``connect.optional`` metadata, else Spark's nullability."""
+    flag = (metadata or {}).get(META_OPTIONAL)
+    return nullable if flag is None else bool(flag)
+
+
+def with_optional(metadata: Mapping[str, Any] | None, optional: bool) -> dict[str, Any]:
+    """``metadata`` with the Connect ``optional`` flag set."""
+    return {**(metadata or {}), META_OPTIONAL: optional}
+
+
 def is_time(data_type: DataType, metadata: Mapping[str, Any] | None) -> bool:
     return isinstance(data_type, IntegerType) and (metadata or {}).get(META_NAME) == TIME
 
@@ -89,7 +108,7 @@ def connect_to_spark(schema: Mapping[str, Any] | None) -> tuple[DataType, bool, 
     name = schema.get("name")
     params = schema.get("parameters") or {}
     optional = bool(schema.get("optional", False))
-    meta: dict[str, Any] = {}
+    meta: dict[str, Any] = {} if optional else {META_OPTIONAL: False}
     if name == DECIMAL:
         try:
             scale = int(params.get("scale", 0))
@@ -97,11 +116,11 @@ def connect_to_spark(schema: Mapping[str, Any] | None) -> tuple[DataType, bool, 
             raise DataError(f"Invalid Decimal scale parameter {params.get('scale')!r}") from None
         p = decimal_precision(params)
         extra = {str(k): str(v) for k, v in params.items() if k not in ("scale", PRECISION_PARAM)}
-        return DecimalType(max(p, scale), scale), optional, {META_PARAMETERS: extra} if extra else {}
+        return DecimalType(max(p, scale), scale), optional, {**meta, **({META_PARAMETERS: extra} if extra else {})}
     if name == DATE:
-        return DateType(), optional, {}
+        return DateType(), optional, meta
     if name == TIMESTAMP:
-        return TimestampType(), optional, {}
+        return TimestampType(), optional, meta
     if t in _PRIMITIVES:
         dt: DataType = _PRIMITIVES[t]
     elif t == "array":
@@ -142,6 +161,7 @@ def spark_to_connect(data_type: DataType, nullable: bool = True,
                      metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A Spark type (with its field metadata) -> the Connect schema JSON that JsonConverter writes."""
     meta = dict(metadata or {})
+    nullable = is_optional(nullable, meta)
     out: dict[str, Any]
     if isinstance(data_type, DecimalType):
         # the type's scale and precision, then the field's other parameters (Debezium's propagated

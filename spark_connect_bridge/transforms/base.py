@@ -31,6 +31,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import Config, ConfigDef
+from ..converters.connect_schema import with_optional
 from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
 from ..core.topic_schemas import relaid
 from ..errors import ConfigError, ConfigProblem
@@ -204,6 +205,9 @@ class Step:
     message: Column | None = None
     drop: Column | None = None
     metadata: dict[str, dict] = field(default_factory=dict)
+    #: column -> the Connect ``optional`` flag of the schema the step makes (Kafka's SMT rules: HoistField,
+    #: InsertField, ReplaceField, ... build a required struct), set after ``metadata``
+    optional: dict[str, bool] = field(default_factory=dict)
 
     def fail(self, condition: Column, message: str | Column) -> Step:
         msg = F.lit(message) if isinstance(message, str) else message
@@ -413,6 +417,8 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
             new_type = df.schema[n].dataType
             if isinstance(new_type, StructType):
                 df = df.withMetadata(n, relaid(dict(before[n].metadata), n, new_type))
+    for n, flag in step.optional.items():
+        df = df.withMetadata(n, with_optional(df.schema[n].metadata, flag))
     return df
 
 

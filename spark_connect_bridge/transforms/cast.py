@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -27,6 +29,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
+from ..converters.connect_schema import META_OPTIONAL
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
 from .columns import map_put, map_value_type_problem, q, same_type
@@ -224,7 +227,10 @@ class Cast(KeyOrValue):
                                                  f"{type_name(dtype)} as a whole; use field:type")
             new, bad, msg = cast_column(op, dtype, dict(sf.metadata), self.whole)
             step.updates[self.target] = new
-            step.metadata[self.target] = {} if not same_type(dtype, self.whole) else dict(sf.metadata)
+            # Kafka keeps the value schema's optional flag (its name and parameters too, which a Spark type of
+            # another kind cannot carry here)
+            step.metadata[self.target] = dict(sf.metadata) if same_type(dtype, self.whole) else \
+                _only_optional(sf.metadata)
             if bad is not None:
                 step.fail(bad, msg)
             return step
@@ -238,13 +244,13 @@ class Cast(KeyOrValue):
                         step.fail(bad, f"{msg} (field {f.name})")
                     new = new.withField(q(f.name), c)
             # update_fields keeps field order, and of a null struct is null; it drops field metadata, which a
-            # cast to the output type restores for fields whose type did not change.
-            kept_md = [f for f in dtype.fields if f.name in self.fields and f.metadata
-                       and same_type(f.dataType, self.fields[f.name])]
-            if kept_md:
+            # cast to the output type restores for fields whose type did not change, and the optional flag of
+            # those whose type changed (Kafka: each cast field optional as it was).
+            kept_md = {f.name: dict(f.metadata) if same_type(f.dataType, self.fields[f.name])
+                       else _only_optional(f.metadata) for f in dtype.fields if f.name in self.fields}
+            if any(kept_md.values()):
                 new = new.cast(StructType([StructField(f.name, self.fields.get(f.name, f.dataType), True,
-                                                       f.metadata if f in kept_md or f.name not in self.fields
-                                                       else {}) for f in dtype.fields]))
+                                                       kept_md.get(f.name, f.metadata)) for f in dtype.fields]))
             step.updates[self.target] = new
             return step
         if isinstance(dtype, MapType):
@@ -259,3 +265,8 @@ class Cast(KeyOrValue):
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
             return step
         return step.fail(op.isNotNull(), struct_or_map_required("cast types", type_name(dtype)))
+
+
+def _only_optional(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The Connect optional flag of ``metadata`` alone (a cast keeps it, not the type's name or parameters)."""
+    return {META_OPTIONAL: metadata[META_OPTIONAL]} if META_OPTIONAL in metadata else {}

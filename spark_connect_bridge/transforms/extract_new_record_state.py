@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
+from ..converters.connect_schema import is_optional
 from ..core.topic_schemas import TABLES_META
 from ..errors import ConfigProblem
 from .base import Step, Transformation, coerce_to_type, unify_types
@@ -181,7 +182,7 @@ class ExtractNewRecordState(Transformation):
         (optional) fields are dropped, as Debezium drops only optional fields then."""
         out, changed = struct, []
         for f in dtype.fields:
-            if f.name in skip or (self.drop_only_optional and not f.nullable):
+            if f.name in skip or (self.drop_only_optional and not is_optional(f.nullable, f.metadata)):
                 continue
             hit = cond & F.array_contains(listed, F.lit(f.name))
             out = out.withField(q(f.name), F.when(hit, F.lit(None).cast(f.dataType)).otherwise(struct.getField(f.name)))
@@ -215,7 +216,8 @@ class ExtractNewRecordState(Transformation):
         step = Step()
         row = F.when(delete, before if self.rewrite else F.lit(None).cast(row_t)).otherwise(after)
         if self.rewrite:  # Debezium 3.6 adds __deleted first, before the add.fields fields (seen side by side)
-            row = row.withField("__deleted", F.when(delete, F.lit("true")).otherwise(F.lit("false")))
+            # an optional string in Debezium's schema: a CASE without ELSE (never null here) is nullable
+            row = row.withField("__deleted", F.when(delete, F.lit("true")).when(~delete, F.lit("false")))
         for ref in self.fields:
             found = ref.column(value, env)
             if found is not None:
@@ -233,6 +235,7 @@ class ExtractNewRecordState(Transformation):
                 cond = ~tomb & ~delete if self.rewrite else ~tomb
                 step.updates["key"] = self._null_listed(F.col("key"), key_t, listed, cond, set())
         step.updates["value"] = F.when(tomb, F.lit(None)).otherwise(row)
+        step.optional["value"] = False  # Debezium builds the new value's schema: a required struct
         # The dropped side topics' layouts go too: a converter narrowing the row per topic finds only the tables'.
         step.metadata["value"] = _without_side(dict(env["after"].metadata))
 

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..converters.connect_schema import is_optional, with_optional
 from ..core.topic_schemas import TABLES_META, is_envelope_type, relaid
 from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
 from .columns import rebuild_struct
@@ -31,17 +32,20 @@ class Flatten(KeyOrValue):
         self.delimiter = config.delimiter
 
     def _leaves(self, col: Column, dtype: StructType, prefix: str, out: list[Column], maps: list[str],
-                fields: list[StructField]) -> None:
+                fields: list[StructField], optional: bool) -> None:
+        """``optional``: an ancestor's schema is optional (Kafka: then every leaf under it is)."""
         for f in dtype.fields:
             name = f"{prefix}{self.delimiter}{f.name}" if prefix else f.name
             c = col.getField(f.name)
+            leaf_optional = optional or is_optional(f.nullable, f.metadata)
             if isinstance(f.dataType, StructType):
-                self._leaves(c, f.dataType, name, out, maps, fields)
+                self._leaves(c, f.dataType, name, out, maps, fields, leaf_optional)
             else:
                 if isinstance(f.dataType, MapType):
                     maps.append(f.name)
-                out.append(c.alias(name, metadata=f.metadata))
-                fields.append(StructField(name, f.dataType, True, f.metadata))
+                md = with_optional(f.metadata, leaf_optional)
+                out.append(c.alias(name, metadata=md))
+                fields.append(StructField(name, f.dataType, True, md))
 
     def _flatten_map(self, m: Column, dtype: MapType) -> Column:
         vt = dtype.valueType
@@ -70,9 +74,10 @@ class Flatten(KeyOrValue):
             maps: list[str] = []
             new_fields: list[StructField] = []
             leaves_of: dict[str, list[str]] = {}
+            sf = df.schema[self.target]
             for f in dtype.fields:
                 first = len(new_fields)
-                self._leaves(op, StructType([f]), "", leaves, maps, new_fields)
+                self._leaves(op, StructType([f]), "", leaves, maps, new_fields, is_optional(True, sf.metadata))
                 leaves_of[f.name] = [n.name for n in new_fields[first:]]
 
             def moved(column: str, field: str) -> list[tuple[str, str]]:
@@ -82,7 +87,9 @@ class Flatten(KeyOrValue):
             if is_envelope_type(dtype):  # its layouts describe before/after, which are flattened away
                 md.pop(TABLES_META, None)
             md = relaid(md, self.target, StructType(new_fields), moved)
-            step = Step({self.target: rebuild_struct(op, leaves)}, metadata={self.target: md})
+            # Kafka: SchemaUtil.copySchemaBasics(schema, SchemaBuilder.struct()): a required struct
+            step = Step({self.target: rebuild_struct(op, leaves)}, metadata={self.target: md},
+                        optional={self.target: False})
             if maps:  # Kafka fails while building the flattened schema, so for every record with a value
                 step.fail(op.isNotNull(), "Flatten transformation does not support MAP for record with schemas "
                                           f"(for field {maps[0]}).")

@@ -62,6 +62,7 @@ class HeaderFrom(KeyOrValue):
                         if f.name not in self.fields]
                 step.updates[self.target] = op.dropFields(*[q(f) for f in dict.fromkeys(self.fields)]) if keep else \
                     rebuild_struct(op, keep)
+                step.optional[self.target] = False  # Kafka: copySchemaBasics(schema, SchemaBuilder.struct())
         elif isinstance(dtype, MapType):
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))
                      for f, h in zip(self.fields, self.headers, strict=True)]

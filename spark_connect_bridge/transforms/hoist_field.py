@@ -6,6 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..converters.connect_schema import is_optional, with_optional
 from .base import KeyOrValue, Step, key_value_variants, kind
 
 __all__ = ["HoistField"]
@@ -30,5 +31,7 @@ class HoistField(KeyOrValue):
         op = F.col(self.target)
         if kind(sf.dataType) == "map":
             return Step({self.target: F.create_map(F.lit(self.field), op)}, metadata={self.target: {}})
-        return Step({self.target: F.struct(op.alias(self.field, metadata=dict(sf.metadata)))},
-                    metadata={self.target: {}})
+        # Kafka: SchemaBuilder.struct().field(field, schema): a required struct holding the schema as it was
+        return Step({self.target: F.struct(op.alias(self.field, metadata=with_optional(
+            sf.metadata, is_optional(sf.nullable, sf.metadata))))}, metadata={self.target: {}},
+            optional={self.target: False})

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, IntegerType, LongType, MapType, StringType, StructType, TimestampType
+from pyspark.sql.types import (
+    DataType,
+    IntegerType,
+    LongType,
+    MapType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from ..config import Config, ConfigDef, Importance, Type
+from ..converters.connect_schema import with_optional
 from ..core.records import is_schemaless
 from ..errors import ConfigProblem
 from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
@@ -23,8 +33,8 @@ class InsertField(KeyOrValue):
     """Insert fields from record metadata: topic (string), partition (int32, skipped when null), offset
     (int64), timestamp (a Timestamp with schemas; epoch milliseconds as int64 in a schemaless Map or a struct
     read from schemaless JSON, as Kafka; skipped when null), or a static string. A tombstone passes through. An
-    existing field of the same name is overwritten. A Spark column is always nullable, so ``!`` (required) is
-    accepted and only documents intent.
+    existing field of the same name is overwritten. With a schema, as Kafka's: the struct's schema becomes required
+    (its name, version and parameters kept) and each inserted field is optional, or required with ``!``.
     """
 
     liftable = True
@@ -59,12 +69,14 @@ class InsertField(KeyOrValue):
 
     def configure(self, config: Config) -> None:
         self.inserts: list[tuple[str, str]] = []  # (config key, field name)
+        self.optional: dict[str, bool] = {}  # field name -> its schema's optional flag ("!": required)
         for k in self._FIELDS:
             if config[k]:
                 name = config[k]
                 if name.endswith(("!", "?")):
                     name = name[:-1]
                 self.inserts.append((k, name))
+                self.optional[name] = not config[k].endswith("!")
         self.static_value = config.static_value
 
     def _value(self, key: str, df: DataFrame, schemaless: bool) -> tuple[Column, DataType]:
@@ -86,11 +98,17 @@ class InsertField(KeyOrValue):
         if isinstance(dtype, StructType):
             new = op
             schemaless = is_schemaless(dict(df.schema[self.target].metadata))  # Kafka sees a Map
+            fields = {f.name: StructField(f.name, f.dataType, True, f.metadata) for f in dtype.fields}
             for key, name in self.inserts:
-                v, _ = self._value(key, df, schemaless)
+                v, t = self._value(key, df, schemaless)
                 new = new.withField(q(name), v)
-            # update_fields of a null struct is null: a tombstone passes through.
-            return Step({self.target: new})
+                fields[name] = StructField(name, t, True, with_optional({}, self.optional[name]))
+            # update_fields of a null struct is null: a tombstone passes through. It drops the metadata of the
+            # fields it sets: the cast gives each its schema's optional flag.
+            new = new.cast(StructType(list(fields.values())))
+            # Kafka: SchemaUtil.copySchemaBasics(schema, SchemaBuilder.struct()): name, version, doc and
+            # parameters kept, the struct required
+            return Step({self.target: new}, optional={self.target: False})
         if isinstance(dtype, MapType):
             entries = []
             skip_when_null = []

@@ -128,7 +128,9 @@ class ReplaceField(KeyOrValue):
             if not self._keep(column):
                 return []
             return [(self.renames.get(column, column), self._renamed(field, column))]
-        return Step({self.target: new}, metadata={self.target: relaid(metadata, self.target, new_type, moved)})
+        # Kafka: SchemaUtil.copySchemaBasics(schema, SchemaBuilder.struct()): a required struct
+        return Step({self.target: new}, metadata={self.target: relaid(metadata, self.target, new_type, moved)},
+                    optional={self.target: False})
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)

@@ -52,4 +52,5 @@ class ValueToKey(Transformation):
         else:
             return step.fail(F.lit(True), struct_or_map_required("copying fields from value to key", type_name(dtype)))
         step.metadata["key"] = {}
+        step.optional["key"] = False  # Kafka: SchemaBuilder.struct() of the value's field schemas
         return step.fail(tombstone(df, "value"), struct_or_map_required("copying fields from value to key", "null"))

@@ -240,8 +240,13 @@ def test_connect_schema_grammar_round_trips():
     schema = spark_to_connect(ALL_TYPES, False, {"connect.name": "r.All", "connect.version": 3,
                                                  "connect.doc": "d", "connect.parameters": {"p": "1"}})
     dt_, nullable, meta = connect_to_spark(json.loads(json.dumps(schema)))
-    assert dt_ == ALL_TYPES and nullable is False
-    assert meta == {"connect.name": "r.All", "connect.version": 3, "connect.doc": "d", "connect.parameters": {"p": "1"}}
+    # a required schema's flag is kept as connect.optional=false (Spark's parse makes every field nullable)
+    assert dt_["i64"] == StructField("i64", LongType(), False, {"connect.optional": False})
+    assert StructType([f if f.name != "i64" else ALL_TYPES["i64"] for f in dt_.fields]) == ALL_TYPES
+    assert nullable is False
+    assert meta == {"connect.name": "r.All", "connect.version": 3, "connect.doc": "d", "connect.parameters": {"p": "1"},
+                    "connect.optional": False}
+    assert spark_to_connect(dt_, nullable, meta) == schema
     assert connect_to_spark({"type": "float"})[0] == FloatType()
     with pytest.raises(Exception, match="Unknown schema type"):
         connect_to_spark({"type": "int128"})

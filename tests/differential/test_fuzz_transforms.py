@@ -196,8 +196,6 @@ def _is_error(result: dict[str, Any]) -> bool:
 
 #: Differences the comparison takes out, each listed in docs/comparison.md and pinned by a test below.
 KNOWN = {
-    "optional": "JsonConverter schemas carry Spark's nullability, not Connect's optional flag (Kafka: each field's "
-                "declared flag and each SMT's schema rules); pinned by test_optional_flag_difference_is_pinned",
     "decimal-precision": "a Decimal without connect.decimal.precision is read as decimal(38, scale) and written "
                          "with connect.decimal.precision=38; not yet pinned by a test",
     "null-with-schema": "a key or value that is null with a schema (the envelope {\"schema\": ..., \"payload\": null}) "
@@ -227,25 +225,25 @@ CHAIN_DIFFERENCES = {
 PINNED_BY_TEST = {"mask-field", "cast-to-string"}
 
 
-def _without_optional(node: Any) -> Any:
+def _without_precision(node: Any) -> Any:
+    """A schema without the Decimals' connect.decimal.precision parameter (KNOWN["decimal-precision"])."""
     if isinstance(node, dict):
         if node.get("name") == "org.apache.kafka.connect.data.Decimal" and "parameters" in node:
-            # KNOWN["decimal-precision"]
             node = {**node, "parameters": {k: v for k, v in node["parameters"].items()
                                            if k != "connect.decimal.precision"}}
-        return {k: _without_optional(v) for k, v in node.items() if k != "optional"}
+        return {k: _without_precision(v) for k, v in node.items()}
     if isinstance(node, list):
-        return [_without_optional(v) for v in node]
+        return [_without_precision(v) for v in node]
     return node
 
 
 def _envelope(node: Any) -> Any:
-    """An envelope as compared: without optional flags (KNOWN["optional"]); a null payload as null
-    (KNOWN["null-with-schema"])."""
+    """An envelope as compared: optional flags and all; Decimals without their precision parameter
+    (KNOWN["decimal-precision"]); a null payload as null (KNOWN["null-with-schema"])."""
     if isinstance(node, dict) and "payload" in node and node["payload"] is None:
         return None
     if isinstance(node, dict) and "schema" in node:
-        return {"schema": _without_optional(node["schema"]), "payload": node["payload"]}
+        return {"schema": _without_precision(node["schema"]), "payload": node["payload"]}
     return node
 
 
@@ -354,16 +352,23 @@ def _record(key: Any, value: Any) -> dict[str, Any]:
             "topic": "orders", "partition": 0, "offset": 100, "timestamp": 1_700_000_000_000, "headers": []}
 
 
-def test_optional_flag_difference_is_pinned(spark, kafka):
-    # KNOWN["optional"]: a required field of the message's schema is written optional here
+def test_optional_flags_are_kafkas(spark, kafka):
+    # a required field of a required struct stays required through the converters; HoistField makes a required
+    # struct around the (required) value, InsertField adds an optional field and a required one ("!")
     schema = {"type": "struct", "optional": False, "fields": [{"field": "id", "type": "int32", "optional": False}]}
     records = [_record({"schema": {"type": "string", "optional": False}, "payload": "k"},
                        {"schema": schema, "payload": {"id": 1}})]
-    theirs = kafka.run(SCHEMAD, records)[0]
-    mine = ours(spark, {"plain": SCHEMAD}, records)["plain"][0]
-    assert theirs["value"]["schema"]["fields"][0]["optional"] is False
-    assert mine["value"]["schema"]["fields"][0]["optional"] is True
-    assert _normal(theirs) == _normal(mine)
+    chained = {**SCHEMAD, **steps(("HoistField$Value", {"field": "row"}),
+                                  ("InsertField$Value", {"topic.field": "t", "static.field": "s!",
+                                                         "static.value": "v"}))}
+    theirs = {"plain": kafka.run(SCHEMAD, records)[0], "chained": kafka.run(chained, records)[0]}
+    mine = {name: ours(spark, {name: config}, records)[name][0]
+            for name, config in (("plain", SCHEMAD), ("chained", chained))}
+    assert theirs["plain"]["value"]["schema"] == mine["plain"]["value"]["schema"] == schema
+    assert [(f["field"], f["optional"]) for f in mine["chained"]["value"]["schema"]["fields"]] == \
+        [("row", False), ("t", True), ("s", False)]
+    assert mine["chained"]["value"]["schema"]["optional"] is False
+    assert theirs == mine
 
 
 def test_null_with_schema_is_pinned(spark, kafka):

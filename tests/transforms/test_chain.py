@@ -302,13 +302,17 @@ def test_no_lifting_for_a_run_that_rewrites_the_value_less_than_twice(make_recor
 
 def test_smts_rebuilding_a_struct_keep_its_schema_name_and_version(make_records):
     """Kafka's SMTs copy a schema's name, version, doc and parameters (``SchemaUtil.copySchemaBasics``) into the
-    struct they rebuild: the value's ``connect.*`` column metadata survives them."""
+    struct they rebuild: the value's ``connect.*`` column metadata survives them. Not its optional flag: the
+    rebuilt struct (``SchemaBuilder.struct()``) is required; MaskField and Cast keep the schema as it was."""
     df = make_records([(None, {"a": 1, "b": "x", "c": {"d": 2}})], value_type="struct<a:int,b:string,c:struct<d:int>>")
     df = df.withMetadata("value", {"connect.name": "com.example.Row", "connect.version": 3})
     basics = {"connect.name": "com.example.Row", "connect.version": 3}
-    for smt in (ReplaceField.Value(exclude=["b"], renames=["a:z"]), MaskField.Value(fields=["b"]),
-                InsertField.Value(**{"topic.field": "t"}), Cast.Value(spec="a:int64"), Flatten.Value(),
-                HeaderFrom.Value(fields=["b"], headers=["h"], operation="move")):
+    required = {**basics, "connect.optional": False}
+    for smt, md in ((ReplaceField.Value(exclude=["b"], renames=["a:z"]), required),
+                    (MaskField.Value(fields=["b"]), basics), (InsertField.Value(**{"topic.field": "t"}), required),
+                    (Cast.Value(spec="a:int64"), basics), (Flatten.Value(), required),
+                    (HeaderFrom.Value(fields=["b"], headers=["h"], operation="move"), required)):
         out = smt(df)
-        assert dict(out.schema["value"].metadata) == basics, type(smt).__qualname__
-    assert dict(HoistField.Value(field="row")(df).schema["value"].metadata) == {}  # a new, unnamed struct
+        assert dict(out.schema["value"].metadata) == md, type(smt).__qualname__
+    # a new, unnamed, required struct
+    assert dict(HoistField.Value(field="row")(df).schema["value"].metadata) == {"connect.optional": False}
