@@ -44,9 +44,15 @@ from _proctree import descendants, proc_table
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 
 
-def _tree_cpu(exclude: set[int]) -> dict[int, float]:
+def _tree_cpu(exclude: set[int]) -> dict[int, tuple[str, float]]:
     procs = proc_table(reaped=True)
-    return {p: procs[p][2] for p in descendants({os.getpid()}, procs) - descendants(exclude, procs) if p in procs}
+    return {p: (procs[p][1], procs[p][2]) for p in descendants({os.getpid()}, procs) - descendants(exclude, procs)
+            if p in procs}
+
+
+#: CPU seconds of each line's runs by process kind (java: the Spark JVM; python: this driver process, the pyspark
+#: daemon and its forked workers, reaped into the daemon), appended by :func:`measure`
+SPLITS: list[dict[str, float]] = []
 
 
 def measure(fn: Callable[[], None], exclude: set[int]) -> tuple[float, float]:
@@ -54,7 +60,12 @@ def measure(fn: Callable[[], None], exclude: set[int]) -> tuple[float, float]:
     fn()
     wall = time.perf_counter() - t
     after = _tree_cpu(exclude)
-    return wall, sum(max(0.0, c - before.get(p, 0.0)) for p, c in after.items())
+    split: dict[str, float] = {}
+    for p, (name, cpu) in after.items():
+        kind = "java" if "java" in name else "python" if "python" in name else "other"
+        split[kind] = split.get(kind, 0.0) + max(0.0, cpu - before.get(p, (name, 0.0))[1])
+    SPLITS.append(split)
+    return wall, sum(split.values())
 
 
 def _bare_writer(endpoint_port: int, bucket: str, prefix: str, kind: str,
@@ -97,6 +108,7 @@ def main() -> None:
     parser.add_argument("records", nargs="?", type=int, default=1_000_000)
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--formats", default="json,parquet,avro", help="the formats whose lines run (comma-separated)")
+    parser.add_argument("--lines", default="", help="only these lines (comma-separated names: 'spark json,ours json')")
     args = parser.parse_args()
 
     import json
@@ -179,23 +191,31 @@ def main() -> None:
                  "ours parquet": ours("parquet"), "bare avro": bare("avro"), "ours avro": ours("avro")}
         formats = set(args.formats.split(","))
         lines = {name: fn for name, fn in lines.items() if name.split()[1] in formats}
+        if args.lines:
+            lines = {name: fn for name, fn in lines.items() if name in set(args.lines.split(","))}
         exclude = {server.process.pid} if server.process else set()
         results: dict[str, list[tuple[float, float]]] = {k: [] for k in lines}
+        splits: dict[str, list[dict[str, float]]] = {k: [] for k in lines}
         for _ in range(args.reps + 1):
             for name, fn in lines.items():
                 results[name].append(measure(fn, exclude))
+                splits[name].append(SPLITS[-1])
         # every line wrote every record: our objects hold args.records lines / rows per run
-        objects = len(server.objects(bucket, f"ours-json-{runs['ours json']}")) if "json" in formats else "-"
+        objects = len(server.objects(bucket, f"ours-json-{runs['ours json']}")) if "ours json" in lines else "-"
         print(f"records={args.records} reps={args.reps} load_avg={os.getloadavg()[0]:.1f} "
               f"objects={objects} in ours' last json run")
         for name, measured in results.items():
             cold, warm = measured[0], min(measured[1:], key=lambda r: r[1])
+            split = splits[name][measured.index(warm)]
             print(f"{name:14s} cold {cold[0]:6.2f} s wall {cold[1]:6.2f} s CPU | warm {warm[0]:6.2f} s wall "
                   f"{warm[1]:6.2f} s CPU  {args.records / warm[0] / 1000:7.1f} k rec/s  "
-                  f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec")
+                  f"{warm[1] / args.records * 1e6:6.2f} us CPU/rec  (warm CPU: "
+                  + ", ".join(f"{k} {v:.2f} s" for k, v in sorted(split.items())) + ")")
         for kind in sorted(formats):
+            if f"ours {kind}" not in results:
+                continue
             o = min(results[f"ours {kind}"][1:], key=lambda r: r[1])
-            if kind == "json":
+            if "direct json" in results and kind == "json":
                 d = min(results["direct json"][1:], key=lambda r: r[1])
                 print(f"json: ours vs direct (warm): {d[0] / o[0]:.2f}x wall, {d[1] / o[1]:.2f}x CPU")
             for base in ("spark", "bare"):

@@ -7,7 +7,9 @@ A queue or a subscription cannot be read again from a checkpoint's position, so 
   :class:`Inbox` of the messages it received. ``latest_offsets`` numbers the new ones after the start position:
   the offset is ``{"received": n}``, the count of messages this query has planned so far.
 * ``plan`` hands each message of ``(start, end]`` to the executors inside the read task, so a retried Spark task
-  reads the same records. They are acknowledged upstream once Spark's commit log holds their batch: in
+  reads the same records: the task's records are built into one Arrow record batch on the driver, where the
+  messages are, and travel as its IPC bytes (one buffer rather than a pickled object per message; the executor
+  only maps it). They are acknowledged upstream once Spark's commit log holds their batch: in
   ``commit(end)``, or earlier in the next ``latest_offsets(start)`` (Spark asks for a next batch only after it
   committed the one ending at ``start``; it calls ``commit`` only when that next batch has data).
 * A driver that stops or dies before that commit leaves them unacknowledged: the broker delivers them again to
@@ -27,8 +29,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple
 
 from ..errors import ConnectError
 from .base import ReadRange, ReadTask, SourceConnector
@@ -39,9 +41,9 @@ __all__ = ["Delivered", "Inbox", "QueueSourceConnector", "MessagesRange"]
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Delivered:
-    """One message as received: what becomes a record (``timestamp_us``: microseconds since the epoch)."""
+class Delivered(NamedTuple):
+    """One message as received: what becomes a record (``timestamp_us``: microseconds since the epoch). A named
+    tuple: the broker's client thread makes one per message."""
 
     key: Any
     value: bytes
@@ -51,10 +53,40 @@ class Delivered:
 
 @dataclass(frozen=True)
 class MessagesRange(ReadRange):
-    """A range of a queue source with its messages (``offsets``: each message's position)."""
+    """A range of a queue source with its records: ``arrow``, the IPC bytes of one record batch (built on the
+    driver, :func:`records_batch`), ``count`` its rows."""
 
-    messages: tuple[Delivered, ...] = ()
-    offsets: tuple[int, ...] = field(default=())
+    arrow: bytes = b""
+    count: int = 0
+
+
+def records_batch(messages: Sequence[Delivered], offsets: Sequence[int], topics: Any, target: Any) -> Any:
+    """The record batch of ``messages`` (schema ``target``, the connector's record schema in Arrow): ``offsets``
+    each message's position, ``topics`` one topic for all or a list. The headers column is built from flat key and
+    value arrays and list offsets, not a dict per header."""
+    import pyarrow as pa
+
+    n = len(messages)
+    header_type = target.field("headers").type
+    bounds, names, values = [0], [], []
+    for m in messages:
+        for k, v in m.headers:
+            names.append(k)
+            values.append(v)
+        bounds.append(len(names))
+    entries = pa.StructArray.from_arrays([pa.array(names, pa.string()), pa.array(values, pa.binary())],
+                                         fields=list(header_type.value_type))
+    headers = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), entries, type=header_type)
+    topic_values = [topics] * n if isinstance(topics, str) else topics
+    return pa.RecordBatch.from_arrays(
+        [pa.array([m.key for m in messages], target.field("key").type),
+         pa.array([m.value for m in messages], target.field("value").type),
+         pa.array(topic_values, pa.string()),
+         pa.array([0] * n, pa.int32()),
+         pa.array(offsets, pa.int64()),
+         pa.array([m.timestamp_us for m in messages], pa.timestamp("us", tz="UTC")),
+         headers],
+        schema=target)
 
 
 class Inbox:
@@ -165,7 +197,8 @@ class QueueSourceConnector(SourceConnector, abc.ABC):
         if client.failure:
             raise ConnectError(client.failure)
 
-    def _record_topic(self, message: Delivered) -> str:
+    def _record_topics(self, messages: Sequence[Delivered]) -> str | list[str]:
+        """The records' topic: one for all (``kafka.topic``), or a subclass's list, one per message."""
         return str(self.config.get("kafka.topic"))
 
     # -- driver ------------------------------------------------------------------------------------
@@ -223,8 +256,21 @@ class QueueSourceConnector(SourceConnector, abc.ABC):
             if not part and held:
                 continue
             out.append(ReadTask(i, (MessagesRange(self._partition(), start.get(self._key), end[self._key],
-                                                  tuple(m for _, m in part), tuple(n for n, _ in part)),)))
+                                                  self._arrow(part), len(part)),)))
         return out
+
+    def _arrow(self, part: Sequence[tuple[int, Delivered]]) -> bytes:
+        """The IPC bytes of the record batch of ``part`` (empty: no messages)."""
+        if not part:
+            return b""
+        from ..core.records import arrow_schema
+
+        if "arrow_schema" not in self._runtime:
+            self._runtime["arrow_schema"] = arrow_schema(self.schema())
+        messages = [m for _, m in part]
+        batch = records_batch(messages, [n for n, _ in part], self._record_topics(messages),
+                              self._runtime["arrow_schema"])
+        return bytes(batch.serialize())
 
     def commit(self, end: Offsets) -> None:
         if self._key not in end or "inbox" not in self._runtime:
@@ -247,22 +293,9 @@ class QueueSourceConnector(SourceConnector, abc.ABC):
 
         from ..core.records import arrow_schema
 
-        messages = getattr(rng, "messages", ())
-        if not messages:
-            return
-        target = arrow_schema(self.schema())
-        headers = pa.array([[{"key": k, "value": v} for k, v in m.headers] for m in messages],
-                           type=target.field("headers").type)
-        n = len(messages)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([m.key for m in messages], target.field("key").type),
-             pa.array([m.value for m in messages], target.field("value").type),
-             pa.array([self._record_topic(m) for m in messages], pa.string()),
-             pa.array([0] * n, pa.int32()),
-             pa.array(getattr(rng, "offsets", ()), pa.int64()),
-             pa.array([m.timestamp_us for m in messages], pa.timestamp("us", tz="UTC")),
-             headers],
-            schema=target)
+        data = getattr(rng, "arrow", b"")
+        if data:
+            yield pa.ipc.read_record_batch(pa.py_buffer(data), arrow_schema(self.schema()))
 
 
 def now_us() -> int:

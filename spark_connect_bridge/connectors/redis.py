@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Password, Range, Type, ValidString
 from ..errors import ConfigError, ConfigProblem, ConnectError, DataError, RetriableError
-from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
+from .base import CommitContext, ReadRange, ReadTask, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
 __all__ = ["RedisStreamSourceConnector", "RedisSinkConnector"]
@@ -159,6 +160,14 @@ def _id_problem(value: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _EntriesRange(ReadRange):
+    """A stream range whose entries the driver has read already (to find the batch's end): ``arrow``, the IPC bytes
+    of their record batch. A task of it reads nothing from Redis."""
+
+    arrow: bytes = b""
+
+
 class RedisStreamSourceConnector(SourceConnector):
     """Reads a Redis stream by entry id (redis-kafka-connect's ``RedisStreamSourceConnector``), replayable."""
 
@@ -256,7 +265,29 @@ class RedisStreamSourceConnector(SourceConnector):
         last = entries[-1][0].decode() if entries else current
         if until is not None and _id(last) > _id(until[self._key]["offset"]):
             last = until[self._key]["offset"]
+        if max_records is not None and len(entries) > 1:
+            # The XRANGE that found the end read the batch's entries: plan() ships them rather than a task reading
+            # them again (kept on the driver only, for the batch (current, last]).
+            bound = _id(last)
+            self.__dict__["_read_ahead"] = (current, last, [e for e in entries if _id(e[0].decode()) <= bound])
         return {self._key: {"offset": last}}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_read_ahead", None)  # the driver's entries travel inside the read task, as Arrow
+        return state
+
+    def plan(self, start: Offsets, end: Offsets) -> list[ReadTask]:
+        ahead = self.__dict__.pop("_read_ahead", None)
+        begin = (start.get(self._key) or {}).get("offset")
+        if ahead is None or self._key not in end or ahead[0] != begin or ahead[1] != end[self._key]["offset"] \
+                or not ahead[2]:
+            return super().plan(start, end)
+        from ..core.records import arrow_schema
+
+        batch = self._entries_batch(ahead[2], arrow_schema(self.schema()))
+        return [ReadTask(0, (_EntriesRange({"stream": self._stream}, start.get(self._key), end[self._key],
+                                           bytes(batch.serialize())),))]
 
     def commit(self, end: Offsets) -> None:
         self._move_group(end)
@@ -292,14 +323,41 @@ class RedisStreamSourceConnector(SourceConnector):
         finally:
             client.close()
 
+    def _entries_batch(self, entries: Sequence[Any], schema: Any) -> Any:
+        """The record batch of XRANGE ``entries`` (``(id, {field: value})``, bytes)."""
+        import pyarrow as pa
+
+        ids = [e[0].decode() for e in entries]
+        names, values, bounds = [], [], [0]
+        for e in entries:
+            for k, v in e[1].items():
+                names.append(k.decode())
+                values.append(v.decode())
+            bounds.append(len(names))
+        body_type = schema.field("value").type.field("body").type
+        bodies = pa.MapArray.from_arrays(pa.array(bounds, pa.int32()), pa.array(names, pa.string()),
+                                         pa.array(values, pa.string()), type=body_type)
+        n = len(entries)
+        topic = str(self.config["topic"]).replace("${stream}", self._stream)
+        return pa.RecordBatch.from_arrays([
+            pa.array(ids, pa.string()),
+            pa.StructArray.from_arrays(
+                [pa.array(ids, pa.string()), bodies, pa.array([self._stream] * n, pa.string())],
+                fields=list(schema.field("value").type)),
+            pa.array([topic] * n, pa.string()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64()),
+            pa.array([_id(i)[0] * 1000 for i in ids], pa.timestamp("us", tz="UTC")),
+            pa.nulls(n, schema.field("headers").type)], schema=schema)
+
     def read_range(self, rng: ReadRange) -> Iterator[Any]:
         import pyarrow as pa
 
         from ..core.records import arrow_schema
 
+        if isinstance(rng, _EntriesRange):
+            yield pa.ipc.read_record_batch(pa.py_buffer(rng.arrow), arrow_schema(self.schema()))
+            return
         start = (rng.start or {"offset": "0-0"})["offset"]
         end = rng.end["offset"]
-        topic = str(self.config["topic"]).replace("${stream}", self._stream)
         schema = arrow_schema(self.schema())
         client = connect(self.config)
         try:
@@ -308,20 +366,11 @@ class RedisStreamSourceConnector(SourceConnector):
                 entries = client.xrange(self._stream, min=low, max=end, count=_READ_CHUNK)
                 if not entries:
                     return
-                ids = [e[0].decode() for e in entries]
-                bodies = [[(k.decode(), v.decode()) for k, v in e[1].items()] for e in entries]
                 n = len(entries)
-                yield pa.RecordBatch.from_arrays([
-                    pa.array(ids, pa.string()),
-                    pa.StructArray.from_arrays(
-                        [pa.array(ids, pa.string()), pa.array(bodies, pa.map_(pa.string(), pa.string())),
-                         pa.array([self._stream] * n, pa.string())], fields=list(schema.field("value").type)),
-                    pa.array([topic] * n, pa.string()), pa.nulls(n, pa.int32()), pa.nulls(n, pa.int64()),
-                    pa.array([_id(i)[0] * 1000 for i in ids], pa.timestamp("us", tz="UTC")),
-                    pa.nulls(n, schema.field("headers").type)], schema=schema)
+                yield self._entries_batch(entries, schema)
                 if n < _READ_CHUNK:
                     return
-                low = f"({ids[-1]}"
+                low = f"({entries[-1][0].decode()}"
         except ConnectError:
             raise
         except Exception as e:

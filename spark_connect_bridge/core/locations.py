@@ -151,20 +151,7 @@ class Locations:
         The result holds secrets: pass it on, never log it."""
         if not is_remote(location):
             return {}
-        found = self._s3_settings(self._bucket(location))
-        options: dict[str, str] = {}
-        if found.access and found.secret:
-            options.update(aws_access_key_id=found.access, aws_secret_access_key=found.secret)
-            if found.token:
-                options["aws_session_token"] = found.token
-        if found.region:
-            options["aws_region"] = found.region
-        if found.endpoint:
-            options["aws_endpoint"] = found.endpoint
-            if found.endpoint.lower().startswith("http://"):
-                options["aws_allow_http"] = "true"
-            options["aws_virtual_hosted_style_request"] = "false" if found.path_style else "true"
-        return options
+        return self._s3_settings(self._bucket(location)).delta_rs_options()
 
     def s3_settings(self, location: str) -> S3Settings:
         """The S3A settings that reach ``location``'s bucket (for an S3 client of its own, such as the worker
@@ -296,19 +283,7 @@ class Locations:
     def _s3(self, bucket: str) -> Any:
         from pyarrow import fs as pafs
 
-        found = self._s3_settings(bucket)
-        options: dict[str, Any] = {}
-        if found.access and found.secret:
-            options.update(access_key=found.access, secret_key=found.secret)
-            if found.token:
-                options["session_token"] = found.token
-        if found.region:
-            options["region"] = found.region
-        if found.endpoint:
-            parts = urlsplit(found.endpoint)
-            options.update(endpoint_override=parts.netloc, scheme=parts.scheme)
-        options["force_virtual_addressing"] = bool(found.endpoint) and not found.path_style
-        return pafs.S3FileSystem(**options)
+        return pafs.S3FileSystem(**self._s3_settings(bucket).pyarrow_options())
 
 
 class S3Settings(NamedTuple):
@@ -320,6 +295,53 @@ class S3Settings(NamedTuple):
     region: str | None
     endpoint: str  # a URL with its scheme, or ""
     path_style: bool
+
+    # One method per client that takes these settings, each in that client's own keywords. Their results hold
+    # secrets: pass them on, never log them.
+    def pyarrow_options(self) -> dict[str, Any]:
+        """Keywords of ``pyarrow.fs.S3FileSystem``."""
+        options: dict[str, Any] = {}
+        if self.access and self.secret:
+            options.update(access_key=self.access, secret_key=self.secret)
+            if self.token:
+                options["session_token"] = self.token
+        if self.region:
+            options["region"] = self.region
+        if self.endpoint:
+            parts = urlsplit(self.endpoint)
+            options.update(endpoint_override=parts.netloc, scheme=parts.scheme)
+        options["force_virtual_addressing"] = bool(self.endpoint) and not self.path_style
+        return options
+
+    def delta_rs_options(self) -> dict[str, str]:
+        """delta-rs's storage options (Rust's object_store); without keys it takes the AWS default chain."""
+        options: dict[str, str] = {}
+        if self.access and self.secret:
+            options.update(aws_access_key_id=self.access, aws_secret_access_key=self.secret)
+            if self.token:
+                options["aws_session_token"] = self.token
+        if self.region:
+            options["aws_region"] = self.region
+        if self.endpoint:
+            options["aws_endpoint"] = self.endpoint
+            if self.endpoint.lower().startswith("http://"):
+                options["aws_allow_http"] = "true"
+            options["aws_virtual_hosted_style_request"] = "false" if self.path_style else "true"
+        return options
+
+    def boto3_options(self) -> tuple[dict[str, Any], str]:
+        """Keywords of ``boto3.client("s3", ...)`` and the addressing style of its ``botocore`` ``Config``."""
+        kwargs: dict[str, Any] = {}
+        if self.access and self.secret:
+            kwargs.update(aws_access_key_id=self.access, aws_secret_access_key=self.secret)
+            if self.token:
+                kwargs["aws_session_token"] = self.token
+        if self.region:
+            kwargs["region_name"] = self.region
+        if not self.endpoint:
+            return kwargs, "auto"
+        kwargs["endpoint_url"] = self.endpoint
+        return kwargs, "path" if self.path_style else "virtual"
 
 
 def _missing(error: OSError) -> bool:

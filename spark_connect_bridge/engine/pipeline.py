@@ -49,7 +49,7 @@ from ..config.common import PLUGIN_PREFIXES, SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
-from ..core.record_errors import ERROR_COL, enable_error_column
+from ..core.record_errors import ERROR_COL
 from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
@@ -347,6 +347,12 @@ class BatchRouter:
         if self.stages is not None:
             raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
             batch = self.stages(raw)
+            if ERROR_COL not in batch.columns:
+                try:
+                    self._write_strict(batch, batch_id)
+                finally:
+                    raw.unpersist()
+                return
         batch = batch.persist()
         try:
             src = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in batch.columns else F.lit(False)
@@ -376,13 +382,30 @@ class BatchRouter:
                 m["written"] -= sink_report["rejected_by_sink"]
                 m["failed"] += sink_report["rejected_by_sink"]
                 m["dead_lettered"] += sink_report["rejected_by_sink"] if self.policy and self.policy.has_dlq else 0
-            with _metrics_lock:
-                BATCH_METRICS[self.name].append(m)
-            log.info("%s batch %d: %s", self.name, batch_id, m)
+            self._report(batch_id, m)
         finally:
             batch.unpersist()
             if raw is not None:
                 raw.unpersist()
+
+
+    def _write_strict(self, batch: DataFrame, batch_id: int) -> None:
+        """A strict batch of records no source failed (no error column: the converters raise on the first
+        record that fails, naming it): one pass, the conversion in the write itself, nothing cached but the raw
+        batch, and the count observed on the write (no job of its own), as the sink's direct path does."""
+        from pyspark.sql import Observation
+
+        seen = Observation(f"kconnect-{self.name}-{batch_id}")
+        report = self.write_good(batch.observe(seen, F.count(F.lit(1)).alias("records")), self.app_id,
+                                 batch_id) or {}
+        records = int(seen.get.get("records") or 0)
+        self._report(batch_id, {"batch_id": batch_id, "records": records, "failed": 0, "dead_lettered": 0,
+                                "written": records, **report})
+
+    def _report(self, batch_id: int, m: dict) -> None:
+        with _metrics_lock:
+            BATCH_METRICS[self.name].append(m)
+        log.info("%s batch %d: %s", self.name, batch_id, m)
 
 
 def start_routed(df: DataFrame, *, checkpoint: str, trigger: Mapping[str, Any] | None, query_name: str,
@@ -435,9 +458,10 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
         source_policy, tolerant = attached_policy(df), True
-        # A strict sink of records no source failed dead-letters nothing: no _kc_original snapshot (a second copy
-        # of every message in the batch's caches), only the error column the router counts and raises from.
-        out = start_tolerant(df) if p.policy.tolerate or source_policy is not None else enable_error_column(df)
+        # A strict sink of records no source failed dead-letters nothing: no _kc_original snapshot and no error
+        # column; its converters raise on the first record that fails (naming it) inside the write, which is
+        # the batch's one pass over the converted records (BatchRouter._write_strict).
+        out = start_tolerant(df) if p.policy.tolerate or source_policy is not None else df
         out = observe_batches(out) if subscribed else observe_batches(_keep_read_topic(out, p), p)
 
         def stages(batch: DataFrame) -> DataFrame:

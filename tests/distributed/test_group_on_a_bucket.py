@@ -1,24 +1,23 @@
 """A worker group whose shared state lives in a bucket (``group.store.url=s3a://bucket/prefix``, the run's moto S3
-server): the store contract on S3's conditional writes (of workers creating one name at once exactly one wins; a
-new owner's epoch is larger; a commit under a lost epoch is fenced; a restarted worker finds the state), and the
-worker config that names it."""
+server), what only the bucket store has: the group as one object a restarted worker reads back, a PUT whose answer
+was lost, the worker config that names the bucket, and two ``kconnect distributed`` workers on it, one killed.
+The store contract on S3's conditional writes (one create of a name wins, epochs, hand-overs, leases on the
+bucket's clock, the commit fence) runs in test_group_store.py, its ``bucket`` parameter."""
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
-from spark_connect_bridge.errors import ConfigError, ConnectError, FencedError
+from spark_connect_bridge.errors import ConfigError, ConnectError
 from spark_connect_bridge.runtime.group.assignment import plan
 from spark_connect_bridge.runtime.group.bucket import BUCKET_CHECK, BucketGroupStore, object_name
-from spark_connect_bridge.runtime.group.fencing import FenceFile
 from spark_connect_bridge.runtime.group.service import fence_settings, open_store
 from spark_connect_bridge.runtime.worker_config import parse_worker_config
+from tests.distributed.group_helpers import GroupWorker
 from tests.support import servers
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 from tests.support.waiting import until
@@ -53,106 +52,23 @@ def stores(bucket):
         s.close()
 
 
-def test_concurrent_creates_of_one_name_store_exactly_one_and_a_restart_finds_the_state(stores, bucket):
-    """Two workers (store instances) creating one name from six threads at once: exactly one wins, both read its
-    config; an update racing a delete never brings the connector back; a third instance (a restarted worker,
-    nothing local) reads the group's connectors, members and assignments from the bucket."""
-    a, b = stores(), stores()
-    start = threading.Barrier(6)
-
-    def create(i: int) -> bool:
-        start.wait(timeout=60)
-        return (a, b)[i % 2].put_connector("c", {"name": "c", "config": {"by": str(i)}}, create=True)
-
-    with ThreadPoolExecutor(6) as pool:
-        won = list(pool.map(create, range(6)))
-    assert won.count(True) == 1
-    assert {s.get_connector("c").doc["config"]["by"] for s in (a, b)} == {str(won.index(True))}
-
-    a.put_connector("d", {"name": "d", "config": {"x": "1"}}, create=True)
-    start = threading.Barrier(2)
-
-    def delete() -> bool:
-        start.wait(timeout=60)
-        return a.delete_connector("d")
-
-    def update() -> bool:
-        start.wait(timeout=60)
-        return b.put_connector("d", {"name": "d", "config": {"x": "2"}})
-
-    with ThreadPoolExecutor(2) as pool:
-        deleted, updated = pool.submit(delete), pool.submit(update)
-        assert deleted.result()
-        updated.result()  # before the delete or after it: either way the delete wins
-    assert a.get_connector("d") is None and b.get_connector("d") is None
-
+def test_a_restarted_worker_finds_the_groups_state_in_one_object(stores, bucket):
+    """A store instance opened afterwards (a restarted worker, nothing local) reads the group's connectors, restart
+    requests, members and assignments from the bucket, where the group is one object."""
+    a = stores()
+    a.put_connector("c", {"name": "c", "config": {"by": "a"}}, create=True)
     a.join("w1:1", "http://w1:1", 60_000)
-    b.request_restart("c", only_failed=True)
+    a.request_restart("c", only_failed=True)
     a.rebalance(plan)
     restarted = stores()
     assert [s.name for s in restarted.connectors()] == ["c"]
     got = restarted.get_connector("c")
-    assert (got.doc["config"]["by"], got.restarts, got.only_failed) == (str(won.index(True)), 1, True)
+    assert (got.doc["config"]["by"], got.restarts, got.only_failed) == ("a", 1, True)
     assert [(m.worker_id, m.url) for m in restarted.members()] == [("w1:1", "http://w1:1")]
     assert restarted.current_epoch("c") == ("w1:1", a.assignments()["c"].epoch)
     name, _, client = bucket
     bucket_name, key = object_name(f"s3a://{name}/kconnect", a.group_id)
     assert bucket_name == name and key in client.objects(name, "kconnect")  # one object per group
-
-
-def test_a_new_owner_gets_a_larger_epoch_and_a_commit_under_the_lost_one_is_fenced(stores, bucket):
-    w1, w2 = stores(), stores()
-    w1.join("w1:1", "http://w1:1", 60_000)
-    w1.put_connector("sink", {"name": "sink", "config": {}}, create=True)
-    w1.rebalance(plan)
-    held = w1.assignments()["sink"]
-    assert held.worker_id == "w1:1"
-    _, hadoop, _ = bucket
-    fence = FenceFile(BUCKET_CHECK, {"url": w1.url, "hadoop": hadoop}, w1.group_id, "w1:1")
-    try:
-        fence.install()
-        fence.hold("ckpt-sink", "sink", held.epoch)
-        before_commit("ckpt-sink")  # still the owner: passes
-        w2.join("w2:1", "http://w2:1", 60_000)
-        w1.leave("w1:1")  # a clean leave frees its connectors at once
-        w2.rebalance(plan)
-        moved = w2.assignments()["sink"]
-        assert moved.worker_id == "w2:1" and moved.epoch > held.epoch
-        assert not w1.report("sink", "w1:1", held.epoch, "RUNNING", None, {})
-        assert w2.report("sink", "w2:1", moved.epoch, "RUNNING", None, {"batches": 1})
-        assert w1.assignments()["sink"].state == "RUNNING"
-        with pytest.raises(FencedError, match=r"lost connector sink.*w2:1"):
-            before_commit("ckpt-sink")
-    finally:
-        fence.remove()
-    assert FENCE_ENV not in os.environ
-
-
-def test_a_hand_over_waits_for_the_owner_to_release(stores):
-    store = stores()
-    store.join("w1:1", "http://w1:1", 60_000)
-    for name in ("c1", "c2"):
-        store.put_connector(name, {"name": name, "config": {}}, create=True)
-    store.rebalance(plan)
-    store.join("w2:1", "http://w2:1", 60_000)
-    moves = store.rebalance(plan)
-    assert [(m.worker_id, m.pending) for m in moves] == [("w2:1", True)]
-    moved = store.assignments()[moves[0].connector]
-    assert store.rebalance(plan) == []  # nothing more while the hand-over is under way
-    assert not store.release(moved.connector, "w2:1", moved.epoch)  # not the owner
-    assert store.release(moved.connector, "w1:1", moved.epoch)
-    after = store.assignments()[moved.connector]
-    assert (after.worker_id, after.pending_worker) == ("w2:1", None) and after.epoch > moved.epoch
-
-
-def test_a_lease_runs_out_on_the_buckets_clock(stores):
-    store = stores()
-    store.join("w1:1", "http://w1:1", 1000)
-    assert [m.worker_id for m in store.members()] == ["w1:1"]
-    until(lambda: store.members() == [], what="the lease to run out", interval=0.2, timeout=10)
-    assert store.heartbeat("w1:1", 1000) is False
-    store.join("w1:1", "http://w1:1", 60_000)
-    assert store.heartbeat("w1:1", 60_000) is True
 
 
 def test_a_worker_config_names_the_bucket_and_never_shows_its_keys(bucket, tmp_path):
@@ -258,3 +174,60 @@ def test_a_create_whose_put_landed_but_whose_answer_was_lost_still_wins(stores):
     store._client.put_object = put_then_lose_the_answer
     assert store.put_connector("c", {"name": "c", "config": {}}, create=True) is True
     assert lost == [True] and [s.name for s in store.connectors()] == ["c"]
+
+
+@pytest.mark.timeout(900)
+def test_two_workers_on_a_bucket_one_killed_the_other_takes_over_and_every_line_lands_once(bucket, tmp_path):
+    """Two ``kconnect distributed`` processes whose group store, checkpoints and topic store are all in the bucket
+    (the S3A keys in their worker configs): a source and a file sink created through one worker run; the worker
+    running the sink is killed (``kill -9``, its Spark too); the other takes the sink over under a new epoch
+    (a commit of the killed one would be fenced in the Spark query's commit) and every line is in the file once."""
+    name, hadoop, _ = bucket
+    group = "g-" + uuid.uuid4().hex[:8]
+    keys = {"spark.master": "local[1]", "spark.driver.memory": "512m", **hadoop,
+            "offset.storage.dir": f"s3a://{name}/{group}/state", "topics.dir": f"s3a://{name}/{group}/topics"}
+    src, out = tmp_path / "in.txt", tmp_path / "out.txt"
+    src.write_text("".join(f"line-{i:03d}\n" for i in range(50)))
+    workers = [GroupWorker(tmp_path, {"group.store.url": f"s3a://{name}/groups"}, group, f"w{i}", spark=keys).start()
+               for i in range(2)]
+
+    def explain() -> str:
+        return "\n".join(f"--- {w.name}:\n" + "\n".join(line for line in w.stderr().splitlines()
+                                                       if "spark_connect_bridge" in line or "Error" in line)[-3000:]
+                         for w in workers)
+
+    def written() -> list[str]:
+        got = out.read_text().splitlines() if out.exists() else []
+        assert len(got) == len(set(got)), f"duplicates in the file sink: {sorted(got)}"
+        return got
+
+    def running(via: GroupWorker, connector: str) -> str | None:
+        status = via.status(connector)["connector"]
+        assert status["state"] != "FAILED", status.get("trace")
+        return status["worker_id"] if status["state"] == "RUNNING" else None
+
+    try:
+        for w in workers:
+            w.wait_healthy()
+        first = workers[0]
+        for connector, config in (("lines", {"connector.class": "FileStreamSource", "file": str(src),
+                                             "topic": "lines"}),
+                                  ("sink", {"connector.class": "FileStreamSink", "file": str(out),
+                                            "topics": "lines"})):
+            r = first.call("POST", "/connectors", {"name": connector, "config": config})
+            assert r.status_code == 201, r.text
+        until(lambda: len(written()) == 50, what="the first 50 lines", timeout=400, explain=explain)
+        owner = running(first, "sink")
+        victim = next(w for w in workers if w.worker_id == owner)
+        survivor = next(w for w in workers if w is not victim)
+        victim.kill_all()
+        with src.open("a") as f:
+            f.write("".join(f"line-{i:03d}\n" for i in range(50, 80)))
+        until(lambda: running(survivor, "sink") == survivor.worker_id == running(survivor, "lines"),
+              what="the survivor to run both connectors", timeout=300, explain=explain)
+        until(lambda: len(written()) == 80, what="the 30 lines after the kill", timeout=300, explain=explain)
+        assert written() == [f"line-{i:03d}" for i in range(80)]  # each once, in order
+        assert SECRET_KEY not in survivor.stderr()
+    finally:
+        for w in workers:
+            w.stop()

@@ -1,5 +1,6 @@
-"""The group store contract and the commit fence, run against both stores (no Spark): PostgreSQL (the run's
-server) and Kafka (the run's broker; topics of its own per test)."""
+"""The group store contract and the commit fence, run against every store (no Spark): PostgreSQL (the run's
+server), Kafka (the run's broker; topics of its own per test) and a bucket (the run's S3 server, S3's conditional
+writes; what only the bucket store has is in test_group_on_a_bucket.py)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ from spark_connect_bridge.core.fencing import FENCE_ENV, before_commit
 from spark_connect_bridge.engine.datasource import _Message, _StreamWriter
 from spark_connect_bridge.errors import FencedError
 from spark_connect_bridge.runtime.group.assignment import plan
+from spark_connect_bridge.runtime.group.bucket import BUCKET_CHECK, BucketGroupStore
 from spark_connect_bridge.runtime.group.fencing import POSTGRES_CHECK, FenceFile
 from spark_connect_bridge.runtime.group.kafka import KAFKA_CHECK, KafkaGroupStore, KafkaTopics
 from spark_connect_bridge.runtime.group.kafka_topics import TopicReader, TransactionalWriter
 from spark_connect_bridge.runtime.group.postgres import PostgresGroupStore
 from spark_connect_bridge.runtime.group.store import Move
 from tests.support import servers
+from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 from tests.support.waiting import until
 
 
@@ -34,16 +37,36 @@ def url():
     return f"postgresql://postgres@{host}:{port}/test"
 
 
+_buckets: dict[str, tuple[str, dict[str, str]]] = {}
+
+
+def s3_bucket() -> tuple[str, dict[str, str]]:
+    """A bucket of this module's on the run's S3 server (made once) and the S3A keys of a worker config reaching it."""
+    if not _buckets:
+        endpoint = servers.s3()
+        name = "group-" + uuid.uuid4().hex[:10]
+        MotoS3Server(port=int(endpoint.rsplit(":", 1)[1])).create_bucket(name)
+        _buckets["s3"] = (name, {"spark.hadoop.fs.s3a.endpoint": endpoint,
+                                 "spark.hadoop.fs.s3a.path.style.access": "true",
+                                 "spark.hadoop.fs.s3a.endpoint.region": REGION,
+                                 "spark.hadoop.fs.s3a.access.key": ACCESS_KEY,
+                                 "spark.hadoop.fs.s3a.secret.key": SECRET_KEY})
+    return _buckets["s3"]
+
+
 def open_store(kind: str, url: str, group: str, *, rebalance_delay_ms: int = 0):
-    """One store instance (a worker's) of ``group`` on the run's PostgreSQL or Kafka."""
+    """One store instance (a worker's) of ``group`` on the run's PostgreSQL, Kafka or S3 server."""
     if kind == "postgres":
         return PostgresGroupStore(url, group, rebalance_delay_ms=rebalance_delay_ms)
+    if kind == "bucket":
+        name, hadoop = s3_bucket()
+        return BucketGroupStore(f"s3a://{name}/kconnect", group, hadoop, rebalance_delay_ms=rebalance_delay_ms)
     return KafkaGroupStore({"bootstrap.servers": servers.kafka()}, group,
                            topics=KafkaTopics(group + "-configs", group + "-status", 1, 1, 1),
                            heartbeat_interval_ms=100, rebalance_delay_ms=rebalance_delay_ms)
 
 
-@pytest.fixture(params=["postgres", "kafka"])
+@pytest.fixture(params=["postgres", "kafka", "bucket"])
 def stores(request, url):
     """``open(**kw)``: store instances of one new group, as several workers hold them; closed after the test."""
     group = "g-" + uuid.uuid4().hex[:8]
@@ -68,11 +91,14 @@ def fence_file(store, url: str, worker: str) -> FenceFile:
     if isinstance(store, KafkaGroupStore):
         return FenceFile(KAFKA_CHECK, {"kafka": {"bootstrap.servers": servers.kafka()},
                                        "config_topic": store.topics.config}, store.group_id, worker)
+    if isinstance(store, BucketGroupStore):
+        return FenceFile(BUCKET_CHECK, {"url": store.url, "hadoop": s3_bucket()[1]}, store.group_id, worker)
     return FenceFile(POSTGRES_CHECK, {"url": url, "password": None}, store.group_id, worker)
 
 
 def test_a_lease_that_ran_out_is_refused_until_the_worker_joins_again(store):
-    lease = 100 if isinstance(store, PostgresGroupStore) else 1000  # the test broker's minimum session: 500 ms
+    # the test broker's minimum session: 500 ms; the bucket's clock (its Date header) counts in seconds
+    lease = 100 if isinstance(store, PostgresGroupStore) else 1000
     store.join("w1:1", "http://w1:1", lease)
     assert [(m.worker_id, m.url) for m in store.members()] == [("w1:1", "http://w1:1")]
     time.sleep(lease * 1.5 / 1000)  # no heartbeat for longer than the lease

@@ -78,6 +78,21 @@ def test_state_files_round_trip_in_the_bucket(bucket):
     assert SECRET_KEY not in repr(files) and SECRET_KEY not in repr(store)
 
 
+def test_one_bucket_settings_reach_each_client_in_its_own_keywords():
+    """The S3A settings of one bucket (its per-bucket form first) as pyarrow's, delta-rs's and boto3's keywords."""
+    files = Locations({**_s3a("127.0.0.1:9000"), "spark.hadoop.fs.s3a.bucket.lake.endpoint.region": "eu-west-3"})
+    found = files.s3_settings("s3a://lake/state")
+    assert found.pyarrow_options() == {"access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "region": "eu-west-3",
+                                       "endpoint_override": "127.0.0.1:9000", "scheme": "http",
+                                       "force_virtual_addressing": False}
+    assert files.storage_options("s3a://lake/t") == found.delta_rs_options() == {
+        "aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY, "aws_region": "eu-west-3",
+        "aws_endpoint": "http://127.0.0.1:9000", "aws_allow_http": "true", "aws_virtual_hosted_style_request": "false"}
+    assert found.boto3_options() == ({"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY,
+                                      "region_name": "eu-west-3", "endpoint_url": "http://127.0.0.1:9000"}, "path")
+    assert Locations({}).s3_settings("s3a://lake/x").boto3_options() == ({}, "auto")
+
+
 @pytest.mark.parametrize(("overrides", "key"), [
     ({"offset.storage.dir": "gs://b/state"}, "offset.storage.dir"),
     ({"topics.dir": "abfs://c@a.dfs.core.windows.net/topics"}, "topics.dir"),

@@ -249,16 +249,30 @@ class ObjectStoreSink(SinkConnector):
                              self._views())
 
     @classmethod
+    def _read_columns(cls, df: Any, settings: Any) -> Any:
+        """``df`` without the record columns the writer does not read, so that Spark's Arrow hand-off to the
+        Python writer does not carry them: ``key`` and ``headers`` unless written beside the values
+        (``store.kafka.keys``/``store.kafka.headers``), ``timestamp`` unless a time-based partitioner may read it.
+        The engine's own columns (``_kc_*``: errors, the originals of dead letters, the read topic) stay."""
+        timed = short_class(settings.partitioner_class) not in ("DefaultPartitioner", "FieldPartitioner")
+        read = {"key": cls.has_views and bool(settings.store_kafka_keys),
+                "headers": cls.has_views and bool(settings.store_kafka_headers), "timestamp": timed}
+        unread = [c for c, kept in read.items() if not kept and c in df.columns]
+        return df.drop(*unread) if unread else df
+
+    @classmethod
     def input_frame(cls, df: Any, settings: Any) -> Any:
-        """JsonFormat: each value's JSON line made in the JVM, as Column expressions (the JsonConverter's
-        :meth:`~spark_connect_bridge.converters.json.JsonConverter.serialize_text`, ``schemas.enable=false``), so that
-        the Python writer only joins the lines. The value becomes that text, marked as JSON text to write as it is
+        """The records without the columns the writer does not read (:meth:`_read_columns`). JsonFormat: each
+        value's JSON line made in the JVM, as Column expressions (the JsonConverter's
+        :meth:`~spark_connect_bridge.converters.json.JsonConverter.serialize_text`, ``schemas.enable=false``), so
+        that the Python writer only joins the lines. The value becomes that text, marked as JSON text to write as it is
         (:data:`~spark_connect_bridge.core.records.VARIANT_JSON_META`); the bytes are those the writer would make
         of the struct. Kept as it is where the writer needs the value itself or makes other text of it: a
         partitioner reading value fields, a value read without a schema (its null fields are left out), a map
         with non-string keys (Connect's ``[key, value]`` pairs) or a local timestamp."""
         from pyspark.sql import functions as F
 
+        df = cls._read_columns(df, settings)
         if cls.format_kinds.get(short_class(settings.format_class)) != "json" or "value" not in df.columns:
             return df
         field = df.schema["value"]

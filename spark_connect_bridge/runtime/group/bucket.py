@@ -77,18 +77,7 @@ def _client(url: str, hadoop: Mapping[str, Any]) -> Any:
     except ImportError as e:  # pragma: no cover - boto3 is the s3 extra's
         raise ConnectError("A worker group in a bucket (group.store.url=s3a://...) needs boto3: "
                            "pip install 'spark_connect_bridge[s3]'") from e
-    found = Locations(hadoop).s3_settings(url)
-    kwargs: dict[str, Any] = {}
-    if found.access and found.secret:
-        kwargs.update(aws_access_key_id=found.access, aws_secret_access_key=found.secret)
-        if found.token:
-            kwargs["aws_session_token"] = found.token
-    if found.region:
-        kwargs["region_name"] = found.region
-    addressing = "auto"
-    if found.endpoint:
-        kwargs["endpoint_url"] = found.endpoint
-        addressing = "path" if found.path_style else "virtual"
+    kwargs, addressing = Locations(hadoop).s3_settings(url).boto3_options()
     config = Config(s3={"addressing_style": addressing}, connect_timeout=10, read_timeout=30,
                     retries={"max_attempts": 3, "mode": "standard"})
     return boto3.client("s3", config=config, **kwargs)

@@ -195,6 +195,22 @@ def test_json_lines_made_in_the_jvm_by_a_pipeline_are_the_bytes_the_writer_makes
         assert made_by_spark["topics/t/partition=0/t+0+0000000002.json"].endswith(b"\nnull\n")
 
 
+@pytest.mark.parametrize("extra, handed", [
+    ({}, ["topic", "partition", "offset", "value"]),
+    ({"store.kafka.keys": "true", "keys.format.class": "io.confluent.connect.s3.format.json.JsonFormat",
+      "format.class": PARQUET}, ["topic", "partition", "offset", "value", "key"]),
+    ({"store.kafka.headers": "true", "partitioner.class": "io.confluent.connect.storage.partitioner."
+      "TimeBasedPartitioner", "path.format": "'h'=HH", "partition.duration.ms": "3600000", "locale": "en-US",
+      "timezone": "UTC", "timestamp.extractor": "Record"}, ["topic", "partition", "offset", "value", "timestamp",
+                                                            "headers"]),
+])
+def test_the_writer_is_handed_only_the_record_columns_it_reads(spark, s3, extra, handed):
+    """Through the pipeline, Spark's Arrow hand-off to the Python writer carries the columns the writer reads: the
+    key and headers only when written beside the values, the timestamp only for a time-based partitioner."""
+    df = _records(spark, [("t", 0, 0, 0, (1, "a"))])
+    assert prepare(_sink(s3[0], "b", **extra), kind="sink").transforms(df).columns == handed
+
+
 def test_a_partitioner_reading_value_fields_gets_the_struct_not_the_jvms_json(spark, s3):
     bucket = _bucket(s3)
     config = _sink(s3[0], bucket, **{"partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner",
