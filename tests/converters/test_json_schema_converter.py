@@ -291,7 +291,12 @@ def test_spark_types_map_to_json_schema_and_back():
     schema = spark_to_json_schema(TYPES, {"connect.name": "com.acme.All"})
     assert schema["title"] == "com.acme.All"
     back, nullable, meta = json_schema_to_spark(schema)
-    assert back == TYPES and meta["connect.name"] == "com.acme.All" and nullable is False
+    # A required field comes back with Connect's flag beside Spark's nullability (connect.optional: false).
+    assert back["i32"].metadata == {"connect.optional": False}
+    assert back == TYPES.fromJson({**TYPES.jsonValue(), "fields": [
+        {**f, "metadata": {"connect.optional": False}} if f["name"] == "i32" else f
+        for f in TYPES.jsonValue()["fields"]]})
+    assert meta == {"connect.name": "com.acme.All", "connect.optional": False} and nullable is False
 
 
 def test_schemas_written_by_hand_map_to_spark_types():
@@ -308,7 +313,7 @@ def test_schemas_written_by_hand_map_to_spark_types():
     assert t.simpleString() == ("struct<id:bigint,amount:struct<units:bigint,currency:string>,note:string,"
                                 "extra:double,labels:map<string,string>,anything:string,flags:array<boolean>>")
     assert [f.nullable for f in t.fields] == [False, False, True, True, False, True, False]
-    assert meta == {"connect.name": "Payment"} and nullable is False
+    assert meta == {"connect.name": "Payment", "connect.optional": False} and nullable is False
     relaxed, _, _ = json_schema_to_spark(schema, optional_for_nonrequired=True)
     assert [f.nullable for f in relaxed.fields] == [False, True, True, True, True, True, True]
 
