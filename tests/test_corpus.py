@@ -530,6 +530,5 @@ def test_strimzi_kafka_connect_and_kafka_connector_resources_run_as_strimzi_s_op
         finally:
             consumer.close()
             interrupt(proc)
-    # Kafka's schema says "optional": false (FileStreamSource's value is required); a top-level value is always
-    # optional here (docs/comparison.md, the first difference of the FileStream table).
-    assert got == [(None, {"schema": {"type": "string", "optional": True}, "payload": line}) for line in lines]
+    # "optional": false, as Kafka writes it: FileStreamSource's value schema is Schema.STRING_SCHEMA (required).
+    assert got == [(None, {"schema": {"type": "string", "optional": False}, "payload": line}) for line in lines]
