@@ -13,7 +13,7 @@ from .definition import Config, ConfigDef, Importance, Type
 from .validators import CaseInsensitiveValidString, Lambda, NonEmptyString, Range, Regex
 
 __all__ = ["COMMON", "SOURCE", "SINK", "PLUGIN_PREFIXES", "KAFKA_ONLY_PREFIXES", "SPARK_OPTION_KEYS",
-           "ALLOWED_PATHS_OPTION", "FORBIDDEN_PATHS_OPTION", "warn_kafka_only"]
+           "CONFLUENT_LICENSE_KEYS", "ALLOWED_PATHS_OPTION", "FORBIDDEN_PATHS_OPTION", "warn_kafka_only"]
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +157,14 @@ SPARK_OPTION_KEYS = ("path", "paths", "checkpointlocation", "queryname", "__dsv2
 #: The worker's connector.allowed.paths (a JSON list), which it hands the connectors that find the files they read
 #: and write at run time (an Iceberg catalog's table locations); always the worker's value, never the config's.
 ALLOWED_PATHS_OPTION = "kconnect.allowed.paths"
+
+#: Confluent's license keys, declared by its commercial connectors (HTTP, MQTT, RabbitMQ, ...): accepted with no
+#: effect (``ConfigDef.accept(..., no_effect=CONFLUENT_LICENSE_KEYS)``); nothing here reads or contacts them.
+CONFLUENT_LICENSE_KEYS = {
+    "confluent.license": "no license is needed or checked here",
+    "confluent.topic": "no license topic here", "confluent.topic.bootstrap.servers": "no license topic here",
+    "confluent.topic.replication.factor": "no license topic here",
+}
 #: The worker's state directory (a JSON list), out of those connectors' reach likewise.
 FORBIDDEN_PATHS_OPTION = "kconnect.forbidden.paths"
 

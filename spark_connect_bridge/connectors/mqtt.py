@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from ..config import ConfigDef, Importance, Lambda, NonEmptyString, Password, Range, Type, ValidList
+from ..config.common import CONFLUENT_LICENSE_KEYS
 from ..errors import ConfigError, ConfigProblem, ConnectError, RetriableError
 from .base import CommitContext, SinkConnector, WriteContext
 from .queue_source import Delivered, Inbox, QueueSourceConnector, now_us
@@ -59,11 +60,6 @@ def _secret(value: Any) -> str | None:
     return (value.value() if isinstance(value, Password) else value) or None
 
 
-_LICENSE = {  # Confluent's license keys: declared by its connectors, of no use here
-    "confluent.license": "no license is needed or checked here",
-    "confluent.topic": "no license topic here", "confluent.topic.bootstrap.servers": "no license topic here",
-    "confluent.topic.replication.factor": "no license topic here",
-}
 
 
 def _connection_keys() -> ConfigDef:
@@ -224,7 +220,7 @@ class MqttSourceConnector(QueueSourceConnector):
                 "How long (ms) a trigger waits for a first message when none is held.")
         .merge(_connection_keys())
         .accept("io.confluent.connect.mqtt.MqttSourceConnector", no_effect={
-            **_LICENSE,
+            **CONFLUENT_LICENSE_KEYS,
             "records.buffer.queue.size": "the messages wait on the driver until Spark commits the batch that read "
                                          "them; the MQTT server's in-flight window bounds how many"})
     )
@@ -266,7 +262,7 @@ class MqttSinkConnector(SinkConnector):
         .define("mqtt.retained.enabled", Type.BOOLEAN, False, importance=Importance.MEDIUM,
                 doc="Whether the messages are published with the retained flag.")
         .merge(_connection_keys())
-        .accept("io.confluent.connect.mqtt.MqttSinkConnector", no_effect=_LICENSE)
+        .accept("io.confluent.connect.mqtt.MqttSinkConnector", no_effect=CONFLUENT_LICENSE_KEYS)
     )
 
     def validate_input(self, schema: Any) -> None:

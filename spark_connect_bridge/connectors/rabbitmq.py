@@ -46,6 +46,7 @@ from ..config import (
     ValidList,
     ValidString,
 )
+from ..config.common import CONFLUENT_LICENSE_KEYS
 from ..errors import ConfigError, ConfigProblem, ConnectError, RetriableError
 from .base import CommitContext, SinkConnector, WriteContext
 from .queue_source import Delivered, Inbox, QueueSourceConnector, now_us
@@ -65,11 +66,6 @@ _TLS_DESTINATION = (_TLS + "ssl.truststore.location", _TLS + "ssl.endpoint.ident
 _PYTHON_TLS = "Python's ssl module (OpenSSL) makes the TLS connection"
 _BY_VERSIONS = "the TLS versions are those of rabbitmq.https.ssl.enabled.protocols"
 _PEM = "the trust store and key store are PEM files here (no store password; an encrypted key's is ssl.key.password)"
-_LICENSE = {  # Confluent's license keys: declared by its connectors, of no use here
-    "confluent.license": "no license is needed or checked here",
-    "confluent.topic": "no license topic here", "confluent.topic.bootstrap.servers": "no license topic here",
-    "confluent.topic.replication.factor": "no license topic here",
-}
 _PROPERTIES = ("content_type", "content_encoding", "delivery_mode", "priority", "correlation_id", "reply_to",
                "expiration", "message_id", "timestamp", "type", "user_id", "app_id")
 
@@ -406,7 +402,7 @@ class RabbitMQSourceConnector(QueueSourceConnector):
         .define("rabbitmq.prefetch.global", Type.BOOLEAN, False, importance=Importance.MEDIUM,
                 doc="Apply rabbitmq.prefetch.count to the whole channel rather than to each consumer.")
         .merge(_connection_keys())
-        .accept(_SOURCE, no_effect=_LICENSE)
+        .accept(_SOURCE, no_effect=CONFLUENT_LICENSE_KEYS)
     )
 
     def schema(self) -> Any:
@@ -506,7 +502,7 @@ class RabbitMQSinkConnector(SinkConnector):
         .define("rabbitmq.delivery.mode", Type.STRING, "PERSISTENT", ValidString("PERSISTENT", "TRANSIENT"),
                 Importance.HIGH, "PERSISTENT (delivery mode 2: written to disk by a durable queue) or TRANSIENT.")
         .merge(_connection_keys())
-        .accept(_SINK, no_effect=_LICENSE)
+        .accept(_SINK, no_effect=CONFLUENT_LICENSE_KEYS)
     )
 
     def validate_input(self, schema: Any) -> None:

@@ -6,6 +6,7 @@ import re
 from typing import Any, ClassVar
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, Range, Type, ValidString
+from ...config.common import CONFLUENT_LICENSE_KEYS
 from ...errors import ConfigError, ConfigProblem
 from .delivery import (
     URL,
@@ -149,9 +150,7 @@ class HttpSinkConnector(HttpSink):
         .define("https.host.verifier.enabled", Type.BOOLEAN, True, importance=Importance.LOW,
                 doc="Only true here: the server's certificate and host name are always verified.")
         .accept(_CONFLUENT, no_effect={
-            "confluent.topic.bootstrap.servers": "no license topic here",
-            "confluent.topic": "no license topic here", "confluent.topic.replication.factor": "no license topic here",
-            "confluent.license": "no license is needed or checked here",
+            **CONFLUENT_LICENSE_KEYS,
             "https.ssl.truststore.type": "the trust store is a PEM file here",
             "https.ssl.truststore.password": "the trust store is a PEM file here",
             "https.ssl.protocol": "Python's TLS negotiates TLS 1.2 or 1.3",
