@@ -11,9 +11,11 @@ Sub-commands are thin layers over the library (``pipeline``, ``plugins``, ``docs
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
+import signal
 import sys
 import time
 import traceback
@@ -368,6 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] == "schema-registry":
         return cmd_schema_registry(argparse.Namespace(), argv[1:])
     args = build_parser().parse_args(argv)
+    if hasattr(signal, "SIGUSR1"):  # kill -USR1 <pid>: every Python thread's stack on stderr (jstack for the JVM)
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -90,6 +90,21 @@ class GroupWorker:
             self._stderr.flush()
         return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
 
+    def stacks(self) -> str:
+        """The worker's Python threads as ``kill -USR1`` prints them (kconnect registers faulthandler), only the
+        frames of this package: what a stuck worker is doing."""
+        if self.proc is None or self.proc.poll() is not None:
+            return ""
+        before = len(self.stderr())
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGUSR1)
+        try:
+            until(lambda: "Thread 0x" in self.stderr()[before:], timeout=10, what=f"{self.name}'s thread dump")
+        except AssertionError:
+            return "(no thread dump within 10 s: the process is paused or stuck outside Python)"
+        return "\n".join(line for line in self.stderr()[before:].splitlines()
+                         if line.startswith(("Thread 0x", "Current thread")) or "spark_connect_bridge" in line)
+
     def signal(self, sig: int) -> None:
         assert self.proc is not None
         self.proc.send_signal(sig)

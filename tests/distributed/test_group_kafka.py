@@ -69,7 +69,8 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
 
     def explain() -> str:
         logs = "\n".join(f"--- {w.name} ({w.worker_id}):\n" + "\n".join(
-            line for line in w.stderr().splitlines() if "spark_connect_bridge" in line or "Error" in line)[-3000:]
+            line for line in w.stderr().splitlines() if ("spark_connect_bridge" in line or "Error" in line)
+            and ".worker_config:" not in line)[-2500:] + f"\n{w.name}'s threads:\n{w.stacks()[-2500:]}"
             for w in workers)
         return f"{lines.written} lines written; the sink holds {len(lines.rows())}\n{logs}"
 
@@ -135,6 +136,8 @@ def test_kafka_s_connect_distributed_properties_run_a_group_that_fails_over_and_
         wait(lambda: running_on(zombie) == zombie.worker_id,
              "the remaining worker to take the killed worker's sink over")
         wait(lines.all_once, "every line exactly once after the kill")
+        # What the failure messages above rely on: kill -USR1 prints a worker's Python threads.
+        assert "spark_connect_bridge" in zombie.stacks()
     finally:
         for w in workers:
             w.stop()

@@ -352,6 +352,33 @@ def test_a_kafka_worker_that_leads_again_decides_again(url):
         a.close()
 
 
+def test_a_kafka_leader_fenced_by_a_member_that_missed_the_rebalance_leads_again(url):
+    """The member that led before the last rebalance, not yet having served its revoke, initialises the leader's
+    producer once more (as its heartbeat's rebalance does) and so fences the real leader, whose next write fails.
+    The real leader does not wait for another rebalance that may never come (the group is stable: nobody would
+    lead): the group's description says partition 0 is its own, and it leads again with a new producer. Seen in
+    CI: two workers started together, the sink never assigned."""
+    group = "g-" + uuid.uuid4().hex[:8]
+    m, a = open_store("kafka", url, group), open_store("kafka", url, group)
+    try:
+        m.join("m:1", "http://m:1", 60_000)
+        m.put_connector("c", {"name": "c", "config": {}}, create=True)
+        a.join("a:1", "http://a:1", 60_000)  # sorts first: takes the leader's partition
+        until(lambda: a._leading() == "a:1" and m._leading() is None, what="the second worker to lead",
+              interval=0.1)
+        assert [(x.connector, x.worker_id) for x in a.rebalance(lambda view: [Move("c", "a:1")])] == [("c", "a:1")]
+        m._leader.drop()
+        assert m._leader.ready()  # the stale leader's init_transactions: a's producer is fenced
+        assert a.rebalance(lambda view: [Move("c", "m:1")]) == []  # its write fails: fenced
+        moves = a.rebalance(lambda view: [Move("c", "m:1")])  # the broker says it leads: it decides again
+        assert [(x.connector, x.worker_id) for x in moves] == [("c", "m:1")]
+        assert config_records(a)["kconnect-assignment-c"]["worker_id"] == "m:1"
+        assert m.rebalance(plan) == []
+    finally:
+        m.close()
+        a.close()
+
+
 def config_records(store: KafkaGroupStore) -> dict:
     """The group's config topic as a new reader finds it (committed records only, the latest value per key)."""
     reader = TopicReader({"bootstrap.servers": servers.kafka()}, [store.topics.config], fetch_wait_ms=10)

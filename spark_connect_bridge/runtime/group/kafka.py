@@ -15,7 +15,8 @@ Where the worker config has ``bootstrap.servers`` and no ``group.store.url`` (Ka
   initialised before it first reads the config topic to its end (``read_committed``), then before every decision:
   a new leader's ``init_transactions`` fences an old one that was paused, even one that wakes in the middle of the
   new leader's decision still believing it holds the partition, so epochs stay monotonic. A fenced leader steps
-  down until the broker assigns it again.
+  down until the broker assigns it again, or until the group's description says the partition is still its own
+  (it was fenced by a member that had not yet heard of the last rebalance).
 * **Connector configs** (creates, replaces, deletes, restart requests) are compare-and-set transactions of
   ``transactional.id`` = ``<group.id>-configs`` (see :mod:`.kafka_topics`): of workers creating one name at once,
   exactly one commits; a replace never brings back a connector deleted meanwhile.
@@ -369,13 +370,39 @@ class KafkaGroupStore:
 
     # -- assignments --------------------------------------------------------------------------------
     def _leading(self) -> str | None:
-        """This store's member that leads the group (holds partition 0 of the config topic), unless the leader's
-        producer was fenced since that member's last assignment: a leader paused past its session and woken up
-        may still believe it holds the partition until its next poll; once fenced it steps down."""
+        """This store's member that leads the group (holds partition 0 of the config topic). A member whose leader
+        producer was fenced since its last assignment leads only once the broker confirms the partition is its
+        own: a leader paused past its session and woken up may still believe it holds the partition until its
+        next poll, and so may a member that held it before the last rebalance and has not yet served its revoke;
+        either may fence the real leader once. The woken one steps down; the real leader, confirmed by the
+        group's description, takes its producer back (a new ``init_transactions`` fences the stale one)."""
         for worker, member in self._members.items():
-            if member.leads and member.generations > self._fenced_at.get(worker, -1):
+            if not member.leads:
+                continue
+            if member.generations > self._fenced_at.get(worker, -1) or self._broker_says_leads(member):
+                self._fenced_at.pop(worker, None)
                 return worker
         return None
+
+    def _broker_says_leads(self, member: _Membership) -> bool:
+        """Whether the group's coordinator, in a stable group, assigns partition 0 of the config topic to
+        ``member``'s consumer (its current membership, by member id)."""
+        kafka = client_library()
+        with self._members_lock:
+            member_id = member.consumer.memberid()
+        if not member_id:
+            return False
+        try:
+            description = self._admin.describe_consumer_groups(
+                [self.group_id], request_timeout=_TIMEOUT)[self.group_id].result()
+        except kafka.KafkaException as e:
+            log.debug("Describing group %s failed: %s", self.group_id, e)
+            return False
+        if description.state != kafka.ConsumerGroupState.STABLE:
+            return False
+        return any(m.member_id == member_id and any(
+            (tp.topic, tp.partition) == (self.topics.config, 0) for tp in m.assignment.topic_partitions)
+            for m in description.members)
 
     def _view_assignments(self, config: dict[str, Any]) -> dict[str, Assignment]:
         status = self._status()
