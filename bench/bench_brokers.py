@@ -43,7 +43,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from _proctree import descendants, proc_table
+from _proctree import descendants, proc_stats, proc_table
 
 from tests.support.brokers import MosquittoServer, NatsServer, RabbitMQServer, RedisServer
 
@@ -59,7 +59,34 @@ def _cpu() -> float:
     return sum(procs[pid][2] for pid in descendants({os.getpid()}, procs) - server)
 
 
-def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float, float] | None]:
+def _cpu_parts() -> dict[str, float]:
+    """:func:`_cpu` split by process: ``driver`` (this Python process: the benchmark, pyspark's driver side and, for
+    ours, nothing of the source), ``jvm`` (the Spark JVM's own threads: planning, offset and commit logs, Arrow to
+    rows) and ``python`` (every Python process below the JVM, live or exited: the streaming source's Python runner,
+    where latestOffset, planning and commit run, and the Python workers of the read tasks)."""
+    stats = proc_stats()
+    table = {pid: (st.ppid, st.name, st.cpu) for pid, st in stats.items()}
+    server = descendants(_server_pids, table) if _server_pids else set()
+    jvms = {pid for pid, st in stats.items() if st.name == "java"}
+    below_jvm = descendants(jvms, table) - jvms
+    parts = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    for pid in descendants({os.getpid()}, table) - server:
+        st = stats[pid]
+        if pid in jvms:
+            parts["jvm"] += st.cpu
+            parts["python"] += st.children_cpu  # the Python workers and runners the JVM reaped
+        elif pid in below_jvm:
+            parts["python"] += st.cpu + st.children_cpu
+        else:
+            parts["driver"] += st.cpu + st.children_cpu
+    return parts
+
+
+def _split(before: dict[str, float], after: dict[str, float], records: int) -> str:
+    return ", ".join(f"{k} {(after[k] - before[k]) / records * 1e6:.0f}" for k in after) + " CPU-us/record"
+
+
+def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float, float, str] | None]:
     """Run the source into ``noop`` until ``n`` records are in; return a summary of its micro-batches and the
     steady state: ``(records, wall seconds, CPU seconds)`` from the end of the query's first micro-batch with data
     (its start, the Python runner's imports, the first planning paid) to the end. A query whose Python runner could
@@ -83,8 +110,8 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float
             q, restarts = start(), restarts + 1
         read = sum(p["numInputRows"] for p in progress + q.recentProgress)
         if first is None and read:
-            first = (read, time.perf_counter(), _cpu())
-    end = (read, time.perf_counter(), _cpu())
+            first = (read, time.perf_counter(), _cpu(), _cpu_parts())
+    end = (read, time.perf_counter(), _cpu(), _cpu_parts())
     q.stop()
     batches = [p for p in progress + q.recentProgress if p["numInputRows"]]
     phases: dict[str, int] = {}
@@ -98,7 +125,7 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float
                + (f"; restarted {restarts}x after Spark's connect-back time-out" if restarts else ""))
     steady = None
     if first is not None and end[0] > first[0]:
-        steady = (end[0] - first[0], end[1] - first[1], end[2] - first[2])
+        steady = (end[0] - first[0], end[1] - first[1], end[2] - first[2], _split(first[3], end[3], end[0] - first[0]))
     return summary, steady
 
 
@@ -310,7 +337,7 @@ def main() -> None:
         for label, alone in ((f"{b.client} alone", True), (f"kconnect {b.label} source, cold", False),
                              (f"kconnect {b.label} source, warm", False)):
             cfg = b.prepare(uuid.uuid4().hex[:6], n)
-            cpu, t = _cpu(), time.perf_counter()
+            cpu, t, parts = _cpu(), time.perf_counter(), _cpu_parts()
             summary, steady = "", None
             if alone:
                 b.alone(cfg, n)
@@ -319,11 +346,13 @@ def main() -> None:
             wall, used = time.perf_counter() - t, _cpu() - cpu
             print(f"{label:38s} {n} messages: {wall:6.2f} s, {n / wall:9.0f} records/s, CPU {used:6.2f} s "
                   f"({used / n * 1e6:.0f} CPU-us/record; load {os.getloadavg()[0]:.1f})", flush=True)
+            print(f"{'  by process':38s} {_split(parts, _cpu_parts(), n)}", flush=True)
             if steady:
-                records, s_wall, s_cpu = steady
+                records, s_wall, s_cpu, s_parts = steady
                 print(f"{'  steady (after its first batch)':38s} {records} messages: {s_wall:6.2f} s, "
                       f"{records / s_wall:9.0f} records/s, CPU {s_cpu:6.2f} s ({s_cpu / records * 1e6:.0f} "
                       f"CPU-us/record)", flush=True)
+                print(f"{'  steady, by process':38s} {s_parts}", flush=True)
             if summary:
                 print(summary, flush=True)
 
