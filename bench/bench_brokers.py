@@ -1,14 +1,14 @@
 """Each broker source beside that broker's own Python client reading the same messages alone; prints records/s and
 CPU seconds.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_brokers.py [mqtt|rabbitmq|redis|nats] [messages]
+    PYTHONPATH=. .venv/bin/python bench/bench_brokers.py [mqtt|rabbitmq|redis|nats] [messages] [per trigger]
 
 (``bench/bench_brokers.py 20000`` is MQTT; the default count is 200000.) For each broker a publisher first stores
 ``messages`` messages of 100 bytes; then three readers take them, each from a fresh queue, subject or stream
 holding the same count: the broker's own client alone, and ours — the ``kconnect`` source into Spark's ``noop``
-sink at a 100 ms processing-time trigger (``max.records.per.trigger`` 20000) until every message is in — twice:
-cold (the session's first query: Python workers start, the JVM's first run of the path) and warm (a second query
-in the same session).
+sink at a 100 ms processing-time trigger (``max.records.per.trigger``: ``per trigger``, 20000 by default) until
+every message is in — twice: cold (the session's first query: Python workers start, the JVM's first run of the
+path) and warm (a second query in the same session).
 Each query's figure is printed twice: whole (from ``start()``: the streaming source's Python runner, its imports,
 the first planning included) and steady (from the end of its first micro-batch with data to the last message: the
 start amortised away, what a long-running query pays per record).
@@ -48,6 +48,7 @@ from _proctree import descendants, proc_stats, proc_table
 from tests.support.brokers import MosquittoServer, NatsServer, RabbitMQServer, RedisServer
 
 PAYLOAD = b"x" * 100
+PER_TRIGGER = 20_000
 _server_pids: set[int] = set()
 
 
@@ -95,7 +96,8 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float
     ckpt = tempfile.mkdtemp()
 
     def start() -> Any:
-        return (spark.readStream.format("kconnect").options(**cfg, **{"max.records.per.trigger": "20000"}).load()
+        bound = {"max.records.per.trigger": str(PER_TRIGGER)}
+        return (spark.readStream.format("kconnect").options(**cfg, **bound).load()
                 .writeStream.format("noop").option("checkpointLocation", ckpt)
                 .trigger(processingTime="100 milliseconds").start())
 
@@ -323,6 +325,8 @@ def main() -> None:
     args = sys.argv[1:]
     kind = args.pop(0) if args and not args[0].isdigit() else "mqtt"
     n = int(args[0]) if args else 200_000
+    global PER_TRIGGER
+    PER_TRIGGER = int(args[1]) if len(args) > 1 else PER_TRIGGER
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -332,7 +336,7 @@ def main() -> None:
     with bench.server() as broker:
         _server_pids.add(broker.process.pid)
         b = bench(broker)
-        print(f"{b.label}: {n} messages of {len(PAYLOAD)} bytes; {os.uname().nodename} "
+        print(f"{b.label}: {n} messages of {len(PAYLOAD)} bytes, up to {PER_TRIGGER} a trigger; {os.uname().nodename} "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load {os.getloadavg()}", flush=True)
         for label, alone in ((f"{b.client} alone", True), (f"kconnect {b.label} source, cold", False),
                              (f"kconnect {b.label} source, warm", False)):
