@@ -63,24 +63,53 @@ def _cpu() -> float:
 def _cpu_parts() -> dict[str, float]:
     """:func:`_cpu` split by process: ``driver`` (this Python process: the benchmark, pyspark's driver side and, for
     ours, nothing of the source), ``jvm`` (the Spark JVM's own threads: planning, offset and commit logs, Arrow to
-    rows) and ``python`` (every Python process below the JVM, live or exited: the streaming source's Python runner,
-    where latestOffset, planning and commit run, and the Python workers of the read tasks)."""
+    rows), ``jvm jit`` and ``jvm gc`` (its JIT compiler and garbage collector threads) and ``python`` (every Python
+    process below the JVM, live or exited: the streaming source's Python runner, where latestOffset, planning and
+    commit run, and the Python workers of the read tasks)."""
     stats = proc_stats()
     table = {pid: (st.ppid, st.name, st.cpu) for pid, st in stats.items()}
     server = descendants(_server_pids, table) if _server_pids else set()
     jvms = {pid for pid, st in stats.items() if st.name == "java"}
     below_jvm = descendants(jvms, table) - jvms
-    parts = {"driver": 0.0, "jvm": 0.0, "python": 0.0}
+    parts = {"driver": 0.0, "jvm": 0.0, "jvm jit": 0.0, "jvm gc": 0.0, "python": 0.0}
     for pid in descendants({os.getpid()}, table) - server:
         st = stats[pid]
         if pid in jvms:
-            parts["jvm"] += st.cpu
+            jit, gc = _jvm_threads(pid)
+            parts["jvm"] += st.cpu - jit - gc
+            parts["jvm jit"] += jit
+            parts["jvm gc"] += gc
             parts["python"] += st.children_cpu  # the Python workers and runners the JVM reaped
         elif pid in below_jvm:
             parts["python"] += st.cpu + st.children_cpu
         else:
             parts["driver"] += st.cpu + st.children_cpu
     return parts
+
+
+def _jvm_threads(pid: int) -> tuple[float, float]:
+    """CPU seconds of a live JVM's JIT compiler threads and of its garbage collector threads (``/proc/<pid>/task``;
+    threads that ended are left out of both)."""
+    jit = gc = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0, 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        if "CompilerThre" in name:
+            jit += cpu
+        elif name.startswith(("GC Thread", "G1 ")):
+            gc += cpu
+    return jit, gc
 
 
 def _split(before: dict[str, float], after: dict[str, float], records: int) -> str:
