@@ -1,14 +1,14 @@
 """Each broker source beside that broker's own Python client reading the same messages alone; prints records/s and
 CPU seconds.
 
-    PYTHONPATH=. .venv/bin/python bench/bench_brokers.py [mqtt|rabbitmq|redis|nats] [messages]
+    PYTHONPATH=. .venv/bin/python bench/bench_brokers.py [mqtt|rabbitmq|redis|nats] [messages] [per trigger]
 
 (``bench/bench_brokers.py 20000`` is MQTT; the default count is 200000.) For each broker a publisher first stores
 ``messages`` messages of 100 bytes; then three readers take them, each from a fresh queue, subject or stream
 holding the same count: the broker's own client alone, and ours — the ``kconnect`` source into Spark's ``noop``
-sink at a 100 ms processing-time trigger (``max.records.per.trigger`` 20000) until every message is in — twice:
-cold (the session's first query: Python workers start, the JVM's first run of the path) and warm (a second query
-in the same session).
+sink at a 100 ms processing-time trigger (``max.records.per.trigger``: ``per trigger``, 20000 by default) until
+every message is in — twice: cold (the session's first query: Python workers start, the JVM's first run of the
+path) and warm (a second query in the same session).
 Each query's figure is printed twice: whole (from ``start()``: the streaming source's Python runner, its imports,
 the first planning included) and steady (from the end of its first micro-batch with data to the last message: the
 start amortised away, what a long-running query pays per record).
@@ -43,11 +43,12 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
-from _proctree import descendants, proc_table
+from _proctree import descendants, proc_stats, proc_table
 
 from tests.support.brokers import MosquittoServer, NatsServer, RabbitMQServer, RedisServer
 
 PAYLOAD = b"x" * 100
+PER_TRIGGER = 20_000
 _server_pids: set[int] = set()
 
 
@@ -59,7 +60,63 @@ def _cpu() -> float:
     return sum(procs[pid][2] for pid in descendants({os.getpid()}, procs) - server)
 
 
-def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float, float] | None]:
+def _cpu_parts() -> dict[str, float]:
+    """:func:`_cpu` split by process: ``driver`` (this Python process: the benchmark, pyspark's driver side and, for
+    ours, nothing of the source), ``jvm`` (the Spark JVM's own threads: planning, offset and commit logs, Arrow to
+    rows), ``jvm jit`` and ``jvm gc`` (its JIT compiler and garbage collector threads) and ``python`` (every Python
+    process below the JVM, live or exited: the streaming source's Python runner, where latestOffset, planning and
+    commit run, and the Python workers of the read tasks)."""
+    stats = proc_stats()
+    table = {pid: (st.ppid, st.name, st.cpu) for pid, st in stats.items()}
+    server = descendants(_server_pids, table) if _server_pids else set()
+    jvms = {pid for pid, st in stats.items() if st.name == "java"}
+    below_jvm = descendants(jvms, table) - jvms
+    parts = {"driver": 0.0, "jvm": 0.0, "jvm jit": 0.0, "jvm gc": 0.0, "python": 0.0}
+    for pid in descendants({os.getpid()}, table) - server:
+        st = stats[pid]
+        if pid in jvms:
+            jit, gc = _jvm_threads(pid)
+            parts["jvm"] += st.cpu - jit - gc
+            parts["jvm jit"] += jit
+            parts["jvm gc"] += gc
+            parts["python"] += st.children_cpu  # the Python workers and runners the JVM reaped
+        elif pid in below_jvm:
+            parts["python"] += st.cpu + st.children_cpu
+        else:
+            parts["driver"] += st.cpu + st.children_cpu
+    return parts
+
+
+def _jvm_threads(pid: int) -> tuple[float, float]:
+    """CPU seconds of a live JVM's JIT compiler threads and of its garbage collector threads (``/proc/<pid>/task``;
+    threads that ended are left out of both)."""
+    jit = gc = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0, 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        cpu = (int(fields[11]) + int(fields[12])) / tick
+        if "CompilerThre" in name:
+            jit += cpu
+        elif name.startswith(("GC Thread", "G1 ")):
+            gc += cpu
+    return jit, gc
+
+
+def _split(before: dict[str, float], after: dict[str, float], records: int) -> str:
+    return ", ".join(f"{k} {(after[k] - before[k]) / records * 1e6:.0f}" for k in after) + " CPU-us/record"
+
+
+def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float, float, str] | None]:
     """Run the source into ``noop`` until ``n`` records are in; return a summary of its micro-batches and the
     steady state: ``(records, wall seconds, CPU seconds)`` from the end of the query's first micro-batch with data
     (its start, the Python runner's imports, the first planning paid) to the end. A query whose Python runner could
@@ -68,7 +125,8 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float
     ckpt = tempfile.mkdtemp()
 
     def start() -> Any:
-        return (spark.readStream.format("kconnect").options(**cfg, **{"max.records.per.trigger": "20000"}).load()
+        bound = {"max.records.per.trigger": str(PER_TRIGGER)}
+        return (spark.readStream.format("kconnect").options(**cfg, **bound).load()
                 .writeStream.format("noop").option("checkpointLocation", ckpt)
                 .trigger(processingTime="100 milliseconds").start())
 
@@ -83,8 +141,8 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float
             q, restarts = start(), restarts + 1
         read = sum(p["numInputRows"] for p in progress + q.recentProgress)
         if first is None and read:
-            first = (read, time.perf_counter(), _cpu())
-    end = (read, time.perf_counter(), _cpu())
+            first = (read, time.perf_counter(), _cpu(), _cpu_parts())
+    end = (read, time.perf_counter(), _cpu(), _cpu_parts())
     q.stop()
     batches = [p for p in progress + q.recentProgress if p["numInputRows"]]
     phases: dict[str, int] = {}
@@ -98,7 +156,7 @@ def ours(spark: Any, cfg: dict[str, str], n: int) -> tuple[str, tuple[int, float
                + (f"; restarted {restarts}x after Spark's connect-back time-out" if restarts else ""))
     steady = None
     if first is not None and end[0] > first[0]:
-        steady = (end[0] - first[0], end[1] - first[1], end[2] - first[2])
+        steady = (end[0] - first[0], end[1] - first[1], end[2] - first[2], _split(first[3], end[3], end[0] - first[0]))
     return summary, steady
 
 
@@ -127,9 +185,12 @@ class Mqtt:
         p.max_inflight_messages_set(1000)
         p.connect("127.0.0.1", self.port)
         p.loop_start()
-        infos = [p.publish(topic, PAYLOAD, qos=1) for _ in range(n)]
-        for info in infos:
-            info.wait_for_publish(60)
+        # in windows: paho numbers a client's messages in flight with 16-bit ids, so more than 65535 queued at once
+        # collide (ERR_QUEUE_SIZE)
+        for i in range(0, n, 20_000):
+            infos = [p.publish(topic, PAYLOAD, qos=1) for _ in range(min(20_000, n - i))]
+            for info in infos:
+                info.wait_for_publish(60)
         p.disconnect()
         p.loop_stop()
         # the client id kconnect derives from the name: kconnect-<name>
@@ -293,6 +354,8 @@ def main() -> None:
     args = sys.argv[1:]
     kind = args.pop(0) if args and not args[0].isdigit() else "mqtt"
     n = int(args[0]) if args else 200_000
+    global PER_TRIGGER
+    PER_TRIGGER = int(args[1]) if len(args) > 1 else PER_TRIGGER
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -302,12 +365,12 @@ def main() -> None:
     with bench.server() as broker:
         _server_pids.add(broker.process.pid)
         b = bench(broker)
-        print(f"{b.label}: {n} messages of {len(PAYLOAD)} bytes; {os.uname().nodename} "
+        print(f"{b.label}: {n} messages of {len(PAYLOAD)} bytes, up to {PER_TRIGGER} a trigger; {os.uname().nodename} "
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load {os.getloadavg()}", flush=True)
         for label, alone in ((f"{b.client} alone", True), (f"kconnect {b.label} source, cold", False),
                              (f"kconnect {b.label} source, warm", False)):
             cfg = b.prepare(uuid.uuid4().hex[:6], n)
-            cpu, t = _cpu(), time.perf_counter()
+            cpu, t, parts = _cpu(), time.perf_counter(), _cpu_parts()
             summary, steady = "", None
             if alone:
                 b.alone(cfg, n)
@@ -316,11 +379,13 @@ def main() -> None:
             wall, used = time.perf_counter() - t, _cpu() - cpu
             print(f"{label:38s} {n} messages: {wall:6.2f} s, {n / wall:9.0f} records/s, CPU {used:6.2f} s "
                   f"({used / n * 1e6:.0f} CPU-us/record; load {os.getloadavg()[0]:.1f})", flush=True)
+            print(f"{'  by process':38s} {_split(parts, _cpu_parts(), n)}", flush=True)
             if steady:
-                records, s_wall, s_cpu = steady
+                records, s_wall, s_cpu, s_parts = steady
                 print(f"{'  steady (after its first batch)':38s} {records} messages: {s_wall:6.2f} s, "
                       f"{records / s_wall:9.0f} records/s, CPU {s_cpu:6.2f} s ({s_cpu / records * 1e6:.0f} "
                       f"CPU-us/record)", flush=True)
+                print(f"{'  steady, by process':38s} {s_parts}", flush=True)
             if summary:
                 print(summary, flush=True)
 

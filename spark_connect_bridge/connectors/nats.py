@@ -31,12 +31,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import urlsplit
 
 from ..config import ConfigDef, Importance, NonEmptyString, Password, Range, Type
 from ..errors import ConfigError, ConfigProblem, ConnectError, RetriableError
-from .base import CommitContext, ReadRange, SinkConnector, SourceConnector, WriteContext
+from .base import CommitContext, ReadRange, ReadTask, SinkConnector, SourceConnector, WriteContext
 from .offsets import Offsets, partition_key
 
 __all__ = ["CamelNatssourceSourceConnector", "CamelNatssinkSinkConnector"]
@@ -137,6 +138,14 @@ def _jetstream_problems(prefix: str, source: bool) -> Any:
 
 
 # -- source ---------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _MessagesRange(ReadRange):
+    """A sequence range whose messages the driver has read already (through the durable consumer, which that read
+    moves): ``arrow``, the IPC bytes of their record batch. A task of it reads nothing from NATS."""
+
+    arrow: bytes = b""
+
 
 class CamelNatssourceSourceConnector(SourceConnector):
     """Reads a NATS JetStream stream by sequence (Camel's ``nats-source`` connector keys), replayable; a durable
@@ -250,6 +259,13 @@ class CamelNatssourceSourceConnector(SourceConnector):
             # when a next batch has data, so the durable consumer is acknowledged here too.
             self._acknowledge(int(start[self._key]["sequence"]))
         current = int((start.get(self._key) or self.initial_offsets()[self._key])["sequence"])
+        if max_records is not None:
+            try:
+                ahead = _run(self._read_ahead(current, max_records, until))
+            except Exception as e:
+                raise self._failed(e) from e
+            if ahead is not None:
+                return {self._key: {"sequence": ahead}}
 
         async def last() -> int:
             nc = await _connect(self.config, _SRC)
@@ -269,6 +285,62 @@ class CamelNatssourceSourceConnector(SourceConnector):
             end = min(end, int(until[self._key]["sequence"]))
         return {self._key: {"sequence": max(end, current)}}
 
+    async def _read_ahead(self, current: int, max_records: int, until: Offsets | None) -> int | None:
+        """The next batch's end, its messages read once, through the durable consumer, when that consumer stands
+        exactly at ``current`` (acknowledged and delivered up to it, nothing outstanding: the steady state of a
+        running query). The messages go to the read task as Arrow (:meth:`plan`) and the last one's acknowledgement
+        after Spark's commit moves the consumer: each message is read once, not by the read task and again to move
+        the consumer. ``None`` when the consumer stands elsewhere (a restart, another reader of it): the batch's end
+        then comes from the stream's last sequence, the read task reads the range and the acknowledgement reads
+        through the consumer (:meth:`_acknowledge`)."""
+        self.__dict__.pop("_ahead", None)
+        nc = await _connect(self.config, _SRC)
+        try:
+            js = nc.jetstream()
+            info = await self._durable_consumer(js)
+            if not (int(info.ack_floor.stream_seq or 0) == current == int(info.delivered.stream_seq or 0)
+                    and not info.num_ack_pending):
+                return None
+            bound = int(until[self._key]["sequence"]) if until is not None and self._key in until else None
+            pending = min(int(info.num_pending or 0), max_records)
+            if not pending or (bound is not None and bound <= current):
+                return current
+            sub = await js.pull_subscribe_bind(self._durable, self._stream)
+            kept: list[Any] = []
+            while pending:
+                msgs = await self._fetch(sub, pending)
+                if not msgs:
+                    break
+                pending -= len(msgs)
+                over = [m for m in msgs if bound is not None and m.metadata.sequence.stream > bound]
+                kept += [m for m in msgs if bound is None or m.metadata.sequence.stream <= bound]
+                for msg in over:  # past the Trigger.AvailableNow target: handed back for a later batch
+                    await msg.nak()
+                if over or not msgs[-1].metadata.num_pending:
+                    break
+            if not kept:
+                return current
+            end = int(kept[-1].metadata.sequence.stream)
+            self.__dict__["_ahead"] = (current, end, bytes(self._batch(kept).serialize()), kept[-1].reply)
+            return end
+        finally:
+            await nc.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_ahead", None)  # the driver's messages travel inside the read task, as Arrow
+        state.pop("_ack_reply", None)
+        return state
+
+    def plan(self, start: Offsets, end: Offsets) -> list[ReadTask]:
+        ahead = self.__dict__.pop("_ahead", None)
+        begin = int((start.get(self._key) or {"sequence": 0})["sequence"])
+        if ahead is None or self._key not in end or (ahead[0], ahead[1]) != (begin, int(end[self._key]["sequence"])):
+            return super().plan(start, end)
+        self.__dict__["_ack_reply"] = (ahead[1], ahead[3])
+        return [ReadTask(0, (_MessagesRange({"stream": self._stream, "subject": self._subject}, start.get(self._key),
+                                            end[self._key], ahead[2]),))]
+
     def commit(self, end: Offsets) -> None:
         if self._key in end:
             self._acknowledge(int(end[self._key]["sequence"]))
@@ -276,9 +348,17 @@ class CamelNatssourceSourceConnector(SourceConnector):
     def _acknowledge(self, sequence: int) -> None:
         """Acknowledge the durable consumer up to stream sequence ``sequence`` (AckPolicy.ALL: one ack covers every
         earlier message). Best effort: Spark's checkpoint, not the consumer, is where a running query resumes."""
+        if self.__dict__.get("_acked", -1) >= sequence:
+            return
+        held = self.__dict__.pop("_ack_reply", None)
+
         async def ack() -> None:
             nc = await _connect(self.config, _SRC)
             try:
+                if held is not None and held[0] == sequence:
+                    # the batch was read through the durable consumer: its last message's acknowledgement
+                    await nc.request(held[1], b"+ACK", timeout=_WAIT)
+                    return
                 js = nc.jetstream()
                 info = await self._durable_consumer(js)
                 if int(info.ack_floor.stream_seq or 0) >= sequence:
@@ -310,6 +390,7 @@ class CamelNatssourceSourceConnector(SourceConnector):
 
         try:
             _run(ack())
+            self.__dict__["_acked"] = sequence
         except Exception as e:  # noqa: BLE001 - the consumer is a progress marker; logged, never fatal
             log.warning("%s: could not acknowledge durable consumer %r of stream %r up to sequence %d: %r",
                         self.name, self._durable, self._stream, sequence, e)
@@ -329,6 +410,13 @@ class CamelNatssourceSourceConnector(SourceConnector):
             return None
 
     def read_range(self, rng: ReadRange) -> Iterator[Any]:
+        if isinstance(rng, _MessagesRange):
+            import pyarrow as pa
+
+            from ..core.records import arrow_schema
+
+            yield pa.ipc.read_record_batch(pa.py_buffer(rng.arrow), arrow_schema(self.schema()))
+            return
         start = int((rng.start or {"sequence": 0})["sequence"])
         end = int(rng.end["sequence"])
         if end <= start:

@@ -96,6 +96,28 @@ def test_source_reads_every_message_once_across_a_restart_and_acks_the_durable(s
     assert subject == "orders.>" and acked >= max(first), acked
 
 
+def test_source_reads_each_message_once_through_the_durable_consumer(spark, nats_url, tmp_path):
+    # a running query reads each batch through its durable consumer on the driver and hands it to the read task:
+    # no read task opens a consumer of its own (an ephemeral consumer would outlive it by its 60 s inactivity
+    # threshold), and the durable delivered every message once
+    stream = f"ONCE_{uuid.uuid4().hex[:6]}"
+    _run(_stream(nats_url, stream, ["once"]))
+    seqs = _run(_publish(nats_url, "once", range(250)))
+    out, ckpt = tmp_path / "out", tmp_path / "ckpt"
+    _available_now(spark, _source(nats_url, stream, "once", **{"max.records.per.trigger": "100"}), out, ckpt)
+    rows = _rows(spark, out)
+    assert sorted((r.offset, int(r.value)) for r in rows) == list(zip(seqs, range(250)))
+
+    async def state():
+        nc = await nats.connect(nats_url)
+        js = nc.jetstream()
+        info, durable = await js.stream_info(stream), await js.consumer_info(stream, f"kconnect-nats-{stream}")
+        await nc.close()
+        return info.state.consumer_count, durable.delivered.stream_seq, durable.num_redelivered
+
+    assert _run(state()) == (1, seqs[-1], 0)
+
+
 def _poll(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
