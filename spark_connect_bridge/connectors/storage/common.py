@@ -226,7 +226,7 @@ def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[
         views = [(view, layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset,
                                    view.extension + view.format.extension, end_offset), view.values(table, rows))
                  for view in layout.views]  # checked before any object of the chunk is written
-        put(key, layout.format.encode(chunk_values.combine_chunks()))
+        put(key, layout.format.encode(chunk_values))  # Spark's Arrow chunks: each format reads them as they are
         for view, view_key, view_values in views:
             put(view_key, view.format.encode(view_values))
         written.append((key, len(chunk.rows)))

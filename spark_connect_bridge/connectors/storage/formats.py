@@ -64,6 +64,20 @@ def _joined(texts: Any, separator: bytes) -> bytes:
     return joined.buffers()[2][offsets[0]:offsets[-1]].to_pybytes()  # the buffer's slice: one copy
 
 
+def _concatenated(texts: Any) -> bytes:
+    """The values' bytes back to back (each ends with its separator already, as the JVM made it): a slice of each
+    Arrow chunk's data buffer, copied once into the result; no per-record work."""
+    parts = []
+    for chunk in texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]:
+        if len(chunk) == 0:
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset: chunk.offset + len(chunk) + 1]
+        if chunk.buffers()[2] is not None and offsets[-1] > offsets[0]:
+            parts.append(chunk.buffers()[2][int(offsets[0]):int(offsets[-1])])  # a zero-copy Buffer slice
+    return b"".join(parts)
+
+
 def compressed(data: bytes, compression: str, level: int) -> bytes:
     if compression == "gzip":
         return gzip.compress(data, compresslevel=6 if level < 0 else level, mtime=0)  # -1: zlib's default
@@ -78,12 +92,18 @@ class JsonFormat(Format):
     decimal_numeric: bool = False
     #: The values are JSON text already: a schemaless VARIANT's (core.records.VARIANT_JSON_META), written as is.
     json_text: bool = False
+    #: The values are JSON lines already, each text ending with ``\n`` (made in the JVM: ``object_sink.
+    #: JSON_LINES_META``): the object is their bytes back to back, a null value the line ``null``.
+    lines: bool = False
 
     @property
     def extension(self) -> str:  # type: ignore[override]
         return ".json" + _COMPRESSION_EXTENSIONS[self.compression]
 
     def encode(self, values: Any) -> bytes:
+        if self.lines:
+            lines = pc.fill_null(values, "null\n") if values.null_count else values
+            return compressed(_concatenated(lines), self.compression, self.level)
         if self.json_text:
             text = pc.fill_null(values.cast(pa.string()), "null")
         else:
@@ -123,13 +143,14 @@ class ParquetFormat(Format):
     def encode(self, values: Any) -> bytes:
         import pyarrow.parquet as pq
 
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
         if not pa.types.is_struct(values.type):
             raise DataError(f"ParquetFormat writes records with a struct value: the record value has the type "
                             f"{values.type} (Confluent's sink needs a schema'd value too: Avro, JSON Schema or "
                             f"Protobuf converters, or JsonConverter with schemas)")
-        table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(values)])
+        chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+        # Spark's Arrow batches as they came: no copy into one array before the Parquet writer reads them
+        table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(c) for c in chunks if len(c)] or
+                                      [pa.RecordBatch.from_struct_array(pa.array([], values.type))])
         out = io.BytesIO()
         pq.write_table(table, out, compression=self.codec if self.codec != "none" else None)
         return out.getvalue()
