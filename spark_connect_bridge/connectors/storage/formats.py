@@ -35,8 +35,8 @@ import pyarrow.compute as pc
 from ...errors import DataError
 from .json_lines import json_text
 
-__all__ = ["Format", "JsonFormat", "ParquetFormat", "ByteArrayFormat", "AvroFormat", "CsvFormat", "FORMATS",
-           "PARQUET_CODEC_EXTENSIONS", "AVRO_CODECS"]
+__all__ = ["Encoded", "Format", "whole", "JsonFormat", "ParquetFormat", "ByteArrayFormat", "AvroFormat", "CsvFormat",
+           "FORMATS", "PARQUET_CODEC_EXTENSIONS", "AVRO_CODECS"]
 
 #: parquet-mr's ``CompressionCodecName.getExtension()`` of each ``parquet.codec``.
 PARQUET_CODEC_EXTENSIONS = {"none": "", "snappy": ".snappy", "gzip": ".gz", "lz4": ".lz4", "zstd": ".zstd",
@@ -47,8 +47,9 @@ _COMPRESSION_EXTENSIONS = {"none": "", "gzip": ".gz"}
 class Format:
     extension: str
 
-    def encode(self, values: Any) -> bytes:
-        """The object's bytes from the values (an Arrow array) of its records, in offset order."""
+    def encode(self, values: Any) -> Encoded:
+        """The object's bytes from the values (an Arrow array, or Spark's chunks of it) of its records, in offset
+        order."""
         raise NotImplementedError
 
 
@@ -64,9 +65,18 @@ def _joined(texts: Any, separator: bytes) -> bytes:
     return joined.buffers()[2][offsets[0]:offsets[-1]].to_pybytes()  # the buffer's slice: one copy
 
 
-def _concatenated(texts: Any) -> bytes:
+#: An object's bytes: one buffer, or parts sent one after the other (slices of Arrow buffers, never copied into one).
+Encoded = bytes | list[Any]
+
+
+def whole(data: Encoded) -> bytes:
+    """The bytes of ``data`` as one buffer (for a client that needs them so)."""
+    return data if isinstance(data, bytes) else b"".join(data)
+
+
+def _line_parts(texts: Any) -> list[Any]:
     """The values' bytes back to back (each ends with its separator already, as the JVM made it): a slice of each
-    Arrow chunk's data buffer, copied once into the result; no per-record work."""
+    Arrow chunk's data buffer, not copied; no per-record work."""
     parts = []
     for chunk in texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]:
         if len(chunk) == 0:
@@ -75,7 +85,7 @@ def _concatenated(texts: Any) -> bytes:
         offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset: chunk.offset + len(chunk) + 1]
         if chunk.buffers()[2] is not None and offsets[-1] > offsets[0]:
             parts.append(chunk.buffers()[2][int(offsets[0]):int(offsets[-1])])  # a zero-copy Buffer slice
-    return b"".join(parts)
+    return parts
 
 
 def compressed(data: bytes, compression: str, level: int) -> bytes:
@@ -100,10 +110,10 @@ class JsonFormat(Format):
     def extension(self) -> str:  # type: ignore[override]
         return ".json" + _COMPRESSION_EXTENSIONS[self.compression]
 
-    def encode(self, values: Any) -> bytes:
+    def encode(self, values: Any) -> Encoded:
         if self.lines:
-            lines = pc.fill_null(values, "null\n") if values.null_count else values
-            return compressed(_concatenated(lines), self.compression, self.level)
+            parts = _line_parts(pc.fill_null(values, "null\n") if values.null_count else values)
+            return parts if self.compression == "none" else compressed(whole(parts), self.compression, self.level)
         if self.json_text:
             text = pc.fill_null(values.cast(pa.string()), "null")
         else:

@@ -24,7 +24,7 @@ from ...core.records import is_schemaless, is_variant_json
 from ...errors import ConfigError, ConfigProblem, DataError
 from ..base import CommitContext, SinkConnector, WriteContext
 from .common import StorageLayout, View, Written, layout_problems, short_class, write_objects
-from .formats import PARQUET_CODEC_EXTENSIONS, AvroFormat, ByteArrayFormat, Format, JsonFormat, ParquetFormat
+from .formats import PARQUET_CODEC_EXTENSIONS, AvroFormat, ByteArrayFormat, Encoded, Format, JsonFormat, ParquetFormat
 from .partitioners import partitioner_from_config
 
 __all__ = ["FORMAT_KEYS", "JSON_LINES_META", "ObjectStore", "ObjectStoreSink", "avro_schema", "compression_keys",
@@ -132,7 +132,7 @@ def _jvm_json_type(data_type: Any) -> bool:
 
 
 class ObjectStore(Protocol):
-    def put(self, key: str, data: bytes) -> None: ...
+    def put(self, key: str, data: Encoded) -> None: ...
 
     def where(self) -> str: ...
 
