@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Lambda, Range, Type
 from ...errors import ConfigError, ConfigProblem, ConnectError, DataError
-from .formats import Format
+from .formats import Encoded, Format
 from .layout import object_key, plan_chunks
 from .partitioners import PARTITIONERS, Partitioner
 
@@ -189,7 +189,7 @@ def _in_offset_order(table: Any) -> bool:
     return bool(np.all(key_steps >= 0) and np.all((key_steps > 0) | (np.diff(offsets) >= 0)))
 
 
-def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[str, bytes], None],
+def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[str, Encoded], None],
                   partition_id: int) -> Written:
     """Write a Spark task's records as objects through ``put(key, data)``; the objects are whole: a replay of the
     same records writes the same keys with the same bytes."""
@@ -226,7 +226,7 @@ def write_objects(batches: Iterator[Any], layout: StorageLayout, put: Callable[[
         views = [(view, layout.key(chunk.topic, chunk.encoded, chunk.partition, chunk.start_offset,
                                    view.extension + view.format.extension, end_offset), view.values(table, rows))
                  for view in layout.views]  # checked before any object of the chunk is written
-        put(key, layout.format.encode(chunk_values.combine_chunks()))
+        put(key, layout.format.encode(chunk_values))  # Spark's Arrow chunks: each format reads them as they are
         for view, view_key, view_values in views:
             put(view_key, view.format.encode(view_values))
         written.append((key, len(chunk.rows)))
@@ -279,10 +279,11 @@ class ArrowStore:
             self._fs = self._make_filesystem()
         return self._fs
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: Encoded) -> None:
         try:
             with self.filesystem().open_output_stream(f"{self.root}/{key}", metadata={}) as out:
-                out.write(data)
+                for part in [data] if isinstance(data, bytes) else data:
+                    out.write(part)
         except OSError as e:
             raise ConnectError(f"Could not write {self.noun} {key!r} to {self.where()}: {self._scrub(str(e))}") \
                 from None

@@ -35,8 +35,8 @@ import pyarrow.compute as pc
 from ...errors import DataError
 from .json_lines import json_text
 
-__all__ = ["Format", "JsonFormat", "ParquetFormat", "ByteArrayFormat", "AvroFormat", "CsvFormat", "FORMATS",
-           "PARQUET_CODEC_EXTENSIONS", "AVRO_CODECS"]
+__all__ = ["Encoded", "Format", "whole", "JsonFormat", "ParquetFormat", "ByteArrayFormat", "AvroFormat", "CsvFormat",
+           "FORMATS", "PARQUET_CODEC_EXTENSIONS", "AVRO_CODECS"]
 
 #: parquet-mr's ``CompressionCodecName.getExtension()`` of each ``parquet.codec``.
 PARQUET_CODEC_EXTENSIONS = {"none": "", "snappy": ".snappy", "gzip": ".gz", "lz4": ".lz4", "zstd": ".zstd",
@@ -47,8 +47,9 @@ _COMPRESSION_EXTENSIONS = {"none": "", "gzip": ".gz"}
 class Format:
     extension: str
 
-    def encode(self, values: Any) -> bytes:
-        """The object's bytes from the values (an Arrow array) of its records, in offset order."""
+    def encode(self, values: Any) -> Encoded:
+        """The object's bytes from the values (an Arrow array, or Spark's chunks of it) of its records, in offset
+        order."""
         raise NotImplementedError
 
 
@@ -62,6 +63,29 @@ def _joined(texts: Any, separator: bytes) -> bytes:
         joined = joined.combine_chunks()
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)[joined.offset: joined.offset + len(joined) + 1]
     return joined.buffers()[2][offsets[0]:offsets[-1]].to_pybytes()  # the buffer's slice: one copy
+
+
+#: An object's bytes: one buffer, or parts sent one after the other (slices of Arrow buffers, never copied into one).
+Encoded = bytes | list[Any]
+
+
+def whole(data: Encoded) -> bytes:
+    """The bytes of ``data`` as one buffer (for a client that needs them so)."""
+    return data if isinstance(data, bytes) else b"".join(data)
+
+
+def _line_parts(texts: Any) -> list[Any]:
+    """The values' bytes back to back (each ends with its separator already, as the JVM made it): a slice of each
+    Arrow chunk's data buffer, not copied; no per-record work."""
+    parts = []
+    for chunk in texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]:
+        if len(chunk) == 0:
+            continue
+        width = np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=width)[chunk.offset: chunk.offset + len(chunk) + 1]
+        if chunk.buffers()[2] is not None and offsets[-1] > offsets[0]:
+            parts.append(chunk.buffers()[2][int(offsets[0]):int(offsets[-1])])  # a zero-copy Buffer slice
+    return parts
 
 
 def compressed(data: bytes, compression: str, level: int) -> bytes:
@@ -78,12 +102,18 @@ class JsonFormat(Format):
     decimal_numeric: bool = False
     #: The values are JSON text already: a schemaless VARIANT's (core.records.VARIANT_JSON_META), written as is.
     json_text: bool = False
+    #: The values are JSON lines already, each text ending with ``\n`` (made in the JVM: ``object_sink.
+    #: JSON_LINES_META``): the object is their bytes back to back, a null value the line ``null``.
+    lines: bool = False
 
     @property
     def extension(self) -> str:  # type: ignore[override]
         return ".json" + _COMPRESSION_EXTENSIONS[self.compression]
 
-    def encode(self, values: Any) -> bytes:
+    def encode(self, values: Any) -> Encoded:
+        if self.lines:
+            parts = _line_parts(pc.fill_null(values, "null\n") if values.null_count else values)
+            return parts if self.compression == "none" else compressed(whole(parts), self.compression, self.level)
         if self.json_text:
             text = pc.fill_null(values.cast(pa.string()), "null")
         else:
@@ -123,13 +153,14 @@ class ParquetFormat(Format):
     def encode(self, values: Any) -> bytes:
         import pyarrow.parquet as pq
 
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks()
         if not pa.types.is_struct(values.type):
             raise DataError(f"ParquetFormat writes records with a struct value: the record value has the type "
                             f"{values.type} (Confluent's sink needs a schema'd value too: Avro, JSON Schema or "
                             f"Protobuf converters, or JsonConverter with schemas)")
-        table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(values)])
+        chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+        # Spark's Arrow batches as they came: no copy into one array before the Parquet writer reads them
+        table = pa.Table.from_batches([pa.RecordBatch.from_struct_array(c) for c in chunks if len(c)] or
+                                      [pa.RecordBatch.from_struct_array(pa.array([], values.type))])
         out = io.BytesIO()
         pq.write_table(table, out, compression=self.codec if self.codec != "none" else None)
         return out.getvalue()

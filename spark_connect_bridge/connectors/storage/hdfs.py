@@ -41,7 +41,7 @@ from ...config.definition import Support
 from ...errors import ConfigError, ConfigProblem, ConnectError
 from ..base import CommitContext, WriteContext
 from .common import STORAGE_COMMON, StorageLayout, Written, short_class, write_objects
-from .formats import AVRO_CODECS, ByteArrayFormat, Format, ParquetFormat
+from .formats import AVRO_CODECS, ByteArrayFormat, Encoded, Format, ParquetFormat, whole
 from .object_sink import FORMAT_KEYS, FORMAT_KINDS, ObjectStoreSink
 
 __all__ = ["Hdfs3SinkConnector", "HdfsStore", "WebHdfs", "namenode_http_addresses"]
@@ -325,11 +325,11 @@ class HdfsStore:
         relative = directory.lstrip("/")[len(topics):].lstrip("/") if topics else directory
         return posixpath.join(topics, _TEMP_DIR, relative, f"{uuid.uuid4()}_tmp{self.extension}")
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: Encoded) -> None:
         """Write one file under ``+tmp``; it gets the committed name ``key`` when the batch commits."""
         temp = self.path(self._temp_name(key))
         try:
-            self.client.create(temp, data)
+            self.client.create(temp, whole(data))
         except WebHdfsError as e:
             raise ConnectError(f"Could not write file {self.path(key)!r} to {self.where()}: {e}") from None
         self.staged.append((temp, self.path(key)))

@@ -79,7 +79,7 @@ def plan_chunks(table: Any, encoded: Any, *, flush_size: int, rotate_interval_ms
     partitions = np.asarray(table.column("partition").combine_chunks().fill_null(-1), dtype=np.int64)
     offsets = np.asarray(table.column("offset").combine_chunks().fill_null(-1), dtype=np.int64)
     enc = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
-    dictionary = pc.dictionary_encode(enc)
+    dictionary = enc if pa.types.is_dictionary(enc.type) else pc.dictionary_encode(enc)
     enc_codes = np.asarray(dictionary.indices, dtype=np.int64)
     enc_names = dictionary.dictionary.to_pylist()
     key = topic_codes.astype(np.int64) * (1 << 32) + partitions
@@ -99,6 +99,10 @@ def plan_chunks(table: Any, encoded: Any, *, flush_size: int, rotate_interval_ms
                     end = start + 1 + int(first[0])
             segment = np.arange(start, end, dtype=np.int64)
             codes = enc_codes[start:end]
+            if codes[0] == codes[-1] and bool(np.all(codes == codes[0])):  # one directory (DefaultPartitioner's)
+                yield Chunk(topic, partition, enc_names[codes[0]], int(offsets[start]), segment)
+                start = end
+                continue
             # One object per directory of the segment, each starting at its first record's offset.
             _, first_rows = np.unique(codes, return_index=True)
             for first_row in sorted(first_rows):

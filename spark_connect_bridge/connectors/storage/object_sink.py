@@ -20,17 +20,21 @@ from urllib.parse import urlsplit
 
 from ...config import CaseInsensitiveValidString, ConfigDef, Importance, Range, Type
 from ...converters.json import JsonConverter
-from ...core.records import VARIANT_JSON_META, is_schemaless, is_variant_json
+from ...core.records import is_schemaless, is_variant_json
 from ...errors import ConfigError, ConfigProblem, DataError
 from ..base import CommitContext, SinkConnector, WriteContext
 from .common import StorageLayout, View, Written, layout_problems, short_class, write_objects
-from .formats import PARQUET_CODEC_EXTENSIONS, AvroFormat, ByteArrayFormat, Format, JsonFormat, ParquetFormat
+from .formats import PARQUET_CODEC_EXTENSIONS, AvroFormat, ByteArrayFormat, Encoded, Format, JsonFormat, ParquetFormat
 from .partitioners import partitioner_from_config
 
-__all__ = ["FORMAT_KEYS", "ObjectStore", "ObjectStoreSink", "avro_schema", "compression_keys", "endpoint_problem",
-           "keys_and_headers_keys"]
+__all__ = ["FORMAT_KEYS", "JSON_LINES_META", "ObjectStore", "ObjectStoreSink", "avro_schema", "compression_keys",
+           "endpoint_problem", "keys_and_headers_keys"]
 
 log = logging.getLogger(__name__)
+
+#: Column metadata of a ``key``/``value`` that :meth:`ObjectStoreSink.input_frame` made JsonFormat's lines of in the
+#: JVM: each value's JSON text followed by ``\n`` (null for a null value).
+JSON_LINES_META = "kconnect.json.lines"
 
 FORMAT_KINDS = {"JsonFormat": "json", "ParquetFormat": "parquet", "ByteArrayFormat": "bytearray", "AvroFormat": "avro"}
 _REFUSED_FORMATS = {"CsvFormat": "CSV objects are written by the S3 sink only (Confluent's GCS and Azure Blob sinks "
@@ -128,7 +132,7 @@ def _jvm_json_type(data_type: Any) -> bool:
 
 
 class ObjectStore(Protocol):
-    def put(self, key: str, data: bytes) -> None: ...
+    def put(self, key: str, data: Encoded) -> None: ...
 
     def where(self) -> str: ...
 
@@ -154,6 +158,7 @@ class ObjectStoreSink(SinkConnector):
         super().__init__(config, name=name)
         self._schemaless: frozenset[str] = frozenset()  # the columns (key, value) read without a schema
         self._json_text: frozenset[str] = frozenset()  # the columns holding a schemaless VARIANT's JSON text
+        self._json_lines: frozenset[str] = frozenset()  # the columns holding JSON lines made in the JVM
         #: (Avro schema, Spark type), both JSON, of the columns written with AvroFormat: value, key, headers
         self._avro: dict[str, tuple[str, str]] = {}
         self._layout: StorageLayout | None = None
@@ -215,7 +220,7 @@ class ObjectStoreSink(SinkConnector):
         compression, level = self._compression()
         if kind == "json":
             return JsonFormat(compression, level, column in self._schemaless, self._decimal_numeric(self.config),
-                              column in self._json_text)
+                              column in self._json_text, column in self._json_lines)
         if kind == "parquet":
             return ParquetFormat(str(self.config.parquet_codec))
         if kind == "avro":
@@ -264,14 +269,16 @@ class ObjectStoreSink(SinkConnector):
     def input_frame(cls, df: Any, settings: Any) -> Any:
         """The records without the columns the writer does not read (:meth:`_read_columns`). JsonFormat: each
         value's JSON line made in the JVM, as Column expressions (the JsonConverter's
-        :meth:`~spark_connect_bridge.converters.json.JsonConverter.serialize_text`, ``schemas.enable=false``), so
-        that the Python writer only joins the lines; so are the keys' lines of ``.keys`` objects in JsonFormat
-        (``store.kafka.keys``). The value (the key) becomes that text, marked as JSON text to write as it is
-        (:data:`~spark_connect_bridge.core.records.VARIANT_JSON_META`); the bytes are those the writer would make
-        of the struct. Kept as it is where the writer needs the value itself or makes other text of it: a
-        partitioner reading value fields, a value read without a schema (its null fields are left out), a map
-        with non-string keys (Connect's ``[key, value]`` pairs) or a local timestamp."""
+        :meth:`~spark_connect_bridge.converters.json.JsonConverter.serialize_text`, ``schemas.enable=false``, or a
+        schemaless VARIANT's ``to_json``) followed by its ``\\n``, so that the Python writer sends the Arrow data
+        buffer as it is, with no per-record work; so are the keys' lines of ``.keys`` objects in JsonFormat
+        (``store.kafka.keys``). The value (the key) becomes that line, marked :data:`JSON_LINES_META`; the bytes
+        are those the writer would make of the struct. Kept as it is where the writer needs the value itself or
+        makes other text of it: a partitioner reading value fields, a struct read without a schema (its null
+        fields are left out), a map with non-string keys (Connect's ``[key, value]`` pairs) or a local
+        timestamp."""
         from pyspark.sql import functions as F
+        from pyspark.sql.types import VariantType
 
         df = cls._read_columns(df, settings)
         partitioner = short_class(settings.partitioner_class)
@@ -290,10 +297,16 @@ class ObjectStoreSink(SinkConnector):
             if column not in df.columns:
                 continue
             field = df.schema[column]
-            if is_schemaless(field.metadata) or is_variant_json(field.metadata) or not _jvm_json_type(field.dataType):
+            if isinstance(field.dataType, VariantType):  # schemaless JSON: the JSON text it was read as
+                text = F.to_json(F.col(column))
+            elif is_variant_json(field.metadata):  # that text already (the pipeline's _variants_as_json)
+                text = F.col(column)
+            elif is_schemaless(field.metadata) or not _jvm_json_type(field.dataType):
                 continue
-            text = converter.serialize_text(F.col(column), field.dataType, metadata=field.metadata)
-            df = df.withColumn(column, text.alias(column, metadata={VARIANT_JSON_META: "json"}))
+            else:
+                text = converter.serialize_text(F.col(column), field.dataType, metadata=field.metadata)
+            # the line's newline too: the writer sends the Arrow data buffer as it is (a null stays null)
+            df = df.withColumn(column, F.concat(text, F.lit("\n")).alias(column, metadata={JSON_LINES_META: "true"}))
         return df
 
     def validate_input(self, schema: Any) -> None:
@@ -306,6 +319,7 @@ class ObjectStoreSink(SinkConnector):
         value = schema["value"]
         present = [c for c in ("key", "value") if c in schema.fieldNames()]
         self._json_text = frozenset(c for c in present if is_variant_json(schema[c].metadata))
+        self._json_lines = frozenset(c for c in present if (schema[c].metadata or {}).get(JSON_LINES_META) == "true")
         self._schemaless = frozenset(c for c in present if is_schemaless(schema[c].metadata) or c in self._json_text)
         format_name = short_class(self.config.format_class)
         kind = self.format_kinds[format_name]

@@ -50,7 +50,11 @@ class Partitioner:
 @dataclass(frozen=True)
 class DefaultPartitioner(Partitioner):
     def encode(self, table: Any, now_ms: int) -> Any:
-        return pc.binary_join_element_wise("partition=", pc.cast(table.column("partition"), pa.string()), "")
+        """A dictionary array: each Kafka partition's ``partition=<p>`` made once, the rows its indices."""
+        partitions = table.column("partition").combine_chunks()
+        distinct = pc.unique(partitions)
+        names = pc.binary_join_element_wise("partition=", pc.cast(distinct, pa.string()), "")
+        return pa.DictionaryArray.from_arrays(pc.index_in(partitions, value_set=distinct), names)
 
 
 @dataclass(frozen=True)

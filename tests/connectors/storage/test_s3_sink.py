@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_connect_bridge.connectors.factory import build_connector
-from spark_connect_bridge.core.records import VARIANT_JSON_META
+from spark_connect_bridge.connectors.storage.object_sink import JSON_LINES_META
 from spark_connect_bridge.engine.pipeline import prepare, write_batch
 from spark_connect_bridge.errors import ConfigError
 from tests.contract.contract import SinkContract
@@ -184,7 +184,7 @@ def test_json_lines_made_in_the_jvm_by_a_pipeline_are_the_bytes_the_writer_makes
     config = _sink(s3[0], direct, **{"flush.size": "2", **extra})
     _write(df, config)
     write_batch(df, {**config, "s3.bucket.name": pipeline})
-    assert prepare(config, kind="sink").transforms(df).schema["value"].metadata == {VARIANT_JSON_META: "json"}
+    assert prepare(config, kind="sink").transforms(df).schema["value"].metadata == {JSON_LINES_META: "true"}
     made_by_python, made_by_spark = s3[1].objects(direct), s3[1].objects(pipeline)
     assert sorted(made_by_spark) == [f"topics/t/partition=0/t+0+{o:010d}.json" for o in (0, 2)]
     assert made_by_spark == made_by_python
@@ -224,13 +224,35 @@ def test_json_keys_objects_made_in_the_jvm_are_the_bytes_the_writer_makes(spark,
                                      "keys.format.class": JSON, "format.class": PARQUET})
     _write(keyed, config)
     write_batch(keyed, {**config, "s3.bucket.name": pipeline})
-    assert prepare(config, kind="sink").transforms(keyed).schema["key"].metadata == {VARIANT_JSON_META: "json"}
+    assert prepare(config, kind="sink").transforms(keyed).schema["key"].metadata == {JSON_LINES_META: "true"}
     made_by_python, made_by_spark = s3[1].objects(direct), s3[1].objects(pipeline)
     assert sorted(k for k in made_by_spark if ".keys." in k) == [
         f"topics/t/partition=0/t+0+{o:010d}.keys.json" for o in (0, 2)]
     assert made_by_spark == made_by_python
     with pytest.raises(Exception, match="Key cannot be null for the record topic=t partition=0 offset=0"):
         write_batch(df, {**config, "s3.bucket.name": pipeline, "topics.dir": "nokey"})
+
+
+def test_schemaless_json_values_are_written_as_the_lines_spark_makes(spark, s3):
+    """A value read by JsonConverter without schemas (a VARIANT) through the pipeline: Spark makes each line, its
+    newline included, and the writer sends them as they are; a null value (behavior.on.null.values=write) is
+    the line null."""
+    texts = ['{"id":1,"tags":["a","b"],"n":null}', '{"s":"x\\"y","d":1.5}', None, '[1,{"a":true}]']
+    df = spark.createDataFrame([("t", 0, o, t.encode() if t else None) for o, t in enumerate(texts)],
+                               "topic string, partition int, offset long, value binary").coalesce(1)
+    bucket = _bucket(s3)
+    config = _sink(s3[0], bucket, **{"flush.size": "10", "behavior.on.null.values": "write",
+                                     "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                                     "value.converter.schemas.enable": "false"})
+    p = prepare(config, kind="sink")
+    assert p.transforms(p.converters(df)).schema["value"].metadata == {JSON_LINES_META: "true"}
+    write_batch(df, config)
+    expected = [r[0] for r in spark.createDataFrame([(t,) for t in texts], "t string")
+                .select(F.to_json(F.parse_json("t"))).collect()]
+    assert s3[1].objects(bucket) == {"topics/t/partition=0/t+0+0000000000.json":
+                                     "".join(f"{t or 'null'}\n" for t in expected).encode()}
+    assert [json.loads(line) for line in s3[1].objects(bucket)["topics/t/partition=0/t+0+0000000000.json"]
+            .decode().splitlines()] == [None if t is None else json.loads(t) for t in texts]
 
 
 def test_a_partitioner_reading_value_fields_gets_the_struct_not_the_jvms_json(spark, s3):
