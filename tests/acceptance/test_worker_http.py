@@ -40,7 +40,8 @@ class HttpWorker:
             f"listeners=http://127.0.0.1:{self.port}", f"offset.storage.dir={root / 'state'}",
             f"topics.dir={root / 'topics'}", "trigger.interval.ms=1000", "spark.master=local[2]",
             "spark.sql.shuffle.partitions=2", "spark.ui.enabled=false", "spark.driver.host=127.0.0.1",
-            "spark.driver.bindAddress=127.0.0.1", "spark.python.authenticate.socketTimeout=300s",
+            "warm.up.enable=false", "spark.driver.bindAddress=127.0.0.1",
+            "spark.python.authenticate.socketTimeout=300s",
             *(f"{k}={v}" for k, v in (extra or {}).items()), ""]))
         kconnect = Path(sys.executable).with_name("kconnect")
         cmd = [str(kconnect)] if kconnect.exists() else [sys.executable, "-m", "spark_connect_bridge.cli"]

@@ -34,7 +34,8 @@ def worker_properties(shared: Path, store: Mapping[str, str], port: int, group: 
            **store, "offset.storage.dir": str(shared / "state"),
            "topics.dir": str(shared / "topics"), "connector.allowed.paths": str(shared),
            "trigger.interval.ms": "500", "status.interval.ms": "200", "spark.sql.shuffle.partitions": "1",
-           "spark.ui.enabled": "false", "spark.python.authenticate.socketTimeout": "300s", **spark}
+           "spark.ui.enabled": "false", "spark.python.authenticate.socketTimeout": "300s",
+           "warm.up.enable": "false", **spark}  # start-up is tests/runtime/test_warm_up.py's
     conf = "connect-distributed-postgres.properties" if "group.store.url" in store else "connect-distributed.properties"
     readme = (ROOT / "conf" / conf).read_text()
     return readme + "\n# --- this test worker ---\n" + "".join(f"{k}={v}\n" for k, v in own.items())

@@ -56,6 +56,7 @@ value.converter=org.apache.kafka.connect.storage.StringConverter
 trigger.interval.ms=500
 spark.master=local[2]
 spark.ui.enabled=false
+warm.up.enable=false
 spark.driver.host=127.0.0.1
 spark.sql.shuffle.partitions=2
 """)
