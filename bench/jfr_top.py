@@ -23,7 +23,8 @@ import subprocess
 
 def samples(path: str, threads: str | None) -> list[tuple[str, list[str]]]:
     """``(thread, frames innermost first)`` of each ``jdk.ExecutionSample`` in ``path`` (``jfr print``)."""
-    out = subprocess.run(["jfr", "print", "--json", "--events", "jdk.ExecutionSample", path],
+    out = subprocess.run(["jfr", "print", "--json", "--stack-depth", "512", "--events", "jdk.ExecutionSample",
+                          path],
                          capture_output=True, text=True, check=True).stdout
     found = []
     for e in json.loads(out)["recording"]["events"]:

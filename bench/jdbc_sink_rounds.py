@@ -1,0 +1,83 @@
+"""Ours' side of ``bench_vs_kafka_connect.py jdbc-sink`` alone, for profiling and before/after pairs: N Debezium
+change events (JSON with schemas) from one topic into PostgreSQL, upserted by key, ROUNDS connectors one after
+the other in one Spark session (round 1 its first), each printing its CPU per record (Spark JVM, Python workers,
+this driver). ``--jfr FILE`` records the Spark JVM's last round with Java Flight Recorder (``bench/jfr_top.py``
+reads it). A before/after pair: run it from each tree in turn (``PYTHONPATH=<tree>``), alternating.
+
+    PYTHONPATH=. .venv/bin/python bench/jdbc_sink_rounds.py 50000 3 [--jfr /tmp/ours.jfr]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+from bench_vs_debezium import _cpu, _cpu_split, _ours_roots, _spark
+from bench_vs_kafka_connect import JSON, _table_rows
+
+from tests.support.kafka import KafkaBroker
+from tests.support.postgres import PostgresCluster
+
+
+def main() -> None:
+    from spark_connect_bridge.bus.kafka import sink_stream, write_kafka
+    from spark_connect_bridge.engine.pipeline import read_stream
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("records", type=int)
+    parser.add_argument("rounds", type=int)
+    parser.add_argument("--jfr", help="record the last round's Spark JVM into this file")
+    args = parser.parse_args()
+    n = args.records
+    with PostgresCluster() as pg, KafkaBroker() as kafka:
+        source_db = pg.new_database("source")
+        pg.execute("create table orders (id bigint primary key, customer int, note text, amount numeric(12,2), "
+                   "at timestamptz)", database=source_db)
+        pg.execute(f"insert into orders select g, g % 100, 'note ' || g, g * 0.01, timestamptz '2024-01-01 "
+                   f"00:00:00+00' + g * interval '1 second' from generate_series(1, {n}) g", database=source_db)
+        spark = _spark()
+        source = {"name": "src", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+                  **pg.connector_config(source_db), "topic.prefix": "src", "slot.name": "bench_src",
+                  "key.converter": JSON, "value.converter": JSON}
+        write_kafka(read_stream(spark, source), kafka.bootstrap, trigger={"availableNow": True},
+                    checkpoint=f"/tmp/bench-jdbc-src-{uuid.uuid4().hex[:8]}").awaitTermination()
+        url = f"jdbc:postgresql://127.0.0.1:{pg.port}/"
+        roots, jvm = _ours_roots(spark), spark.sparkContext._gateway.proc.pid
+        for round_ in range(1, args.rounds + 1):
+            db = pg.new_database(f"ours{round_}")
+            record = args.jfr and round_ == args.rounds
+            if record:
+                subprocess.run(["jcmd", str(jvm), "JFR.start", "name=rounds", "settings=profile",
+                                f"filename={args.jfr}"], check=True, capture_output=True)
+            split0, cpu0, t0 = _cpu_split(roots), _cpu(roots), time.monotonic()
+            query = sink_stream(spark, {"name": f"ours{round_}", "connector.class":
+                                        "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "src.public.orders",
+                                        "connection.url": url + db, "connection.user": "postgres",
+                                        "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true",
+                                        "auto.create": "true", "table.name.format": "orders", "key.converter": JSON,
+                                        "value.converter": JSON, "transforms": "unwrap",
+                                        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"},
+                                bus=kafka.bootstrap, checkpoint=f"/tmp/bench-jdbc-{uuid.uuid4().hex[:8]}",
+                                trigger={"availableNow": True})
+            query.awaitTermination()
+            wall, cpu, split1 = time.monotonic() - t0, _cpu(roots) - cpu0, _cpu_split(roots)
+            if record:
+                subprocess.run(["jcmd", str(jvm), "JFR.stop", "name=rounds"], check=True, capture_output=True)
+            batches = sum(p["durationMs"]["triggerExecution"] for p in query.recentProgress) / 1000
+            assert _table_rows(pg, db, "orders") == n
+            print(f"round {round_}: wall {wall:.1f} s, batches {batches:.1f} s, CPU {cpu / n:.3g} s/record (JVM "
+                  f"{(split1['jvm'] - split0['jvm']) / n:.3g}, Python {(split1['python'] - split0['python']) / n:.3g})"
+                  f", load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
