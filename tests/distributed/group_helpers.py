@@ -26,7 +26,8 @@ def worker_properties(shared: Path, store: Mapping[str, str], port: int, group: 
     """The README's conf file as it is, then this worker's settings: its port, the group, the store (``store``:
     ``{"group.store.url": ...}`` after ``conf/connect-distributed-postgres.properties``; else the Kafka keys, e.g.
     ``bootstrap.servers``, after Kafka's ``conf/connect-distributed.properties``), the shared directories, short
-    timeouts and a light Spark driver (``spark``: other spark.* keys, e.g. a cluster's). Later keys win."""
+    timeouts, no warm-up query (``warm.up.enable=false``) and a light Spark driver (``spark``: other spark.* keys,
+    e.g. a cluster's). Later keys win."""
     spark = dict(spark or {"spark.master": "local[1]", "spark.driver.memory": "512m"})
     own = {"group.id": group, "listeners": f"http://127.0.0.1:{port}", "rest.advertised.host.name": "127.0.0.1",
            "rest.advertised.port": str(port), "heartbeat.interval.ms": str(max(100, session_timeout_ms // 8)),
@@ -34,7 +35,8 @@ def worker_properties(shared: Path, store: Mapping[str, str], port: int, group: 
            **store, "offset.storage.dir": str(shared / "state"),
            "topics.dir": str(shared / "topics"), "connector.allowed.paths": str(shared),
            "trigger.interval.ms": "500", "status.interval.ms": "200", "spark.sql.shuffle.partitions": "1",
-           "spark.ui.enabled": "false", "spark.python.authenticate.socketTimeout": "300s", **spark}
+           "spark.ui.enabled": "false", "spark.python.authenticate.socketTimeout": "300s",
+           "warm.up.enable": "false", **spark}  # start-up itself is tests/runtime/test_warm_up.py's
     conf = "connect-distributed-postgres.properties" if "group.store.url" in store else "connect-distributed.properties"
     readme = (ROOT / "conf" / conf).read_text()
     return readme + "\n# --- this test worker ---\n" + "".join(f"{k}={v}\n" for k, v in own.items())

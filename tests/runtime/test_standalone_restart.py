@@ -54,6 +54,7 @@ topics.dir={tmp_path}/topics
 key.converter=org.apache.kafka.connect.storage.StringConverter
 value.converter=org.apache.kafka.connect.storage.StringConverter
 trigger.interval.ms=500
+warm.up.enable=false
 spark.master=local[2]
 spark.ui.enabled=false
 spark.driver.host=127.0.0.1

@@ -121,7 +121,7 @@ def test_worker_on_an_empty_disk_resumes_from_the_bucket(bucket, tmp_path):
         "config.providers.file.class=org.apache.kafka.common.config.provider.FileConfigProvider",
         "key.converter=org.apache.kafka.connect.storage.StringConverter",
         "value.converter=org.apache.kafka.connect.storage.StringConverter",
-        "trigger.interval.ms=500", "spark.master=local[2]", "spark.ui.enabled=false",
+        "trigger.interval.ms=500", "warm.up.enable=false", "spark.master=local[2]", "spark.ui.enabled=false",
         "spark.sql.shuffle.partitions=2", *(f"{k}={v}" for k, v in s3a.items())]) + "\n")
     src, out = data / "in.txt", data / "out.txt"
     src.write_text("".join(f"line-{i}\n" for i in range(1, 11)))
