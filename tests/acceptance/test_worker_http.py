@@ -38,7 +38,8 @@ class HttpWorker:
         props = root / "worker.properties"
         props.write_text("\n".join([
             f"listeners=http://127.0.0.1:{self.port}", f"offset.storage.dir={root / 'state'}",
-            f"topics.dir={root / 'topics'}", "trigger.interval.ms=1000", "spark.master=local[2]",
+            f"topics.dir={root / 'topics'}", "trigger.interval.ms=1000", "warm.up.enable=false",
+            "spark.master=local[2]",
             "spark.sql.shuffle.partitions=2", "spark.ui.enabled=false", "spark.driver.host=127.0.0.1",
             "spark.driver.bindAddress=127.0.0.1", "spark.python.authenticate.socketTimeout=300s",
             *(f"{k}={v}" for k, v in (extra or {}).items()), ""]))

@@ -81,7 +81,7 @@ def _listening(pid: int) -> list[tuple[str, int]]:
 def test_worker_spark_binds_loopback_only(tmp_path):
     props = tmp_path / "worker.properties"
     props.write_text(f"offset.storage.dir={tmp_path}/state\ntopics.dir={tmp_path}/topics\n"
-                     f"listeners=http://127.0.0.1:0\nspark.master=local[1]\n")
+                     f"listeners=http://127.0.0.1:0\nwarm.up.enable=false\nspark.master=local[1]\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     env.pop("SPARK_LOCAL_IP", None)
     proc = subprocess.Popen([sys.executable, "-c", "import sys; from spark_connect_bridge.cli import main; "
