@@ -10,20 +10,26 @@ out explicitly, and the tests in ``test_fuzz_known_differences`` pin each.
 
 An example is one batch of records of one drawn schema; every chain of a family runs over it (Kafka's side: one
 round trip; ours: the converters' rows parsed once into a local relation, one query per chain over them).
-CI runs :data:`EXAMPLES` derandomized examples per family; ``KCONNECT_FUZZ_EXAMPLES=100000`` runs a long, random
-one; ``KCONNECT_FUZZ_DUMP=<file>`` writes a failing batch as JSON.
+CI runs :data:`EXAMPLES` derandomized examples per family; ``KCONNECT_FUZZ_EXAMPLES=<n>`` runs n random examples;
+``KCONNECT_FUZZ_RECORDS_PER_CHAIN=<n>`` is the long run (docs/comparison.md): random examples, one Hypothesis run of
+:data:`CHUNK` examples after another (seeds ``KCONNECT_FUZZ_SEED``, ``+1``, ...), until n records have gone through
+every chain of the family, each run's progress a line on stderr (``-s``); ``KCONNECT_FUZZ_DUMP=<file>`` writes a
+failing batch as JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import re
+import sys
+import time
 from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from tests.support.fuzz_records import (
     CDC_KEY,
@@ -39,7 +45,11 @@ from tests.support.fuzz_reference import JSON_CONVERTER, KafkaReference, ours, o
 
 T = "org.apache.kafka.connect.transforms."
 P = "org.apache.kafka.connect.transforms.predicates."
-LONG = int(os.environ.get("KCONNECT_FUZZ_EXAMPLES", "0"))
+#: the long run: records through every chain of a family (0: CI's run)
+PER_CHAIN = int(os.environ.get("KCONNECT_FUZZ_RECORDS_PER_CHAIN", "0"))
+#: examples of one Hypothesis run of the long run (each run a seed of its own)
+CHUNK = int(os.environ.get("KCONNECT_FUZZ_CHUNK", "20"))
+LONG = int(os.environ.get("KCONNECT_FUZZ_EXAMPLES", "0")) or (CHUNK if PER_CHAIN else 0)
 EXAMPLES = LONG or int(os.environ.get("KCONNECT_FUZZ_CI_EXAMPLES", "2"))
 #: records per example at most: an example is one batch of records of one drawn schema (a DataFrame holds one
 #: type), every chain of the family run over all of them (ours: one query per chain, over the converters' rows)
@@ -337,13 +347,26 @@ def test_generated_records_give_kafkas_results(spark, kafka, family):
     converters, chains, strategy = FAMILIES[family]
     configs = {name: {**converters, **chain} for name, chain in chains.items()}
     listed = Counter[str]()
+    seen = Counter[str]()
 
-    @FUZZ
     @given(records=strategy(max_records=RECORDS))
     def run(records):
         listed.update(check(spark, kafka, configs, records))
+        seen["examples"] += 1
+        seen["records"] += len(records)
 
-    run()
+    fuzzed = FUZZ(run)
+    if not PER_CHAIN:
+        fuzzed()
+    else:  # the long run: Hypothesis runs of CHUNK examples, a seed each, until PER_CHAIN records per chain
+        base = int(os.environ.get("KCONNECT_FUZZ_SEED", str(random.randrange(2 ** 32))))
+        start, i = time.monotonic(), 0
+        while seen["records"] < PER_CHAIN:
+            seed(base + i)(fuzzed)()
+            i += 1
+            print(f"fuzz {family}: seed {base}+{i - 1} done; {seen['examples']} examples, {seen['records']} records "
+                  f"through each of {len(configs)} chains, {time.monotonic() - start:.0f} s", file=sys.stderr,
+                  flush=True)
     # the pin: each listed difference is still there (else docs/comparison.md is stale)
     stale = [name for name in configs if name in CHAIN_DIFFERENCES and name not in PINNED_BY_TEST
              and not listed[name]]
