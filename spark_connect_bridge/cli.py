@@ -11,6 +11,7 @@ Sub-commands are thin layers over the library (``pipeline``, ``plugins``, ``docs
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import json
 import logging
@@ -371,7 +372,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_schema_registry(argparse.Namespace(), argv[1:])
     args = build_parser().parse_args(argv)
     if hasattr(signal, "SIGUSR1"):  # kill -USR1 <pid>: every Python thread's stack on stderr (jstack for the JVM)
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+        with contextlib.suppress(ValueError, OSError):  # a stderr with no file descriptor (main() in a test)
+            faulthandler.register(signal.SIGUSR1, all_threads=True)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
