@@ -112,24 +112,32 @@ def _table_rows(pg: PostgresCluster, db: str, table: str) -> int:
         return 0
 
 
-def jdbc_sink(n: int) -> None:
-    from spark_connect_bridge.bus.kafka import sink_stream, write_kafka
+def orders_to_kafka(pg, kafka, spark, n: int) -> str:
+    """An ``orders`` table of ``n`` rows in a new database, snapshotted by ours' Debezium PostgreSQL source into the
+    topic ``src.public.orders`` (JSON with schemas); returns the database."""
+    from spark_connect_bridge.bus.kafka import write_kafka
     from spark_connect_bridge.engine.pipeline import read_stream
 
+    source_db = pg.new_database("source")
+    pg.execute("create table orders (id bigint primary key, customer int, note text, amount numeric(12,2), "
+               "at timestamptz)", database=source_db)
+    pg.execute(f"insert into orders select g, g % 100, 'note ' || g, g * 0.01, timestamptz '2024-01-01 "
+               f"00:00:00+00' + g * interval '1 second' from generate_series(1, {n}) g", database=source_db)
+    source = {"name": "src", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+              **pg.connector_config(source_db), "topic.prefix": "src", "slot.name": "bench_src",
+              "key.converter": JSON, "value.converter": JSON}
+    write_kafka(read_stream(spark, source), kafka.bootstrap, checkpoint=f"/tmp/bench-jdbc-src-{uuid.uuid4().hex[:8]}",
+                trigger={"availableNow": True}).awaitTermination()
+    return source_db
+
+
+def jdbc_sink(n: int) -> None:
+    from spark_connect_bridge.bus.kafka import sink_stream
+
     with PostgresCluster() as pg, KafkaBroker() as kafka:
-        source_db = pg.new_database("source")
-        pg.execute("create table orders (id bigint primary key, customer int, note text, amount numeric(12,2), "
-                   "at timestamptz)", database=source_db)
-        pg.execute(f"insert into orders select g, g % 100, 'note ' || g, g * 0.01, timestamptz '2024-01-01 "
-                   f"00:00:00+00' + g * interval '1 second' from generate_series(1, {n}) g", database=source_db)
         spark = _spark()
-        source = {"name": "src", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-                  **pg.connector_config(source_db), "topic.prefix": "src", "slot.name": "bench_src",
-                  "key.converter": JSON, "value.converter": JSON}
+        orders_to_kafka(pg, kafka, spark, n)
         topic = "src.public.orders"
-        made = write_kafka(read_stream(spark, source), kafka.bootstrap,
-                           checkpoint=f"/tmp/bench-jdbc-src-{uuid.uuid4().hex[:8]}", trigger={"availableNow": True})
-        made.awaitTermination()
         url = f"jdbc:postgresql://127.0.0.1:{pg.port}/"
         print(f"JDBC sink: {n} Debezium change events (JSON with schemas) -> PostgreSQL, upsert by key; round 1 is "
               f"each side's first connector (its JVM's first run of this path), round 2 a second connector into "

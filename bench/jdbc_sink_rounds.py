@@ -21,15 +21,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from bench_vs_debezium import _cpu, _cpu_split, _ours_roots, _spark
-from bench_vs_kafka_connect import JSON, _table_rows
+from bench_vs_kafka_connect import JSON, _table_rows, orders_to_kafka
 
 from tests.support.kafka import KafkaBroker
 from tests.support.postgres import PostgresCluster
 
 
 def main() -> None:
-    from spark_connect_bridge.bus.kafka import sink_stream, write_kafka
-    from spark_connect_bridge.engine.pipeline import read_stream
+    from spark_connect_bridge.bus.kafka import sink_stream
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("records", type=int)
@@ -38,17 +37,8 @@ def main() -> None:
     args = parser.parse_args()
     n = args.records
     with PostgresCluster() as pg, KafkaBroker() as kafka:
-        source_db = pg.new_database("source")
-        pg.execute("create table orders (id bigint primary key, customer int, note text, amount numeric(12,2), "
-                   "at timestamptz)", database=source_db)
-        pg.execute(f"insert into orders select g, g % 100, 'note ' || g, g * 0.01, timestamptz '2024-01-01 "
-                   f"00:00:00+00' + g * interval '1 second' from generate_series(1, {n}) g", database=source_db)
         spark = _spark()
-        source = {"name": "src", "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-                  **pg.connector_config(source_db), "topic.prefix": "src", "slot.name": "bench_src",
-                  "key.converter": JSON, "value.converter": JSON}
-        write_kafka(read_stream(spark, source), kafka.bootstrap, trigger={"availableNow": True},
-                    checkpoint=f"/tmp/bench-jdbc-src-{uuid.uuid4().hex[:8]}").awaitTermination()
+        orders_to_kafka(pg, kafka, spark, n)
         url = f"jdbc:postgresql://127.0.0.1:{pg.port}/"
         roots, jvm = _ours_roots(spark), spark.sparkContext._gateway.proc.pid
         for round_ in range(1, args.rounds + 1):
