@@ -131,6 +131,15 @@ def orders_to_kafka(pg, kafka, spark, n: int) -> str:
     return source_db
 
 
+def jdbc_sink_config(name: str, url: str) -> dict[str, str]:
+    """Ours' JDBC sink of ``src.public.orders`` into ``url``: upsert by key, Debezium's envelope unwrapped."""
+    return {"name": name, "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+            "topics": "src.public.orders", "connection.url": url, "connection.user": "postgres",
+            "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true", "auto.create": "true",
+            "table.name.format": "orders", "key.converter": JSON, "value.converter": JSON, "transforms": "unwrap",
+            "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"}
+
+
 def jdbc_sink(n: int) -> None:
     from spark_connect_bridge.bus.kafka import sink_stream
 
@@ -167,13 +176,7 @@ def jdbc_sink(n: int) -> None:
         for round_ in (1, 2):
             db = pg.new_database(f"ours{round_}")
             split0, cpu0, t2 = _cpu_split(roots), _cpu(roots), time.monotonic()
-            query = sink_stream(spark, {"name": f"ours{round_}", "connector.class":
-                                        "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": topic,
-                                        "connection.url": url + db, "connection.user": "postgres",
-                                        "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true",
-                                        "auto.create": "true", "table.name.format": "orders", "key.converter": JSON,
-                                        "value.converter": JSON, "transforms": "unwrap",
-                                        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"},
+            query = sink_stream(spark, jdbc_sink_config(f"ours{round_}", url + db),
                                 bus=kafka.bootstrap, checkpoint=f"/tmp/bench-jdbc-{uuid.uuid4().hex[:8]}",
                                 trigger={"availableNow": True})
             query.awaitTermination()

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 from bench_vs_debezium import _cpu, _cpu_split, _ours_roots, _spark
-from bench_vs_kafka_connect import JSON, _table_rows, orders_to_kafka
+from bench_vs_kafka_connect import _table_rows, jdbc_sink_config, orders_to_kafka
 
 from tests.support.kafka import KafkaBroker
 from tests.support.postgres import PostgresCluster
@@ -48,13 +48,7 @@ def main() -> None:
                 subprocess.run(["jcmd", str(jvm), "JFR.start", "name=rounds", "settings=profile",
                                 f"filename={args.jfr}"], check=True, capture_output=True)
             split0, cpu0, t0 = _cpu_split(roots), _cpu(roots), time.monotonic()
-            query = sink_stream(spark, {"name": f"ours{round_}", "connector.class":
-                                        "io.confluent.connect.jdbc.JdbcSinkConnector", "topics": "src.public.orders",
-                                        "connection.url": url + db, "connection.user": "postgres",
-                                        "insert.mode": "upsert", "pk.mode": "record_key", "delete.enabled": "true",
-                                        "auto.create": "true", "table.name.format": "orders", "key.converter": JSON,
-                                        "value.converter": JSON, "transforms": "unwrap",
-                                        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"},
+            query = sink_stream(spark, jdbc_sink_config(f"ours{round_}", url + db),
                                 bus=kafka.bootstrap, checkpoint=f"/tmp/bench-jdbc-{uuid.uuid4().hex[:8]}",
                                 trigger={"availableNow": True})
             query.awaitTermination()
