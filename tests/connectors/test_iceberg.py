@@ -340,41 +340,44 @@ def test_catalog_credentials_are_masked():
 
 
 # ------------------------------------------------------------------------------------------ kill -9
-def test_append_is_exactly_once_across_a_killed_driver(spark, tmp_path):
-    """A datagen → Iceberg query (format("kconnect") both ways) runs in a child driver killed with SIGKILL
-    mid-stream; restarted on the same checkpoint, every record is in the table once (0 lost, 0 duplicated) and
-    the table's last recorded batch is the checkpoint's last."""
+def test_append_is_exactly_once_across_drivers_killed_in_a_commit(spark, tmp_path):
+    """A datagen -> Iceberg query (format("kconnect") both ways) in a child driver, killed with SIGKILL twice inside
+    a commit (tests/support/iceberg_pause pauses pyiceberg's catalog there): first just after the catalog points at
+    the second snapshot, before Spark's commit log records the batch (the replayed batch must be recognised), then
+    in the middle of the third snapshot's commit, its metadata file written and the catalog not yet pointing at it
+    (the batch must be written again). Restarted on the same checkpoint, every record is in the table once (0
+    lost, 0 duplicated) and the table's last recorded batch is the checkpoint's last."""
+    import os
     import time
 
     from tests.support.killed_driver import kill, start_driver
 
-    ckpt = tmp_path / "ckpt"
+    ckpt, marker = tmp_path / "ckpt", tmp_path / "paused"
     sink = _sink(tmp_path, **{"iceberg.tables": "db.orders"})
     cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "iterations": "2000", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "250"}
-    driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink)
+    hook = str(Path(__file__).resolve().parent.parent / "support" / "iceberg_pause")
 
-    def snapshots() -> int:
-        from pyiceberg.exceptions import NoSuchTableError
+    def killed_in_commit(where: str, snapshot: int) -> None:
+        marker.unlink(missing_ok=True)
+        driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink, env={
+            "PYTHONPATH": os.pathsep.join(filter(None, [hook, os.environ.get("PYTHONPATH")])),
+            "KCONNECT_TEST_ICEBERG_PAUSE_AT": f"{where}:{snapshot}", "KCONNECT_TEST_ICEBERG_MARKER": str(marker)})
+        try:
+            deadline = time.monotonic() + 400
+            while not marker.exists():
+                assert driver.poll() is None, "the child driver stopped before it was killed"
+                assert time.monotonic() < deadline, f"the child driver never reached the {where} of a commit"
+                time.sleep(0.1)
+        finally:
+            kill(driver)  # the driver, its JVM and its Python workers, paused inside the commit
 
-        # the child makes the catalog's tables: look only once its table has metadata (no race on creating them)
-        if not list((tmp_path / "warehouse").rglob("*.metadata.json")):
-            return 0
-        try:  # the metadata file is written before the catalog's row names it
-            return len(_catalog(sink).load_table("db.orders").metadata.snapshots)
-        except NoSuchTableError:
-            return 0
-
-    try:
-        deadline = time.monotonic() + 400
-        while snapshots() < 2:
-            assert driver.poll() is None, "the child driver stopped before it was killed"
-            assert time.monotonic() < deadline, "the child driver committed nothing"
-            time.sleep(0.2)
-    finally:
-        kill(driver)  # the driver, its JVM and its Python workers, mid-stream
-    killed_at = len(_rows(sink, "db.orders", "orderid"))
-    assert 0 < killed_at < 4000
+    killed_in_commit("after", 2)
+    table = _catalog(sink).load_table("db.orders")
+    assert len(table.metadata.snapshots) == 2 and len(_rows(sink, "db.orders", "orderid")) == 500
+    assert not (ckpt / "commits" / "1").exists()  # the table holds batch 1; Spark's commit log does not
+    killed_in_commit("middle", 3)
+    assert len(_catalog(sink).load_table("db.orders").metadata.snapshots) == 2  # the third never became current
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
     (spark.readStream.format("kconnect").options(**cfg).load().writeStream.format("kconnect").options(**sink)
      .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start().awaitTermination())
