@@ -389,3 +389,37 @@ def test_append_is_exactly_once_across_drivers_killed_in_a_commit(spark, tmp_pat
     last_batch = max(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
     table = _catalog(sink).load_table("db.orders")
     assert committed_batch(table, checkpoint_app_id(str(ckpt))) == last_batch
+
+
+# ------------------------------------------------------------------------------------------ object store
+def test_a_warehouse_on_s3_holds_the_tables_data_and_metadata(spark, tmp_path):
+    """The warehouse in a bucket of the run's S3 server, with the S3FileIO keys as Iceberg's AWS docs write them
+    (https://iceberg.apache.org/docs/latest/aws/#s3-fileio: s3.endpoint, s3.path-style-access, s3.access-key-id,
+    s3.secret-access-key; client.region), the catalog a JDBC one: the rows read back, every file in the bucket."""
+    import uuid
+
+    from tests.support import servers
+    from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
+
+    endpoint = servers.s3()
+    bucket = "ice-" + uuid.uuid4().hex[:10]
+    s3 = MotoS3Server(port=int(endpoint.rsplit(":", 1)[1]))  # a client of the run's server
+    s3.create_bucket(bucket)
+    config = _sink(tmp_path, **{
+        "iceberg.tables": "shop.orders", "iceberg.catalog.warehouse": f"s3://{bucket}/warehouse",
+        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO", "iceberg.catalog.s3.endpoint": endpoint,
+        "iceberg.catalog.s3.path-style-access": "true", "iceberg.catalog.s3.access-key-id": ACCESS_KEY,
+        "iceberg.catalog.s3.secret-access-key": SECRET_KEY, "iceberg.catalog.client.region": REGION})
+    rows = [(None, {"id": i, "item": f"thing {i}"}) for i in range(20)]
+    _write(_records(spark, rows, "id int, item string"), config)
+    _write(_records(spark, rows[:5], "id int, item string"), config)
+    assert _rows(config, "shop.orders", "id", "item") == sorted([(i, f"thing {i}") for i in range(20)]
+                                                              + [(i, f"thing {i}") for i in range(5)])
+    objects = s3.objects(bucket, "warehouse/")
+    assert any(k.endswith(".parquet") for k in objects) and any(k.endswith(".metadata.json") for k in objects)
+    assert not list(tmp_path.rglob("*.parquet"))  # nothing written to the local disk but the catalog's file
+    catalog = {k: v for k, v in config.items() if k.startswith("iceberg.catalog.")}
+    source = spark.read.format("kconnect").options(**{"connector.class": "iceberg-source",
+                                                      "iceberg.source.table": "shop.orders", **catalog}).load()
+    assert sorted(tuple(r) for r in source.select("value.id", "value.item").collect()) == \
+        _rows(config, "shop.orders", "id", "item")  # the Iceberg source reads it back from the bucket
