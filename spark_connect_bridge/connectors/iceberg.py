@@ -334,6 +334,7 @@ class IcebergSinkConnector(SinkConnector):
     """Appends, upserts or applies changes to Iceberg tables, exactly once per micro-batch (pyiceberg)."""
 
     delivery = "exactly-once"
+    holds_task = True  # write() sends the task's rows whole to the driver, which writes and commits them
     kafka_class = ORIGINAL
     path_policy_at_run_time = True  # the catalog names the files
     #: keys read by prefix, as the original reads them: catalog properties, per-table keys, Hadoop and Kafka
