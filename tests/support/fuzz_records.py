@@ -68,15 +68,33 @@ def value_schemas(draw: st.DrawFn, names: tuple[str, ...] | None = None, name: s
     optional (tombstones allowed) and named."""
     pool = list(names or FIELDS)
     chosen = [n for n in pool if draw(st.booleans())] or [pool[0]]
-    fields = [{**FIELDS[n][0], "field": n, "optional": draw(st.booleans())} for n in chosen]
+    fields = [{**_nested_flags(draw, FIELDS[n][0]), "field": n, "optional": draw(st.booleans())} for n in chosen]
     return {"type": "struct", "fields": fields, "optional": True, "name": name}
+
+
+def _nested_flags(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
+    """An array's items, a map's keys and values: each optional or required."""
+    out = dict(schema)
+    for part in ("items", "keys", "values"):
+        if part in out:
+            out[part] = {**out[part], "optional": draw(st.booleans())}
+    return out
+
+
+def _fit(schema: dict[str, Any], value: Any) -> Any:
+    """A drawn array or map without nulls where its items or values are required."""
+    if schema["type"] == "array" and not schema["items"]["optional"]:
+        return [0 if v is None else v for v in value]
+    if schema["type"] == "map" and not schema["values"]["optional"]:
+        return {k: "" if v is None else v for k, v in value.items()}
+    return value
 
 
 @st.composite
 def payloads(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for f in schema["fields"]:
-        value = draw(FIELDS[f["field"]][1])
+        value = _fit(f, draw(FIELDS[f["field"]][1]))
         if f["field"] == "dec":
             value = _decimal_bytes_fix(value)
         out[f["field"]] = None if f["optional"] and draw(st.integers(0, 3)) == 0 else value
