@@ -207,7 +207,7 @@ def _is_error(result: dict[str, Any]) -> bool:
 #: Differences the comparison takes out, each listed in docs/comparison.md and pinned by a test below.
 KNOWN = {
     "decimal-precision": "a Decimal without connect.decimal.precision is read as decimal(38, scale) and written "
-                         "with connect.decimal.precision=38; not yet pinned by a test",
+                         "with connect.decimal.precision=38; pinned by test_decimal_precision_is_pinned",
     "null-with-schema": "a key or value that is null with a schema (the envelope {\"schema\": ..., \"payload\": null}) "
                         "is null bytes here, Kafka writes the envelope; pinned by test_null_with_schema_is_pinned",
 }
@@ -436,6 +436,24 @@ def test_debezium_ignores_the_legacy_delete_keys(kafka):
 
 #: a string key's envelope (ours reads the batch's key type from its envelopes)
 KEY = {"schema": {"type": "string", "optional": False}, "payload": "k"}
+
+
+def test_decimal_precision_is_pinned(spark, kafka):
+    # KNOWN["decimal-precision"]: Kafka writes a Decimal's schema as read, with its scale only; here it is read as
+    # Spark's decimal(38, scale), whose precision is written back as connect.decimal.precision (with a precision
+    # parameter, both sides write it as read)
+    decimal = {"type": "bytes", "optional": True, "name": "org.apache.kafka.connect.data.Decimal", "version": 1}
+    schema = {"type": "struct", "optional": False, "fields": [
+        {**decimal, "parameters": {"scale": "2"}, "field": "dec"},
+        {**decimal, "parameters": {"scale": "2", "connect.decimal.precision": "10"}, "field": "dec10"}]}
+    records = [_record(KEY, {"schema": schema, "payload": {"dec": "BAE=", "dec10": "BAE="}})]
+    theirs = kafka.run(SCHEMAD, records)[0]
+    mine = ours(spark, {"plain": SCHEMAD}, records)["plain"][0]
+    assert theirs["value"] == {"schema": schema, "payload": {"dec": "BAE=", "dec10": "BAE="}}
+    assert [f["parameters"] for f in mine["value"]["schema"]["fields"]] == [
+        {"scale": "2", "connect.decimal.precision": "38"}, {"scale": "2", "connect.decimal.precision": "10"}]
+    assert {**mine, "value": {**mine["value"], "schema": schema}} == theirs
+    assert _normal(theirs) == _normal(mine)
 
 
 def test_mask_field_decimal_difference_is_pinned(spark, kafka):
