@@ -116,12 +116,12 @@ def _schemaless(draw: st.DrawFn, payload: dict[str, Any]) -> dict[str, Any]:
 
 @st.composite
 def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] | None = None,
-          struct_keys: bool = False, max_records: int = 6) -> list[dict[str, Any]]:
+          struct_keys: bool = False, max_records: int = 6, min_records: int = 1) -> list[dict[str, Any]]:
     """Records of one topic: the value schema drawn once; keys strings or null (``struct_keys``: structs of
     :data:`FIELDS` too, their schema drawn once, for the key-side SMTs); headers; some tombstones."""
     schema = draw(value_schemas(names))
     key_schema = draw(value_schemas(names, name="fuzz.Key")) if struct_keys else KEY_SCHEMA
-    n = draw(st.integers(1, max_records))
+    n = draw(st.integers(min_records, max_records))
     records = []
     for i in range(n):
         # the first record carries a value and a key: ours reads the batch's types from its envelopes at plan time
@@ -145,12 +145,12 @@ def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] |
     return records
 
 
-def schemaless_cases(max_records: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
-    return cases(schemaless=True, max_records=max_records)
+def schemaless_cases(max_records: int = 6, min_records: int = 1) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(schemaless=True, max_records=max_records, min_records=min_records)
 
 
-def struct_key_cases(max_records: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
-    return cases(struct_keys=True, max_records=max_records)
+def struct_key_cases(max_records: int = 6, min_records: int = 1) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(struct_keys=True, max_records=max_records, min_records=min_records)
 
 
 #: Debezium's PostgreSQL connector's source block and transaction block, as its JsonConverter writes them
@@ -173,7 +173,7 @@ CDC_KEY = {"type": "struct", "name": f"{CDC_TOPIC}.Key", "optional": False,
 
 
 @st.composite
-def change_events(draw: st.DrawFn, max_records: int = 6) -> list[dict[str, Any]]:
+def change_events(draw: st.DrawFn, max_records: int = 6, min_records: int = 1) -> list[dict[str, Any]]:
     """Debezium change events of one table (its row schema drawn once from :data:`FIELDS`): creates, reads,
     updates and deletes as envelopes (``before``/``after``/``source``/``op``/``ts_ms``/``transaction``), a
     delete followed by its tombstone or not, a struct key, headers; the first record an envelope."""
@@ -183,7 +183,7 @@ def change_events(draw: st.DrawFn, max_records: int = 6) -> list[dict[str, Any]]
         {**TRANSACTION, "field": "transaction"}, {"field": "op", "type": "string", "optional": False},
         {"field": "ts_ms", "type": "int64", "optional": True}]}
     records: list[dict[str, Any]] = []
-    n = draw(st.integers(1, max_records))
+    n = draw(st.integers(min_records, max_records))
     while len(records) < n:
         i = len(records)
         op = draw(st.sampled_from(["c", "r", "u", "d"] if i else ["c", "r", "u"]))
