@@ -50,6 +50,10 @@ P = "org.apache.kafka.connect.transforms.predicates."
 PER_CHAIN = int(os.environ.get("KCONNECT_FUZZ_RECORDS_PER_CHAIN", "0"))
 #: examples of one Hypothesis run of the long run (each run a seed of its own)
 CHUNK = int(os.environ.get("KCONNECT_FUZZ_CHUNK", "20"))
+if PER_CHAIN and CHUNK < 2:
+    # Hypothesis starts each run with its simplest example (every choice at its minimum): runs of one example
+    # would all be that example
+    raise ValueError(f"KCONNECT_FUZZ_CHUNK={CHUNK}: a long run needs runs of 2 examples or more")
 LONG = int(os.environ.get("KCONNECT_FUZZ_EXAMPLES", "0")) or (CHUNK if PER_CHAIN else 0)
 EXAMPLES = LONG or int(os.environ.get("KCONNECT_FUZZ_CI_EXAMPLES", "2"))
 #: records per example at most: an example is one batch of records of one drawn schema (a DataFrame holds one
@@ -351,7 +355,11 @@ FAMILIES: dict[str, tuple[dict[str, str], dict[str, dict[str, str]], Any]] = {
 }
 
 
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+#: the long run has no timeout (setup.cfg's 600 s per test ended it, the process with it)
+LONG_RUN = [pytest.mark.timeout(0)] if PER_CHAIN else []
+
+
+@pytest.mark.parametrize("family", [pytest.param(name, marks=LONG_RUN) for name in sorted(FAMILIES)])
 def test_generated_records_give_kafkas_results(spark, kafka, family):
     converters, chains, strategy = FAMILIES[family]
     configs = {name: {**converters, **chain} for name, chain in chains.items()}
