@@ -339,6 +339,23 @@ def test_catalog_credentials_are_masked():
     assert not any(s in str(shown) for s in ("pw1", "secret2", "tok3", "sk4", "pw5"))
 
 
+def test_upsert_key_filter_binds_as_pyicebergs_in():
+    """The upsert's key filter (an In whose bind resolves the literal conversion once) binds to what pyiceberg's
+    own In binds to: long, int (a key beyond int's range included) and string columns."""
+    from pyiceberg.expressions import In
+    from pyiceberg.expressions.visitors import bind
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import IntegerType, LongType, NestedField, StringType
+
+    from spark_connect_bridge.connectors.iceberg import _keys_filter
+
+    schema = Schema(NestedField(1, "id", LongType(), required=True), NestedField(2, "n", IntegerType()),
+                    NestedField(3, "s", StringType()))
+    for col, values in (("id", [1, 2, 3]), ("n", [1, 2, 2**40]), ("s", ["a", "b", "c"])):
+        ours = _keys_filter(pa.table({col: values + [None]}), [col])
+        assert bind(schema, ours, True) == bind(schema, In(col, values), True)
+
+
 # ------------------------------------------------------------------------------------------ kill -9
 @pytest.mark.parametrize("point", ["metadata", "committed"])
 def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_path, monkeypatch, point):
