@@ -357,13 +357,12 @@ def test_upsert_key_filter_binds_as_pyicebergs_in():
 
 
 # ------------------------------------------------------------------------------------------ kill -9
-@pytest.mark.parametrize("point", ["metadata", "committed"])
-def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_path, monkeypatch, point):
-    """A datagen → Iceberg query (format("kconnect") both ways) runs in a child driver, killed with SIGKILL in the
-    commit of its batch 2 (a test hook, tests/support/iceberg_kill_hook, stops the commit there): ``metadata``,
-    when the batch's data files and new metadata file are written but the catalog does not name them yet;
-    ``committed``, when the catalog names the batch's snapshot but Spark has not recorded the batch. Restarted on
-    the same checkpoint, every record is in the table once (0 lost, 0 duplicated) and the table's last recorded
+def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_path, monkeypatch):
+    """A datagen → Iceberg query (format("kconnect") both ways) runs in a child driver killed with SIGKILL in the
+    commit of its batch 2, twice (a test hook, tests/support/iceberg_kill_hook, stops the commit there): first when
+    the batch's data files and new metadata file are written but the catalog does not name them yet; then, restarted
+    on the same checkpoint, when the replayed batch's snapshot is in the catalog but Spark has not recorded the
+    batch. Restarted again, every record is in the table once (0 lost, 0 duplicated) and the table's last recorded
     batch is the checkpoint's last."""
     import os
     import time
@@ -372,30 +371,37 @@ def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_pa
 
     ckpt, marker = tmp_path / "ckpt", tmp_path / "stopped"
     hook = str(Path(__file__).parents[1] / "support" / "iceberg_kill_hook")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (hook, os.environ.get("PYTHONPATH")) if p))
-    monkeypatch.setenv("KCONNECT_TEST_ICEBERG_STOP", f"{point}:2")
-    monkeypatch.setenv("KCONNECT_TEST_ICEBERG_MARKER", str(marker))
     sink = _sink(tmp_path, **{"iceberg.tables": "db.orders"})
     cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "iterations": "2000", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "250"}
-    driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink)
-    try:
-        deadline = time.monotonic() + 400
-        while not marker.exists():
-            assert driver.poll() is None, "the child driver stopped before it was killed"
-            assert time.monotonic() < deadline, "the child driver did not reach the commit of batch 2"
-            time.sleep(0.2)
-    finally:
-        kill(driver)  # the driver, its JVM and its Python workers, in the commit
-    monkeypatch.undo()
+
+    def run_until_stopped(point: str) -> None:
+        with monkeypatch.context() as env:
+            env.setenv("PYTHONPATH", os.pathsep.join(p for p in (hook, os.environ.get("PYTHONPATH")) if p))
+            env.setenv("KCONNECT_TEST_ICEBERG_STOP", f"{point}:2")
+            env.setenv("KCONNECT_TEST_ICEBERG_MARKER", str(marker))
+            driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink)
+        try:
+            deadline = time.monotonic() + 400
+            while not marker.exists():
+                assert driver.poll() is None, "the child driver stopped before it was killed"
+                assert time.monotonic() < deadline, f"the child driver did not reach the commit of batch 2 ({point})"
+                time.sleep(0.2)
+        finally:
+            kill(driver)  # the driver, its JVM and its Python workers, in the commit
+        marker.unlink()
+
+    run_until_stopped("metadata")
     app = checkpoint_app_id(str(ckpt))
     table = _catalog(sink).load_table("db.orders")
-    assert committed_batch(table, app) == (1 if point == "metadata" else 2)
+    assert committed_batch(table, app) == 1 and not (ckpt / "commits" / "2").exists()
+    # batch 2's metadata file is written; the catalog still names the one before it
+    named = [table.metadata_location] + [e.metadata_file for e in table.metadata.metadata_log]
+    files = [str(f) for f in (tmp_path / "warehouse").rglob("*.metadata.json")]
+    assert len([f for f in files if not any(n.endswith(f) for n in named)]) == 1
+    run_until_stopped("committed")
+    assert committed_batch(_catalog(sink).load_table("db.orders"), app) == 2
     assert not (ckpt / "commits" / "2").exists()
-    if point == "metadata":  # batch 2's metadata file is written; the catalog still names the one before it
-        named = [table.metadata_location] + [e.metadata_file for e in table.metadata.metadata_log]
-        files = [str(f) for f in (tmp_path / "warehouse").rglob("*.metadata.json")]
-        assert len([f for f in files if not any(n.endswith(f) for n in named)]) == 1
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
     (spark.readStream.format("kconnect").options(**cfg).load().writeStream.format("kconnect").options(**sink)
      .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start().awaitTermination())
@@ -405,5 +411,4 @@ def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_pa
     assert len(got) == 4000 and len({r[0] for r in got}) == 4000
     assert [tuple(r) for r in got] == expected
     last_batch = max(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
-    table = _catalog(sink).load_table("db.orders")
-    assert committed_batch(table, app) == last_batch
+    assert committed_batch(_catalog(sink).load_table("db.orders"), app) == last_batch
