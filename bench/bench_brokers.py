@@ -359,7 +359,8 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.extraJavaOptions", os.environ.get("BENCH_JAVA_OPTIONS", "")).getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     bench = BROKERS[kind]
     with bench.server() as broker:

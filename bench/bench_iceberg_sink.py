@@ -30,6 +30,7 @@ def main() -> None:
     from pyspark.sql import SparkSession
 
     from spark_connect_bridge.connectors.iceberg import catalog_properties
+    from spark_connect_bridge.engine.pipeline import write_stream
     from spark_connect_bridge.jvm import with_session_defaults
 
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 400_000
@@ -65,8 +66,9 @@ def main() -> None:
         return wall
 
     def ours(table: str, **extra: str):
-        return lambda df, ck: (df.writeStream.format("kconnect").options(**sink, **{"iceberg.tables": table}, **extra)
-                               .option("checkpointLocation", ck).trigger(availableNow=True).start())
+        # the config as the worker and `kconnect run` run it (the pipeline's write_stream)
+        return lambda df, ck: write_stream(df, {**sink, "iceberg.tables": table, **extra}, checkpoint=ck,
+                                           trigger={"availableNow": True})
 
     def bare(table: str):
         def start(df, ck):

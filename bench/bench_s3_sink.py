@@ -109,6 +109,9 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2)
     parser.add_argument("--formats", default="json,parquet,avro", help="the formats whose lines run (comma-separated)")
     parser.add_argument("--lines", default="", help="only these lines (comma-separated names: 'spark json,ours json')")
+    parser.add_argument("--arrow-max-bytes", help="spark.sql.execution.arrow.maxBytesPerBatch (default Spark's 64 MB: "
+                                                  "Spark checks a Python writer's Arrow batch size after every row; "
+                                                  "2147483647 turns the check off)")
     args = parser.parse_args()
 
     import json
@@ -136,6 +139,8 @@ def main() -> None:
                    .config("spark.hadoop.fs.s3a.secret.key", SECRET_KEY))
         spark = configure_spark(builder, delta=False, object_stores=True).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        if args.arrow_max_bytes:
+            spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", args.arrow_max_bytes)
         src = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
                "iterations": str(args.records // 2), "max.interval": "0", "tasks.max": "2"}
         records = spark.read.format("kconnect").options(**src).load().cache()
@@ -203,6 +208,7 @@ def main() -> None:
         # every line wrote every record: our objects hold args.records lines / rows per run
         objects = len(server.objects(bucket, f"ours-json-{runs['ours json']}")) if "ours json" in lines else "-"
         print(f"records={args.records} reps={args.reps} load_avg={os.getloadavg()[0]:.1f} "
+              f"arrow.maxBytesPerBatch={spark.conf.get('spark.sql.execution.arrow.maxBytesPerBatch')} "
               f"objects={objects} in ours' last json run")
         for name, measured in results.items():
             cold, warm = measured[0], min(measured[1:], key=lambda r: r[1])

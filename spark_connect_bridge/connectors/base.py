@@ -192,6 +192,10 @@ class SinkConnector(_Plugin, abc.ABC):
     plugin_type = "sink"
     #: How the sink delivers: "exactly-once" (replayed batches recognised) or "at-least-once".
     delivery: ClassVar[str] = "at-least-once"
+    #: The writer holds its whole task's records before it writes them (whole objects): Spark's per-row Arrow
+    #: batch size check buys no memory bound, so the engine turns it off for its writes
+    #: (:mod:`~spark_connect_bridge.engine.arrow_hand_off`).
+    holds_task: ClassVar[bool] = False
 
     def validate_input(self, schema: Any) -> None:
         """Driver: check the input DataFrame schema before any data moves (raise ConfigError/DataError)."""

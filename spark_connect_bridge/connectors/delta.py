@@ -163,6 +163,7 @@ class DeltaSinkConnector(_TableFiles, SinkConnector):
     """Appends or MERGEs records into a Delta table, exactly once per micro-batch."""
 
     delivery = "exactly-once"
+    holds_task = True  # write() makes one Arrow table of the task's records before writing its files
     config_def = (
         ConfigDef()
         .define("delta.table.path", Type.STRING, "", importance=Importance.HIGH,

@@ -196,6 +196,9 @@ def catalog_properties(iceberg_catalog: Mapping[str, str]) -> dict[str, str]:
     else:
         catalog_type = "rest"  # Iceberg's CatalogUtil default
     props.pop("io-impl", None)  # pyiceberg chooses its FileIO from the warehouse URI
+    path_style = props.pop("s3.path-style-access", None)  # Java's S3FileIO key; pyiceberg's is the opposite
+    if path_style is not None and "s3.force-virtual-addressing" not in props:
+        props["s3.force-virtual-addressing"] = "false" if path_style.strip().lower() == "true" else "true"
     user, password = props.pop("jdbc.user", None), props.pop("jdbc.password", None)
     if catalog_type == "sql":
         if not props.get("uri"):
@@ -332,6 +335,7 @@ class IcebergSinkConnector(SinkConnector):
     """Appends, upserts or applies changes to Iceberg tables, exactly once per micro-batch (pyiceberg)."""
 
     delivery = "exactly-once"
+    holds_task = True  # write() sends the task's rows whole to the driver, which writes and commits them
     kafka_class = ORIGINAL
     path_policy_at_run_time = True  # the catalog names the files
     #: keys read by prefix, as the original reads them: catalog properties, per-table keys, Hadoop and Kafka

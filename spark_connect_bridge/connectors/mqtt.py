@@ -135,6 +135,11 @@ class _Connection:
         raise RetriableError(f"Cannot connect to any MQTT server of mqtt.server.uri: {'; '.join(errors)}")
 
 
+_QOS_HEADERS = tuple(("mqtt.qos", b"%d" % q) for q in range(3))
+_RETAINED_HEADERS = {False: ("mqtt.retained", b"false"), True: ("mqtt.retained", b"true")}
+_DUPLICATE_HEADERS = {False: ("mqtt.duplicate", b"false"), True: ("mqtt.duplicate", b"true")}
+
+
 class _Subscription:
     """The source's driver-side session: receives into an inbox, acknowledges what Spark committed."""
 
@@ -185,10 +190,10 @@ class _Subscription:
         token = (msg.mid, msg.qos) if msg.qos else None
         if msg.dup and token is not None and self.inbox.holds(token):
             return  # a redelivery of a message held here since before a reconnect
-        headers = (("mqtt.message.id", str(msg.mid).encode()), ("mqtt.qos", str(msg.qos).encode()),
-                   ("mqtt.retained", b"true" if msg.retain else b"false"),
-                   ("mqtt.duplicate", b"true" if msg.dup else b"false"))
-        self.inbox.put(Delivered(msg.topic, bytes(msg.payload), now_us(), headers), token)
+        # the three flag headers are shared constants: one new pair per message (this runs for every message)
+        headers = (("mqtt.message.id", b"%d" % msg.mid), _QOS_HEADERS[msg.qos], _RETAINED_HEADERS[bool(msg.retain)],
+                   _DUPLICATE_HEADERS[bool(msg.dup)])
+        self.inbox.put(Delivered(msg.topic, msg.payload, now_us(), headers), token)
 
     def ack(self, tokens: Sequence[Any]) -> None:
         for token in tokens:

@@ -24,6 +24,7 @@ micro-batch: the one in flight).
 from __future__ import annotations
 
 import abc
+import gc
 import logging
 import threading
 import time
@@ -94,15 +95,17 @@ class Inbox:
     stream reader numbers, takes and acknowledges. ``token`` is what the client needs to acknowledge a message."""
 
     def __init__(self) -> None:
-        self._lock = threading.Condition()
+        self._lock = threading.Condition(threading.Lock())  # not re-entered: a plain lock is cheaper per put
         self._unnumbered: deque[tuple[Delivered, Any]] = deque()
         self._numbered: deque[tuple[int, Delivered, Any]] = deque()
         self._last = 0  # the position of the last numbered message
+        self._waiting = 0  # threads in wait(): put notifies only then (it runs for every message)
 
     def put(self, message: Delivered, token: Any) -> None:
         with self._lock:
             self._unnumbered.append((message, token))
-            self._lock.notify_all()
+            if self._waiting:
+                self._lock.notify_all()
 
     def holds(self, token: Any) -> bool:
         """Whether a message with this acknowledgement token is held (a redelivery of it is a duplicate)."""
@@ -122,7 +125,11 @@ class Inbox:
         """Wait up to ``timeout`` seconds for a first unnumbered message."""
         with self._lock:
             if not self._unnumbered:
-                self._lock.wait(timeout)
+                self._waiting += 1
+                try:
+                    self._lock.wait(timeout)
+                finally:
+                    self._waiting -= 1
 
     def number(self, start: int, limit: int | None) -> int:
         """Number the messages received after position ``start`` (at most ``limit`` past it); return the last."""
@@ -211,6 +218,10 @@ class QueueSourceConnector(SourceConnector, abc.ABC):
     def _client(self) -> Any:
         if "client" not in self._runtime:
             self._runtime["client"] = self._open(self.inbox)
+            # The messages wait here until Spark's commit, several tracked objects each: without this, every full
+            # collection of the cyclic GC walks the whole runner (pyspark, pyarrow) again, ~2 us a message
+            # (measured: 3.9 -> 2.2 us per received message). The objects alive now live as long as the process.
+            gc.freeze()
         client = self._runtime["client"]
         self._check(client)
         return client

@@ -10,7 +10,10 @@ A schema's ``optional`` flag is the Spark field's nullability unless the field (
 under ``connect.optional``: Spark makes a parsed field nullable whatever its schema (``from_json``), and an
 expression's nullability is Spark's, not the SMT's schema rule. A required schema read from a message carries
 ``connect.optional = false``; an SMT that builds a schema sets the flag of each field it makes (Kafka's rules:
-InsertField's fields optional unless ``!``, HoistField's struct required, ...).
+InsertField's fields optional unless ``!``, HoistField's struct required, ...). An array's items and a map's keys
+and values have no Spark metadata of their own: their schemas' metadata (optional flag, name, nested items, ...)
+is the field's, under ``connect.items``, ``connect.keys`` and ``connect.values`` (a map key is required unless
+its ``connect.keys`` says ``connect.optional = true``; an item or value is optional unless its metadata says not).
 
 A Connect Decimal has no precision limit; Spark's is 38: the precision comes from the
 ``connect.decimal.precision`` parameter when there is one, else 38.
@@ -49,7 +52,7 @@ from ..errors import DataError
 
 __all__ = ["DECIMAL", "DATE", "TIME", "TIMESTAMP", "connect_to_spark", "spark_to_connect", "is_time",
            "META_NAME", "META_VERSION", "META_DOC", "META_PARAMETERS", "META_OPTIONAL", "decimal_precision",
-           "is_optional", "with_optional"]
+           "is_optional", "with_optional", "META_ITEMS", "META_KEYS", "META_VALUES"]
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 DATE = "org.apache.kafka.connect.data.Date"
@@ -58,6 +61,7 @@ TIMESTAMP = "org.apache.kafka.connect.data.Timestamp"
 META_NAME, META_VERSION, META_DOC, META_PARAMETERS = ("connect.name", "connect.version", "connect.doc",
                                                       "connect.parameters")
 META_OPTIONAL = "connect.optional"
+META_ITEMS, META_KEYS, META_VALUES = "connect.items", "connect.keys", "connect.values"
 PRECISION_PARAM = "connect.decimal.precision"
 
 _PRIMITIVES: dict[str, DataType] = {
@@ -124,12 +128,17 @@ def connect_to_spark(schema: Mapping[str, Any] | None) -> tuple[DataType, bool, 
     if t in _PRIMITIVES:
         dt: DataType = _PRIMITIVES[t]
     elif t == "array":
-        item, item_null, _ = connect_to_spark(_required(schema, "items"))
+        item, item_null, item_meta = connect_to_spark(_required(schema, "items"))
         dt = ArrayType(item, item_null)
+        _keep(meta, META_ITEMS, item_meta)
     elif t == "map":
-        k, _, _ = connect_to_spark(_required(schema, "keys"))
-        v, v_null, _ = connect_to_spark(_required(schema, "values"))
+        k, k_null, k_meta = connect_to_spark(_required(schema, "keys"))
+        v, v_null, v_meta = connect_to_spark(_required(schema, "values"))
         dt = MapType(k, v, v_null)
+        # a Spark map key is never null, its schema required: an optional key schema is said in the metadata
+        _keep(meta, META_KEYS, with_optional(k_meta, True) if k_null else
+              {m: v for m, v in k_meta.items() if m != META_OPTIONAL})
+        _keep(meta, META_VALUES, v_meta)
     elif t == "struct":
         fields = []
         for f in schema.get("fields") or []:
@@ -149,6 +158,13 @@ def connect_to_spark(schema: Mapping[str, Any] | None) -> tuple[DataType, bool, 
     if params:
         meta[META_PARAMETERS] = {str(k): str(v) for k, v in params.items()}
     return dt, optional, meta
+
+
+def _keep(meta: dict[str, Any], key: str, nested: Mapping[str, Any]) -> None:
+    """An array's items or a map's keys or values: their schema's metadata (optional flag, name, ...) kept in the
+    field's metadata under ``key`` (a Spark element type has no metadata of its own)."""
+    if nested:
+        meta[key] = dict(nested)
 
 
 def _required(schema: Mapping[str, Any], key: str) -> Any:
@@ -179,11 +195,13 @@ def spark_to_connect(data_type: DataType, nullable: bool = True,
     if type(data_type) in _TO_CONNECT:
         out = {"type": _TO_CONNECT[type(data_type)], "optional": nullable}
     elif isinstance(data_type, ArrayType):
-        out = {"type": "array", "items": spark_to_connect(data_type.elementType, data_type.containsNull),
+        out = {"type": "array", "items": spark_to_connect(data_type.elementType, data_type.containsNull,
+                                                          meta.get(META_ITEMS)),
                "optional": nullable}
     elif isinstance(data_type, MapType):
-        out = {"type": "map", "keys": spark_to_connect(data_type.keyType, False),
-               "values": spark_to_connect(data_type.valueType, data_type.valueContainsNull), "optional": nullable}
+        out = {"type": "map", "keys": spark_to_connect(data_type.keyType, False, meta.get(META_KEYS)),
+               "values": spark_to_connect(data_type.valueType, data_type.valueContainsNull, meta.get(META_VALUES)),
+               "optional": nullable}
     elif isinstance(data_type, StructType):
         out = {"type": "struct", "fields": [
             {**spark_to_connect(f.dataType, f.nullable, f.metadata), "field": f.name} for f in data_type.fields],

@@ -54,6 +54,7 @@ from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
 from ..transforms import build_chain
 from ..transforms.base import variant_problems
+from .arrow_hand_off import python_writer_batches
 from .datasource import READ_TOPIC_COL, SUBSCRIBED_OPTION, rejects_path, reports_dir
 from .dead_letter import (
     INTERNAL_COLS,
@@ -471,15 +472,17 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         out = observe_batches(out) if subscribed else observe_batches(out, p)
     if not tolerant:
         app = {"kconnect.app.id": checkpoint_app_id(checkpoint)}  # made here, on the driver
-        return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
-                            direct=lambda w: w.format("kconnect").options(**opts, **app))
+        with python_writer_batches(df.sparkSession, p.connector_class):  # the query copies the session's settings
+            return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
+                                direct=lambda w: w.format("kconnect").options(**opts, **app))
 
     rejects_dir = reports_dir(checkpoint)
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> dict:
-        _without_internal(good).write.format("kconnect").options(**opts, **{
-            "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id), "kconnect.rejects.dir": rejects_dir,
-            "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
+        with python_writer_batches(good.sparkSession, p.connector_class):
+            _without_internal(good).write.format("kconnect").options(**opts, **{
+                "kconnect.app.id": app_id, "kconnect.batch.id": str(batch_id), "kconnect.rejects.dir": rejects_dir,
+                "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
         return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
     router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=p.policy,
@@ -524,13 +527,16 @@ def write_batch(df: DataFrame, config: Configish | PreparedConfig, *, mode: str 
     check_python_workers(df.sparkSession)
     out, source_policy, tolerant = _sink_side(df, p)
     if not tolerant:
-        out.write.format("kconnect").options(**{**p.connector_options, SUBSCRIBED_OPTION: "false"}).mode(mode).save()
+        with python_writer_batches(df.sparkSession, p.connector_class):
+            out.write.format("kconnect").options(**{**p.connector_options, SUBSCRIBED_OPTION: "false"}) \
+                .mode(mode).save()
         return
     app = "batch-" + uuid.uuid4().hex[:16]
 
     def write_good(good: DataFrame, app_id: str, batch_id: int) -> None:
-        _without_internal(good).write.format("kconnect") \
-            .options(**{**p.connector_options, SUBSCRIBED_OPTION: "false"}).mode(mode).save()
+        with python_writer_batches(good.sparkSession, p.connector_class):
+            _without_internal(good).write.format("kconnect") \
+                .options(**{**p.connector_options, SUBSCRIBED_OPTION: "false"}).mode(mode).save()
         return None
 
     BatchRouter(write_good, app_id=app, policy=p.policy, source_policy=source_policy, name=p.name)(out, 0)

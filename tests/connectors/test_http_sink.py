@@ -235,7 +235,7 @@ def test_the_trust_store_path_obeys_the_worker_s_allowed_paths():
 
 
 def test_the_docs_http_example_runs(spark, api):
-    """docs/tasks/brokers.md's HTTP block, as written, with ``api_url`` the test's API."""
+    """docs/tasks/brokers/http.md's HTTP block, as written, with ``api_url`` the test's API."""
     from tests.test_readme import _located_blocks
 
     [(page, block)] = _located_blocks("python", needs="http-api")

@@ -357,51 +357,44 @@ def test_upsert_key_filter_binds_as_pyicebergs_in():
 
 
 # ------------------------------------------------------------------------------------------ kill -9
-def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_path, monkeypatch):
-    """A datagen → Iceberg query (format("kconnect") both ways) runs in a child driver killed with SIGKILL in the
-    commit of its batch 2, twice (a test hook, tests/support/iceberg_kill_hook, stops the commit there): first when
-    the batch's data files and new metadata file are written but the catalog does not name them yet; then, restarted
-    on the same checkpoint, when the replayed batch's snapshot is in the catalog but Spark has not recorded the
-    batch. Restarted again, every record is in the table once (0 lost, 0 duplicated) and the table's last recorded
-    batch is the checkpoint's last."""
+def test_append_is_exactly_once_across_drivers_killed_in_a_commit(spark, tmp_path):
+    """A datagen -> Iceberg query (format("kconnect") both ways) in a child driver, killed with SIGKILL twice inside
+    a commit (tests/support/iceberg_pause pauses pyiceberg's catalog there): first just after the catalog points at
+    the second snapshot, before Spark's commit log records the batch (the replayed batch must be recognised), then
+    in the middle of the third snapshot's commit, its metadata file written and the catalog not yet pointing at it
+    (the batch must be written again). Restarted on the same checkpoint, every record is in the table once (0
+    lost, 0 duplicated) and the table's last recorded batch is the checkpoint's last."""
     import os
     import time
 
     from tests.support.killed_driver import kill, start_driver
 
-    ckpt, marker = tmp_path / "ckpt", tmp_path / "stopped"
-    hook = str(Path(__file__).parents[1] / "support" / "iceberg_kill_hook")
+    ckpt, marker = tmp_path / "ckpt", tmp_path / "paused"
     sink = _sink(tmp_path, **{"iceberg.tables": "db.orders"})
     cfg = {"connector.class": "DatagenConnector", "kafka.topic": "orders", "quickstart": "orders",
            "iterations": "2000", "max.interval": "0", "tasks.max": "2", "max.records.per.trigger": "250"}
+    hook = str(Path(__file__).resolve().parent.parent / "support" / "iceberg_pause")
 
-    def run_until_stopped(point: str) -> None:
-        with monkeypatch.context() as env:
-            env.setenv("PYTHONPATH", os.pathsep.join(p for p in (hook, os.environ.get("PYTHONPATH")) if p))
-            env.setenv("KCONNECT_TEST_ICEBERG_STOP", f"{point}:2")
-            env.setenv("KCONNECT_TEST_ICEBERG_MARKER", str(marker))
-            driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink)
+    def killed_in_commit(where: str, snapshot: int) -> None:
+        marker.unlink(missing_ok=True)
+        driver = start_driver(cfg, None, ckpt, tmp_path, sink=sink, env={
+            "PYTHONPATH": os.pathsep.join(filter(None, [hook, os.environ.get("PYTHONPATH")])),
+            "KCONNECT_TEST_ICEBERG_PAUSE_AT": f"{where}:{snapshot}", "KCONNECT_TEST_ICEBERG_MARKER": str(marker)})
         try:
             deadline = time.monotonic() + 400
             while not marker.exists():
                 assert driver.poll() is None, "the child driver stopped before it was killed"
-                assert time.monotonic() < deadline, f"the child driver did not reach the commit of batch 2 ({point})"
-                time.sleep(0.2)
+                assert time.monotonic() < deadline, f"the child driver never reached the {where} of a commit"
+                time.sleep(0.1)
         finally:
-            kill(driver)  # the driver, its JVM and its Python workers, in the commit
-        marker.unlink()
+            kill(driver)  # the driver, its JVM and its Python workers, paused inside the commit
 
-    run_until_stopped("metadata")
-    app = checkpoint_app_id(str(ckpt))
+    killed_in_commit("after", 2)
     table = _catalog(sink).load_table("db.orders")
-    assert committed_batch(table, app) == 1 and not (ckpt / "commits" / "2").exists()
-    # batch 2's metadata file is written; the catalog still names the one before it
-    named = [table.metadata_location] + [e.metadata_file for e in table.metadata.metadata_log]
-    files = [str(f) for f in (tmp_path / "warehouse").rglob("*.metadata.json")]
-    assert len([f for f in files if not any(n.endswith(f) for n in named)]) == 1
-    run_until_stopped("committed")
-    assert committed_batch(_catalog(sink).load_table("db.orders"), app) == 2
-    assert not (ckpt / "commits" / "2").exists()
+    assert len(table.metadata.snapshots) == 2 and len(_rows(sink, "db.orders", "orderid")) == 500
+    assert not (ckpt / "commits" / "1").exists()  # the table holds batch 1; Spark's commit log does not
+    killed_in_commit("middle", 3)
+    assert len(_catalog(sink).load_table("db.orders").metadata.snapshots) == 2  # the third never became current
     cfg = {k: v for k, v in cfg.items() if k != "max.records.per.trigger"}
     (spark.readStream.format("kconnect").options(**cfg).load().writeStream.format("kconnect").options(**sink)
      .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start().awaitTermination())
@@ -411,4 +404,63 @@ def test_append_is_exactly_once_across_a_driver_killed_in_a_commit(spark, tmp_pa
     assert len(got) == 4000 and len({r[0] for r in got}) == 4000
     assert [tuple(r) for r in got] == expected
     last_batch = max(int(p.name) for p in (ckpt / "commits").iterdir() if p.name.isdigit())
-    assert committed_batch(_catalog(sink).load_table("db.orders"), app) == last_batch
+    table = _catalog(sink).load_table("db.orders")
+    assert committed_batch(table, checkpoint_app_id(str(ckpt))) == last_batch
+
+
+# ------------------------------------------------------------------------------------------ object store
+def test_a_warehouse_on_s3_holds_the_tables_data_and_metadata(spark, tmp_path):
+    """The warehouse in a bucket of the run's S3 server, with the S3FileIO keys as Iceberg's AWS docs write them
+    (https://iceberg.apache.org/docs/latest/aws/#s3-fileio: s3.endpoint, s3.path-style-access, s3.access-key-id,
+    s3.secret-access-key; client.region), the catalog a JDBC one: the rows read back, every file in the bucket."""
+    import uuid
+
+    from tests.support import servers
+    from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
+
+    endpoint = servers.s3()
+    bucket = "ice-" + uuid.uuid4().hex[:10]
+    s3 = MotoS3Server(port=int(endpoint.rsplit(":", 1)[1]))  # a client of the run's server
+    s3.create_bucket(bucket)
+    config = _sink(tmp_path, **{
+        "iceberg.tables": "shop.orders", "iceberg.catalog.warehouse": f"s3://{bucket}/warehouse",
+        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO", "iceberg.catalog.s3.endpoint": endpoint,
+        "iceberg.catalog.s3.path-style-access": "true", "iceberg.catalog.s3.access-key-id": ACCESS_KEY,
+        "iceberg.catalog.s3.secret-access-key": SECRET_KEY, "iceberg.catalog.client.region": REGION})
+    rows = [(None, {"id": i, "item": f"thing {i}"}) for i in range(20)]
+    _write(_records(spark, rows, "id int, item string"), config)
+    _write(_records(spark, rows[:5], "id int, item string"), config)
+    assert _rows(config, "shop.orders", "id", "item") == sorted([(i, f"thing {i}") for i in range(20)]
+                                                              + [(i, f"thing {i}") for i in range(5)])
+    objects = s3.objects(bucket, "warehouse/")
+    assert any(k.endswith(".parquet") for k in objects) and any(k.endswith(".metadata.json") for k in objects)
+    assert not list(tmp_path.rglob("*.parquet"))  # nothing written to the local disk but the catalog's file
+    catalog = {k: v for k, v in config.items() if k.startswith("iceberg.catalog.")}
+    source = spark.read.format("kconnect").options(**{"connector.class": "iceberg-source",
+                                                      "iceberg.source.table": "shop.orders", **catalog}).load()
+    assert sorted(tuple(r) for r in source.select("value.id", "value.item").collect()) == \
+        _rows(config, "shop.orders", "id", "item")  # the Iceberg source reads it back from the bucket
+
+
+# ------------------------------------------------------------------------------------------ REST catalog
+def test_a_rest_catalog_holds_the_tables(spark, tmp_path):
+    """The original's REST catalog config (https://iceberg.apache.org/docs/latest/kafka-connect/: iceberg.catalog.type
+    rest, iceberg.catalog.uri) against Iceberg's own REST catalog servlet (tests/support/iceberg_rest.py): an upsert by
+    id read back row by row through the REST catalog by pyiceberg, an append read back by the Iceberg source."""
+    from tests.support.iceberg_rest import IcebergRestCatalog
+
+    with IcebergRestCatalog() as rest:
+        catalog = {"iceberg.catalog.type": "rest", "iceberg.catalog.uri": rest.uri}
+        config = {"connector.class": ICEBERG, "iceberg.tables": "shop.orders",
+                  "iceberg.tables.auto-create-enabled": "true", "iceberg.tables.default-id-columns": "id",
+                  "iceberg.tables.upsert-mode-enabled": "true", **catalog}
+        _write(_records(spark, [(None, {"id": i, "qty": i}) for i in range(10)], "id int, qty int"), config)
+        _write(_records(spark, [(None, {"id": i, "qty": 100 + i}) for i in (3, 12)], "id int, qty int"), config)
+        expected = sorted([(i, i) for i in range(10) if i != 3] + [(3, 103), (12, 112)])
+        assert _rows(config, "shop.orders", "id", "qty") == expected
+        events = {**config, "iceberg.tables": "shop.events", "iceberg.tables.upsert-mode-enabled": "false"}
+        _write(_records(spark, [(None, {"id": i, "qty": i}) for i in range(10)], "id int, qty int"), events)
+        source = spark.read.format("kconnect").options(**{"connector.class": "iceberg-source",
+                                                          "iceberg.source.table": "shop.events", **catalog}).load()
+        assert sorted(tuple(r) for r in source.select("value.id", "value.qty").collect()) == [(i, i) for i in range(10)]
+        assert list(Path(rest.warehouse).rglob("*.parquet"))  # the data files where the catalog put the table

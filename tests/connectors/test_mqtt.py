@@ -209,7 +209,7 @@ def test_an_unreachable_server_fails_naming_the_key(spark):
 
 
 def test_the_docs_mqtt_example_runs(spark, broker):
-    """docs/tasks/brokers.md's MQTT block, as written, with ``mqtt_uri`` the test's Mosquitto."""
+    """docs/tasks/brokers/mqtt.md's MQTT block, as written, with ``mqtt_uri`` the test's Mosquitto."""
     from tests.test_readme import _located_blocks
 
     blocks = _located_blocks("python", needs="mosquitto")

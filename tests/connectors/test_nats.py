@@ -228,7 +228,7 @@ def test_a_rest_user_cannot_read_a_credentials_file_outside_the_allowed_paths(tm
 
 
 def test_the_docs_nats_example_runs(spark, nats_url):
-    """docs/tasks/brokers.md's NATS block, as written, with ``nats_url`` the test's server."""
+    """docs/tasks/brokers/nats.md's NATS block, as written, with ``nats_url`` the test's server."""
     from tests.test_readme import _located_blocks
 
     _run(_stream(nats_url, "SENSORS", ["sensors.>"]))

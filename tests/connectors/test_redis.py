@@ -196,7 +196,7 @@ def test_a_rest_user_cannot_send_the_stored_password_to_another_server_or_read_f
 
 
 def test_the_docs_redis_example_runs(spark, redis_uri, client):
-    """docs/tasks/brokers.md's Redis block, as written, with ``redis_uri`` the test's Redis."""
+    """docs/tasks/brokers/redis.md's Redis block, as written, with ``redis_uri`` the test's Redis."""
     from tests.test_readme import _located_blocks
 
     client.delete("orders")

@@ -111,6 +111,22 @@ def test_a_decoded_field_keeps_its_schema_metadata(spark, records):
     assert after["fields"][1]["parameters"]["__debezium.source.column.type"] == "NUMERIC"
 
 
+def test_items_keys_and_values_keep_their_optional_flags(spark, records):
+    # Kafka's JsonConverter writes an array's items and a map's keys and values as declared (Spark's parse makes
+    # them nullable, and a Spark map key is never null): a round trip gives the schema back, a Time item included
+    schema = {"type": "struct", "optional": False, "fields": [
+        {"type": "array", "optional": True, "field": "req", "items": {"type": "int32", "optional": False}},
+        {"type": "array", "optional": False, "field": "times", "items": {
+            "type": "int32", "optional": True, "name": TIME, "version": 1}},
+        {"type": "map", "optional": True, "field": "m", "keys": {"type": "string", "optional": True},
+         "values": {"type": "array", "optional": False, "items": {"type": "string", "optional": False}}}]}
+    msg = {"schema": schema, "payload": {"req": [1], "times": [5, None], "m": {"a": ["x"]}}}
+    df = records([(None, json.dumps(msg).encode())])
+    cfg = {"value.converter": JSON}
+    written = _payload(apply_source_converters(apply_sink_converters(df, cfg), cfg).first().value)
+    assert written == msg
+
+
 def test_parses_what_kafka_writes(spark, records):
     msg = {"schema": {"type": "struct", "optional": False, "name": "Order", "fields": [
         {"type": "int64", "optional": False, "field": "id"},

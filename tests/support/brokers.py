@@ -30,7 +30,7 @@ def _binary(name: str, package: str) -> str:
 class MosquittoServer(LoggedServer):
     """Mosquitto 2 with anonymous access. Its in-flight window is raised from Mosquitto's 20 (a source that
     acknowledges after Spark's commit holds a micro-batch's messages in flight) and its persistent sessions' queues
-    are unbounded, as docs/tasks/brokers.md advises for the MQTT source. It keeps no state across a restart."""
+    are unbounded, as docs/tasks/brokers/mqtt.md advises for the MQTT source. It keeps no state across a restart."""
 
     name = "mosquitto"
     prefix = "kconnect-mqtt-"

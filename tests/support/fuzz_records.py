@@ -68,15 +68,33 @@ def value_schemas(draw: st.DrawFn, names: tuple[str, ...] | None = None, name: s
     optional (tombstones allowed) and named."""
     pool = list(names or FIELDS)
     chosen = [n for n in pool if draw(st.booleans())] or [pool[0]]
-    fields = [{**FIELDS[n][0], "field": n, "optional": draw(st.booleans())} for n in chosen]
+    fields = [{**_nested_flags(draw, FIELDS[n][0]), "field": n, "optional": draw(st.booleans())} for n in chosen]
     return {"type": "struct", "fields": fields, "optional": True, "name": name}
+
+
+def _nested_flags(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
+    """An array's items, a map's keys and values: each optional or required."""
+    out = dict(schema)
+    for part in ("items", "keys", "values"):
+        if part in out:
+            out[part] = {**out[part], "optional": draw(st.booleans())}
+    return out
+
+
+def _fit(schema: dict[str, Any], value: Any) -> Any:
+    """A drawn array or map without nulls where its items or values are required."""
+    if schema["type"] == "array" and not schema["items"]["optional"]:
+        return [0 if v is None else v for v in value]
+    if schema["type"] == "map" and not schema["values"]["optional"]:
+        return {k: "" if v is None else v for k, v in value.items()}
+    return value
 
 
 @st.composite
 def payloads(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
     out = {}
     for f in schema["fields"]:
-        value = draw(FIELDS[f["field"]][1])
+        value = _fit(f, draw(FIELDS[f["field"]][1]))
         if f["field"] == "dec":
             value = _decimal_bytes_fix(value)
         out[f["field"]] = None if f["optional"] and draw(st.integers(0, 3)) == 0 else value
@@ -98,12 +116,12 @@ def _schemaless(draw: st.DrawFn, payload: dict[str, Any]) -> dict[str, Any]:
 
 @st.composite
 def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] | None = None,
-          struct_keys: bool = False, max_records: int = 6) -> list[dict[str, Any]]:
+          struct_keys: bool = False, max_records: int = 6, min_records: int = 1) -> list[dict[str, Any]]:
     """Records of one topic: the value schema drawn once; keys strings or null (``struct_keys``: structs of
     :data:`FIELDS` too, their schema drawn once, for the key-side SMTs); headers; some tombstones."""
     schema = draw(value_schemas(names))
     key_schema = draw(value_schemas(names, name="fuzz.Key")) if struct_keys else KEY_SCHEMA
-    n = draw(st.integers(1, max_records))
+    n = draw(st.integers(min_records, max_records))
     records = []
     for i in range(n):
         # the first record carries a value and a key: ours reads the batch's types from its envelopes at plan time
@@ -127,12 +145,12 @@ def cases(draw: st.DrawFn, *, schemaless: bool = False, names: tuple[str, ...] |
     return records
 
 
-def schemaless_cases(max_records: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
-    return cases(schemaless=True, max_records=max_records)
+def schemaless_cases(max_records: int = 6, min_records: int = 1) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(schemaless=True, max_records=max_records, min_records=min_records)
 
 
-def struct_key_cases(max_records: int = 6) -> st.SearchStrategy[list[dict[str, Any]]]:
-    return cases(struct_keys=True, max_records=max_records)
+def struct_key_cases(max_records: int = 6, min_records: int = 1) -> st.SearchStrategy[list[dict[str, Any]]]:
+    return cases(struct_keys=True, max_records=max_records, min_records=min_records)
 
 
 #: Debezium's PostgreSQL connector's source block and transaction block, as its JsonConverter writes them
@@ -155,7 +173,7 @@ CDC_KEY = {"type": "struct", "name": f"{CDC_TOPIC}.Key", "optional": False,
 
 
 @st.composite
-def change_events(draw: st.DrawFn, max_records: int = 6) -> list[dict[str, Any]]:
+def change_events(draw: st.DrawFn, max_records: int = 6, min_records: int = 1) -> list[dict[str, Any]]:
     """Debezium change events of one table (its row schema drawn once from :data:`FIELDS`): creates, reads,
     updates and deletes as envelopes (``before``/``after``/``source``/``op``/``ts_ms``/``transaction``), a
     delete followed by its tombstone or not, a struct key, headers; the first record an envelope."""
@@ -165,7 +183,7 @@ def change_events(draw: st.DrawFn, max_records: int = 6) -> list[dict[str, Any]]
         {**TRANSACTION, "field": "transaction"}, {"field": "op", "type": "string", "optional": False},
         {"field": "ts_ms", "type": "int64", "optional": True}]}
     records: list[dict[str, Any]] = []
-    n = draw(st.integers(1, max_records))
+    n = draw(st.integers(min_records, max_records))
     while len(records) < n:
         i = len(records)
         op = draw(st.sampled_from(["c", "r", "u", "d"] if i else ["c", "r", "u"]))

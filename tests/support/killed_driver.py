@@ -34,14 +34,15 @@ _DRIVER = textwrap.dedent('''
 
 
 def start_driver(config: dict[str, Any], out: Path | None, ckpt: Path, workdir: Path,
-                 sink: dict[str, Any] | None = None) -> subprocess.Popen:
-    """Start the child driver (its own process group, so :func:`kill` takes its JVM and workers too)."""
+                 sink: dict[str, Any] | None = None, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start the child driver (its own process group, so :func:`kill` takes its JVM and workers too); ``env``
+    adds to its environment (its JVM's and Python workers' too)."""
     script = workdir / "killed_driver.py"
     script.write_text(_DRIVER)
     return subprocess.Popen([sys.executable, str(script), json.dumps(config), str(out or ""), str(ckpt),
                              json.dumps(sink or {})],
-                            env={**os.environ, "PYSPARK_PYTHON": sys.executable}, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def kill(driver: subprocess.Popen) -> None:

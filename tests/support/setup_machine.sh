@@ -48,5 +48,5 @@ install_packages() {
 if [ ${#need[@]} -gt 0 ]; then
   step "apt-get install ${need[*]}" install_packages
 fi
-step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc debezium-mariadb hdfs-minicluster
+step "JVM packages (Maven)" "$PY" -m spark_connect_bridge.jvm spark kafka-broker kafka-connect debezium debezium-jdbc debezium-mariadb hdfs-minicluster iceberg-rest-catalog
 step "Azurite (npm)" "$PY" -c "from tests.support.azurite import azurite_blob; azurite_blob()"

@@ -448,6 +448,7 @@ class AivenSink(SinkConnector):
     """What Aiven's S3 and GCS sinks share: the template, the writers, the input checks and the commit log line."""
 
     delivery = "exactly-once"
+    holds_task = True  # write_aiven_objects makes whole objects of the task's records
     sink_name: ClassVar[str] = "Aiven sink"
 
     def __init__(self, config: Any, *, name: str):

@@ -141,6 +141,7 @@ class ObjectStoreSink(SinkConnector):
     """A storage-common sink writing whole objects to a store; subclasses give the keys and the store."""
 
     delivery = "exactly-once"
+    holds_task = True  # write_objects makes whole objects of the task's records
     #: ``format.class`` package of the original (``io.confluent.connect.gcs.format.``).
     format_package: ClassVar[str] = ""
     #: The ``format.class`` simple names taken (-> kind) and those refused with a reason.
