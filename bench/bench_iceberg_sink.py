@@ -1,4 +1,5 @@
-"""Iceberg sink throughput: datagen → Iceberg (our kconnect sink, pyiceberg engine, JDBC catalog on SQLite) against
+"""Iceberg sink throughput: datagen → Iceberg (our sink config through the pipeline's write_stream, as the worker
+runs it; pyiceberg engine, JDBC catalog on SQLite) against
 a bare pyiceberg append of the same rows (foreachBatch: toArrow + Table.append, no exactly-once bookkeeping), in
 the same run; and the upsert path (iceberg.tables.upsert-mode-enabled on orderid) on the same stream.
 
