@@ -275,7 +275,8 @@ class WebHdfs:
         if answer.status_code == 307:
             answer = self.session().get(answer.headers["Location"], timeout=self.timeout)
             if answer.status_code != 200:
-                raise WebHdfsError(f"OPEN {path}: the DataNode answered HTTP {answer.status_code}")
+                raise WebHdfsError(f"OPEN {path}: the DataNode answered HTTP {answer.status_code} "
+                                   f"{_remote_message(answer)}")
         return bytes(answer.content)
 
 
@@ -283,7 +284,8 @@ def _remote_message(answer: Any) -> str:
     """The ``RemoteException`` of a WebHDFS error answer (exception: message), else the start of its body."""
     try:
         remote = answer.json()["RemoteException"]
-        return f"{remote.get('exception')}: {remote.get('message')}"
+        message = str(remote.get("message", "")).split("\n", 1)[0]  # a DataNode appends the Java stack
+        return f"{remote.get('exception')}: {message}"
     except (ValueError, KeyError, TypeError):
         return answer.text[:200]
 

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from rest.security_helpers import rest_only  # noqa: F401 - a fixture
 
 from spark_connect_bridge.connectors.factory import build_connector
-from spark_connect_bridge.connectors.storage.hdfs import WebHdfs, namenode_http_addresses
+from spark_connect_bridge.connectors.storage.hdfs import WebHdfs, WebHdfsError, namenode_http_addresses
 from spark_connect_bridge.errors import ConfigError
 from tests.contract.contract import SinkContract
 from tests.support import servers
@@ -173,6 +173,19 @@ def test_an_unreachable_namenode_fails_the_batch_naming_hdfs_url_and_loses_nothi
         assert [line for data in files.values() for line in _read("json", data)] == [f"r{i}" for i in range(6)]
     finally:
         namenode.cut()
+
+
+def test_a_file_renamed_after_the_namenode_redirect_is_reported_as_not_found(hdfs, monkeypatch):
+    """The NameNode names a DataNode for a read; the sink renames the file before the DataNode opens it: the error
+    names the DataNode's FileNotFoundException (its first line, not its Java stack), so a lister can skip the file."""
+    client = hdfs[2]
+    client.create("/renamed-while-read/a.json", b"{}")
+    redirect = client._call("GET", "/renamed-while-read/a.json", "OPEN")
+    assert client.rename("/renamed-while-read/a.json", "/renamed-while-read/b.json")
+    monkeypatch.setattr(client, "_call", lambda *args, **kwargs: redirect)  # the NameNode's answer before the rename
+    with pytest.raises(WebHdfsError, match=r"DataNode answered HTTP 404 FileNotFoundException: File does not exist: "
+                                           r"/renamed-while-read/a.json$"):
+        client.read("/renamed-while-read/a.json")
 
 
 def test_a_spark_checkpoint_on_hdfs_resumes_the_query(spark, hdfs, tmp_path):
