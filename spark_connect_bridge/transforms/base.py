@@ -58,6 +58,11 @@ def type_name(dtype: DataType | None) -> str:
     return "missing" if dtype is None else dtype.simpleString()
 
 
+def map_required(purpose: str, found: str) -> str:
+    """Kafka's message (``Requirements.requireMap``) for a schemaless key or value that is not a Map."""
+    return f"Only Map objects supported in absence of schema for [{purpose}], found: {found}"
+
+
 def struct_or_map_required(purpose: str, found: str) -> str:
     """Kafka's message (``Requirements``) for a key or value that is neither a Struct nor a Map: ``found`` is the
     type it has (:func:`type_name`) or ``"null"``."""
@@ -104,6 +109,33 @@ def java_class_of_variant(value: Column) -> Column:
             .when(t == F.lit("BOOLEAN"), F.lit("java.lang.Boolean"))
             .when(t.isin("TINYINT", "SMALLINT", "INT", "BIGINT"), F.lit("java.lang.Long"))
             .otherwise(F.lit("java.lang.Double")))
+
+
+#: the type of a schemaless JSON object's entries (:func:`object_entries`)
+OBJECT_ENTRIES = MapType(StringType(), VariantType())
+
+
+def object_entries(value: Column) -> Column:
+    """A schemaless JSON object (a VARIANT) as Kafka's Map: its entries as ``map<string,variant>``; null for a null
+    value and for any value that is not an object."""
+    return F.try_variant_get(value, "$", "map<string,variant>")
+
+
+def not_an_object(value: Column) -> Column:
+    """Whether a VARIANT holds a value that is not a JSON object (its JSON null included)."""
+    return value.isNotNull() & object_entries(value).isNull()
+
+
+def plan_object(target: str, value: Column, purpose: str, plan_map: Any) -> Step:
+    """A schemaless VARIANT key/value through an SMT's Map plan (``plan_map(entries) -> Step``), as Kafka's SMTs take
+    the Map its JsonConverter reads: the plan's new ``target`` built back into an object, a null value staying null,
+    a value that is not an object failing the record as Kafka's ``requireMap`` does (naming its Java class)."""
+    entries = object_entries(value)
+    step: Step = plan_map(entries)
+    new = step.updates.get(target)
+    if new is not None:
+        step.updates[target] = F.when(entries.isNull(), F.lit(None).cast("variant")).otherwise(F.to_variant_object(new))
+    return step.fail(not_an_object(value), F.concat(F.lit(map_required(purpose, "")), java_class_of_variant(value)))
 
 
 def variant_or_null(value: Column) -> Column:

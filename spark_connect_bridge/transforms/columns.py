@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.types import DataType, MapType, StructType
+from pyspark.sql.types import DataType, MapType, StructType, VariantType
 
 from ..errors import ConfigError, ConfigProblem
 from .base import _strip
@@ -65,6 +65,8 @@ def into_map_value(v: Column, t: DataType, vt: DataType) -> Column | None:
     text for a string-valued Map; None when it cannot be stored without changing its meaning."""
     if same_type(t, vt):
         return v
+    if isinstance(vt, VariantType):  # a schemaless JSON object's entries
+        return v.cast(vt)
     a, b = t.simpleString(), vt.simpleString()
     if a in _WIDTH and b in _WIDTH and _WIDTH[a] <= _WIDTH[b]:
         return v.cast(vt)

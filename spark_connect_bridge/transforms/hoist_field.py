@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import VariantType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..converters.connect_schema import is_optional, with_optional
-from .base import KeyOrValue, Step, key_value_variants, kind
+from .base import KeyOrValue, Step, key_value_variants, kind, variant_capable
 
 __all__ = ["HoistField"]
 
 
+@variant_capable
 @key_value_variants
 class HoistField(KeyOrValue):
     """Wrap data in a struct with the single field ``field`` (a schemaless Map value is wrapped in a Map
@@ -29,6 +31,9 @@ class HoistField(KeyOrValue):
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema[self.target]
         op = F.col(self.target)
+        if isinstance(sf.dataType, VariantType):  # schemaless: Kafka wraps any value (null too) in a Map
+            return Step({self.target: F.to_variant_object(F.create_map(F.lit(self.field), op))},
+                        metadata={self.target: {}})
         if kind(sf.dataType) == "map":
             return Step({self.target: F.create_map(F.lit(self.field), op)}, metadata={self.target: {}})
         # Kafka: SchemaBuilder.struct().field(field, schema): a required struct holding the schema as it was

@@ -13,13 +13,23 @@ from pyspark.sql.types import (
     StructField,
     StructType,
     TimestampType,
+    VariantType,
 )
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..converters.connect_schema import with_optional
 from ..core.records import is_schemaless
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
+from .base import (
+    OBJECT_ENTRIES,
+    KeyOrValue,
+    Step,
+    key_value_variants,
+    plan_object,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+)
 from .columns import into_map_value, map_put, map_value_type_problem, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -28,6 +38,7 @@ __all__ = ["InsertField"]
 _OPTIONAL_DOC = " Suffix with ! to make this a required field, or ? to keep it optional (the default)."
 
 
+@variant_capable
 @key_value_variants
 class InsertField(KeyOrValue):
     """Insert fields from record metadata: topic (string), partition (int32, skipped when null), offset
@@ -109,20 +120,26 @@ class InsertField(KeyOrValue):
             # Kafka: SchemaUtil.copySchemaBasics(schema, SchemaBuilder.struct()): name, version, doc and
             # parameters kept, the struct required
             return Step({self.target: new}, optional={self.target: False})
+        if isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map
+            return plan_object(self.target, op, "field insertion", lambda m: self._plan_map(m, OBJECT_ENTRIES, df))
         if isinstance(dtype, MapType):
-            entries = []
-            skip_when_null = []
-            for key, name in self.inserts:
-                v, t = self._value(key, df, True)
-                stored = into_map_value(v, t, dtype.valueType)
-                if stored is None:
-                    raise map_value_type_problem(key, name, dtype, t, f"inserting {name}")
-                v = stored
-                entries.append((name, v))
-                if key in ("partition.field", "timestamp.field"):
-                    skip_when_null.append((name, v))
-            new = map_put(op, [(n, v) for n, v in entries if all(n != s for s, _ in skip_when_null)])
-            for name, v in skip_when_null:
-                new = F.when(v.isNull(), new).otherwise(map_put(new, [(name, v)]))
-            return Step({self.target: F.when(op.isNull(), op).otherwise(new)})
+            return self._plan_map(op, dtype, df)
         return Step().fail(op.isNotNull(), struct_or_map_required("field insertion", type_name(dtype)))
+
+    def _plan_map(self, op: Column, map_type: MapType, df: DataFrame) -> Step:
+        """Kafka's schemaless case: the fields put into (a copy of) the Map; partition and timestamp only when
+        the record has them."""
+        entries = []
+        skip_when_null = []
+        for key, name in self.inserts:
+            v, t = self._value(key, df, True)
+            stored = into_map_value(v, t, map_type.valueType)
+            if stored is None:
+                raise map_value_type_problem(key, name, map_type, t, f"inserting {name}")
+            entries.append((name, stored))
+            if key in ("partition.field", "timestamp.field"):
+                skip_when_null.append((name, stored))
+        new = map_put(op, [(n, v) for n, v in entries if all(n != s for s, _ in skip_when_null)])
+        for name, v in skip_when_null:
+            new = F.when(v.isNull(), new).otherwise(map_put(new, [(name, v)]))
+        return Step({self.target: F.when(op.isNull(), op).otherwise(new)})

@@ -24,11 +24,22 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    VariantType,
 )
 
 from ..config import Config, ConfigDef, Importance, NonEmptyString, Type, ValidList
 from ..core.records import is_schemaless
-from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, tombstone, type_name
+from .base import (
+    KeyOrValue,
+    Step,
+    java_class_of_variant,
+    key_value_variants,
+    plan_object,
+    struct_or_map_required,
+    tombstone,
+    type_name,
+    variant_capable,
+)
 from .columns import map_put, null_of, q
 from .replace_field import REPLACE_NULL_DOC
 
@@ -79,6 +90,7 @@ def _replacement(dt: DataType, text: str) -> Column | str:
     return f"Cannot mask value of type {dt.simpleString()} with custom replacement"
 
 
+@variant_capable
 @key_value_variants
 class MaskField(KeyOrValue):
     """Mask the listed fields: booleans become false, numbers 0, strings "", dates the epoch, arrays and
@@ -121,6 +133,32 @@ class MaskField(KeyOrValue):
                 return col
         return F.when(col.isNull(), col).otherwise(new)
 
+    def _mask_variant(self, value: Column, step: Step) -> Column:
+        """An entry of a schemaless object masked by the Java class Kafka's JsonConverter reads it as (Long,
+        Double, String, Boolean, ArrayList, HashMap); a missing or null entry becomes null."""
+        t = F.schema_of_variant(value)
+        integral, fractional = t.isin("TINYINT", "SMALLINT", "INT", "BIGINT"), t.startswith("DECIMAL") | t.isin(
+            "DOUBLE", "FLOAT")
+        null = value.isNull() | F.is_variant_null(value)
+        if self.replacement is None:
+            masked = (F.when(t == "BOOLEAN", F.lit(False).cast("variant"))
+                      .when(integral, F.lit(0).cast("long").cast("variant"))
+                      .when(fractional, F.lit(0.0).cast("variant")).when(t == "STRING", F.lit("").cast("variant"))
+                      .when(t.startswith("ARRAY"), F.to_variant_object(F.array().cast("array<string>")))
+                      .when(t.startswith("OBJECT"), F.to_variant_object(F.create_map().cast("map<string,string>"))))
+            return F.when(null, F.lit(None).cast("variant")).otherwise(masked)
+        as_long, as_double = _replacement(LongType(), self.replacement), _replacement(DoubleType(), self.replacement)
+        for condition, replaced in ((integral, as_long), (fractional, as_double)):
+            if isinstance(replaced, str):
+                step.fail(~null & condition, f"Unable to convert {self.replacement} to the value's type")
+        step.fail(~null & ~integral & ~fractional & (t != "STRING"), F.concat(
+            F.lit("Cannot mask value of type class "), java_class_of_variant(value), F.lit(" with custom replacement")))
+        masked = F.when(t == "STRING", F.lit(self.replacement).cast("variant"))
+        for condition, replaced in ((integral, as_long), (fractional, as_double)):
+            if not isinstance(replaced, str):
+                masked = masked.when(condition, replaced.cast("variant"))
+        return F.when(null, F.lit(None).cast("variant")).otherwise(masked)
+
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
@@ -136,6 +174,12 @@ class MaskField(KeyOrValue):
             if any(f.metadata for f in dtype.fields if f.name in self.fields):
                 new = new.cast(dtype)
             step.updates[self.target] = new
+        elif isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map
+            def masked(m: Column) -> Step:
+                step.updates[self.target] = map_put(m, [(f, self._mask_variant(F.try_element_at(m, F.lit(f)), step))
+                                                        for f in self.fields])
+                return step
+            step = plan_object(self.target, op, "masking fields", masked)
         elif isinstance(dtype, MapType):
             vt = dtype.valueType
             entries = [(f, self._mask(F.try_element_at(op, F.lit(f)), vt, step)) for f in self.fields]

@@ -12,8 +12,8 @@ from ..errors import ConfigProblem
 from .base import (
     KeyOrValue,
     Step,
-    java_class_of_variant,
     key_value_variants,
+    plan_object,
     struct_or_map_required,
     type_name,
     variant_capable,
@@ -137,15 +137,8 @@ class ReplaceField(KeyOrValue):
         dtype = df.schema[self.target].dataType
         if isinstance(dtype, StructType):
             return self._plan_struct(op, dtype, dict(df.schema[self.target].metadata))
-        if isinstance(dtype, VariantType):
-            # A schemaless JSON object as Kafka's Map: its entries filtered and renamed, built back as an object
-            entries = F.try_variant_get(op, "$", "map<string,variant>")
-            not_a_map = op.isNotNull() & entries.isNull()
-            step = self._plan_map(entries)
-            step.updates[self.target] = F.when(entries.isNull(), F.lit(None).cast(dtype)) \
-                .otherwise(F.to_variant_object(step.updates[self.target]))
-            return step.fail(not_a_map, F.concat(F.lit("Only Map objects supported in absence of schema for [field "
-                                                       "replacement], found: "), java_class_of_variant(op)))
+        if isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map
+            return plan_object(self.target, op, "field replacement", self._plan_map)
         if isinstance(dtype, MapType):
             return self._plan_map(op)
         return Step().fail(op.isNotNull(), struct_or_map_required("field replacement", type_name(dtype)))

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StructType
+from pyspark.sql.types import MapType, StructType, VariantType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
-from .base import Step, Transformation, struct_or_map_required, tombstone, type_name
+from .base import (
+    Step,
+    Transformation,
+    java_class_of_variant,
+    map_required,
+    object_entries,
+    struct_or_map_required,
+    tombstone,
+    type_name,
+    variant_capable,
+)
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["ValueToKey"]
 
 
+@variant_capable
 class ValueToKey(Transformation):
     """Replace the record key with a new key formed from the listed value fields: a struct of those fields
     (schema'd value; a field the schema lacks fails every record) or a Map (schemaless value; a missing field
@@ -45,6 +56,16 @@ class ValueToKey(Transformation):
                 return step.fail(F.lit(True), f"Field does not exist: {missing[0]}")
             step.updates["key"] = F.struct(*[value.getField(f).alias(f, metadata=dtype[f].metadata)
                                              for f in self.fields])
+        elif isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map: the key a Map too
+            entries = object_entries(value)
+            step.updates["key"] = F.to_variant_object(F.map_from_arrays(
+                F.array(*[F.lit(f) for f in self.fields]),
+                F.array(*[F.try_element_at(entries, F.lit(f)) for f in self.fields])))
+            step.metadata["key"] = {}
+            step.optional["key"] = False
+            return step.fail(F.coalesce(entries.isNull(), F.lit(True)), F.concat(
+                F.lit(map_required("copying fields from value to key", "")),
+                F.when(tombstone(df, "value"), F.lit("null")).otherwise(java_class_of_variant(value))))
         elif isinstance(dtype, MapType):
             step.updates["key"] = F.map_from_arrays(F.array(*[F.lit(f) for f in self.fields]),
                                                     F.array(*[F.try_element_at(value, F.lit(f))

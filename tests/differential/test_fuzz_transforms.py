@@ -131,11 +131,11 @@ SCHEMALESS = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER
               "key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
 
 #: chains of schemaless records (maps): the SMTs' schemaless paths, missing and null fields. Without
-#: ``value.converter.spark.schema`` ours reads a schemaless value as a VARIANT, which only ExtractField,
-#: ReplaceField and the record-level transforms take (``transforms/base.py``, ``VARIANT_CAPABLE``); a chain with
-#: another SMT on it is refused at config validation, asking for ``spark.schema`` (docs/comparison.md), so
-#: ValueToKey, InsertField, MaskField, HoistField, Flatten, Cast, TimestampConverter, HeaderFrom and
-#: SetSchemaMetadata are not fuzzed on schemaless values here.
+#: ``value.converter.spark.schema`` ours reads a schemaless value as a VARIANT, which the SMTs marked
+#: ``variant_capable`` take as Kafka's SMTs take its Map (``transforms/base.py``, ``VARIANT_CAPABLE``: ExtractField,
+#: ReplaceField, InsertField, ValueToKey, HoistField, MaskField) with the record-level transforms; a chain with
+#: another SMT on it is refused at config validation, asking for ``spark.schema`` (docs/comparison.md), so Flatten,
+#: Cast, TimestampConverter, HeaderFrom and SetSchemaMetadata are not fuzzed on schemaless values here.
 SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-plain": {},
     "map-extract-field": steps(("ExtractField$Value", {"field": "s"})),
@@ -145,6 +145,15 @@ SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-regex-router": steps(("RegexRouter", {"regex": "(ord)(.*)", "replacement": "x_$1"})),
     "map-insert-header-drop": steps(("InsertHeader", {"header": "h3", "value.literal": "x"}),
                                      ("DropHeaders", {"headers": "h1"})),
+    "map-insert-field": steps(("InsertField$Value", {"topic.field": "t", "partition.field": "p",
+                                                     "offset.field": "o", "timestamp.field": "s",
+                                                     "static.field": "st", "static.value": "v"})),
+    "map-value-to-key": steps(("ValueToKey", {"fields": "i32,s,sub,missing"})),
+    "map-hoist-field": steps(("HoistField$Value", {"field": "h"})),
+    "map-mask-field": steps(("MaskField$Value", {"fields": "i8,f64,bool,s,arr,m,sub,by,missing"})),
+    "map-mask-replacement": steps(("MaskField$Value", {"fields": "i32,f32,s,missing", "replacement": "12"})),
+    "map-mask-replacement-refused": steps(("MaskField$Value", {"fields": "bool", "replacement": "x"})),
+    "map-hoist-then-extract": steps(("HoistField$Value", {"field": "h"}), ("ExtractField$Value", {"field": "h"})),
 }
 
 #: key-side SMTs ($Key) on struct keys

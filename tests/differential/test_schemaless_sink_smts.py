@@ -72,10 +72,15 @@ CHAINS: dict[str, dict[str, str]] = {
     "sl-plain": {},
     "sl-replace-field": _steps(("ReplaceField$Value", {"exclude": "secret,tags", "renames": "name:who,id:key"})),
     "sl-extract-nested": _steps(("ExtractField$Value", {"field": "addr.city", "field.syntax.version": "V2"})),
+    "sl-insert-hoist": _steps(("InsertField$Value", {"timestamp.field": "at", "offset.field": "off",
+                                                     "partition.field": "part", "topic.field": "t",
+                                                     "static.field": "s", "static.value": "v"}),
+                              ("HoistField$Value", {"field": "row"})),
 }
 #: The chains ours runs without value.converter.spark.schema (the value a VARIANT, as Kafka's a Map), compared with
 #: Kafka Connect's lines entry by entry, null entries included; ours refuses the others at validation, naming the SMT.
-VARIANT_CHAINS = ("sl-plain", "sl-replace-field", "sl-extract-nested", "sl-extract-field")
+VARIANT_CHAINS = ("sl-plain", "sl-replace-field", "sl-extract-nested", "sl-extract-field", "sl-mask-field",
+                  "sl-insert-hoist")
 
 #: Chains whose lines cannot be the same, and why (README, "Compared with Kafka Connect"); each is checked exactly.
 DIFFERENCES = {

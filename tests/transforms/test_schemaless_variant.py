@@ -1,0 +1,45 @@
+"""The SMTs that take a schemaless VARIANT (JsonConverter ``schemas.enable=false`` without ``spark.schema``) as Kafka's
+take its Map. tests/differential/test_fuzz_transforms.py (family ``schemaless``) compares them with Kafka's own
+classes on generated records; these pin the shapes and the failures of one small batch."""
+
+import pytest
+from pyspark.sql import functions as F
+
+from spark_connect_bridge.transforms import HoistField, InsertField, MaskField, ValueToKey
+
+from .conftest import errors
+
+#: an object, one with a null and a missing entry, a tombstone, a value that is not an object
+VALUES = ('{"a":1,"s":"x","d":1.5,"b":true,"l":[1],"o":{"p":1}}', '{"a":null}', None, "7")
+NOT_A_MAP = "Only Map objects supported in absence of schema for [{}], found: java.lang.Long"
+
+
+@pytest.mark.parametrize("smt, column, expected, failed", [
+    (InsertField.Value(**{"topic.field": "t", "static.field": "st", "static.value": "v", "offset.field": "o"}),
+     "value", ['{"a":1,"b":true,"d":1.5,"l":[1],"o":0,"s":"x","st":"v","t":"t"}', '{"a":null,"o":1,"st":"v","t":"t"}',
+               None, None],
+     [None, None, None, NOT_A_MAP.format("field insertion")]),
+    (ValueToKey(fields="a,s"), "key", ['{"a":1,"s":"x"}', '{"a":null,"s":null}', None, None],
+     [None, None, "Only Map objects supported in absence of schema for [copying fields from value to key], "
+                  "found: null", NOT_A_MAP.format("copying fields from value to key")]),
+    (HoistField.Value(field="h"), "value",
+     ['{"h":{"a":1,"b":true,"d":1.5,"l":[1],"o":{"p":1},"s":"x"}}', '{"h":{"a":null}}', '{"h":null}', '{"h":7}'],
+     [None, None, None, None]),
+    (MaskField.Value(fields="a,s,d,b,l,o,missing"), "value",
+     ['{"a":0,"b":false,"d":0.0,"l":[],"missing":null,"o":{},"s":""}', '{"a":null,"b":null,"d":null,"l":null,'
+      '"missing":null,"o":null,"s":null}', None, None],
+     [None, None, "Only Struct or Map objects supported for [masking fields], found: null",
+      NOT_A_MAP.format("masking fields")]),
+    (MaskField.Value(fields="a,d,s", replacement="12"), "value",
+     ['{"a":12,"b":true,"d":12.0,"l":[1],"o":{"p":1},"s":"12"}', '{"a":null,"d":null,"s":null}', None, None],
+     [None, None, "found: null", "found: java.lang.Long"]),
+    (MaskField.Value(fields="b", replacement="12"), "value", [None, '{"a":null,"b":null}', None, None],
+     ["Cannot mask value of type class java.lang.Boolean with custom replacement", None, "found: null",
+      "found: java.lang.Long"]),
+])
+def test_schemaless_object_as_kafkas_map(make_records, smt, column, expected, failed):
+    df = make_records([("k", v) for v in VALUES], tolerant=True).withColumn("value", F.try_parse_json("value"))
+    rows = df.transform(smt).select(F.to_json(column).alias("j"), "_kc_error").orderBy("offset").collect()
+    got = errors(rows)
+    assert [r.j if m is None else None for r, m in zip(rows, got)] == expected
+    assert [m if m is None or f is None else (f if f in m else m) for m, f in zip(got, failed)] == failed
