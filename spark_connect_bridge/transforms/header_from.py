@@ -4,19 +4,31 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import MapType, StructType
+from pyspark.sql.types import MapType, StructType, VariantType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList, ValidString
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
+from .base import (
+    KeyOrValue,
+    Step,
+    java_class_of_variant,
+    key_value_variants,
+    map_required,
+    not_an_object,
+    object_entries,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+)
 from .columns import map_remove, q, rebuild_struct
 from .insert_header import append_headers
 from .replace_field import REPLACE_NULL_DOC
-from .values import header_bytes
+from .values import header_bytes, variant_header_bytes
 
 __all__ = ["HeaderFrom"]
 
 
+@variant_capable
 @key_value_variants
 class HeaderFrom(KeyOrValue):
     """Append one header per listed field (``fields[i]`` → ``headers[i]``), its value encoded as Kafka's
@@ -63,6 +75,15 @@ class HeaderFrom(KeyOrValue):
                 step.updates[self.target] = op.dropFields(*[q(f) for f in dict.fromkeys(self.fields)]) if keep else \
                     rebuild_struct(op, keep)
                 step.optional[self.target] = False  # Kafka: copySchemaBasics(schema, SchemaBuilder.struct())
+        elif isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map
+            entries = object_entries(op)
+            pairs = [(h, variant_header_bytes(F.try_element_at(entries, F.lit(f))))
+                     for f, h in zip(self.fields, self.headers, strict=True)]
+            if self.move:
+                step.updates[self.target] = F.when(entries.isNull(), op).otherwise(
+                    F.to_variant_object(map_remove(entries, self.fields)))
+            step.fail(not_an_object(op), F.concat(F.lit(map_required(f"header {'move' if self.move else 'copy'}",
+                                                                      "")), java_class_of_variant(op)))
         elif isinstance(dtype, MapType):
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))
                      for f, h in zip(self.fields, self.headers, strict=True)]

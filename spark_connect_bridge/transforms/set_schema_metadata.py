@@ -4,19 +4,22 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import VariantType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind
+from .base import KeyOrValue, Step, key_value_variants, kind, variant_capable
 from .replace_field import REPLACE_NULL_DOC
 
 __all__ = ["SetSchemaMetadata"]
 
 
+@variant_capable
 @key_value_variants
 class SetSchemaMetadata(KeyOrValue):
     """Set the schema name (``connect.name``) and/or version (``connect.version``) in the key/value column's
-    metadata, which converters write out. A schemaless Map has no schema: a non-null one fails the record.
+    metadata, which converters write out. A schemaless Map (or VARIANT) has no schema: a non-null one fails the
+    record, as in Kafka.
     Schema metadata is one per column, so this SMT cannot take a predicate."""
 
     predicate_problem = ("SetSchemaMetadata changes the schema metadata of a column, which is one per column, not per "
@@ -39,7 +42,7 @@ class SetSchemaMetadata(KeyOrValue):
 
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema[self.target]
-        if kind(sf.dataType) == "map":
+        if kind(sf.dataType) == "map" or isinstance(sf.dataType, VariantType):  # a Map in Kafka: no schema
             return Step().fail(F.col(self.target).isNotNull(), "Schema required for [updating schema metadata]")
         md = dict(sf.metadata)
         if self.name is not None:

@@ -78,6 +78,21 @@ def header_bytes(col: Column, dtype: DataType, metadata: dict | None = None) -> 
     return connect_to_string(col, dtype, metadata).cast("binary")
 
 
+def variant_header_bytes(value: Column) -> Column:
+    """The header value bytes SimpleHeaderConverter writes for an entry of a schemaless object (a VARIANT), by the
+    Java class Kafka's JsonConverter reads it as: a String as it is, a Long or Boolean as Java prints it, a Double by
+    ``Double.toString`` (Spark's double to string cast), a list or map as its JSON text (Spark's: keys sorted; Kafka
+    prints a HashMap's order); a missing or null entry null."""
+    t = F.schema_of_variant(value)
+    text = (F.when(F.is_variant_null(value), F.lit(None).cast("string"))
+            .when(t == "STRING", F.variant_get(value, "$", "string"))
+            .when(t.isin("TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN"), F.variant_get(value, "$", "string"))
+            .when(t.startswith("DECIMAL") | t.isin("DOUBLE", "FLOAT"),
+                  F.variant_get(value, "$", "double").cast("string"))
+            .otherwise(F.to_json(value)))
+    return text.cast("binary")
+
+
 def java_double_str(x: float) -> str:
     """``Double.toString(x)``."""
     if math.isnan(x):

@@ -133,9 +133,9 @@ SCHEMALESS = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER
 #: chains of schemaless records (maps): the SMTs' schemaless paths, missing and null fields. Without
 #: ``value.converter.spark.schema`` ours reads a schemaless value as a VARIANT, which the SMTs marked
 #: ``variant_capable`` take as Kafka's SMTs take its Map (``transforms/base.py``, ``VARIANT_CAPABLE``: ExtractField,
-#: ReplaceField, InsertField, ValueToKey, HoistField, MaskField) with the record-level transforms; a chain with
-#: another SMT on it is refused at config validation, asking for ``spark.schema`` (docs/comparison.md), so Flatten,
-#: Cast, TimestampConverter, HeaderFrom and SetSchemaMetadata are not fuzzed on schemaless values here.
+#: ReplaceField, InsertField, ValueToKey, HoistField, MaskField, HeaderFrom, SetSchemaMetadata) with the record-level
+#: transforms; a chain with another SMT on it is refused at config validation, asking for ``spark.schema``
+#: (docs/comparison.md), so Flatten, Cast and TimestampConverter are not fuzzed on schemaless values here.
 SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-plain": {},
     "map-extract-field": steps(("ExtractField$Value", {"field": "s"})),
@@ -154,6 +154,11 @@ SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-mask-replacement": steps(("MaskField$Value", {"fields": "i32,f32,s,missing", "replacement": "12"})),
     "map-mask-replacement-refused": steps(("MaskField$Value", {"fields": "bool", "replacement": "x"})),
     "map-hoist-then-extract": steps(("HoistField$Value", {"field": "h"}), ("ExtractField$Value", {"field": "h"})),
+    "map-header-from-move": steps(("HeaderFrom$Value", {"fields": "i32,s,f64,bool,sub,arr,missing",
+                                                        "headers": "a,b,c,d,e,f,g", "operation": "move"})),
+    "map-header-from-copy": steps(("HeaderFrom$Value", {"fields": "i64,f32,by", "headers": "a,b,c",
+                                                        "operation": "copy"})),
+    "map-set-schema-metadata": steps(("SetSchemaMetadata$Value", {"schema.name": "com.example.Row"})),
 }
 
 #: key-side SMTs ($Key) on struct keys

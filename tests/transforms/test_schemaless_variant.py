@@ -5,7 +5,14 @@ classes on generated records; these pin the shapes and the failures of one small
 import pytest
 from pyspark.sql import functions as F
 
-from spark_connect_bridge.transforms import HoistField, InsertField, MaskField, ValueToKey
+from spark_connect_bridge.transforms import (
+    HeaderFrom,
+    HoistField,
+    InsertField,
+    MaskField,
+    SetSchemaMetadata,
+    ValueToKey,
+)
 
 from .conftest import errors
 
@@ -38,8 +45,30 @@ NOT_A_MAP = "Only Map objects supported in absence of schema for [{}], found: ja
       "found: java.lang.Long"]),
 ])
 def test_schemaless_object_as_kafkas_map(make_records, smt, column, expected, failed):
+    """Each SMT's result (as JSON) or failure per record of :data:`VALUES`."""
     df = make_records([("k", v) for v in VALUES], tolerant=True).withColumn("value", F.try_parse_json("value"))
     rows = df.transform(smt).select(F.to_json(column).alias("j"), "_kc_error").orderBy("offset").collect()
     got = errors(rows)
     assert [r.j if m is None else None for r, m in zip(rows, got)] == expected
     assert [m if m is None or f is None else (f if f in m else m) for m, f in zip(got, failed)] == failed
+
+
+def test_header_from_prints_each_entry_as_kafkas_values_do(make_records):
+    """HeaderFrom ``move``: a header per field, its text as ``Values.convertToString`` prints the Java class Kafka
+    reads (a Double by ``Double.toString``), the fields removed; a missing entry gives a null header."""
+    df = make_records([("k", VALUES[0]), ("k", '{"d":12345678.9}')], tolerant=True) \
+        .withColumn("value", F.try_parse_json("value"))
+    smt = HeaderFrom.Value(fields="a,s,d,b,l,o,missing", headers="a,s,d,b,l,o,m", operation="move")
+    rows = df.transform(smt).select(F.to_json("value").alias("j"), "headers").orderBy("offset").collect()
+    assert [r.j for r in rows] == ["{}", "{}"]
+    texts = [{h.key: None if h.value is None else bytes(h.value).decode() for h in r.headers} for r in rows]
+    assert texts == [{"a": "1", "s": "x", "d": "1.5", "b": "true", "l": "[1]", "o": '{"p":1}', "m": None},
+                     {"a": None, "s": None, "d": "1.23456789E7", "b": None, "l": None, "o": None, "m": None}]
+
+
+def test_set_schema_metadata_fails_a_schemaless_value_but_a_tombstone(make_records):
+    df = make_records([("k", v) for v in VALUES], tolerant=True).withColumn("value", F.try_parse_json("value"))
+    rows = df.transform(SetSchemaMetadata.Value(**{"schema.name": "x.Y"})).orderBy("offset").collect()
+    assert [m and m.split(": ", 1)[1].split(" (")[0] for m in errors(rows)] == \
+        ["Schema required for [updating schema metadata]"] * 2 + [None] + ["Schema required for [updating schema "
+                                                                          "metadata]"]
