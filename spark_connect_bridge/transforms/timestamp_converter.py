@@ -13,11 +13,21 @@ from pyspark.sql.types import (
     StringType,
     StructType,
     TimestampType,
+    VariantType,
 )
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
-from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, struct_or_map_required, type_name
+from ..errors import ConfigError, ConfigProblem
+from .base import (
+    KeyOrValue,
+    Step,
+    java_class_of_variant,
+    key_value_variants,
+    plan_object,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+)
 from .columns import map_put, map_value_type_problem, rebuild_struct, same_type
 from .datetime_format import FormatError, format_utc, parse_utc, translate
 from .replace_field import REPLACE_NULL_DOC
@@ -51,6 +61,7 @@ def _div_trunc(x: Column, d: int) -> Column:
     return (x.cast("decimal(20,0)") / F.lit(d)).cast("long")
 
 
+@variant_capable
 @key_value_variants
 class TimestampConverter(KeyOrValue):
     """Convert a timestamp (the whole key/value, or the top-level ``field``) to ``target.type``: ``string``
@@ -145,10 +156,40 @@ class TimestampConverter(KeyOrValue):
             return F.lit(None).cast(_OUT_TYPES[self.to])
         return self._from_ms(self._to_ms(c, src, step)).cast(_OUT_TYPES[self.to])
 
+    def _convert_variant(self, v: Column, step: Step) -> Column:
+        """A schemaless timestamp (a VARIANT entry or value) by the Java class Kafka's JsonConverter reads: a Long is
+        unix, a String is parsed with ``format``; any other fails the record; null stays null."""
+        t = F.schema_of_variant(v)
+        integral, text = t.isin("TINYINT", "SMALLINT", "INT", "BIGINT"), t == "STRING"
+        null = v.isNull() | F.is_variant_null(v)
+        step.fail(~null & ~integral & ~text, F.concat(F.lit("TimestampConverter does not support "),
+                                                      java_class_of_variant(v), F.lit(" objects as timestamps")))
+        ms = F.when(integral, self._to_ms(F.variant_get(v, "$", "long"), "unix", step)) \
+            .when(text, self._to_ms(F.when(text, F.variant_get(v, "$", "string")), "string", step))
+        return F.when(null, F.lit(None).cast("variant")).otherwise(self._from_ms(ms).cast("variant"))
+
+    def _variant_target(self) -> None:
+        if self.to not in ("string", "unix"):
+            raise ConfigError([ConfigProblem("target.type", (
+                f"TimestampConverter to {self.to} on a schemaless value (a VARIANT: JsonConverter schemas.enable="
+                f"false without spark.schema): Kafka puts a java.util.Date into the Map, which no converter writes; "
+                f"use string or unix, or set the converter's spark.schema"))])
+
     def plan(self, df: DataFrame) -> Step:
         sf = df.schema[self.target]
         op, dtype = F.col(self.target), sf.dataType
         step = Step()
+        if isinstance(dtype, VariantType):  # schemaless: Kafka's Map (or the bare value)
+            self._variant_target()
+            if not self.field:
+                step.updates[self.target] = self._convert_variant(op, step)
+                return step
+
+            def converted(m: Column) -> Step:
+                at = F.try_element_at(m, F.lit(self.field))
+                step.updates[self.target] = map_put(m, [(self.field, self._convert_variant(at, step))])
+                return step
+            return plan_object(self.target, op, "converting timestamp formats", converted)
         if not self.field:
             step.updates[self.target] = self._convert(op, dtype, dict(sf.metadata), step)
             step.metadata[self.target] = self._out_md(dict(sf.metadata))

@@ -133,9 +133,9 @@ SCHEMALESS = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER
 #: chains of schemaless records (maps): the SMTs' schemaless paths, missing and null fields. Without
 #: ``value.converter.spark.schema`` ours reads a schemaless value as a VARIANT, which the SMTs marked
 #: ``variant_capable`` take as Kafka's SMTs take its Map (``transforms/base.py``, ``VARIANT_CAPABLE``: ExtractField,
-#: ReplaceField, InsertField, ValueToKey, HoistField, MaskField, HeaderFrom, SetSchemaMetadata) with the record-level
-#: transforms; a chain with another SMT on it is refused at config validation, asking for ``spark.schema``
-#: (docs/comparison.md), so Flatten, Cast and TimestampConverter are not fuzzed on schemaless values here.
+#: ReplaceField, InsertField, ValueToKey, HoistField, MaskField, HeaderFrom, SetSchemaMetadata, TimestampConverter to
+#: string or unix) with the record-level transforms; a chain with another SMT on it is refused at config validation,
+#: asking for ``spark.schema`` (docs/comparison.md), so Flatten and Cast are not fuzzed on schemaless values here.
 SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-plain": {},
     "map-extract-field": steps(("ExtractField$Value", {"field": "s"})),
@@ -159,6 +159,13 @@ SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-header-from-copy": steps(("HeaderFrom$Value", {"fields": "i64,f32,by", "headers": "a,b,c",
                                                         "operation": "copy"})),
     "map-set-schema-metadata": steps(("SetSchemaMetadata$Value", {"schema.name": "com.example.Row"})),
+    "map-timestamp-unix-to-string": steps(("TimestampConverter$Value", {
+        "field": "ts", "target.type": "string", "format": "yyyy-MM-dd'T'HH:mm:ss.SSS"})),
+    "map-timestamp-string-to-unix": steps(
+        ("TimestampConverter$Value", {"field": "ts", "target.type": "string", "format": "yyyy-MM-dd HH:mm"}),
+        ("TimestampConverter$Value", {"field": "ts", "target.type": "unix", "format": "yyyy-MM-dd HH:mm",
+                                      "unix.precision": "seconds"})),
+    "map-timestamp-of-a-double": steps(("TimestampConverter$Value", {"field": "f64", "target.type": "unix"})),
 }
 
 #: key-side SMTs ($Key) on struct keys
@@ -529,3 +536,14 @@ def test_cast_of_a_date_before_1970_to_string_difference_is_pinned(spark, kafka)
     assert theirs["value"]["payload"] == {"date": "00:00:00.000Z", "ts": "23:59:58.500Z"}
     assert mine["value"]["payload"] == {"date": "1969-12-31", "ts": "23:59:58.500Z"}
 
+
+def test_timestamp_parse_of_a_string_with_trailing_text_difference_is_pinned(spark, kafka):
+    # Kafka parses with SimpleDateFormat.parse(String), which reads a prefix of the text and ignores the rest
+    # ("7x" with "yyyy" is the year 7); ours parses the whole text and fails the record (docs/comparison.md)
+    records = [_record(KEY, {"s": "7x"})]
+    config = {**SCHEMALESS, **steps(("TimestampConverter$Value", {"field": "s", "target.type": "unix",
+                                                                  "format": "yyyy"}))}
+    theirs = kafka.run(config, records)[0]
+    mine = ours(spark, {"ts": config}, records)["ts"][0]
+    assert theirs["value"] == {"s": -61946467200000}
+    assert "Could not parse timestamp: value (7x) does not match pattern" in mine["message"]

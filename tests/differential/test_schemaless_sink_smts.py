@@ -80,7 +80,7 @@ CHAINS: dict[str, dict[str, str]] = {
 #: The chains ours runs without value.converter.spark.schema (the value a VARIANT, as Kafka's a Map), compared with
 #: Kafka Connect's lines entry by entry, null entries included; ours refuses the others at validation, naming the SMT.
 VARIANT_CHAINS = ("sl-plain", "sl-replace-field", "sl-extract-nested", "sl-extract-field", "sl-mask-field",
-                  "sl-insert-hoist", "sl-set-schema-metadata")
+                  "sl-insert-hoist", "sl-set-schema-metadata", "sl-keys-times-headers")
 
 #: Chains whose lines cannot be the same, and why (README, "Compared with Kafka Connect"); each is checked exactly.
 DIFFERENCES = {

@@ -5,12 +5,14 @@ classes on generated records; these pin the shapes and the failures of one small
 import pytest
 from pyspark.sql import functions as F
 
+from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.transforms import (
     HeaderFrom,
     HoistField,
     InsertField,
     MaskField,
     SetSchemaMetadata,
+    TimestampConverter,
     ValueToKey,
 )
 
@@ -72,3 +74,11 @@ def test_set_schema_metadata_fails_a_schemaless_value_but_a_tombstone(make_recor
     assert [m and m.split(": ", 1)[1].split(" (")[0] for m in errors(rows)] == \
         ["Schema required for [updating schema metadata]"] * 2 + [None] + ["Schema required for [updating schema "
                                                                           "metadata]"]
+
+
+def test_timestamp_converter_to_a_date_type_on_a_schemaless_value_is_refused_naming_target_type(make_records):
+    """Kafka would put a java.util.Date into the Map, which JsonConverter cannot write: refused before data moves."""
+    df = make_records([("k", VALUES[0])]).withColumn("value", F.try_parse_json("value"))
+    with pytest.raises(ConfigError) as e:
+        df.transform(TimestampConverter.Value(field="a", **{"target.type": "Timestamp"}))
+    assert e.value.keys == ["target.type"] and "spark.schema" in str(e.value)
