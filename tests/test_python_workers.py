@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -47,6 +48,20 @@ def test_a_worker_python_that_is_not_on_path_is_named(spark, monkeypatch):
     monkeypatch.setattr(spark.sparkContext, "pythonExec", "python3-that-does-not-exist")
     with pytest.raises(scb.WorkerPythonError, match="'python3-that-does-not-exist' is not an executable on PATH"):
         check_python_workers(spark)
+
+
+def test_the_jvms_driver_python_is_checked_too(spark, monkeypatch):
+    """Spark runs the Python data sources it discovers itself (format("kconnect") without register) with the JVM's
+    PYSPARK_DRIVER_PYTHON where set, not pythonExec: a driver Python without the package is named as such."""
+    base = os.path.realpath(sys._base_executable)  # no spark_connect_bridge there
+    jvm = types.SimpleNamespace(System=types.SimpleNamespace(
+        getenv=lambda name: base if name == "PYSPARK_DRIVER_PYTHON" else None))
+    monkeypatch.setattr(spark.sparkContext, "_jvm", jvm)
+    with pytest.raises(scb.WorkerPythonError) as raised:
+        check_python_workers(spark)
+    assert f"Spark's Python workers run {base!r} (PYSPARK_DRIVER_PYTHON, which Spark runs for the Python data " \
+        "sources it finds itself)" in str(raised.value)
+    assert f"set PYSPARK_DRIVER_PYTHON={sys.executable}" in str(raised.value)
 
 
 def test_workers_running_this_python_pass(spark):
