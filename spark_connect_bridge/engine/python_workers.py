@@ -95,7 +95,7 @@ def _worker_pythons(context: Any) -> list[tuple[str, str]]:
     ``pythonExec`` (``PYSPARK_PYTHON``: UDFs and registered data sources), and for the data sources Spark discovers
     itself (``format("kconnect")`` without a register call: ``PythonUtils.createPythonFunction``) the JVM's
     ``PYSPARK_DRIVER_PYTHON`` where it is set, which Spark runs instead."""
-    from py4j.protocol import Py4JError
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]  # py4j ships no type information
 
     pythons = [(context.pythonExec, "PYSPARK_PYTHON")]
     try:
