@@ -65,7 +65,8 @@ def test_the_jvms_driver_python_is_checked_too(spark, monkeypatch):
 
 
 def test_workers_running_this_python_pass(spark):
-    assert spark.sparkContext.pythonExec == sys.executable  # tests/conftest.py sets PYSPARK_PYTHON
+    # tests/conftest.py sets PYSPARK_PYTHON: this Python, or the launcher of jvm/python_launcher.py that runs it
+    assert spark.sparkContext.pythonExec == os.environ["PYSPARK_PYTHON"]
     check_python_workers(spark)
     scb.register(spark)
 
