@@ -102,6 +102,17 @@ def test_a_different_pyspark_in_spark_home_keeps_sparks_zip(clean_env, monkeypat
     assert not (tmp_path / "cache").exists()
 
 
+def test_a_launcher_directory_others_can_write_to_is_not_used(clean_env, monkeypatch, tmp_path):
+    # Spark executes the launcher: one that another user could replace would run their code as this user
+    monkeypatch.setenv("SPARK_HOME", str(_spark_home(tmp_path, pyspark.__version__)))
+    shared = tmp_path / "cache" / "spark_connect_bridge" / "python"
+    shared.mkdir(parents=True)
+    shared.chmod(0o777)
+    launcher.with_python_launcher(_builder(**{"spark.master": "local[2]"}))
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert list(shared.iterdir()) == []
+
+
 @pytest.mark.parametrize(("env", "options"), [
     ({"PYSPARK_PYTHON": "/opt/python"}, {}),
     ({"PYSPARK_DRIVER_PYTHON": "/opt/python"}, {}),
