@@ -51,15 +51,15 @@ _ENV_KEYS = ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")
 _CONF_KEYS = ("spark.pyspark.python", "spark.pyspark.driver.python")
 
 
-def launcher_script(python: str, drop: list[str]) -> str:
+def launcher_script(python: str, drop: list[str], modules: tuple[str, ...] = LAUNCHED_MODULES) -> str:
     """The text of a launcher that runs ``python`` with the ``PYTHONPATH`` entries ``drop`` removed for
-    :data:`LAUNCHED_MODULES` (pure POSIX shell: no other process started, no Python of its own)."""
+    ``modules`` (pure POSIX shell: no other process started, no Python of its own)."""
     dropped = "|".join(shlex.quote(entry) for entry in drop)
     return ("#!/bin/sh\n"
             "# Written by spark_connect_bridge.jvm.python_launcher: Spark's per-query Python processes import the\n"
             "# installed pyspark (its bytecode cache) instead of these zips of the same version.\n"
             f'case "$1:$2:$3" in\n'
-            f"  {'|'.join(LAUNCHED_MODULES)})\n"
+            f"  {'|'.join(modules)})\n"
             "    set -f; kept=; IFS=:\n"
             "    for entry in $PYTHONPATH; do\n"
             f"      case $entry in {dropped}) ;; *) kept=${{kept:+$kept:}}$entry;; esac\n"
