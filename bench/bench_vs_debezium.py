@@ -40,8 +40,12 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+from spark_connect_bridge.jvm.python_launcher import python_launcher
+
+# Spark's Python processes as a kconnect worker's session runs them: the per-query ones through the launcher, on the
+# installed pyspark instead of pyspark.zip where that is the same version (jvm/python_launcher.py)
+os.environ.setdefault("PYSPARK_PYTHON", python_launcher() or sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", os.environ["PYSPARK_PYTHON"])
 
 from _proctree import descendants, proc_table
 

@@ -32,7 +32,7 @@ from .engine.pipeline import check_routes, read_stream, unmatched_records, write
 from .engine.queries import stop_query
 from .engine.topic_store import TopicStore
 from .errors import ConfigError, ConnectError, headline
-from .jvm import with_session_defaults
+from .jvm import with_python_launcher, with_session_defaults
 from .rest.client import Client
 from .runtime.group import run_distributed
 from .runtime.standalone import run
@@ -58,7 +58,6 @@ class QueryFailed(ConnectError):
 
 
 def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(master).appName(app)
@@ -66,7 +65,7 @@ def _spark(master: str, app: str, conf: Sequence[str] = ()) -> Any:
     for item in conf:
         k, _, v = item.partition("=")
         builder = builder.config(k, v)
-    spark = with_session_defaults(builder).getOrCreate()
+    spark = with_python_launcher(with_session_defaults(builder)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -49,8 +50,23 @@ def test_a_worker_python_that_is_not_on_path_is_named(spark, monkeypatch):
         check_python_workers(spark)
 
 
+def test_the_jvms_driver_python_is_checked_too(spark, monkeypatch):
+    """Spark runs the Python data sources it discovers itself (format("kconnect") without register) with the JVM's
+    PYSPARK_DRIVER_PYTHON where set, not pythonExec: a driver Python without the package is named as such."""
+    base = os.path.realpath(sys._base_executable)  # no spark_connect_bridge there
+    jvm = types.SimpleNamespace(System=types.SimpleNamespace(
+        getenv=lambda name: base if name == "PYSPARK_DRIVER_PYTHON" else None))
+    monkeypatch.setattr(spark.sparkContext, "_jvm", jvm)
+    with pytest.raises(scb.WorkerPythonError) as raised:
+        check_python_workers(spark)
+    assert f"Spark's Python workers run {base!r} (PYSPARK_DRIVER_PYTHON, which Spark runs for the Python data " \
+        "sources it finds itself)" in str(raised.value)
+    assert f"set PYSPARK_DRIVER_PYTHON={sys.executable}" in str(raised.value)
+
+
 def test_workers_running_this_python_pass(spark):
-    assert spark.sparkContext.pythonExec == sys.executable  # tests/conftest.py sets PYSPARK_PYTHON
+    # tests/conftest.py sets PYSPARK_PYTHON: this Python, or the launcher of jvm/python_launcher.py that runs it
+    assert spark.sparkContext.pythonExec == os.environ["PYSPARK_PYTHON"]
     check_python_workers(spark)
     scb.register(spark)
 

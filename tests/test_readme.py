@@ -300,8 +300,11 @@ def test_readme_worker_block_runs_as_written(user_dir):
 
 
 def test_readme_classic_session_block_runs(spark):
-    """The block that makes a classic SparkSession in a script (getOrCreate returns this run's session)."""
-    [(page, block)] = _located_blocks("python", "classic")
-    namespace: dict = {}
-    exec(compile(block, page, "exec"), namespace)
-    assert namespace["spark"].range(3).count() == 3
+    """The blocks that make a classic SparkSession in a script: the plain one and the Python launcher's opt-in
+    (getOrCreate returns this run's session)."""
+    blocks = _located_blocks("python", "classic")
+    assert len(blocks) == 2, blocks
+    for page, block in blocks:
+        namespace: dict = {}
+        exec(compile(block, page, "exec"), namespace)
+        assert namespace["spark"].range(3).count() == 3

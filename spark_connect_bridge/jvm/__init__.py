@@ -32,9 +32,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConnectError
+from .python_launcher import with_python_launcher
 
 __all__ = ["OBJECT_STORE_PREFIXES", "POM", "SAFE_PATH_ENV", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath",
-           "configure_spark", "get_or_create", "spark_version", "wants_object_stores", "with_session_defaults"]
+           "configure_spark", "get_or_create", "spark_version", "wants_object_stores", "with_session_defaults",
+           "with_python_launcher"]
 
 log = logging.getLogger(__name__)
 

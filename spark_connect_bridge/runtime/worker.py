@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import queue
-import sys
 import threading
 import time
 import traceback
@@ -39,7 +38,14 @@ from ..engine.queries import stop_query
 from ..engine.topic_store import TopicStore
 from ..engine.warmup import warm_up
 from ..errors import ConnectError, headline
-from ..jvm import SAFE_PATH_ENV, configure_spark, get_or_create, wants_object_stores, with_session_defaults
+from ..jvm import (
+    SAFE_PATH_ENV,
+    configure_spark,
+    get_or_create,
+    wants_object_stores,
+    with_python_launcher,
+    with_session_defaults,
+)
 from .secrets import is_secret_key
 from .state import ConnectorState, storage_name
 from .validate import CheckedConfig, check_config
@@ -167,7 +173,6 @@ class Worker:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             for k, v in self.config.spark_env.items():  # loopback binding (see worker_config.spark.bind.loopback)
                 os.environ.setdefault(k, v)
             from pyspark.sql import SparkSession
@@ -190,6 +195,8 @@ class Worker:
             for k, v in self.config.spark_conf.items():
                 if k not in secrets:
                     builder = builder.config(k, v)
+            # Spark's per-query Python processes on the installed pyspark, where that is the JVM's version
+            builder = with_python_launcher(builder)
             self._spark = get_or_create(builder, secrets)
             self._spark.sparkContext.setLogLevel("ERROR")
         if not self._registered:

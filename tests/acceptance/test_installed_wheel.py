@@ -161,10 +161,15 @@ def test_kconnect_run_of_kafkas_filestream_configs(venv, user_dir):
         "name=local-file-source\nconnector.class=FileStreamSource\ntasks.max=1\nfile=test.txt\ntopic=connect-test\n")
     (user_dir / "connect-file-sink.properties").write_text(
         "name=local-file-sink\nconnector.class=FileStreamSink\ntasks.max=1\nfile=test.sink.txt\ntopics=connect-test\n")
+    env = {**_activated(venv), "XDG_CACHE_HOME": str(user_dir / "cache")}
     out = _ok(_run(["kconnect", "run", "connect-file-source.properties", "connect-file-sink.properties", "--once",
-                    "--master", "local[1]", "--conf", "spark.ui.enabled=false"], cwd=user_dir, env=_activated(venv)))
+                    "--master", "local[1]", "--conf", "spark.ui.enabled=false"], cwd=user_dir, env=env))
     assert "done: 3 records" in out, out
     assert (user_dir / "test.sink.txt").read_text(encoding="utf-8").splitlines() == LINES
+    # Spark's per-query Python processes ran through the launcher (jvm/python_launcher.py): the wheel's pyspark is
+    # the version of its own pyspark.zip
+    [launcher] = (user_dir / "cache" / "spark_connect_bridge" / "python").glob("launcher-*")
+    assert launcher.read_text().endswith(f'exec {venv}/bin/python "$@"\n')
 
 
 def test_quick_start_configs_come_with_the_wheel(venv, user_dir):
