@@ -148,6 +148,16 @@ def _source_runner(pid: int) -> dict[str, str] | None:
     return None
 
 
+def _daemon_env(process: psutil.Process) -> dict[str, str] | None:
+    """The environment of a task workers' daemon (a process that ended or became a zombie meanwhile: None)."""
+    try:
+        if process.cmdline()[1:] == ["-m", "pyspark.daemon", "pyspark.worker"]:
+            return process.environ()
+    except psutil.Error:
+        pass
+    return None
+
+
 def test_a_kconnect_run_streams_from_the_installed_pyspark(tmp_path):
     """`kconnect run` with Kafka's FileStream configs (config/connect-file-source.properties and
     connect-file-sink.properties, https://github.com/apache/kafka/tree/trunk/config), as a user runs it (no
@@ -173,8 +183,8 @@ def test_a_kconnect_run_streams_from_the_installed_pyspark(tmp_path):
         until(lambda: (tmp_path / "test.sink.txt").read_text(encoding="utf-8").splitlines() == lines,
               what="the three lines in the sink", timeout=300)
         # the task workers' daemon keeps Spark's path
-        daemons = [p for p in _descendants(cli.pid) if p.cmdline()[1:] == ["-m", "pyspark.daemon", "pyspark.worker"]]
-        assert daemons and all("/pyspark.zip" in p.environ()["PYTHONPATH"] for p in daemons)
+        daemons = [env for env in map(_daemon_env, _descendants(cli.pid)) if env is not None]
+        assert daemons and all("/pyspark.zip" in env["PYTHONPATH"] for env in daemons)
     finally:
         interrupt(cli)
     assert cli.returncode == 0, (tmp_path / "cli.log").read_text()[-3000:]
