@@ -22,7 +22,6 @@ import time
 
 from _proctree import descendants, proc_table
 
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 
@@ -32,12 +31,14 @@ def main() -> None:
 
     from spark_connect_bridge.connectors.iceberg import catalog_properties
     from spark_connect_bridge.engine.pipeline import write_stream
-    from spark_connect_bridge.jvm import with_session_defaults
+    from spark_connect_bridge.jvm import with_python_launcher, with_session_defaults
 
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 400_000
     per_trigger = int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
-    # the session defaults every session of ours starts with (configure_spark, the worker, kconnect): both sides
-    spark = with_session_defaults(SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+    # the session the worker and `kconnect` make (their Python launcher, jvm/python_launcher.py, and the session
+    # defaults every session of ours starts with): both sides
+    builder = with_python_launcher(SparkSession.builder.master("local[2]"))
+    spark = with_session_defaults(builder.config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "2").config("spark.ui.showConsoleProgress", "false")
              .config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
