@@ -89,8 +89,24 @@ def variant_header_bytes(value: Column) -> Column:
             .when(t.isin("TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN"), F.variant_get(value, "$", "string"))
             .when(t.startswith("DECIMAL") | t.isin("DOUBLE", "FLOAT"),
                   F.variant_get(value, "$", "double").cast("string"))
-            .otherwise(F.to_json(value)))
+            .otherwise(_values_text_of_json(F.to_json(value))))
     return text.cast("binary")
+
+
+def _values_text_of_json(json: Column) -> Column:
+    """Spark's JSON text of a list or map as ``Values.convertToString`` writes it: a string inside is quoted with only
+    its backslashes and quotes escaped, so the control characters Spark escapes (``\\t``, ``\\u0012``) are put back
+    as they are. An escaped backslash is held as U+0001 meanwhile (JSON text holds no raw control character)."""
+    text = F.regexp_replace(json, r"\\\\", "\u0001")
+    for escaped, char in (("b", "\b"), ("f", "\f"), ("n", "\n"), ("r", "\r"), ("t", "\t")):
+        text = F.regexp_replace(text, r"\\" + escaped, char)
+    parts = F.split(text, r"\\u00(?=[01][0-9a-fA-F])")  # \u0000-\u001f: the other control characters
+
+    def backslashes(c: Column) -> Column:  # the held escaped backslashes back (before a decoded U+0001 joins)
+        return F.regexp_replace(c, "\u0001", r"\\\\")
+    rest = F.transform(F.slice(parts, 2, 1 << 30), lambda p: F.concat(
+        F.decode(F.unhex(F.substring(p, 1, 2)), "UTF-8"), backslashes(F.substring(p, 3, 1 << 30))))
+    return F.concat(backslashes(F.element_at(parts, 1)), F.array_join(rest, ""))
 
 
 def java_double_str(x: float) -> str:

@@ -58,14 +58,15 @@ def test_schemaless_object_as_kafkas_map(make_records, smt, column, expected, fa
 def test_header_from_prints_each_entry_as_kafkas_values_do(make_records):
     """HeaderFrom ``move``: a header per field, its text as ``Values.convertToString`` prints the Java class Kafka
     reads (a Double by ``Double.toString``), the fields removed; a missing entry gives a null header."""
-    df = make_records([("k", VALUES[0]), ("k", '{"d":12345678.9}')], tolerant=True) \
+    df = make_records([("k", VALUES[0]), ("k", '{"d":12345678.9,"o":{"q":"\\t\\\\\\"\\u0001"}}')], tolerant=True) \
         .withColumn("value", F.try_parse_json("value"))
     smt = HeaderFrom.Value(fields="a,s,d,b,l,o,missing", headers="a,s,d,b,l,o,m", operation="move")
     rows = df.transform(smt).select(F.to_json("value").alias("j"), "headers").orderBy("offset").collect()
     assert [r.j for r in rows] == ["{}", "{}"]
     texts = [{h.key: None if h.value is None else bytes(h.value).decode() for h in r.headers} for r in rows]
     assert texts == [{"a": "1", "s": "x", "d": "1.5", "b": "true", "l": "[1]", "o": '{"p":1}', "m": None},
-                     {"a": None, "s": None, "d": "1.23456789E7", "b": None, "l": None, "o": None, "m": None}]
+                     {"a": None, "s": None, "d": "1.23456789E7", "b": None, "l": None, "o": '{"q":"\t\\\\\\"\x01"}',
+                      "m": None}]  # Values.escape: only backslashes and quotes escaped in a nested string
 
 
 def test_set_schema_metadata_fails_a_schemaless_value_but_a_tombstone(make_records):
