@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, StructType
 
@@ -96,19 +96,24 @@ def _serialize_per_topic(df: DataFrame, column: str, conv: Converter, data_type:
     CASE over the topics, so each row is serialized once. Topics the layouts do not list keep the union."""
     topic = F.col("topic")
     value = failed = message = None
-    # Each branch sees its own topic's rows only (null elsewhere): Spark evaluates a Python UDF of a CASE branch
+    # A UDF's branch sees its own topic's rows only (null elsewhere): Spark evaluates a Python UDF of a CASE branch
     # (a registry lookup keyed by the row's topic) on every row, which would register one topic's schema under
-    # another topic's subject.
+    # another topic's subject. Expressions are left unguarded: the optimizer pushes a guard into every field the
+    # branch reads, which for a Debezium envelope of a few tables grew the generated method beyond 64 KB.
     listed = F.coalesce(topic.isin(sorted(layouts)), F.lit(False))
-    union = conv.serialize_checked(F.when(~listed, F.col(column)), data_type, metadata=metadata,
-                                   topic=F.when(~listed, topic))
+
+    def guarded(c: Column, keep: Column) -> Column:
+        return c if conv.serializes_in_expressions else F.when(keep, c)
+
+    union = conv.serialize_checked(guarded(F.col(column), ~listed), data_type, metadata=metadata,
+                                   topic=guarded(topic, ~listed))
     for name, info in sorted(layouts.items()):
         narrowed, narrowed_t, narrowed_meta = narrow(F.col(column), data_type, info, column)
         if "connect.version" in metadata and "connect.version" not in narrowed_meta:  # a Debezium envelope's 2
             narrowed_meta = {**narrowed_meta, "connect.version": metadata["connect.version"]}
         is_topic = topic == F.lit(name)
-        c = conv.serialize_checked(F.when(is_topic, narrowed), narrowed_t, metadata=narrowed_meta,
-                                   topic=F.when(is_topic, topic))
+        c = conv.serialize_checked(guarded(narrowed, is_topic), narrowed_t, metadata=narrowed_meta,
+                                   topic=guarded(topic, is_topic))
         value = (F.when(is_topic, c.value) if value is None else value.when(is_topic, c.value))
         f = c.failed if c.failed is not None else F.lit(False)
         failed = F.when(is_topic, f) if failed is None else failed.when(is_topic, f)
