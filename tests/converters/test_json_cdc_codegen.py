@@ -44,7 +44,8 @@ def _envelope(topic: str, row: StructType) -> tuple[StructType, dict]:
     return env, {"connect.name": f"{topic}.Envelope", "connect.version": 2}
 
 
-def _records(spark):
+def cdc_records(spark):
+    """(record DataFrame, the changes in it): one change per row, each topic's as a CDC connector types it."""
     rows_t = {t: _parse_datatype_string(ddl) for t, (ddl, _) in ROWS.items()}
     value_t, value_meta = envelope_union_of({t: _envelope(t, r) for t, r in rows_t.items()})
     key_t, key_meta = union_of({t: (StructType([r[c] for c in ROWS[t][1]]), {"connect.name": f"{t}.Key"})
@@ -96,7 +97,7 @@ def _wire(row: dict | None) -> dict | None:
 
 
 def test_cdc_envelopes_of_several_tables_serialize_in_compiled_code(spark):
-    df, changes = _records(spark)
+    df, changes = cdc_records(spark)
     spark.conf.set("spark.sql.codegen.fallback", "false")
     try:
         out = apply_source_converters(df, {"key.converter": JSON, "value.converter": JSON}) \
