@@ -1,9 +1,9 @@
 """JsonConverter (schemas.enable=true, as Debezium's docs configure it) over a CDC connector's records: one
 envelope whose ``before``/``after`` hold the union of several tables' rows, serialized per topic. Its projection
-must compile: ``spark.sql.codegen.fallback=false`` turns Janino's "Code grows beyond 64 KB" (the generated
-method of this very shape grew to 17,000 lines, issue #38) into an error instead of a logged stack trace and a
-fallback. The tables are those of tests/differential/test_debezium_postgres.py, with the Spark types our
-PostgreSQL connector gives their columns."""
+must compile: ``spark.sql.codegen.fallback=false`` (whole-stage code) and ``factoryMode=CODEGEN_ONLY`` (a
+projection's own code) turn Janino's "Code grows beyond 64 KB" (the generated method of this very shape grew to
+17,000 lines, issue #38) into an error instead of a logged stack trace and a fallback. The tables are those of
+tests/differential/test_debezium_postgres.py, with the Spark types our PostgreSQL connector gives their columns."""
 
 from __future__ import annotations
 
@@ -98,12 +98,15 @@ def _wire(row: dict | None) -> dict | None:
 
 def test_cdc_envelopes_of_several_tables_serialize_in_compiled_code(spark):
     df, changes = cdc_records(spark)
-    spark.conf.set("spark.sql.codegen.fallback", "false")
+    strict = {"spark.sql.codegen.fallback": "false", "spark.sql.codegen.factoryMode": "CODEGEN_ONLY"}
+    for key, setting in strict.items():
+        spark.conf.set(key, setting)
     try:
         out = apply_source_converters(df, {"key.converter": JSON, "value.converter": JSON}) \
             .select("topic", F.col("key").cast("string"), F.col("value").cast("string")).collect()
     finally:
-        spark.conf.unset("spark.sql.codegen.fallback")
+        for key in strict:
+            spark.conf.unset(key)
     assert [r.topic for r in out] == [t for t, *_ in changes]
     for r, (topic, key, before, after, op) in zip(out, changes):
         columns = [f.split(" ")[0] for f in ROWS[topic][0].replace("struct<scale:int,value:binary>", "s").split(", ")]
