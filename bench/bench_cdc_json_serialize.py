@@ -10,12 +10,16 @@ and warm:
 * ``no wholestage``: ``spark.sql.codegen.wholeStage=false``: each expression compiled into methods of ~1 KB
   (Spark splits them outside whole-stage code), which HotSpot JIT-compiles; a whole-stage method over 8,000
   bytes it never does (``-XX:-DontCompileHugeMethods`` makes it);
+* ``worker's``: the settings of the sessions ``configure_spark`` makes (the worker's, the CLI's):
+  ``spark.sql.codegen.hugeMethodLimit=8000``, with which Spark runs a stage whose whole-stage method is over
+  8,000 bytes as separate compiled operators (after compiling it);
 * ``bare to_json``: a ``to_json`` of the typed key and value structs as they are (no per-topic schema, no
   envelope, no Decimal bytes): a floor, not an equivalent.
 
     PYTHONPATH=. .venv/bin/python bench/bench_cdc_json_serialize.py 400000 [--java-options=-XX:-DontCompileHugeMethods]
 
-CPU is the Spark JVM's (the serialization runs there only), from /proc, with the load average beside it.
+``codegen`` is a session of a user's own (a notebook). CPU is the Spark JVM's (the serialization runs there
+only), from /proc, with the load average beside it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ def main() -> int:
 
     from bench._proctree import proc_stats
     from spark_connect_bridge.converters import apply_source_converters
+    from spark_connect_bridge.jvm import SESSION_DEFAULTS
     from tests.converters.test_json_cdc_codegen import JSON, cdc_records
 
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
@@ -59,6 +64,7 @@ def main() -> int:
         return {"codegen": (apply_source_converters(records, cfg), {}),
                 "interpreted": (apply_source_converters(records, cfg), interpreted),
                 "no wholestage": (apply_source_converters(records, cfg), {"spark.sql.codegen.wholeStage": "false"}),
+                "worker's": (apply_source_converters(records, cfg), SESSION_DEFAULTS),
                 "bare to_json": (records.select(F.to_json("key").alias("key"), F.to_json("value").alias("value")), {})}
 
     results: dict[str, list[float]] = {}
