@@ -359,6 +359,7 @@ class JsonConverter(Converter):
     """``org.apache.kafka.connect.json.JsonConverter`` (also usable as ``header.converter``)."""
 
     class_name = "org.apache.kafka.connect.json.JsonConverter"
+    serializes_in_expressions = True
     config_def = (
         ConfigDef()
         .define("schemas.enable", Type.BOOLEAN, True, None, Importance.HIGH,

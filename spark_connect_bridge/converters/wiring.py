@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, BinaryType, DataType, StructType
 
@@ -90,32 +90,47 @@ def _header_value_type(df: DataFrame) -> DataType | None:
     return None
 
 
+def _compiled_per_expression(c: Column, anchor: Column) -> Column:
+    """``c``, in a projection Spark compiles expression by expression (methods of ~1 KB, which HotSpot
+    JIT-compiles), not as one whole-stage method: a projection holding a higher-order function (this always-true
+    ``exists`` over ``anchor``, a column, so that it is not folded) is left out of whole-stage code generation. The
+    per-topic serialization of a CDC connector's envelopes is one whole-stage method of tens of KB (30 KB for
+    test_debezium_postgres.py's four tables), over HotSpot's 8,000-byte HugeMethodLimit, so it was never
+    JIT-compiled (measured, bench/bench_cdc_json_serialize.py: 17 JVM CPU-us per record warm, 8 like this)."""
+    return F.when(F.exists(F.array(anchor), lambda _: F.lit(True)), c)
+
+
 def _serialize_per_topic(df: DataFrame, column: str, conv: Converter, data_type: DataType,
                          metadata: Mapping[str, Any], layouts: Mapping[str, Mapping[str, Any]]) -> DataFrame:
     """Serialize each topic's records with that topic's own schema (its fields only, its connect.name): a
     CASE over the topics, so each row is serialized once. Topics the layouts do not list keep the union."""
     topic = F.col("topic")
     value = failed = message = None
-    # Each branch sees its own topic's rows only (null elsewhere): Spark evaluates a Python UDF of a CASE branch
+    # A UDF's branch sees its own topic's rows only (null elsewhere): Spark evaluates a Python UDF of a CASE branch
     # (a registry lookup keyed by the row's topic) on every row, which would register one topic's schema under
-    # another topic's subject.
+    # another topic's subject. Expressions are left unguarded: the optimizer pushes a guard into every field the
+    # branch reads, which for a Debezium envelope of a few tables grew the generated method beyond 64 KB.
     listed = F.coalesce(topic.isin(sorted(layouts)), F.lit(False))
-    union = conv.serialize_checked(F.when(~listed, F.col(column)), data_type, metadata=metadata,
-                                   topic=F.when(~listed, topic))
+
+    def guarded(c: Column, keep: Column) -> Column:
+        return c if conv.serializes_in_expressions else F.when(keep, c)
+
+    union = conv.serialize_checked(guarded(F.col(column), ~listed), data_type, metadata=metadata,
+                                   topic=guarded(topic, ~listed))
     for name, info in sorted(layouts.items()):
         narrowed, narrowed_t, narrowed_meta = narrow(F.col(column), data_type, info, column)
         if "connect.version" in metadata and "connect.version" not in narrowed_meta:  # a Debezium envelope's 2
             narrowed_meta = {**narrowed_meta, "connect.version": metadata["connect.version"]}
         is_topic = topic == F.lit(name)
-        c = conv.serialize_checked(F.when(is_topic, narrowed), narrowed_t, metadata=narrowed_meta,
-                                   topic=F.when(is_topic, topic))
+        c = conv.serialize_checked(guarded(narrowed, is_topic), narrowed_t, metadata=narrowed_meta,
+                                   topic=guarded(topic, is_topic))
         value = (F.when(is_topic, c.value) if value is None else value.when(is_topic, c.value))
         f = c.failed if c.failed is not None else F.lit(False)
         failed = F.when(is_topic, f) if failed is None else failed.when(is_topic, f)
         m = c.message if c.message is not None else F.lit(None).cast("string")
         message = F.when(is_topic, m) if message is None else message.when(is_topic, m)
     assert value is not None and failed is not None and message is not None
-    value = value.otherwise(union.value)
+    value = _compiled_per_expression(value.otherwise(union.value), topic)
     failed = failed.otherwise(union.failed if union.failed is not None else F.lit(False))
     message = message.otherwise(union.message if union.message is not None else F.lit(None).cast("string"))
     return checked(df, {column: value}, failed=failed, message=message, stage=STAGES[column],

@@ -117,8 +117,8 @@ def _row(col: Column, struct_t: StructType, columns: list[str], fields: list[str
     by_name = {f.name: f for f in struct_t.fields}
     out_t = StructType([StructField(c, by_name[f].dataType, True, by_name[f].metadata)
                         for c, f in zip(columns, fields)])
-    parts = [col[f].alias(c) for c, f in zip(columns, fields)]
-    return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t), out_t
+    parts = [col[f].alias(c, metadata=by_name[f].metadata) for c, f in zip(columns, fields)]
+    return F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)), out_t
 
 
 def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
@@ -150,10 +150,10 @@ def narrow(col: Column, data_type: DataType, info: Mapping[str, Any],
                 meta = {"connect.name": row_name}
             else:
                 part, part_t, meta = col[f.name], f.dataType, dict(f.metadata or {})
-            parts.append(part.alias(f.name))
+            parts.append(part.alias(f.name, metadata=meta))
             out_fields.append(StructField(f.name, part_t, True, meta))
         out_t = StructType(out_fields)
-        new = F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts)).cast(out_t)
+        new = F.when(col.isNull(), F.lit(None)).otherwise(F.struct(*parts))
         return new, out_t, {"connect.name": names.get("value", f"{topic}.Envelope")}
     added = list(info.get("added") or [])
     new, new_t = _row(col, data_type, info["columns"] + added, info["fields"] + added)

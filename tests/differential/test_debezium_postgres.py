@@ -218,24 +218,7 @@ def database():
 
 
 @pytest.fixture(scope="module")
-def interpreted(spark):
-    """The module's queries with Spark's interpreted expressions (``spark.sql.codegen.factoryMode`` NO_CODEGEN, the
-    setting Spark's own tests use), restored after: codegen of the four pipelines' projections fails anyway (Janino:
-    "Code grows beyond 64 KB", then Spark falls back) after costing a third of the module's CPU: 154 -> 120 CPU-s
-    (bench/cpu_of.py). The records compared are the same either way; the codegen path of the same converters is
-    what tests/connectors/test_postgres_cdc.py runs (JsonConverter, ExtractNewRecordState)."""
-    key = "spark.sql.codegen.factoryMode"
-    before = spark.conf.get(key, None)
-    spark.conf.set(key, "NO_CODEGEN")
-    yield
-    if before is None:
-        spark.conf.unset(key)
-    else:
-        spark.conf.set(key, before)
-
-
-@pytest.fixture(scope="module")
-def outputs(spark, interpreted, connect, reference_kafka, bootstrap, database, tmp_path_factory):
+def outputs(spark, connect, reference_kafka, bootstrap, database, tmp_path_factory):
     """Every connector through both sides: {connector: {topic: (Debezium's records, ours)}}."""
     pg, db = database
     theirs_configs = [_settings(pg, db, name, _slot("theirs", name, db)) for name in CONNECTORS]
@@ -502,7 +485,7 @@ def _tables(pg: tuple[str, int], database: str) -> dict[str, tuple[list, list]]:
 
 
 @pytest.fixture(scope="module")
-def sink_tables(spark, interpreted, connect, reference_kafka, outputs, tmp_path_factory):
+def sink_tables(spark, connect, reference_kafka, outputs, tmp_path_factory):
     """Debezium's topics (``dbz-env``, complete once ``outputs`` is) through Debezium's JDBC sink and through ours
     into two databases: {"theirs": tables, "ours": tables}. Ours is named ``dbz-env``: Confluent's sink reads the
     ``${topic}`` ``dbz-env.public.orders`` as database.schema.table (a run's server is its own)."""
