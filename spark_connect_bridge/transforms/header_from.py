@@ -11,11 +11,9 @@ from ..errors import ConfigProblem
 from .base import (
     KeyOrValue,
     Step,
-    java_class_of_variant,
     key_value_variants,
-    map_required,
-    not_an_object,
     object_entries,
+    plan_object,
     struct_or_map_required,
     type_name,
     variant_capable,
@@ -76,14 +74,10 @@ class HeaderFrom(KeyOrValue):
                     rebuild_struct(op, keep)
                 step.optional[self.target] = False  # Kafka: copySchemaBasics(schema, SchemaBuilder.struct())
         elif isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map
-            entries = object_entries(op)
-            pairs = [(h, variant_header_bytes(F.try_element_at(entries, F.lit(f))))
+            pairs = [(h, variant_header_bytes(F.try_element_at(object_entries(op), F.lit(f))))
                      for f, h in zip(self.fields, self.headers, strict=True)]
-            if self.move:
-                step.updates[self.target] = F.when(entries.isNull(), op).otherwise(
-                    F.to_variant_object(map_remove(entries, self.fields)))
-            step.fail(not_an_object(op), F.concat(F.lit(map_required(f"header {'move' if self.move else 'copy'}",
-                                                                      "")), java_class_of_variant(op)))
+            step = plan_object(self.target, op, f"header {'move' if self.move else 'copy'}",
+                               lambda m: Step({self.target: map_remove(m, self.fields)} if self.move else {}))
         elif isinstance(dtype, MapType):
             pairs = [(h, header_bytes(F.try_element_at(op, F.lit(f)), dtype.valueType))
                      for f, h in zip(self.fields, self.headers, strict=True)]

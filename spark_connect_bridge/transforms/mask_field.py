@@ -136,24 +136,24 @@ class MaskField(KeyOrValue):
     def _mask_variant(self, value: Column, step: Step) -> Column:
         """An entry of a schemaless object masked by the Java class Kafka's JsonConverter reads it as (Long,
         Double, String, Boolean, ArrayList, HashMap); a missing or null entry becomes null."""
-        t = F.schema_of_variant(value)
-        integral, fractional = t.isin("TINYINT", "SMALLINT", "INT", "BIGINT"), t.startswith("DECIMAL") | t.isin(
-            "DOUBLE", "FLOAT")
+        cls = java_class_of_variant(value)
+        integral, fractional, text = cls == "java.lang.Long", cls == "java.lang.Double", cls == "java.lang.String"
         null = value.isNull() | F.is_variant_null(value)
         if self.replacement is None:
-            masked = (F.when(t == "BOOLEAN", F.lit(False).cast("variant"))
+            masked = (F.when(cls == "java.lang.Boolean", F.lit(False).cast("variant"))
                       .when(integral, F.lit(0).cast("long").cast("variant"))
-                      .when(fractional, F.lit(0.0).cast("variant")).when(t == "STRING", F.lit("").cast("variant"))
-                      .when(t.startswith("ARRAY"), F.to_variant_object(F.array().cast("array<string>")))
-                      .when(t.startswith("OBJECT"), F.to_variant_object(F.create_map().cast("map<string,string>"))))
+                      .when(fractional, F.lit(0.0).cast("variant")).when(text, F.lit("").cast("variant"))
+                      .when(cls == "java.util.ArrayList", F.to_variant_object(F.array().cast("array<string>")))
+                      .when(cls == "java.util.HashMap",
+                            F.to_variant_object(F.create_map().cast("map<string,string>"))))
             return F.when(null, F.lit(None).cast("variant")).otherwise(masked)
         as_long, as_double = _replacement(LongType(), self.replacement), _replacement(DoubleType(), self.replacement)
         for condition, replaced in ((integral, as_long), (fractional, as_double)):
             if isinstance(replaced, str):
                 step.fail(~null & condition, f"Unable to convert {self.replacement} to the value's type")
-        step.fail(~null & ~integral & ~fractional & (t != "STRING"), F.concat(
-            F.lit("Cannot mask value of type class "), java_class_of_variant(value), F.lit(" with custom replacement")))
-        masked = F.when(t == "STRING", F.lit(self.replacement).cast("variant"))
+        step.fail(~null & ~integral & ~fractional & ~text, F.concat(
+            F.lit("Cannot mask value of type class "), cls, F.lit(" with custom replacement")))
+        masked = F.when(text, F.lit(self.replacement).cast("variant"))
         for condition, replaced in ((integral, as_long), (fractional, as_double)):
             if not isinstance(replaced, str):
                 masked = masked.when(condition, replaced.cast("variant"))

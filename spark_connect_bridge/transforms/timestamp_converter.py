@@ -159,11 +159,11 @@ class TimestampConverter(KeyOrValue):
     def _convert_variant(self, v: Column, step: Step) -> Column:
         """A schemaless timestamp (a VARIANT entry or value) by the Java class Kafka's JsonConverter reads: a Long is
         unix, a String is parsed with ``format``; any other fails the record; null stays null."""
-        t = F.schema_of_variant(v)
-        integral, text = t.isin("TINYINT", "SMALLINT", "INT", "BIGINT"), t == "STRING"
+        cls = java_class_of_variant(v)
+        integral, text = cls == "java.lang.Long", cls == "java.lang.String"
         null = v.isNull() | F.is_variant_null(v)
-        step.fail(~null & ~integral & ~text, F.concat(F.lit("TimestampConverter does not support "),
-                                                      java_class_of_variant(v), F.lit(" objects as timestamps")))
+        step.fail(~null & ~integral & ~text, F.concat(F.lit("TimestampConverter does not support "), cls,
+                                                      F.lit(" objects as timestamps")))
         ms = F.when(integral, self._to_ms(F.variant_get(v, "$", "long"), "unix", step)) \
             .when(text, self._to_ms(F.when(text, F.variant_get(v, "$", "string")), "string", step))
         return F.when(null, F.lit(None).cast("variant")).otherwise(self._from_ms(ms).cast("variant"))

@@ -36,6 +36,7 @@ from pyspark.sql.types import (
 )
 
 from ..converters.header import header_text
+from .base import java_class_of_variant
 
 __all__ = [
     "TIME_NAME",
@@ -83,12 +84,11 @@ def variant_header_bytes(value: Column) -> Column:
     Java class Kafka's JsonConverter reads it as: a String as it is, a Long or Boolean as Java prints it, a Double by
     ``Double.toString`` (Spark's double to string cast), a list or map as its JSON text (Spark's: keys sorted; Kafka
     prints a HashMap's order); a missing or null entry null."""
-    t = F.schema_of_variant(value)
+    cls = java_class_of_variant(value)
     text = (F.when(F.is_variant_null(value), F.lit(None).cast("string"))
-            .when(t == "STRING", F.variant_get(value, "$", "string"))
-            .when(t.isin("TINYINT", "SMALLINT", "INT", "BIGINT", "BOOLEAN"), F.variant_get(value, "$", "string"))
-            .when(t.startswith("DECIMAL") | t.isin("DOUBLE", "FLOAT"),
-                  F.variant_get(value, "$", "double").cast("string"))
+            .when(cls.isin("java.lang.String", "java.lang.Long", "java.lang.Boolean"),
+                  F.variant_get(value, "$", "string"))
+            .when(cls == "java.lang.Double", F.variant_get(value, "$", "double").cast("string"))
             .otherwise(_values_text_of_json(F.to_json(value))))
     return text.cast("binary")
 
