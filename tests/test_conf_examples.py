@@ -220,8 +220,7 @@ def test_postgres_cdc_into_delta_merge_mirrors_each_table(spark, pg, tmp_path):
             query.awaitTermination()
         assert not (tmp_path / "work/delta/shop").exists()
     finally:
-        pg.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = 'shop_cdc'",
-                   database=db)
+        pg.drop_slots("slot_name = 'shop_cdc'", database=db)
 
 
 def test_datagen_orders_into_jdbc_with_flatten(spark, pg):

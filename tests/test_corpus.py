@@ -231,7 +231,7 @@ def _free_default_slot(pg) -> None:
     """The corpus configs keep Debezium's default slot.name (``debezium``), which is the cluster's: drop the
     one an earlier test's connector left in its database (its query has ended)."""
     for (database,) in pg.execute("select database from pg_replication_slots where slot_name = 'debezium'"):
-        pg.execute("select pg_drop_replication_slot('debezium')", database=database)
+        pg.drop_slots("slot_name = 'debezium'", database=database)
 
 
 def test_debezium_outbox_config_routes_the_outbox_rows(spark, pg, tmp_path):

@@ -174,7 +174,9 @@ class SourceConnector(_Plugin, abc.ABC):
         """Acknowledge upstream everything up to ``end``: called after Spark committed the batch."""
 
     def stop(self) -> None:
-        """Release driver resources. Spark does not call this on a clean stop: never rely on it."""
+        """Release driver resources: runs when the query stops (in Spark's streaming runner, a moment after
+        ``query.stop()`` returned: engine/datasource.py ``_stop_on_sigterm``), never on a crash or kill -9, so
+        correctness never depends on it."""
 
     def lag(self, current: Offsets) -> int | None:
         """Records available beyond ``current``, where the source knows it (for status and progress)."""

@@ -184,6 +184,47 @@ class _BatchReader(DataSourceReader):
         return _read_task(self.connector, partition.value, self.schema)
 
 
+#: The module Spark runs a Python streaming source's reader in (one process per query, on the driver's machine).
+STREAMING_RUNNER = "pyspark.sql.streaming.python_streaming_source_runner"
+#: Seconds a stopped query's reader has to close its connections before its process ends regardless.
+STOP_GRACE_S = 30.0
+
+
+def _stop_on_sigterm() -> None:
+    """Make a query's stop reach :meth:`_StreamReader.stop` in Spark's streaming runner process.
+
+    ``query.stop()`` ends the runner with SIGTERM (``PythonStreamingSourceRunner.stop`` destroys the process, and
+    its worker factory's stop sends a second one); the runner calls the reader's ``stop()`` only in a ``finally``
+    that a default SIGTERM never reaches, so a source's connections were closed by the kernel, never by the
+    source: no last flush position reported to a replication slot, no ``slot.drop.on.stop``, no queue consumer
+    closed. Here the first SIGTERM raises ``SystemExit`` in the runner's main thread instead (as Ctrl-C raises
+    KeyboardInterrupt): the runner unwinds through its ``finally: reader.stop()`` and exits. Later SIGTERMs are
+    ignored while that stop runs, for at most :data:`STOP_GRACE_S`; then the process ends regardless. Only in
+    that runner process, and only over Python's default handler.
+    """
+    import signal
+    import sys
+    import threading
+
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if getattr(spec, "name", None) != STREAMING_RUNNER or threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return
+
+    def _exit(signum: int, frame: Any) -> None:
+        import os
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        watchdog = threading.Timer(STOP_GRACE_S, os._exit, (128 + signum,))
+        watchdog.daemon = True
+        watchdog.start()
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """``spark.readStream.format("kconnect")``. Runs in Spark's long-lived driver-side runner process; the
     executors' copies only run :meth:`read`."""
@@ -191,6 +232,7 @@ class _StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, connector: Any, schema: Any):
         self.connector, self.schema = connector, schema
         connector.begin_stream()
+        _stop_on_sigterm()
         self._position: dict | None = None  # last offset seen (pyspark < 4.2 passes no start)
         self._until: dict | None = None  # Trigger.AvailableNow target
 

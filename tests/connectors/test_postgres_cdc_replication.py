@@ -169,3 +169,28 @@ def test_an_ended_walsender_reconnects_from_the_slot_and_loses_nothing(server):
         connector.stop()
     assert seen == [1, 2, 3, 4, 5]
     assert _slot(server, db)[0] == end[key]["lsn"]
+
+
+def test_a_stopped_streaming_query_runs_the_source_s_stop(server, spark, tmp_path):
+    """``query.stop()`` ends Spark's streaming runner with SIGTERM; the reader's stop() still runs there
+    (engine/datasource.py ``_stop_on_sigterm``): with ``slot.drop.on.stop`` the slot is gone soon after."""
+    import spark_connect_bridge as scb
+
+    db = _database(server)
+    config = _config(server, db, **{"slot.drop.on.stop": "true", "table.include.list": "public.t"})
+    query = (scb.read_stream(spark, config).writeStream.format("memory").queryName(f"q_{db}")
+             .option("checkpointLocation", str(tmp_path / "ckpt")).trigger(processingTime="200 milliseconds").start())
+    try:
+        deadline, n = time.monotonic() + 120, 0
+        while spark.sql(f"select count(*) from q_{db}").first()[0] < 1:  # snapshot.mode no_data: changes after
+            n += 1                                                             # the slot's creation
+            _sql(server, db, "insert into t values (%s, 0, null)", (n,))
+            assert time.monotonic() < deadline and query.isActive, query.exception()
+            time.sleep(0.2)
+        assert _slot(server, db)[1] is not None  # held by the query's kept replication connection
+    finally:
+        query.stop()
+    deadline = time.monotonic() + 30
+    while _sql(server, db, "select 1 from pg_replication_slots where slot_name = %s", (f"slot_{db}",)):
+        assert time.monotonic() < deadline, "the stopped query's source did not drop its slot (stop() not run)"
+        time.sleep(0.05)

@@ -142,6 +142,19 @@ class PostgresCluster:
             cur = conn.execute(sql, params)
             return cur.fetchall() if cur.description else []
 
+    def drop_slots(self, where: str = "true", database: str | None = None, timeout: float = 30.0) -> None:
+        """Drop the replication slots ``where`` selects (a condition on ``pg_replication_slots``), waiting for each
+        to be free: a stopped query's streaming runner lets go of its slot a moment after ``query.stop()`` or
+        ``awaitTermination()`` returned (PostgreSQL's ObjectInUse meanwhile)."""
+        import time
+
+        sql = f"select pg_drop_replication_slot(slot_name) from pg_replication_slots where {where}"
+        free = f"select count(*) from pg_replication_slots where ({where}) and active"
+        deadline = time.monotonic() + timeout
+        while self.execute(free, database=database)[0][0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.execute(sql, database=database)
+
     def new_database(self, prefix: str) -> str:
         """Create a database with a fresh name (``<prefix>_<8 hex>``), so each test has its own tables,
         publication and slot; return its name."""

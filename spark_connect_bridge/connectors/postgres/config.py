@@ -82,7 +82,8 @@ CONFIG_DEF = (
     .define("slot.name", Type.STRING, "debezium", NonEmptyString(), Importance.MEDIUM,
             "Name of the logical replication slot (one per connector).", group="Replication")
     .define("slot.drop.on.stop", Type.BOOLEAN, False, importance=Importance.LOW,
-            doc="Drop the slot when the connector stops (only when Spark calls stop(); never on a crash).",
+            doc="Drop the slot when the connector's query stops (a moment after query.stop() returns; never on a "
+                "crash or kill -9).",
             group="Replication")
     .define("publication.name", Type.STRING, "dbz_publication", NonEmptyString(), Importance.MEDIUM,
             "Name of the PostgreSQL publication the slot decodes.", group="Replication")
