@@ -26,12 +26,22 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    VariantType,
 )
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
 from ..converters.connect_schema import META_OPTIONAL
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import (
+    KeyOrValue,
+    Step,
+    key_value_variants,
+    kind,
+    plan_object,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+)
 from .columns import map_put, map_value_type_problem, q, same_type
 from .replace_field import REPLACE_NULL_DOC
 from .values import connect_to_string
@@ -151,6 +161,40 @@ def cast_column(c: Column, src: DataType, md: dict | None, to: DataType) -> tupl
         "" if not isinstance(src, BinaryType) else f" to {_connect(to)} (BYTES casts only to string)")
 
 
+#: Connect's types that Cast takes as input, as Kafka's message lists them
+_INPUT_TYPES = "[INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES]"
+#: a VARIANT's type (``schema_of_variant``) -> the Spark type of the Java class Kafka's JsonConverter reads it as: an
+#: integer a Long, a JSON number with a fraction a Double (whatever decimal Spark keeps it as); a float comes only
+#: from a Cast to float32 (Kafka's Float)
+_VARIANT_SOURCES: tuple[tuple[str, DataType], ...] = (
+    ("BOOLEAN", BooleanType()), ("STRING", StringType()), ("TINYINT", LongType()), ("SMALLINT", LongType()),
+    ("INT", LongType()), ("BIGINT", LongType()), ("FLOAT", FloatType()), ("DOUBLE", DoubleType()),
+    ("DECIMAL", DoubleType()),
+)
+
+
+def cast_variant(value: Column, to: DataType) -> tuple[Column, Column, Column]:
+    """A schemaless value or entry (a VARIANT) cast to ``to`` as Kafka's ``castValueToType`` casts the Java object
+    its JsonConverter reads, its type inferred from its class: (the new VARIANT, per-row failure, message). Null
+    stays null; an object or a list fails as Kafka's MAP and ARRAY do."""
+    t = F.schema_of_variant(value)
+    out, failed, message = F.when(F.lit(False), F.lit(None).cast(VariantType())), F.lit(False), None
+    for name, src in _VARIANT_SOURCES:
+        is_src = t.startswith(name) if name == "DECIMAL" else t == F.lit(name)
+        c, bad, msg = cast_column(F.variant_get(value, "$", src.simpleString()), src, None, to)
+        out = out.when(is_src, c.cast(VariantType()))
+        if bad is not None:  # a string that does not parse
+            failed, message = is_src & bad, F.lit(msg)
+    known = t.isin(*[name for name, _ in _VARIANT_SOURCES]) | t.startswith("DECIMAL")
+    unsupported = (F.when(t.startswith("OBJECT"), F.lit("MAP")).when(t.startswith("ARRAY"), F.lit("ARRAY"))
+                   .otherwise(t))
+    null = value.isNull() | F.is_variant_null(value)
+    message = F.when(known, message).otherwise(F.concat(
+        F.lit("Cast transformation does not support casting from "), unsupported,
+        F.lit(f"; supported types are {_INPUT_TYPES}")))
+    return out, ~null & (~known | F.coalesce(failed, F.lit(False))), message
+
+
 def _parse_spec(items: list[str]) -> tuple[DataType | None, dict[str, DataType], list[str]]:
     whole: DataType | None = None
     fields: dict[str, DataType] = {}
@@ -182,6 +226,7 @@ def _parse_spec(items: list[str]) -> tuple[DataType | None, dict[str, DataType],
     return whole, fields, problems
 
 
+@variant_capable
 @key_value_variants
 class Cast(KeyOrValue):
     """Cast fields, or the whole key/value, to another primitive type: ``spec`` is ``field:type,...`` or
@@ -192,7 +237,10 @@ class Cast(KeyOrValue):
     ``NaN``, ``Infinity``, hexadecimal, an f/d suffix; not ``inf``); strings become boolean true only for
     "true" (any case); anything becomes a string with Java's text (bytes as
     Base64). A tombstone passes through. With a schemaless Map, listed fields missing from the Map are added
-    as null, and the target type must be the Map's value type (one Spark column, one value type).
+    as null, and the target type must be the Map's value type (one Spark column, one value type). A schemaless JSON
+    value (a VARIANT) is cast as Kafka casts the Map its JsonConverter reads: each listed entry by the Java class of
+    its value (Long, Double, String, Boolean), a missing one added as null; an object or list entry fails the
+    record; a single type casts the whole value.
     """
 
     config_def = (
@@ -221,6 +269,8 @@ class Cast(KeyOrValue):
         op, dtype = F.col(self.target), sf.dataType
         k = kind(dtype)
         step = Step()
+        if isinstance(dtype, VariantType):  # a schemaless JSON value: Kafka's object read by JsonConverter
+            return self._plan_variant(op)
         if self.whole is not None:
             if k != "primitive":
                 return step.fail(op.isNotNull(), f"Cast transformation does not support casting of "
@@ -265,6 +315,21 @@ class Cast(KeyOrValue):
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
             return step
         return step.fail(op.isNotNull(), struct_or_map_required("cast types", type_name(dtype)))
+
+    def _plan_variant(self, op: Column) -> Step:
+        if self.whole is not None:  # Kafka casts any value as a whole, a Map or a List failing
+            new, bad, msg = cast_variant(op, self.whole)
+            return Step({self.target: new}).fail(bad, msg)
+
+        def casts(entries: Column) -> Step:
+            step, put = Step(), []
+            for name, to in self.fields.items():
+                new, bad, msg = cast_variant(F.try_element_at(entries, F.lit(name)), to)
+                step.fail(entries.isNotNull() & bad, F.concat(msg, F.lit(f" (field {name})")))
+                put.append((name, new))
+            step.updates[self.target] = map_put(entries, put)
+            return step
+        return plan_object(self.target, op, "cast types", casts)
 
 
 def _only_optional(metadata: Mapping[str, Any]) -> dict[str, Any]:
