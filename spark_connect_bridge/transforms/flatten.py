@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, MapType, StringType, StructField, StructType, VariantType
@@ -114,7 +112,7 @@ class Flatten(KeyOrValue):
 
     def _plan_object(self, entries: Column) -> Step:
         """Kafka's ``applySchemaless`` on the entries of a schemaless object, read from the loop's result that
-        :meth:`apply` put in a hidden column. A flattened name that two entries produce (``{"a.b": 1, "a": {"b":
+        :meth:`staged` puts in a hidden column. A flattened name that two entries produce (``{"a.b": 1, "a": {"b":
         2}}``) fails the record: Kafka keeps whichever its HashMap iterates last, an order a VARIANT does not keep."""
         flat = F.col(_FLATTENED)
         keys = F.transform(flat["entries"], lambda e: e["key"])
@@ -128,13 +126,10 @@ class Flatten(KeyOrValue):
         return step.fail(repeated, F.concat(F.lit("Flatten of a schemaless value produced the field name "),
                                             F.element_at(twice, 1), F.lit(" twice (one of them would be lost)")))
 
-    def apply(self, df: DataFrame, **kwargs: Any) -> DataFrame:
+    def staged(self, df: DataFrame) -> dict[str, Column]:
         if not isinstance(df.schema[self.target].dataType, VariantType):
-            return super().apply(df, **kwargs)
-        # the loop in a projection of its own, which the step's value and failure checks both read: in the step's
-        # expressions it would run once for each
-        df = df.withColumn(_FLATTENED, self._flattened(object_entries(F.col(self.target))))
-        return super().apply(df, **kwargs).drop(_FLATTENED)
+            return {}
+        return {_FLATTENED: self._flattened(object_entries(F.col(self.target)))}
 
     def plan(self, df: DataFrame) -> Step:
         op = F.col(self.target)
