@@ -266,6 +266,12 @@ class Transformation(_Configurable):
         record as a whole (a router, a header transform)."""
         return ()
 
+    def staged(self, df: DataFrame) -> dict[str, Column]:
+        """Hidden columns (name -> expression over ``df``) computed in a projection of their own before the step,
+        which :meth:`plan` reads by name and :meth:`apply` drops after it: an expression that both the step's new
+        value and its failure check read would otherwise run once for each."""
+        return {}
+
     def apply(self, df: DataFrame, *, alias: str | None = None, condition: Column | None = None,
               unchanged_nulls: frozenset[str] = frozenset()) -> DataFrame:
         """Apply to ``df``; ``condition`` (the predicate's verdict, negation included) limits the records;
@@ -276,9 +282,13 @@ class Transformation(_Configurable):
             if self.negate:
                 condition = ~condition
             unchanged_nulls = self.predicate.null_columns(self.negate)
-        return run_step(df, self.plan(df), condition=condition, class_name=self.class_name, alias=alias,
-                        predicate_key=f"transforms.{alias}.predicate" if alias else "predicate",
-                        unchanged_nulls=unchanged_nulls)
+        staged = self.staged(df)
+        if staged:
+            df = df.withColumns(staged)
+        out = run_step(df, self.plan(df), condition=condition, class_name=self.class_name, alias=alias,
+                       predicate_key=f"transforms.{alias}.predicate" if alias else "predicate",
+                       unchanged_nulls=unchanged_nulls)
+        return out.drop(*staged) if staged else out
 
     def __call__(self, df: DataFrame) -> DataFrame:
         return self.apply(df)

@@ -26,17 +26,31 @@ from pyspark.sql.types import (
     StructType,
     TimestampNTZType,
     TimestampType,
+    VariantType,
 )
 
 from ..config import Config, ConfigDef, Importance, Type, ValidList
 from ..converters.connect_schema import META_OPTIONAL
 from ..errors import ConfigProblem
-from .base import KeyOrValue, Step, key_value_variants, kind, struct_or_map_required, type_name
+from .base import (
+    KeyOrValue,
+    Step,
+    key_value_variants,
+    kind,
+    object_entries,
+    plan_object,
+    struct_or_map_required,
+    type_name,
+    variant_capable,
+)
 from .columns import map_put, map_value_type_problem, q, same_type
 from .replace_field import REPLACE_NULL_DOC
 from .values import connect_to_string
 
-__all__ = ["Cast", "TARGETS", "cast_column"]
+__all__ = ["Cast", "TARGETS", "cast_column", "cast_variant"]
+
+#: the hidden column of a schemaless value's listed entries, each cast: ``map<string,struct<value,failed,message>>``
+_CAST = "__kc_cast"
 
 TARGETS: dict[str, DataType] = {
     "int8": ByteType(), "int16": ShortType(), "int32": IntegerType(), "int64": LongType(),
@@ -151,6 +165,48 @@ def cast_column(c: Column, src: DataType, md: dict | None, to: DataType) -> tupl
         "" if not isinstance(src, BinaryType) else f" to {_connect(to)} (BYTES casts only to string)")
 
 
+#: Connect's types that Cast takes as input, as Kafka's message lists them
+_INPUT_TYPES = "[INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES]"
+#: the VARIANT types (``schema_of_variant``) of JSON integers: Kafka's JsonConverter reads each as a Long
+_INTEGRAL_VARIANTS = ("TINYINT", "SMALLINT", "INT", "BIGINT")
+
+
+def _variant_sources(t: Column, to: DataType) -> list[tuple[Column, DataType]]:
+    """The kinds of Java object a VARIANT of type ``t`` is to Kafka (an integer a Long, a number with a fraction a
+    Double whatever decimal Spark keeps it as; a float comes only from a Cast to float32, Kafka's Float), each with the
+    Spark type its value is read as for a cast to ``to``. Kinds that cast alike share one: a Boolean is 1 or 0 as a
+    number, a Float widens to a double exactly; as text a Long and a Boolean print as Spark prints them."""
+    integral, fractional = t.isin(*_INTEGRAL_VARIANTS), (t == F.lit("DOUBLE")) | t.startswith("DECIMAL")
+    if isinstance(to, StringType):
+        return [(integral | t.isin("BOOLEAN", "STRING"), StringType()), (fractional, DoubleType()),
+                (t == F.lit("FLOAT"), FloatType())]
+    return [(integral | (t == F.lit("BOOLEAN")), LongType()), (fractional | (t == F.lit("FLOAT")), DoubleType()),
+            (t == F.lit("STRING"), StringType())]
+
+
+def cast_variant(value: Column, to: DataType) -> tuple[Column, Column, Column]:
+    """A schemaless value or entry (a VARIANT) cast to ``to`` as Kafka's ``castValueToType`` casts the Java object
+    its JsonConverter reads, its type inferred from its class: (the new VARIANT, per-row failure, message). Null
+    stays null; an object or a list fails as Kafka's MAP and ARRAY do."""
+    t = F.schema_of_variant(value)
+    out, failed, message = None, F.lit(False), F.lit(None).cast("string")
+    for is_src, src in _variant_sources(t, to):
+        c, bad, msg = cast_column(F.variant_get(value, "$", src.simpleString()), src, None, to)
+        branch = c.cast(VariantType())
+        out = F.when(is_src, branch) if out is None else out.when(is_src, branch)
+        if bad is not None:  # a string that does not parse
+            failed, message = is_src & bad, F.lit(msg)
+    assert out is not None
+    known = t.isin("STRING", "BOOLEAN", "DOUBLE", "FLOAT", *_INTEGRAL_VARIANTS) | t.startswith("DECIMAL")
+    unsupported = (F.when(t.startswith("OBJECT"), F.lit("MAP")).when(t.startswith("ARRAY"), F.lit("ARRAY"))
+                   .otherwise(t))
+    null = value.isNull() | F.is_variant_null(value)
+    message = F.when(known, message).otherwise(F.concat(
+        F.lit("Cast transformation does not support casting from "), unsupported,
+        F.lit(f"; supported types are {_INPUT_TYPES}")))
+    return out, ~null & (~known | F.coalesce(failed, F.lit(False))), message
+
+
 def _parse_spec(items: list[str]) -> tuple[DataType | None, dict[str, DataType], list[str]]:
     whole: DataType | None = None
     fields: dict[str, DataType] = {}
@@ -182,6 +238,7 @@ def _parse_spec(items: list[str]) -> tuple[DataType | None, dict[str, DataType],
     return whole, fields, problems
 
 
+@variant_capable
 @key_value_variants
 class Cast(KeyOrValue):
     """Cast fields, or the whole key/value, to another primitive type: ``spec`` is ``field:type,...`` or
@@ -192,7 +249,10 @@ class Cast(KeyOrValue):
     ``NaN``, ``Infinity``, hexadecimal, an f/d suffix; not ``inf``); strings become boolean true only for
     "true" (any case); anything becomes a string with Java's text (bytes as
     Base64). A tombstone passes through. With a schemaless Map, listed fields missing from the Map are added
-    as null, and the target type must be the Map's value type (one Spark column, one value type).
+    as null, and the target type must be the Map's value type (one Spark column, one value type). A schemaless JSON
+    value (a VARIANT) is cast as Kafka casts the Map its JsonConverter reads: each listed entry by the Java class of
+    its value (Long, Double, String, Boolean), a missing one added as null; an object or list entry fails the
+    record; a single type casts the whole value.
     """
 
     config_def = (
@@ -221,6 +281,8 @@ class Cast(KeyOrValue):
         op, dtype = F.col(self.target), sf.dataType
         k = kind(dtype)
         step = Step()
+        if isinstance(dtype, VariantType):  # a schemaless JSON value: Kafka's object read by JsonConverter
+            return self._plan_variant(op)
         if self.whole is not None:
             if k != "primitive":
                 return step.fail(op.isNotNull(), f"Cast transformation does not support casting of "
@@ -265,6 +327,45 @@ class Cast(KeyOrValue):
             step.updates[self.target] = F.when(op.isNull(), op).otherwise(map_put(op, entries))
             return step
         return step.fail(op.isNotNull(), struct_or_map_required("cast types", type_name(dtype)))
+
+    def staged(self, df: DataFrame) -> dict[str, Column]:
+        if self.whole is not None or not isinstance(df.schema[self.target].dataType, VariantType):
+            return {}
+        # Kafka puts every listed field, a missing one as null; each entry cast by one expression per target type
+        # over the lambda's entry (an expression per field would repeat the entry's whole path in each)
+        entries = object_entries(F.col(self.target))
+        listed = map_put(entries, [(name, F.try_element_at(entries, F.lit(name))) for name in self.fields])
+        by_type: dict[str, tuple[DataType, list[str]]] = {}
+        for name, to in self.fields.items():
+            by_type.setdefault(to.simpleString(), (to, []))[1].append(name)
+
+        def cast_entry(key: Column, value: Column) -> Column:
+            new, bad, message = None, None, None
+            for to, names in by_type.values():
+                listed_here = key.isin(*names)
+                as_to, bad_here, message_here = cast_variant(value, to)
+                new = F.when(listed_here, as_to) if new is None else new.when(listed_here, as_to)
+                bad = F.when(listed_here, bad_here) if bad is None else bad.when(listed_here, bad_here)
+                message = F.when(listed_here, message_here) if message is None else message.when(listed_here,
+                                                                                                   message_here)
+            assert new is not None and bad is not None and message is not None
+            return F.struct(new.otherwise(value).alias("value"), F.coalesce(bad, F.lit(False)).alias("failed"),
+                            message.alias("message"))
+        return {_CAST: F.transform_values(listed, cast_entry)}
+
+    def _plan_variant(self, op: Column) -> Step:
+        if self.whole is not None:  # Kafka casts any value as a whole, a Map or a List failing
+            new, bad, msg = cast_variant(op, self.whole)
+            return Step({self.target: new}).fail(bad, msg)
+
+        def casts(entries: Column) -> Step:
+            cast = F.col(_CAST)
+            failing = F.filter(F.map_entries(cast), lambda e: e["value"]["failed"])
+            first = F.element_at(failing, 1)
+            step = Step({self.target: F.transform_values(cast, lambda _, e: e["value"])})
+            return step.fail(entries.isNotNull() & (F.size(failing) > 0), F.concat(
+                first["value"]["message"], F.lit(" (field "), first["key"], F.lit(")")))
+        return plan_object(self.target, op, "cast types", casts)
 
 
 def _only_optional(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -57,6 +57,17 @@ def test_a_sink_config_needs_no_spark_schema():
             kind="sink")
 
 
+def test_an_smt_that_needs_the_fields_types_is_refused_naming_it_and_spark_schema():
+    """Debezium's ExtractNewRecordState reads an envelope's struct fields: on a VARIANT it is refused before data
+    moves, on its ``type`` key, asking for ``value.converter.spark.schema``."""
+    with pytest.raises(ConfigError) as raised:
+        prepare({"name": "s", "connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/x", **SCHEMALESS,
+                 "transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"},
+                kind="sink")
+    assert [p.key for p in raised.value.problems] == ["transforms.unwrap.type"]
+    assert "value.converter.spark.schema" in str(raised.value)
+
+
 CONTENT = json.dumps({"type": "struct", "optional": False, "fields": [
     {"field": "id", "type": "int64", "optional": False}, {"field": "name", "type": "string", "optional": True}]})
 

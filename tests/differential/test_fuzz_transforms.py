@@ -130,12 +130,12 @@ CHAINS: dict[str, dict[str, str]] = {
 SCHEMALESS = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
               "key.converter.schemas.enable": "false", "value.converter.schemas.enable": "false"}
 
-#: chains of schemaless records (maps): the SMTs' schemaless paths, missing and null fields. Without
-#: ``value.converter.spark.schema`` ours reads a schemaless value as a VARIANT, which the SMTs marked
-#: ``variant_capable`` take as Kafka's SMTs take its Map (``transforms/base.py``, ``VARIANT_CAPABLE``: ExtractField,
-#: ReplaceField, InsertField, ValueToKey, HoistField, MaskField, HeaderFrom, SetSchemaMetadata, TimestampConverter to
-#: string or unix) with the record-level transforms; a chain with another SMT on it is refused at config validation,
-#: asking for ``spark.schema`` (docs/comparison.md), so Flatten and Cast are not fuzzed on schemaless values here.
+#: chains of schemaless records (maps): the SMTs' schemaless paths, missing and null fields, nested objects of any
+#: shape (``deep``, :data:`tests.support.fuzz_records.NESTED`). Without ``value.converter.spark.schema`` ours reads a
+#: schemaless value as a VARIANT, which the SMTs marked ``variant_capable`` take as Kafka's SMTs take its Map
+#: (``transforms/base.py``, ``VARIANT_CAPABLE``: ExtractField, ReplaceField, InsertField, ValueToKey, HoistField,
+#: MaskField, HeaderFrom, SetSchemaMetadata, TimestampConverter to string or unix, Flatten, Cast) with the record-level
+#: transforms.
 SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
     "map-plain": {},
     "map-extract-field": steps(("ExtractField$Value", {"field": "s"})),
@@ -166,6 +166,11 @@ SCHEMALESS_CHAINS: dict[str, dict[str, str]] = {
         ("TimestampConverter$Value", {"field": "ts", "target.type": "unix", "format": "yyyy-MM-dd HH:mm",
                                       "unix.precision": "seconds"})),
     "map-timestamp-of-a-double": steps(("TimestampConverter$Value", {"field": "f64", "target.type": "unix"})),
+    "map-flatten": steps(("Flatten$Value", {"delimiter": "_"})),
+    "map-cast": steps(("Cast$Value", {"spec": "i8:int16,i16:int8,i32:string,i64:float32,f32:int64,f64:string,"
+                                              "bool:int8,s:boolean,by:string,missing:int32"})),
+    "map-flatten-then-cast": steps(("Flatten$Value", {}), ("Cast$Value", {"spec": "sub.a:string,sub.b:boolean,"
+                                                                                  "f64:float32,deep.a:string"})),
 }
 
 #: key-side SMTs ($Key) on struct keys

@@ -109,9 +109,21 @@ def _headers(draw: st.DrawFn) -> list[tuple[str, bytes | None]]:
     return draw(st.lists(st.tuples(st.sampled_from(["h1", "h2"]), values), max_size=2))
 
 
+#: schemaless JSON of any shape (objects in objects and in lists, to a depth of a few levels): a ``deep`` entry
+#: that only schemaless records have (Flatten joins its nested names; its keys hold no delimiter of the chains)
+NESTED = st.recursive(st.one_of(st.none(), st.integers(-5, 5), st.text(max_size=2), st.floats(-10, 10)),
+                      lambda inner: st.one_of(st.lists(inner, max_size=2),
+                                              st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)),
+                      max_leaves=8)
+
+
 def _schemaless(draw: st.DrawFn, payload: dict[str, Any]) -> dict[str, Any]:
-    """A struct payload as schemaless JSON: a null field is absent from the map or present as null."""
-    return {k: v for k, v in payload.items() if v is not None or draw(st.booleans())}
+    """A struct payload as schemaless JSON: a null field is absent from the map or present as null; some have a
+    ``deep`` entry (:data:`NESTED`)."""
+    out = {k: v for k, v in payload.items() if v is not None or draw(st.booleans())}
+    if draw(st.booleans()):
+        out["deep"] = draw(NESTED)
+    return out
 
 
 @st.composite

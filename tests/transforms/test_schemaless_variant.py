@@ -7,6 +7,8 @@ from pyspark.sql import functions as F
 
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.transforms import (
+    Cast,
+    Flatten,
     HeaderFrom,
     HoistField,
     InsertField,
@@ -45,6 +47,17 @@ NOT_A_MAP = "Only Map objects supported in absence of schema for [{}], found: ja
     (MaskField.Value(fields="b", replacement="12"), "value", [None, '{"a":null,"b":null}', None, None],
      ["Cannot mask value of type class java.lang.Boolean with custom replacement", None, "found: null",
       "found: java.lang.Long"]),
+    (Flatten.Value(), "value", ['{"a":1,"b":true,"d":1.5,"l":[1],"o.p":1,"s":"x"}', '{"a":null}', None, None],
+     [None, None, None, NOT_A_MAP.format("flattening")]),
+    # Kafka's castValueToType by the Java class JsonConverter reads: Long 1 -> "1", Double 1.5 -> (int) 1, Boolean
+    # true -> (byte) 1, String "x" -> Boolean.parseBoolean; a missing entry put as null
+    (Cast.Value(spec="a:string,d:int32,b:int8,s:boolean,missing:int64"), "value",
+     ['{"a":"1","b":1,"d":1,"l":[1],"missing":null,"o":{"p":1},"s":false}',
+      '{"a":null,"b":null,"d":null,"missing":null,"s":null}', None, None],
+     [None, None, None, NOT_A_MAP.format("cast types")]),
+    (Cast.Value(spec="o:string"), "value", [None, '{"a":null,"o":null}', None, None],
+     ["Cast transformation does not support casting from MAP; supported types are [INT8, INT16, INT32, INT64, "
+      "FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES] (field o)", None, None, NOT_A_MAP.format("cast types")]),
 ])
 def test_schemaless_object_as_kafkas_map(make_records, smt, column, expected, failed):
     """Each SMT's result (as JSON) or failure per record of :data:`VALUES`."""
@@ -83,3 +96,54 @@ def test_timestamp_converter_to_a_date_type_on_a_schemaless_value_is_refused_nam
     with pytest.raises(ConfigError) as e:
         df.transform(TimestampConverter.Value(field="a", **{"target.type": "Timestamp"}))
     assert e.value.keys == ["target.type"] and "spark.schema" in str(e.value)
+
+
+def _flattened(make_records, smt, values):
+    df = make_records([("k", v) for v in values], tolerant=True).withColumn("value", F.try_parse_json("value"))
+    rows = df.transform(smt).select(F.to_json("value").alias("j"), "_kc_error").orderBy("offset").collect()
+    return [r.j for r in rows], errors(rows)
+
+
+def nested(depth: int) -> str:
+    """An object of ``depth`` objects, one in the other: ``{"k":{"k":...1}}``."""
+    return '{"k":' * depth + "1" + "}" * depth
+
+
+def test_flatten_joins_nested_objects_to_any_depth_keeping_nulls_and_arrays(make_records):
+    """Kafka's applySchemaless: nested Maps joined with the delimiter, a null entry kept, an empty object nothing,
+    a list kept whole (objects in it too); 64 levels under the top one unrolled, a deeper record failed."""
+    values = ['{"a":{"b":{"c":[{"d":1}],"n":null,"e":{}}},"x":"y","z":{}}', "{}", nested(65), nested(66)]
+    got, failed = _flattened(make_records, Flatten.Value(delimiter="_"), values)
+    assert got[:3] == ['{"a_b_c":[{"d":1}],"a_b_n":null,"x":"y"}', "{}", '{"' + "_".join(["k"] * 65) + '":1}']
+    assert failed[:3] == [None] * 3 and got[3] is None
+    assert "nests objects deeper than 64 levels" in failed[3]
+
+
+def test_flatten_fails_a_record_where_two_entries_give_one_name_difference_is_pinned(make_records):
+    """Kafka puts both into its LinkedHashMap, the one its HashMap iterates last winning (an order a VARIANT does
+    not keep: it sorts keys); ours fails the record, naming the field (docs/comparison.md)."""
+    got, failed = _flattened(make_records, Flatten.Value(), ['{"a.b":1,"a":{"b":2}}', '{"a_b":1,"a":{"b":2}}'])
+    assert got == [None, '{"a.b":2,"a_b":1}']
+    assert "produced the field name a.b twice" in failed[0] and failed[1] is None
+
+
+def test_cast_of_a_whole_schemaless_value_by_its_java_class(make_records):
+    """A single type casts any value as Kafka casts the Java object JsonConverter reads (a String parsed as Java
+    does, a Double narrowed as Java does); an object or a list fails; a tombstone passes."""
+    values = ["7", '"12"', '" 7"', "-1.9", "true", '{"a":1}', "[1]", None]
+    got, failed = _flattened(make_records, Cast.Value(spec="int8"), values)
+    assert got == ["7", "12", None, "-1", "1", None, None, None]
+    assert [m and m.split(": ", 1)[1].split(" (")[0] for m in failed] == [
+        None, None, "Unable to parse the string as INT8", None, None,
+        "Cast transformation does not support casting from MAP; supported types are [INT8, INT16, INT32, INT64, "
+        "FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES]", "Cast transformation does not support casting from ARRAY; "
+        "supported types are [INT8, INT16, INT32, INT64, FLOAT32, FLOAT64, BOOLEAN, STRING, BYTES]", None]
+    got, _ = _flattened(make_records, Cast.Value(spec="string"), ["1.0", "1e10", "12", "false", '"s"'])
+    assert got == ['"1.0"', '"1.0E10"', '"12"', '"false"', '"s"']  # Double.toString, Long, Boolean, as they are
+
+
+def test_cast_to_float32_then_string_prints_javas_float(make_records):
+    """A Cast's float32 entry is Kafka's Float: a later Cast to string prints Float.toString, not the double's."""
+    df = make_records([("k", '{"f":1.1}')]).withColumn("value", F.try_parse_json("value"))
+    out = df.transform(Cast.Value(spec="f:float32")).transform(Cast.Value(spec="f:string"))
+    assert out.select(F.to_json("value").alias("j")).first().j == '{"f":"1.1"}'
