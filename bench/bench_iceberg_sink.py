@@ -3,13 +3,17 @@ runs it; pyiceberg engine, JDBC catalog on SQLite) against
 a bare pyiceberg append of the same rows (foreachBatch: toArrow + Table.append, no exactly-once bookkeeping), in
 the same run; and the upsert path (iceberg.tables.upsert-mode-enabled on orderid) on the same stream.
 
-    .venv/bin/python bench/bench_iceberg_sink.py [rows] [rows_per_trigger]
+    .venv/bin/python bench/bench_iceberg_sink.py [rows] [rows_per_trigger] [append-only]
     .venv/bin/python bench/bench_iceberg_sink.py vs-original [rows]
 
 Spark's own writeTo(...).append() through Iceberg's Spark runtime cannot be measured: Iceberg publishes no runtime
 for Spark 4.2 (its 4.1 runtime fails to load on 4.2; see docs/tasks/iceberg.md), so the bare baseline is pyiceberg's
 own Table.append of the same Arrow rows. Each phase reports wall time and the CPU seconds of this process tree (the
-Spark JVM, its Python workers: bench/_proctree.py) per 1,000 rows, which the machine's load disturbs far less.
+Spark JVM, its Python workers: bench/_proctree.py) per 1,000 rows, which the machine's load disturbs far less, and
+that CPU per micro-batch by process (the JVM, this driver, Spark's task workers, each of the Python processes Spark
+starts for a Python data source: its write planner, the streaming sink runner that commits each batch...). Many
+small batches (``200000 5000``: 40 a round) make the cost per micro-batch stand out; ``append-only`` leaves the
+upsert out.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ def main() -> None:
                                                             for k, v in catalog_keys.items()}))
 
     cpu_seconds: dict[str, float] = {}
+    by_process: dict[str, dict[str, float]] = {}
 
     def tree_cpu() -> float:
         procs = proc_table(reaped=True)
@@ -61,10 +66,12 @@ def main() -> None:
 
     def timed(name: str, start) -> float:
         df = spark.readStream.format("kconnect").options(**src).load()
-        cpu0, t0 = tree_cpu(), time.perf_counter()
+        kinds0, cpu0, t0 = cpu_by_process(), tree_cpu(), time.perf_counter()
         start(df, f"{work}/ck-" + re.sub(r"\W+", "-", name)).awaitTermination()
         wall = time.perf_counter() - t0
         cpu_seconds[name] = tree_cpu() - cpu0
+        kinds1 = cpu_by_process()
+        by_process[name] = {k: v - kinds0.get(k, 0.0) for k, v in kinds1.items() if v - kinds0.get(k, 0.0) > 0}
         return wall
 
     def ours(table: str, **extra: str):
@@ -101,19 +108,55 @@ def main() -> None:
         results[f"bare pyiceberg append, round {round_}"] = timed(f"bare pyiceberg append, round {round_}",
                                                                   bare(f"bench.bare{round_}"))
         results[f"ours append, round {round_}"] = timed(f"ours append, round {round_}", ours(f"bench.ours{round_}"))
-    results["ours upsert (orderid)"] = timed("ours upsert (orderid)", ours("bench.upsert", **{
-        "iceberg.tables.upsert-mode-enabled": "true", "iceberg.tables.default-id-columns": "orderid"}))
-    for table in ("bench.ours1", "bench.bare1", "bench.ours2", "bench.bare2", "bench.upsert"):
+    tables = ["bench.ours1", "bench.bare1", "bench.ours2", "bench.bare2"]
+    if "append-only" not in sys.argv[3:]:
+        results["ours upsert (orderid)"] = timed("ours upsert (orderid)", ours("bench.upsert", **{
+            "iceberg.tables.upsert-mode-enabled": "true", "iceberg.tables.default-id-columns": "orderid"}))
+        tables.append("bench.upsert")
+    for table in tables:
         assert len(catalog.load_table(table).scan().to_arrow()) == rows, table
     print(f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; after: "
           + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     for name, secs in results.items():
         print(f"{name:36s} {rows} rows  {secs:7.2f} s  {rows / secs:10.0f} rows/s  "
               f"{cpu_seconds[name] / rows * 1000:6.3f} CPU-s per 1,000 rows")
+    batches = -(-rows // per_trigger)
+    print(f"CPU ms per micro-batch ({batches} a round), by process:")
+    for name, kinds in by_process.items():
+        print(f"  {name:36s} " + ", ".join(f"{k} {v / batches * 1000:.1f}" for k, v in
+                                           sorted(kinds.items(), key=lambda kv: -kv[1]) if v / batches >= 0.0005))
     for round_ in (1, 2):
         bare_name, ours_name = f"bare pyiceberg append, round {round_}", f"ours append, round {round_}"
         print(f"round {round_}: ours / bare append: {results[bare_name] / results[ours_name]:.2f}x (wall), "
-              f"{cpu_seconds[bare_name] / cpu_seconds[ours_name]:.2f}x (CPU)")
+              f"{cpu_seconds[bare_name] / cpu_seconds[ours_name]:.2f}x (CPU); ours - bare per micro-batch: "
+              f"{(results[ours_name] - results[bare_name]) / batches * 1000:.0f} ms wall, "
+              f"{(cpu_seconds[ours_name] - cpu_seconds[bare_name]) / batches * 1000:.0f} ms CPU")
+
+
+def cpu_by_process() -> dict[str, float]:
+    """CPU seconds of this process tree by kind of process: the JVM, this driver, and each Python module Spark runs
+    (``pyspark.daemon pyspark.worker``: the task workers; ``... write_into_data_source``: a sink's write planner,
+    which makes its writer for each micro-batch; ``... python_streaming_sink_runner``: the commits). A daemon's
+    exited children count in its own (reaped) CPU."""
+    procs = proc_table(reaped=True)
+    out: dict[str, float] = {}
+    for pid in descendants({os.getpid()}, procs):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode() for a in f.read().split(b"\0") if a]
+        except OSError:
+            argv = []
+        if pid == os.getpid():
+            kind = "driver"
+        elif "-m" in argv:
+            kind = " ".join(a.rsplit(".", 1)[-1] if a.startswith("pyspark.sql.") else a
+                            for a in argv[argv.index("-m") + 1:][:2])
+        elif any("SparkSubmit" in a for a in argv) or (argv and argv[0].endswith("java")):
+            kind = "JVM"
+        else:
+            kind = os.path.basename(argv[0]) if argv else "exited"
+        out[kind] = out.get(kind, 0.0) + procs[pid][2]
+    return out
 
 def vs_original(rows: int) -> None:
     """The same records through Apache's IcebergSinkConnector (iceberg-kafka-connect 1.12.0, the differential

@@ -64,10 +64,12 @@ def test_pipeline_reads_a_properties_file(spark, tmp_path):
     assert scb.read_batch(spark, str(props)).count() == 3
 
 
-@pytest.mark.parametrize(("main_module", "frozen"), [("pyspark.daemon", 1), ("pytest", 0)])
-def test_startup_heap_is_frozen_once_and_only_in_daemon_forked_workers(main_module, frozen, monkeypatch):
+@pytest.mark.parametrize(("main_module", "frozen"), [("pyspark.daemon", 2), ("pytest", 0)])
+def test_startup_heap_is_frozen_only_in_daemon_forked_workers_and_again_after_imports(main_module, frozen,
+                                                                                      monkeypatch):
     """Spark's daemon-forked Python workers run gc.collect() after every task: there the objects loaded at
-    start-up are frozen once (gc.freeze); any other process is left alone."""
+    start-up are frozen (gc.freeze), again only once modules were imported since (a sink's commit imports its
+    catalog's client after the writer was made); any other process is left alone."""
     import gc
     import sys
     import types
@@ -78,8 +80,12 @@ def test_startup_heap_is_frozen_once_and_only_in_daemon_forked_workers(main_modu
     fake_main = types.ModuleType("__main__")
     fake_main.__spec__ = types.SimpleNamespace(name=main_module)
     monkeypatch.setitem(sys.modules, "__main__", fake_main)
-    monkeypatch.setattr(datasource, "_heap_frozen", False)
+    monkeypatch.setattr(datasource, "_frozen_modules", 0)
     monkeypatch.setattr(gc, "freeze", lambda: calls.append(1))
+    datasource.freeze_startup_heap()
+    datasource.freeze_startup_heap()
+    assert len(calls) == min(frozen, 1)
+    monkeypatch.setitem(sys.modules, "kconnect_test_imported_later", types.ModuleType("later"))
     datasource.freeze_startup_heap()
     datasource.freeze_startup_heap()
     assert len(calls) == frozen

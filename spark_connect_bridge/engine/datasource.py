@@ -17,6 +17,7 @@ micro-batch; ``max.records.per.trigger`` bounds its size (admission control on p
 from __future__ import annotations
 
 import logging
+import sys
 import uuid
 from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ class KConnectDataSource(DataSource):
         sink = self._connector("sink")
         sink.validate_input(_without_read_topic(schema))
         batch_id = self.options.get("kconnect.batch.id")
+        freeze_startup_heap()  # the planner's daemon-forked process runs this once per micro-batch
         return _BatchWriter(sink, schema, overwrite, _app_id(self.options),
                             int(batch_id) if batch_id not in (None, "") else None,
                             self.options.get("kconnect.rejects.dir"), self._subscribed())
@@ -107,6 +109,10 @@ class KConnectDataSource(DataSource):
         sink.validate_input(_without_read_topic(schema))
         ckpt = self.options.get("checkpointlocation")
         reports = self.options.get("kconnect.rejects.dir") or (reports_dir(str(ckpt)) if ckpt else None)
+        # Spark makes a streaming query's writer again for every micro-batch, in a reused process forked by the
+        # write planner's daemon, which runs gc.collect() after each call: 30-35 ms of CPU per batch walking the
+        # sink's modules (pyiceberg, pyarrow...) until they are frozen (bench/runs/2026-11-29-iceberg-commit/)
+        freeze_startup_heap()
         return _StreamWriter(sink, schema, overwrite, _app_id(self.options), reports, self._subscribed())
 
     def _subscribed(self) -> bool:
@@ -126,28 +132,32 @@ def _app_id(options: Mapping[str, str]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- readers
-_heap_frozen = False
+#: len(sys.modules) when the heap was last frozen; None outside a daemon-forked worker
+_frozen_modules: int | None = 0
 
 
 def freeze_startup_heap() -> None:
-    """In a Python worker forked by Spark's ``pyspark.daemon``, once per process: exempt every object alive now
-    (mostly modules: pyspark, pyarrow, the database clients, pandas that ADBC's DB-API imports) from cyclic
-    garbage collection (``gc.freeze()``). The daemon runs a full ``gc.collect()`` after every task a reused
-    worker ran; with those modules loaded it walks ~100k objects each time (50-200 ms of CPU per task and per
-    planner call, measured), all of which live as long as the process. Frozen objects are still freed by
-    reference counting; only a reference cycle alive at this moment would be kept (once per process).
+    """In a Python worker forked by Spark's ``pyspark.daemon``: exempt every object alive now (mostly modules:
+    pyspark, pyarrow, the database clients, pandas that ADBC's DB-API imports) from cyclic garbage collection
+    (``gc.freeze()``). The daemon runs a full ``gc.collect()`` after every task a reused worker ran; with those
+    modules loaded it walks ~100k objects each time (50-200 ms of CPU per task and per planner call, measured), all
+    of which live as long as the process. Frozen objects are still freed by reference counting; only a reference
+    cycle alive at that moment would be kept. It freezes again only when modules were imported since (a sink's
+    commit imports its catalog's client after the process made its writer): a few times per process at most.
     Elsewhere (a driver, a test process) it does nothing."""
-    global _heap_frozen
-    if _heap_frozen:
+    global _frozen_modules
+    if _frozen_modules is None or len(sys.modules) <= _frozen_modules:
         return
-    _heap_frozen = True
-    import sys
-
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if getattr(spec, "name", None) == "pyspark.daemon":
-        import gc
+    if getattr(spec, "name", None) != "pyspark.daemon":
+        _frozen_modules = None
+        return
+    import gc
 
-        gc.freeze()
+    import pyarrow  # noqa: F401 - Spark's planners import it right after calling us (the write planner does)
+
+    gc.freeze()
+    _frozen_modules = len(sys.modules)
 
 
 def _read_task(connector: Any, task: Any, schema: Any) -> Iterator[Any]:

@@ -356,6 +356,33 @@ def test_upsert_key_filter_binds_as_pyicebergs_in():
         assert bind(schema, ours, True) == bind(schema, In(col, values), True)
 
 
+def test_a_commits_table_metadata_is_made_once_per_state_of_its_transaction(tmp_path):
+    """The sink's transaction makes the table's metadata once per state (pyiceberg deep-copied it at each of an
+    append's ~18 reads, a commit's CPU growing with the table's snapshots), and again after each change: the same
+    view as pyiceberg's own, the schema change and the appended snapshot included."""
+    from pyiceberg.catalog import load_catalog
+    from pyiceberg.types import StringType
+
+    from spark_connect_bridge.connectors.iceberg import _transaction_class
+
+    catalog = load_catalog("iceberg", **catalog_properties({"type": "jdbc", "uri": f"jdbc:sqlite:{tmp_path}/c.db",
+                                                            "warehouse": str(tmp_path / "wh")}))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", pa.schema([pa.field("id", pa.int64())]))
+    with _transaction_class()(table) as tx:
+        first = tx.table_metadata
+        assert tx.table_metadata is first and first == table.transaction().table_metadata
+        with tx.update_schema() as update:
+            update.add_column("s", StringType())
+        assert tx.table_metadata is not first and tx.table_metadata.schema().find_field("s")
+        tx.append(pa.table({"id": pa.array([1, 2], pa.int64()), "s": ["a", "b"]}),
+                  snapshot_properties={"kconnect.batch-id": "7"})
+        assert tx.table_metadata.current_snapshot().summary["kconnect.batch-id"] == "7"
+    table = catalog.load_table("db.t")
+    assert table.scan().to_arrow().sort_by("id").to_pylist() == [{"id": 1, "s": "a"}, {"id": 2, "s": "b"}]
+    assert len(table.metadata.snapshots) == 1
+
+
 # ------------------------------------------------------------------------------------------ kill -9
 def test_append_is_exactly_once_across_drivers_killed_in_a_commit(spark, tmp_path):
     """A datagen -> Iceberg query (format("kconnect") both ways) in a child driver, killed with SIGKILL twice inside
