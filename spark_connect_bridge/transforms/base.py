@@ -126,16 +126,19 @@ def not_an_object(value: Column) -> Column:
     return value.isNotNull() & object_entries(value).isNull()
 
 
-def plan_object(target: str, value: Column, purpose: str, plan_map: Any) -> Step:
+def plan_object(target: str, value: Column, purpose: str, plan_map: Any, entries: Column | None = None) -> Step:
     """A schemaless VARIANT key/value through an SMT's Map plan (``plan_map(entries) -> Step``), as Kafka's SMTs take
     the Map its JsonConverter reads: the plan's new ``target`` built back into an object, a null value staying null,
-    a value that is not an object failing the record as Kafka's ``requireMap`` does (naming its Java class)."""
-    entries = object_entries(value)
+    a value that is not an object failing the record as Kafka's ``requireMap`` does (naming its Java class).
+    ``entries``: a column that a stage computed from :func:`object_entries` of ``value`` and that is null exactly
+    where they are (:meth:`Transformation.staged`), read instead of extracting the entries again."""
+    entries = object_entries(value) if entries is None else entries
     step: Step = plan_map(entries)
     new = step.updates.get(target)
     if new is not None:
         step.updates[target] = F.when(entries.isNull(), F.lit(None).cast("variant")).otherwise(F.to_variant_object(new))
-    return step.fail(not_an_object(value), F.concat(F.lit(map_required(purpose, "")), java_class_of_variant(value)))
+    return step.fail(value.isNotNull() & entries.isNull(),
+                     F.concat(F.lit(map_required(purpose, "")), java_class_of_variant(value)))
 
 
 def variant_or_null(value: Column) -> Column:

@@ -184,11 +184,12 @@ def _variant_sources(t: Column, to: DataType) -> list[tuple[Column, DataType]]:
             (t == F.lit("STRING"), StringType())]
 
 
-def cast_variant(value: Column, to: DataType) -> tuple[Column, Column, Column]:
+def cast_variant(value: Column, to: DataType, variant_type: Column | None = None) -> tuple[Column, Column, Column]:
     """A schemaless value or entry (a VARIANT) cast to ``to`` as Kafka's ``castValueToType`` casts the Java object
     its JsonConverter reads, its type inferred from its class: (the new VARIANT, per-row failure, message). Null
-    stays null; an object or a list fails as Kafka's MAP and ARRAY do."""
-    t = F.schema_of_variant(value)
+    stays null; an object or a list fails as Kafka's MAP and ARRAY do. ``variant_type``: its ``schema_of_variant``,
+    where the caller has it."""
+    t = F.schema_of_variant(value) if variant_type is None else variant_type
     out, failed, message = None, F.lit(False), F.lit(None).cast("string")
     for is_src, src in _variant_sources(t, to):
         c, bad, msg = cast_column(F.variant_get(value, "$", src.simpleString()), src, None, to)
@@ -339,11 +340,12 @@ class Cast(KeyOrValue):
         for name, to in self.fields.items():
             by_type.setdefault(to.simpleString(), (to, []))[1].append(name)
 
-        def cast_entry(key: Column, value: Column) -> Column:
+        def cast_entry(key: Column, typed: Column) -> Column:
             new, bad, message = None, None, None
+            value = typed["value"]
             for to, names in by_type.values():
                 listed_here = key.isin(*names)
-                as_to, bad_here, message_here = cast_variant(value, to)
+                as_to, bad_here, message_here = cast_variant(value, to, typed["type"])
                 new = F.when(listed_here, as_to) if new is None else new.when(listed_here, as_to)
                 bad = F.when(listed_here, bad_here) if bad is None else bad.when(listed_here, bad_here)
                 message = F.when(listed_here, message_here) if message is None else message.when(listed_here,
@@ -351,7 +353,10 @@ class Cast(KeyOrValue):
             assert new is not None and bad is not None and message is not None
             return F.struct(new.otherwise(value).alias("value"), F.coalesce(bad, F.lit(False)).alias("failed"),
                             message.alias("message"))
-        return {_CAST: F.transform_values(listed, cast_entry)}
+        # each entry's type read once (a lambda's body is not deduplicated: every test of it would read it again)
+        typed = F.transform_values(listed, lambda _, v: F.struct(v.alias("value"),
+                                                                 F.schema_of_variant(v).alias("type")))
+        return {_CAST: F.transform_values(typed, cast_entry)}
 
     def _plan_variant(self, op: Column) -> Step:
         if self.whole is not None:  # Kafka casts any value as a whole, a Map or a List failing
@@ -365,7 +370,7 @@ class Cast(KeyOrValue):
             step = Step({self.target: F.transform_values(cast, lambda _, e: e["value"])})
             return step.fail(entries.isNotNull() & (F.size(failing) > 0), F.concat(
                 first["value"]["message"], F.lit(" (field "), first["key"], F.lit(")")))
-        return plan_object(self.target, op, "cast types", casts)
+        return plan_object(self.target, op, "cast types", casts, F.col(_CAST))
 
 
 def _only_optional(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -135,7 +135,7 @@ class Flatten(KeyOrValue):
         op = F.col(self.target)
         dtype = df.schema[self.target].dataType
         if isinstance(dtype, VariantType):  # a schemaless JSON object as Kafka's Map
-            return plan_object(self.target, op, "flattening", self._plan_object)
+            return plan_object(self.target, op, "flattening", self._plan_object, F.col(_FLATTENED)["entries"])
         if isinstance(dtype, StructType):
             leaves: list[Column] = []
             maps: list[str] = []
