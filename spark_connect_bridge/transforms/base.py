@@ -121,11 +121,6 @@ def object_entries(value: Column) -> Column:
     return F.try_variant_get(value, "$", "map<string,variant>")
 
 
-def not_an_object(value: Column) -> Column:
-    """Whether a VARIANT holds a value that is not a JSON object (its JSON null included)."""
-    return value.isNotNull() & object_entries(value).isNull()
-
-
 def plan_object(target: str, value: Column, purpose: str, plan_map: Any, entries: Column | None = None) -> Step:
     """A schemaless VARIANT key/value through an SMT's Map plan (``plan_map(entries) -> Step``), as Kafka's SMTs take
     the Map its JsonConverter reads: the plan's new ``target`` built back into an object, a null value staying null,
