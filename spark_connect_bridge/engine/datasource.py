@@ -136,6 +136,11 @@ def _app_id(options: Mapping[str, str]) -> str:
 _frozen_modules: int | None = 0
 
 
+def _main_module() -> str | None:
+    """The module this Python process runs as ``python -m`` (Spark's daemon, its streaming runner), if any."""
+    return getattr(getattr(sys.modules.get("__main__"), "__spec__", None), "name", None)
+
+
 def freeze_startup_heap() -> None:
     """In a Python worker forked by Spark's ``pyspark.daemon``: exempt every object alive now (mostly modules:
     pyspark, pyarrow, the database clients, pandas that ADBC's DB-API imports) from cyclic garbage collection
@@ -148,8 +153,7 @@ def freeze_startup_heap() -> None:
     global _frozen_modules
     if _frozen_modules is None or len(sys.modules) <= _frozen_modules:
         return
-    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    if getattr(spec, "name", None) != "pyspark.daemon":
+    if _main_module() != "pyspark.daemon":
         _frozen_modules = None
         return
     import gc
@@ -213,12 +217,9 @@ def _stop_on_sigterm() -> None:
     that runner process, and only over Python's default handler.
     """
     import signal
-    import sys
     import threading
 
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    if getattr(spec, "name", None) != STREAMING_RUNNER or threading.current_thread() is not threading.main_thread():
+    if _main_module() != STREAMING_RUNNER or threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
