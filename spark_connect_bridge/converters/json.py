@@ -74,6 +74,7 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter, utf8_bytes
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
+from .json_envelopes import MAX_SCHEMAS, schemas_by_prefix
 
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
@@ -232,65 +233,6 @@ def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
     raise AssertionError(dt)
 
 
-_MAX_SCHEMAS = 1000  # distinct schemas of one batch looked at (more: the batch is not typed by them)
-_PAYLOAD_KEY = '"payload":'
-_JSON_SPACE = " \t\n\r"
-_NO_SCHEMA = object()
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_SCHEMA_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def schema_of_prefix(prefix: str) -> Any:
-    """The ``schema`` value of an envelope from the text before its first ``"payload":``, when that text is exactly
-    ``{"schema": <one JSON value>,`` (JSON whitespace allowed): then every message that starts with the same text
-    carries that very schema. :data:`_NO_SCHEMA` otherwise (the schema is not first, a ``"payload":`` inside it
-    cut it short, no ``"payload":`` at all, text that is not JSON)."""
-    s = prefix.lstrip(_JSON_SPACE)
-    if not s.startswith("{"):
-        return _NO_SCHEMA
-    s = s[1:].lstrip(_JSON_SPACE)
-    if not s.startswith('"schema"'):
-        return _NO_SCHEMA
-    s = s[len('"schema"'):].lstrip(_JSON_SPACE)
-    if not s.startswith(":"):
-        return _NO_SCHEMA
-    s = s[1:].lstrip(_JSON_SPACE)
-    try:
-        value, end = _SCHEMA_DECODER.raw_decode(s)
-    except ValueError:
-        return _NO_SCHEMA
-    return value if s[end:].strip(_JSON_SPACE) == "," else _NO_SCHEMA
-
-
-def _schemas_by_prefix(df: DataFrame, column: str, topic: Column,
-                       sample_size: int | None) -> list[tuple[Any, Any]] | None:
-    """The distinct ``(topic, schema)`` of the envelopes in ``df`` without parsing a message: the text before each
-    message's first ``"payload":`` (a byte search, no JSON parse), distinct per topic, each then read once here
-    (:func:`schema_of_prefix`). JsonConverter writes the schema first, so the prefixes of one topic are a
-    handful of texts however many messages there are. ``None`` when a distinct prefix is not a schema (the
-    caller parses every message's ``schema`` part instead) or there are more than :data:`_MAX_SCHEMAS`."""
-    found = df.select(topic.alias("t"), F.substring_index(F.col(column).cast("string"), _PAYLOAD_KEY, 1).alias("p"))
-    found = found.where(F.col("p").isNotNull())
-    if sample_size is not None:
-        found = found.limit(sample_size)
-    rows = found.distinct().limit(_MAX_SCHEMAS + 1).collect()
-    if len(rows) > _MAX_SCHEMAS:
-        return None
-    out = []
-    for r in rows:
-        schema = schema_of_prefix(r["p"])
-        if schema is _NO_SCHEMA:
-            return None
-        if schema is not None:  # "schema": null is no schema, as get_json_object's null
-            out.append((r["t"], schema))
-    return out
-
-
 def infer_schema_from_envelopes(
     df: DataFrame, column: str, sample_size: int | None, key: str, *, keys: bool = False,
 ) -> tuple[DataType, dict[str, Any], dict[Any, tuple[StructType, dict[str, Any]]]]:
@@ -306,14 +248,14 @@ def infer_schema_from_envelopes(
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
                                               f"be inferred from its messages (a Spark DDL or JSON schema)")])
     topic = F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
-    rows = _schemas_by_prefix(df, column, topic, sample_size)
+    rows = schemas_by_prefix(df, column, topic, sample_size)
     if rows is None:  # not every message starts with its schema: each message's "schema" part, parsed
         found_rows = df.select(topic.alias("t"),
                                F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
         found_rows = found_rows.where(F.col("s").isNotNull())
         if sample_size is not None:
             found_rows = found_rows.limit(sample_size)
-        rows = [(r["t"], r["s"]) for r in found_rows.distinct().limit(_MAX_SCHEMAS).collect()]
+        rows = [(r["t"], r["s"]) for r in found_rows.distinct().limit(MAX_SCHEMAS).collect()]
     if not rows and sample_size is None and not df.where(F.col(column).isNotNull()).limit(1).collect():
         # A micro-batch of tombstones only (or none at all): nothing to type, and nothing typed is read.
         return StructType([]), {}, {}

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql.types import BinaryType
 
 from spark_connect_bridge.converters import apply_sink_converters
-from spark_connect_bridge.converters.json import _NO_SCHEMA, schema_of_prefix
+from spark_connect_bridge.converters.json_envelopes import NO_SCHEMA, schema_of_prefix
 from spark_connect_bridge.core.records import record_schema
 from spark_connect_bridge.core.topic_schemas import topic_layouts
 from spark_connect_bridge.engine.pipeline import write_stream
@@ -130,7 +130,7 @@ def test_a_schema_is_read_from_the_text_before_the_payload_only_when_that_text_i
     assert schema_of_prefix('{"schema":null,') is None  # JSON null: no schema, as get_json_object's null
     for prefix in ('{"schema":{"type":"struct","parameters":{', '{', '{"payload2":1,', '{"schema":{"type":"int32"}}',
                    '{"schema":NaN,', '{"schema":{"type":"int32"},"x":1,', '["schema",', '{"schema":{"type":"int32"'):
-        assert schema_of_prefix(prefix) is _NO_SCHEMA, prefix
+        assert schema_of_prefix(prefix) is NO_SCHEMA, prefix
 
 
 def test_messages_whose_text_before_the_payload_is_not_the_schema_are_typed_by_their_parsed_schema(spark):
@@ -164,9 +164,36 @@ def test_envelopes_that_start_with_their_schema_are_typed_without_a_parse_per_me
     """JsonConverter's own envelopes (the schema first): the distinct texts before '"payload":' are the schemas."""
     from pyspark.sql import functions as F
 
-    from spark_connect_bridge.converters.json import _schemas_by_prefix
+    from spark_connect_bridge.converters.json_envelopes import schemas_by_prefix
 
-    found = _schemas_by_prefix(_records(spark, MESSAGES * 50), "value", F.col("topic"), None)
+    found = schemas_by_prefix(_records(spark, MESSAGES * 50), "value", F.col("topic"), None)
     assert found is not None
     assert sorted((t, s["name"]) for t, s in found) == [("customers", "shop.customers.Value"),
                                                        ("orders", "shop.orders.Value")]
+
+
+def test_texts_seen_before_type_a_batch_by_compares_and_new_schemas_are_still_found(spark):
+    """The texts before '"payload":' of earlier batches are looked for first (one compare per message); a batch
+    that also holds a text not seen before, a tombstone, or a known text under another topic gets every
+    (topic, schema) pair, as the byte search alone gives."""
+    from pyspark.sql import functions as F
+
+    from spark_connect_bridge.converters.json_envelopes import KNOWN, schemas_by_prefix
+
+    def found(messages):
+        pairs = schemas_by_prefix(_records(spark, messages), "value", F.col("topic"), None)
+        assert pairs is not None
+        return sorted((t, s["name"]) for t, s in pairs)
+
+    KNOWN.clear()
+    orders = [m for m in MESSAGES if m[0] == "orders"]
+    assert found(orders * 3) == [("orders", "shop.orders.Value")]
+    assert [s["name"] for _, s in KNOWN.recent()] == ["shop.orders.Value"]
+    assert found(MESSAGES * 3 + [("customers", None)]) == [("customers", "shop.customers.Value"),
+                                                          ("orders", "shop.orders.Value")]
+    assert [s["name"] for _, s in KNOWN.recent()] == ["shop.customers.Value", "shop.orders.Value"]
+    assert found([("orders.copy", MESSAGES[0][1]), MESSAGES[1]]) == [("customers", "shop.customers.Value"),
+                                                                     ("orders.copy", "shop.orders.Value")]
+    # a known text whose message has no '"payload":' right after it is searched, and is not a schema
+    assert schemas_by_prefix(_records(spark, orders + [("orders", b'{"schema":{"type":"int32"},"x":1,"payload":1}')]),
+                             "value", F.col("topic"), None) is None

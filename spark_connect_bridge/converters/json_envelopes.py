@@ -1,0 +1,145 @@
+"""The schemas of a batch of JsonConverter envelopes (``{"schema": ..., "payload": ...}``) without parsing a message.
+
+JsonConverter writes the schema first, so the text before a message's first ``"payload":`` is, for every message of
+one schema, the same bytes: ``{"schema": <the schema>,``. The distinct such texts of a batch are a handful whatever
+its size, and each is read once, here on the driver (:func:`schema_of_prefix`).
+
+Finding that text is a byte search per message (``substring_index``), which Spark runs as a compare at every
+position of the schema's text (a Debezium envelope's schema is ~2 KB), and the distinct then hashes and compares
+those kilobytes again: together ~30% of the JVM's CPU of a JDBC sink fed Debezium envelopes (issue #38's profile).
+Texts seen before are therefore kept (:class:`KnownPrefixes`, per worker process, bounded), and a message is first
+checked against them with one ``startswith`` each (a single compare of its first bytes): a message starts with a
+known text followed by ``"payload":`` exactly when that text is what precedes its first ``"payload":`` (the key
+has no proper prefix that is also its suffix, so no occurrence can start inside the text). Only the messages that
+start with none of them are searched as before, in the same pass: a batch whose messages all start with known texts
+is typed by compares alone. A worker's first batch of a schema is searched, and its texts are known from then on.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+__all__ = ["MAX_SCHEMAS", "NO_SCHEMA", "KnownPrefixes", "schema_of_prefix", "schemas_by_prefix"]
+
+MAX_SCHEMAS = 1000  # distinct schemas of one batch looked at (more: the batch is not typed by them)
+PAYLOAD_KEY = '"payload":'
+_JSON_SPACE = " \t\n\r"
+NO_SCHEMA = object()
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_SCHEMA_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def schema_of_prefix(prefix: str) -> Any:
+    """The ``schema`` value of an envelope from the text before its first ``"payload":``, when that text is exactly
+    ``{"schema": <one JSON value>,`` (JSON whitespace allowed): then every message that starts with the same text
+    carries that very schema. :data:`NO_SCHEMA` otherwise (the schema is not first, a ``"payload":`` inside it
+    cut it short, no ``"payload":`` at all, text that is not JSON).
+
+    >>> schema_of_prefix('{"schema": {"type": "int32"}, ')
+    {'type': 'int32'}
+    """
+    s = prefix.lstrip(_JSON_SPACE)
+    if not s.startswith("{"):
+        return NO_SCHEMA
+    s = s[1:].lstrip(_JSON_SPACE)
+    if not s.startswith('"schema"'):
+        return NO_SCHEMA
+    s = s[len('"schema"'):].lstrip(_JSON_SPACE)
+    if not s.startswith(":"):
+        return NO_SCHEMA
+    s = s[1:].lstrip(_JSON_SPACE)
+    try:
+        value, end = _SCHEMA_DECODER.raw_decode(s)
+    except ValueError:
+        return NO_SCHEMA
+    return value if s[end:].strip(_JSON_SPACE) == "," else NO_SCHEMA
+
+
+class KnownPrefixes:
+    """Texts before ``"payload":`` that were schemas, with their schema, most recently seen first; at most
+    ``entries`` of them and ``chars`` characters in all (the oldest go first).
+
+    >>> known = KnownPrefixes()
+    >>> known.add('{"schema":{"type":"int32"},', {"type": "int32"})
+    >>> known.recent()
+    [('{"schema":{"type":"int32"},', {'type': 'int32'})]
+    """
+
+    def __init__(self, entries: int = 32, chars: int = 4 << 20):
+        self.entries, self.chars = entries, chars
+        self._texts: OrderedDict[str, Any] = OrderedDict()
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def recent(self) -> list[tuple[str, Any]]:
+        """``(text, schema)`` pairs, most recently seen first."""
+        with self._lock:
+            return list(reversed(self._texts.items()))
+
+    def add(self, text: str, schema: Any) -> None:
+        """Remember ``text`` (or mark it seen again); ``schema`` is :func:`schema_of_prefix` of it."""
+        if len(text) > self.chars:
+            return
+        with self._lock:
+            if text in self._texts:
+                self._texts.move_to_end(text)
+                return
+            self._texts[text] = schema
+            self._size += len(text)
+            while len(self._texts) > self.entries or self._size > self.chars:
+                old, _ = self._texts.popitem(last=False)
+                self._size -= len(old)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._texts.clear()
+            self._size = 0
+
+
+KNOWN = KnownPrefixes()
+
+
+def schemas_by_prefix(df: DataFrame, column: str, topic: Column,
+                      sample_size: int | None) -> list[tuple[Any, Any]] | None:
+    """The distinct ``(topic, schema)`` of the envelopes in ``df`` without parsing a message, in one pass (the
+    module's docstring says how): each message is compared with the known texts, and only one that starts with
+    none of them is searched. ``None`` when a distinct text before ``"payload":`` is not a schema (the caller
+    parses every message's ``schema`` part instead) or there are more than :data:`MAX_SCHEMAS`. A
+    ``"schema": null`` is no schema (left out), as ``get_json_object``'s null. With ``sample_size``, the first
+    messages only, all searched (a batch DataFrame is read once, so no text is known)."""
+    text = F.col(column).cast("string")
+    known = KNOWN.recent() if sample_size is None else []
+    number: Column = F.lit(None).cast("int")
+    for i, (prefix, _) in reversed(list(enumerate(known))):  # the most recent text is compared first
+        number = F.when(text.startswith(F.lit(prefix + PAYLOAD_KEY)), F.lit(i)).otherwise(number)
+    searched = F.substring_index(text, PAYLOAD_KEY, 1)
+    found = df.where(text.isNotNull()).select(
+        topic.alias("t"), number.alias("i"), (F.when(number.isNull(), searched) if known else searched).alias("p"))
+    if sample_size is not None:
+        found = found.limit(sample_size)
+    rows = found.distinct().limit(MAX_SCHEMAS + 1).collect()
+    if len(rows) > MAX_SCHEMAS:
+        return None
+    out = []
+    for r in rows:
+        if r["i"] is not None:
+            prefix, schema = known[r["i"]]
+        else:
+            prefix, schema = r["p"], schema_of_prefix(r["p"])
+            if schema is NO_SCHEMA:
+                return None
+        KNOWN.add(prefix, schema)
+        if schema is not None:
+            out.append((r["t"], schema))
+    return out
