@@ -48,6 +48,8 @@ __all__ = ["StringConverter", "ByteArrayConverter", "ShortConverter", "IntegerCo
            "FloatConverter", "DoubleConverter", "BooleanConverter", "to_text"]
 
 _ENCODINGS = ("UTF-8", "UTF8", "US-ASCII", "ISO-8859-1", "UTF-16", "UTF-16BE", "UTF-16LE", "UTF-32")
+#: the characters an encoding cannot write (a Java regex: a supplementary character is one match)
+_UNMAPPABLE = {"US-ASCII": "[^\\x{0}-\\x{7F}]", "ISO-8859-1": "[^\\x{0}-\\x{FF}]"}
 
 
 class _FixedTypeConverter(Converter):
@@ -99,7 +101,14 @@ class StringConverter(_FixedTypeConverter):
         if isinstance(data_type, BinaryType):
             return Conversion(col)
         text = to_text(col, data_type)
-        return Conversion(utf8_bytes(text) if self._encoding == "UTF-8" else F.encode(text, self._encoding))
+        if self._encoding == "UTF-8":
+            return Conversion(utf8_bytes(text))
+        unmappable = _UNMAPPABLE.get(self._encoding)
+        if unmappable:
+            # Java's String.getBytes writes "?" for a character the charset lacks (a surrogate pair: one "?");
+            # Spark 4's encode fails the query
+            text = F.regexp_replace(text, unmappable, "?")
+        return Conversion(F.encode(text, self._encoding))
 
 
 class ByteArrayConverter(_FixedTypeConverter):
