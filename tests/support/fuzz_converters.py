@@ -141,7 +141,7 @@ def _json_side(draw: st.DrawFn, prefix: str) -> tuple[dict[str, str], st.SearchS
 @st.composite
 def converter_side(draw: st.DrawFn, prefix: str) -> tuple[dict[str, str], st.SearchStrategy[bytes | None]]:
     """A converter for ``prefix`` (``key.converter`` or ``value.converter``) with its settings, and a strategy of
-    the bytes of its records (a tombstone now and then)."""
+    the bytes of its records (not null: :func:`converter_cases` draws the tombstones)."""
     kind = draw(st.sampled_from([STRING, K + "ByteArrayConverter", *NUMBERS, K + "BooleanConverter", JSON]))
     if kind == JSON:
         config, data = draw(_json_side(prefix))
@@ -156,7 +156,7 @@ def converter_side(draw: st.DrawFn, prefix: str) -> tuple[dict[str, str], st.Sea
         config, data = {prefix: kind}, _BOOLEAN_BYTES
     else:
         config, data = {prefix: kind}, st.binary(max_size=8)
-    return config, st.integers(0, 5).flatmap(lambda n: st.none() if n == 0 else data)
+    return config, data
 
 
 #: a chain's settings drawn per example: chain name -> the settings' strategy (merged over the chain's config)
@@ -174,9 +174,18 @@ def converter_cases(draw: st.DrawFn, max_records: int = 6, min_records: int = 1
     key_config, keys = draw(converter_side("key.converter"))
     value_config, values = draw(converter_side("value.converter"))
     n = draw(st.integers(min_records, max_records))
-    records = [{"key": draw(keys), "value": draw(values), "topic": draw(st.sampled_from(["orders", "users"])),
-                "partition": draw(st.integers(0, 2)), "offset": 100 + i,
-                "timestamp": T0 + draw(st.integers(0, 10 ** 6)), "headers": _headers(draw)} for i in range(n)]
+    # JsonConverter's type is read from the batch's envelopes at plan time: its first record has one (a batch of
+    # tombstones only has no type to read, listed in docs/comparison.md); a primitive converter's type is fixed
+    key_first = JSON in key_config.values()
+    value_first = JSON in value_config.values()
+
+    def maybe_null(data: st.SearchStrategy[bytes | None], i: int, first: bool) -> bytes | None:
+        return None if (i > 0 or not first) and draw(st.integers(0, 5)) == 0 else draw(data)
+
+    records = [{"key": maybe_null(keys, i, key_first), "value": maybe_null(values, i, value_first),
+                "topic": draw(st.sampled_from(["orders", "users"])), "partition": draw(st.integers(0, 2)),
+                "offset": 100 + i, "timestamp": T0 + draw(st.integers(0, 10 ** 6)), "headers": _headers(draw)}
+               for i in range(n)]
     predicate = draw(st.sampled_from(["p-header", "p-tomb", "p-topic"]))
     drawn = {
         "": {**key_config, **value_config},
