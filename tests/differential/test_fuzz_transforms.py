@@ -20,6 +20,7 @@ only the chains whose name it matches (a long run for the transforms that fewer 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -33,7 +34,7 @@ import hypothesis.internal.conjecture.engine
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from tests.support.fuzz_converters import converter_cases
+from tests.support.fuzz_converters import converter_cases, edge_cases
 from tests.support.fuzz_records import (
     CDC_KEY,
     CDC_TOPIC,
@@ -385,6 +386,9 @@ def check(spark, kafka, configs: dict[str, dict[str, str]], records: list[dict[s
     """Assert that Kafka's results and ours agree on ``records`` for every config but for the chains' listed
     differences (ours: one Spark query per config over the converters' local rows; Kafka's: one round trip);
     return how many of those each chain showed."""
+    drawn = getattr(records, "settings", None)
+    if drawn:  # settings drawn with the records (tests.support.fuzz_converters.Drawn): "" for every chain, by name
+        configs = {name: {**config, **drawn[""], **drawn.get(name, {})} for name, config in configs.items()}
     mine = ours_batch(spark, configs, records)
     [kafkas] = kafka.run_many({name: {**config, **KAFKA_SIDE[name]} if name in KAFKA_SIDE else config
                                for name, config in configs.items()}, [records])
@@ -410,7 +414,7 @@ FAMILIES: dict[str, tuple[dict[str, str], dict[str, dict[str, str]], Any]] = {
     "schemaless": (SCHEMALESS, SCHEMALESS_CHAINS, schemaless_cases),
     "keys": (SCHEMAD, KEY_CHAINS, struct_key_cases),
     "cdc": (SCHEMAD, CDC_CHAINS, change_events),
-    # converters and chain settings drawn per example: the strategy gives (drawn, records)
+    # converters and chain settings drawn per example, with the records (fuzz_converters.Drawn)
     "converters": ({}, CONVERTER_CHAINS, converter_cases),
 }
 
@@ -429,12 +433,7 @@ def test_generated_records_give_kafkas_results(spark, kafka, family):
 
     @given(records=strategy(max_records=RECORDS, min_records=MIN_RECORDS))
     def run(records):
-        if isinstance(records, tuple):  # (settings drawn per example: "" for every chain, else by chain; records)
-            drawn, records = records
-            listed.update(check(spark, kafka, {name: {**config, **drawn[""], **drawn.get(name, {})}
-                                               for name, config in configs.items()}, records))
-        else:
-            listed.update(check(spark, kafka, configs, records))
+        listed.update(check(spark, kafka, configs, records))
         seen["examples"] += 1
         seen["records"] += len(records)
 
@@ -629,3 +628,21 @@ def test_json_schema_default_difference_is_pinned(spark, kafka):
     assert [r["value"] for r in mine] == [None, {"schema": {"type": "int32", "optional": True}, "payload": 3}]
     off = {**SCHEMAD, "value.converter.replace.null.with.default": "false"}
     assert kafka.run(off, records)[0]["value"] == {"schema": schema, "payload": None}
+
+
+def test_every_converter_gives_kafkas_results_at_its_edges(spark, kafka):
+    # CI's sweep of the converters family (its two drawn examples cover two converter pairs): every converter over the
+    # edges of its bytes (tests.support.fuzz_converters.edge_cases), paired as key converter and value converter
+    # (a query each), under HoistField (the value's schema, optional flag included, as a field's; the key as the
+    # converter gives it): each converter in one pair, the drawn examples of the family mix them both ways
+    keys, values = edge_cases("key.converter"), edge_cases("value.converter")
+    names = list(values)
+    for key_name, value_name in zip(names[0::2], names[1::2] + names[:1], strict=True):
+        (key_config, key_data), (value_config, data) = keys[key_name], values[value_name]
+        records = [{**_record(None, None), "key": k, "value": v, "offset": 100 + i}
+                   for i, (k, v) in enumerate(itertools.zip_longest(key_data, data))]
+        try:
+            check(spark, kafka, {"prim-hoist": {**key_config, **value_config, **CONVERTER_CHAINS["prim-hoist"]}},
+                  records)
+        except AssertionError as e:
+            raise AssertionError(f"key {key_name}, value {value_name}: {e}") from e

@@ -2,9 +2,9 @@
 (StringConverter with its ``converter.encoding``, ByteArrayConverter, Short/Integer/Long/Float/Double/BooleanConverter)
 and JsonConverter's own options, as key and value converters, over record bytes drawn to hit their edges.
 
-An example is ``(drawn, records)``: ``drawn`` maps ``""`` to the converter keys of every chain of the example and a
-chain's name to the settings drawn for that chain (Cast's ``spec``, TimestampConverter's ``target.type``, which
-predicate a Filter tests); ``records`` are the records as :mod:`tests.support.fuzz_records` writes them. One key and
+An example is a :class:`Drawn`: the records as :mod:`tests.support.fuzz_records` writes them, with ``settings``, which
+maps ``""`` to the converter keys of every chain of the example and a chain's name to the settings drawn for that
+chain (Cast's ``spec``, TimestampConverter's ``target.type``, which predicate a Filter tests). One key and
 one value converter per example (a DataFrame column holds one type), drawn with their settings:
 
 * a number converter's bytes: the right width (any bits; the type's edges: its minimum, maximum, 0, -1; for float
@@ -159,6 +159,31 @@ def converter_side(draw: st.DrawFn, prefix: str) -> tuple[dict[str, str], st.Sea
     return config, data
 
 
+def edge_cases(prefix: str) -> dict[str, tuple[dict[str, str], list[bytes | None]]]:
+    """Every converter with the edges of its bytes, for ``prefix`` (``key.converter``/``value.converter``): name ->
+    (its config, its records' bytes: the first not null, a tombstone last). CI's sweep over every converter."""
+    out: dict[str, tuple[dict[str, str], list[bytes | None]]] = {}
+    for kind, (width, fmt) in NUMBERS.items():
+        out[kind.rsplit(".", 1)[-1]] = ({prefix: kind}, [*_edges(fmt), b"\x01" * (width + 1), b"", None])
+    out["BooleanConverter"] = ({prefix: K + "BooleanConverter"}, [b"\x01", b"\x00", b"\x02", b"", b"\x00\x01", None])
+    out["ByteArrayConverter"] = ({prefix: K + "ByteArrayConverter"}, [b"\x00\xff", b"", None])
+    texts = ["h\u00e9 \u20ac", "42", "\U0001F600", ""]
+    for encoding, broken in (("UTF-8", [b"a\xffb", b"\xed\xa0\x80", b"\xf0\x9f\x98"]),
+                             ("UTF-16", [b"\x00", b"\x00a\xd8\x00\x00b", b"\xff\xfeh\x00"]),
+                             ("US-ASCII", [b"a\x80\xff"]), ("ISO-8859-1", [b"\xe9\xff"])):
+        python = {"UTF-16": "utf-16-be"}.get(encoding, encoding)
+        valid = [t.encode(python, errors="replace") for t in texts]
+        out[f"StringConverter-{encoding}"] = ({prefix: STRING, f"{prefix}.converter.encoding": encoding},
+                                              [*valid, *broken, None])
+    for numeric in (False, True):
+        envelopes = [json.dumps({"schema": {**DECIMAL, "optional": True},
+                                 "payload": None if v is None else _decimal_payload(v, numeric)}).encode()
+                     for v in (1025, -1, 0, 10 ** 20, None)]
+        out[f"JsonConverter-{'NUMERIC' if numeric else 'BASE64'}"] = (
+            {prefix: JSON, f"{prefix}.decimal.format": "NUMERIC" if numeric else "BASE64"}, [*envelopes, None])
+    return out
+
+
 #: a chain's settings drawn per example: chain name -> the settings' strategy (merged over the chain's config)
 CAST_TYPES = ("int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string")
 TIMESTAMP_TARGETS = st.sampled_from([
@@ -167,10 +192,18 @@ TIMESTAMP_TARGETS = st.sampled_from([
     {"target.type": "Time"}, {"target.type": "unix", "format": "yyyy-MM-dd", "unix.precision": "seconds"}])
 
 
+class Drawn(list[dict[str, Any]]):
+    """An example's records, with the settings drawn for it (``settings``: ``""`` -> the keys of every chain, a
+    chain's name -> its own); the fuzz test merges them over each chain's config."""
+
+    def __init__(self, records: list[dict[str, Any]], settings: dict[str, dict[str, str]]) -> None:
+        super().__init__(records)
+        self.settings = settings
+
+
 @st.composite
-def converter_cases(draw: st.DrawFn, max_records: int = 6, min_records: int = 1
-                    ) -> tuple[dict[str, dict[str, str]], list[dict[str, Any]]]:
-    """One example of the ``converters`` family: ``(drawn, records)`` (see the module's docstring)."""
+def converter_cases(draw: st.DrawFn, max_records: int = 6, min_records: int = 1) -> Drawn:
+    """One example of the ``converters`` family (see the module's docstring)."""
     key_config, keys = draw(converter_side("key.converter"))
     value_config, values = draw(converter_side("value.converter"))
     n = draw(st.integers(min_records, max_records))
@@ -195,4 +228,4 @@ def converter_cases(draw: st.DrawFn, max_records: int = 6, min_records: int = 1
         "prim-filter": {"transforms.s0.predicate": predicate, "transforms.s0.negate": draw(
             st.sampled_from(["true", "false"]))},
     }
-    return drawn, records
+    return Drawn(records, drawn)
