@@ -301,7 +301,17 @@ CHAIN_DIFFERENCES = {
 _PRIMITIVE_TOMBSTONE = re.compile(r"^offset \d+: result: keys only Kafka's \['error', 'message', 'stage'\], only "
                                   r"ours \[.*\] \(Kafka \{'stage': 'TRANSFORMATION', .* \| ours \{'key': .*?, "
                                   r"'value': None, ")
-CHAIN_DIFFERENCES.update({"prim-extract": _PRIMITIVE_TOMBSTONE, "prim-timestamp": _PRIMITIVE_TOMBSTONE,
+# TimestampConverter of epoch milliseconds: a java.util.Date holds any long, a Spark timestamp a thousandth of that
+# range: beyond it (292,000 years) the record fails here (Kafka writes it, or its JsonConverter fails on a Date);
+# Kafka formats with SimpleDateFormat, whose calendar is Julian before 1582-10-15 and whose "yyyy" is the year of
+# the era (no sign); here the proleptic Gregorian calendar, a sign before a year under 1 or over 9999
+_TIMESTAMP_RANGE = re.compile(
+    _PRIMITIVE_TOMBSTONE.pattern
+    + r"|^offset \d+: result: keys only Kafka's \[.*\], only ours \['error', 'message', 'stage'\] .*"
+      r"'message': '[^']*failed: beyond a Spark"
+    + r"|^offset \d+: \.value\.payload: Kafka (0\d{3}|1[0-4]\d\d|15[0-7]\d|1582|\d{5,})-\d\d-\d\d \| ours "
+      r"[+-]?\d{4,}-\d\d-\d\d$")
+CHAIN_DIFFERENCES.update({"prim-extract": _PRIMITIVE_TOMBSTONE, "prim-timestamp": _TIMESTAMP_RANGE,
                           "prim-value-to-key": _PRIMITIVE_TOMBSTONE,
                           # hoist-field's, on a JsonConverter tombstone (pinned by that chain)
                           "prim-hoist": CHAIN_DIFFERENCES["hoist-field"]})

@@ -43,6 +43,7 @@ NUMBERS = {K + "ShortConverter": (2, ">h"), K + "IntegerConverter": (4, ">i"), K
            K + "FloatConverter": (4, ">f"), K + "DoubleConverter": (8, ">d")}
 _NANS = {4: [b"\x7f\xc0\x00\x00", b"\x7f\xc0\x00\x01", b"\xff\xff\xff\xff", b"\x7f\x80\x00\x01"],
          8: [b"\x7f\xf8\x00\x00\x00\x00\x00\x00", b"\x7f\xf0\x00\x00\x00\x00\x00\x01", b"\xff" * 8]}
+_LONG_MAX = 2 ** 63 - 1
 ENCODINGS = ("UTF-8", "UTF-16", "UTF-16LE", "ISO-8859-1", "US-ASCII")
 
 
@@ -58,9 +59,12 @@ def _edges(fmt: str) -> list[bytes]:
 def _number_bytes(fmt: str) -> st.SearchStrategy[bytes]:
     width = struct.calcsize(fmt)
     wrong = st.binary(max_size=width + 2).filter(lambda b: len(b) != width)
-    return st.one_of(st.binary(min_size=width, max_size=width), st.sampled_from(_edges(fmt)),
-                     st.integers(0, 9).flatmap(lambda n: wrong if n == 0 else st.binary(min_size=width,
-                                                                                         max_size=width)))
+    right = [st.binary(min_size=width, max_size=width), st.sampled_from(_edges(fmt))]
+    if fmt == ">q":  # epoch milliseconds (TimestampConverter): 1336 to 11,000, and the Spark timestamp's bounds
+        right.append(st.one_of(st.integers(-2 * 10 ** 13, 3 * 10 ** 14), st.sampled_from(
+            [_LONG_MAX // 1000, -(_LONG_MAX // 1000), _LONG_MAX // 1000 + 1])).map(lambda v: struct.pack(fmt, v)))
+    return st.one_of(*right, st.integers(0, 9).flatmap(lambda n: wrong if n == 0 else st.binary(min_size=width,
+                                                                                              max_size=width)))
 
 
 _BOOLEAN_BYTES = st.one_of(st.sampled_from([b"\x00", b"\x01"]),
@@ -199,6 +203,9 @@ class Drawn(list[dict[str, Any]]):
     def __init__(self, records: list[dict[str, Any]], settings: dict[str, dict[str, str]]) -> None:
         super().__init__(records)
         self.settings = settings
+
+    def __repr__(self) -> str:
+        return f"Drawn({list(self)!r}, settings={self.settings!r})"
 
 
 @st.composite
