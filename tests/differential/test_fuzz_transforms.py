@@ -656,3 +656,20 @@ def test_every_converter_gives_kafkas_results_at_its_edges(spark, kafka):
                   records)
         except AssertionError as e:
             raise AssertionError(f"key {key_name}, value {value_name}: {e}") from e
+
+
+def test_timestamp_of_epoch_millis_outside_1582_to_9999_difference_is_pinned(spark, kafka):
+    # CHAIN_DIFFERENCES["prim-timestamp"]: Kafka formats a java.util.Date with SimpleDateFormat (Julian calendar
+    # before 1582-10-15, "yyyy" the unsigned year of the era) and holds any long; ours formats the proleptic
+    # Gregorian calendar with a sign on a year under 1 or over 9999, and fails a record beyond a Spark timestamp
+    values = [1_700_000_000_000, -20_000_000_000_000, 253_402_300_800_000, -1_000_000_000_000_000, 2 ** 63 - 1]
+    records = [{**_record(None, None), "key": b"k", "value": v.to_bytes(8, "big", signed=True), "offset": 100 + i}
+               for i, v in enumerate(values)]
+    config = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "value.converter": "org.apache.kafka.connect.converters.LongConverter",
+              **steps(("TimestampConverter$Value", {"target.type": "string", "format": "yyyy-MM-dd"}))}
+    theirs = [r["value"]["payload"] for r in kafka.run(config, records)]
+    mine = ours(spark, {"ts": config}, records)["ts"]
+    assert theirs == ["2023-11-14", "1336-03-15", "10000-01-01", "29720-11-16", "292278994-08-17"]
+    assert [r["value"]["payload"] for r in mine[:4]] == ["2023-11-14", "1336-03-23", "+10000-01-01", "-29719-04-05"]
+    assert "beyond a Spark timestamp" in mine[4]["message"]
