@@ -7,7 +7,8 @@
 //                       "offset", "timestamp", "headers": [[name, <base64 or null>], ...]}]}
 // or a batch: {"configs": {<name>: <config>, ...}, "cases": [<records>, ...]}, answered by one line
 // {<name>: [<the results of each case>], ...} (one round trip for every chain of a fuzzer's family).
-// Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (JsonConverter) turn the
+// Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (the classes named, with
+// their sub-keys; JsonConverter when unset) turn the
 // bytes into a SinkRecord (headers through SimpleHeaderConverter, Kafka's default header.converter), then each stage of the chain runs as Kafka's TransformationStage
 // runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter's JSON of the key (an envelope
 // when the input's schemas.enable is true)>,
