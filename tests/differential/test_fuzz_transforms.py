@@ -314,12 +314,12 @@ _TIMESTAMP_RANGE = re.compile(
 # Kafka's Cast of a whole value keeps its schema's name (SchemaUtil.copySchemaBasics): a Date, Time, Timestamp or
 # Decimal cast to another type keeps the logical name, which its JsonConverter then refuses to write ("Invalid type
 # for Time, expected Date but was class java.lang.Float"); here the cast value is written under its new type
-_CAST_LOGICAL = re.compile(r"^offset \d+: \.value: keys only Kafka's \['message', 'serialize_error'\], only ours "
+_CAST_LOGICAL = re.compile(r"^offset \d+: \.(key|value): keys only Kafka's \['message', 'serialize_error'\], only ours "
                            r"\['payload', 'schema'\] \(Kafka \{'serialize_error': "
                            r"'org\.apache\.kafka\.connect\.errors\.DataException', "
                            r"'message': 'Invalid type for (Date|Time|Timestamp|Decimal), ")
 CHAIN_DIFFERENCES.update({"prim-extract": _PRIMITIVE_TOMBSTONE, "prim-timestamp": _TIMESTAMP_RANGE,
-                          "prim-cast": _CAST_LOGICAL,
+                          "prim-cast": _CAST_LOGICAL, "prim-key-cast": _CAST_LOGICAL,
                           "prim-value-to-key": _PRIMITIVE_TOMBSTONE,
                           # hoist-field's, on a JsonConverter tombstone (pinned by that chain)
                           "prim-hoist": CHAIN_DIFFERENCES["hoist-field"]})
@@ -327,7 +327,7 @@ CHAIN_DIFFERENCES.update({"prim-extract": _PRIMITIVE_TOMBSTONE, "prim-timestamp"
 #: Chain differences that an example shows only when its drawn schema has the field (a Decimal, a float), or its
 #: drawn converters a tombstone: pinned by a test of their own below, not by the fuzz run seeing them.
 PINNED_BY_TEST = {"mask-field", "cast-to-string", "prim-extract", "prim-timestamp", "prim-value-to-key", "prim-hoist",
-                  "prim-cast"}
+                  "prim-cast", "prim-key-cast"}
 
 
 def _without_precision(node: Any) -> Any:
