@@ -236,6 +236,25 @@ def utf8_bytes(text: Column) -> Column:
     return text.cast("binary")
 
 
+def java_text(data: Column, encoding: str = "UTF-8") -> Column:
+    """The text of ``data``'s bytes in ``encoding`` as Java's ``new String(bytes, charset)`` reads it (Kafka's
+    StringDeserializer, SimpleHeaderConverter): each malformed sequence becomes U+FFFD, by Java's own decoder.
+    Spark 4's ``decode`` fails the query on malformed input instead, and ``make_valid_utf8`` replaces some
+    sequences otherwise than Java (an encoded surrogate, ``ED A0 80``, is three U+FFFD there and one in Java).
+    Valid UTF-8 is a cast (no copy); ISO-8859-1 has no malformed input; the rest goes through
+    ``java.net.URLDecoder.decode`` of the bytes percent-encoded, which decodes them with ``new String(bytes,
+    charset)``."""
+    if encoding == "ISO-8859-1":
+        return F.decode(data, encoding)
+    percent = F.regexp_replace(F.hex(data), "(..)", "%$1")
+    java = F.when(data.isNotNull(), F.reflect(F.lit("java.net.URLDecoder"), F.lit("decode"), percent,
+                                              F.lit(encoding)))
+    if encoding != "UTF-8":
+        return java
+    text = data.cast("string")
+    return F.when(F.is_valid_utf8(text), text).otherwise(java)
+
+
 def scalar_arrow_udf(fn: Callable[..., Any], return_type: DataType) -> UserDefinedFunctionLike:
     """``F.arrow_udf(fn, return_type)``: a scalar Arrow UDF, its kind read from ``fn``'s type hints."""
     # pyspark's stubs declare arrow_udf(f, returnType) only with an explicit functionType, which warns at run

@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 )
 
 from ..config import ConfigDef
-from .base import Conversion, HeaderConverter, utf8_bytes, with_spark_schema_key
+from .base import Conversion, HeaderConverter, java_text, utf8_bytes, with_spark_schema_key
 
 __all__ = ["SimpleHeaderConverter", "header_text", "parse_header_text"]
 
@@ -192,7 +192,7 @@ class SimpleHeaderConverter(HeaderConverter):
 
     def parse_checked(self, col: Column, data_type: DataType = StringType(), *,
                       topic: Column | None = None) -> Conversion:
-        text = F.make_valid_utf8(col.cast("string"))
+        text = java_text(col)
         if isinstance(data_type, StringType):
             return Conversion(text)
         if isinstance(data_type, BinaryType):

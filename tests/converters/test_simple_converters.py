@@ -93,6 +93,32 @@ def test_string_converter_encoding_and_non_string_values(spark, records):
     assert apply_source_converters(ints, {"value.converter": "StringConverter"}).first().value == b"42"
 
 
+#: bytes that are no text of their encoding, and the text Java's new String(bytes, charset) makes of them (Kafka's
+#: StringDeserializer; read with jshell, and compared with Kafka's StringConverter by the differential fuzzer)
+MALFORMED = [("UTF-8", b"a\xffb", "a\ufffdb"), ("UTF-8", b"\xed\xa0\x80", "\ufffd"),
+             ("UTF-8", b"x\xed\xaf", "x\ufffd"), ("US-ASCII", b"a\x80\xff", "a\ufffd\ufffd"),
+             ("UTF-16", b"\x00", "\ufffd"), ("UTF-16", b"\x00a\xd8\x00\x00b", "a\ufffd"),
+             ("UTF-16", b"\xff\xfeh\x00\x00\xd8", "h\ufffd"), ("UTF-16LE", b"\xff\xfeh\x00", "\ufeffh"),
+             ("UTF-32", b"\x00\x00", "\ufffd"), ("ISO-8859-1", b"\xe9\xff", "\xe9\xff")]
+
+
+def test_string_converter_reads_malformed_bytes_as_java_does(spark, records):
+    # Spark 4's decode fails the query on malformed input: a record of another encoding than the converter's would
+    # stop the pipeline; Kafka reads it with U+FFFD for each malformed sequence, as Java's decoder does
+    for encoding, data, text in MALFORMED:
+        cfg = {"value.converter": "StringConverter", "value.converter.converter.encoding": encoding}
+        assert apply_sink_converters(records([(None, data)]), cfg).first().value == text, (encoding, data)
+
+
+def test_string_converter_writes_unmappable_characters_as_java_does(spark, records):
+    # Java's String.getBytes writes "?" for a character the charset lacks (one for a surrogate pair); Spark 4's
+    # encode fails the query (expected bytes read with jshell)
+    df = records([(None, "h\u00e9\U0001F600x\u20ac")], value_type="string")
+    for encoding, expected in (("US-ASCII", b"h??x?"), ("ISO-8859-1", b"h\xe9?x?")):
+        cfg = {"value.converter": "StringConverter", "value.converter.converter.encoding": encoding}
+        assert apply_source_converters(df, cfg).first().value == expected, encoding
+
+
 def test_byte_array_converter_passes_bytes_and_rejects_other_types(spark, records):
     df = records([(b"k", b"\x00\x01"), (None, None)])
     cfg = {"key.converter": "ByteArrayConverter", "value.converter": "ByteArrayConverter"}

@@ -20,6 +20,7 @@ only the chains whose name it matches (a long run for the transforms that fewer 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -33,6 +34,7 @@ import hypothesis.internal.conjecture.engine
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from tests.support.fuzz_converters import converter_cases, edge_cases
 from tests.support.fuzz_records import (
     CDC_KEY,
     CDC_TOPIC,
@@ -224,6 +226,24 @@ CDC_CHAINS: dict[str, dict[str, str]] = {
 }
 
 
+#: chains over the primitive keys and values of Kafka's primitive converters and JsonConverter's options (the
+#: ``converters`` family, :mod:`tests.support.fuzz_converters`): each example draws its key and value converters and
+#: the settings below marked drawn (:func:`tests.support.fuzz_converters.converter_cases`), merged over these
+CONVERTER_CHAINS: dict[str, dict[str, str]] = {
+    "prim-plain": {},
+    "prim-hoist": steps(("HoistField$Value", {"field": "v"}), ("InsertHeader", {"header": "h3", "value.literal": "x"}),
+                        ("RegexRouter", {"regex": "(ord)(.*)", "replacement": "x_$1"})),
+    "prim-cast": steps(("Cast$Value", {"spec": "int64"})),  # spec drawn: the whole value to each type
+    "prim-key-cast": steps(("Cast$Key", {"spec": "string"})),  # spec drawn
+    "prim-timestamp": steps(("TimestampConverter$Value", {"target.type": "unix"})),  # target.type, format drawn
+    "prim-filter": steps(("Filter", {"predicate": "p-tomb"}), ("InsertHeader", {"header": "h3", "value.literal": "y"}),
+                         predicates={"p-header": ("HasHeaderKey", {"name": "h2"}), "p-tomb": ("RecordIsTombstone", {}),
+                                     "p-topic": ("TopicNameMatches", {"pattern": "us.*"})}),  # predicate, negate drawn
+    "prim-value-to-key": steps(("ValueToKey", {"fields": "v"})),
+    "prim-extract": steps(("ExtractField$Value", {"field": "v"})),
+}
+
+
 #: Chains whose Kafka side runs another config: Debezium 3.2 removed ``delete.handling.mode``/``drop.tombstones``
 #: (3.6.1 ignores them, test_debezium_ignores_the_legacy_delete_keys); ours reads them as Debezium 3.1 did, which
 #: 3.6.1 spells with ``delete.tombstone.handling.mode`` (docs/comparison.md)
@@ -274,9 +294,46 @@ CHAIN_DIFFERENCES = {
 }
 
 
-#: Chain differences that an example shows only when its drawn schema has the field (a Decimal, a float): pinned by
-#: a test of their own below, not by the fuzz run seeing them.
-PINNED_BY_TEST = {"mask-field", "cast-to-string"}
+# Kafka's primitive converters (String, ByteArray, Short ... Boolean) read a tombstone as a null with the
+# converter's schema, and an SMT that needs a Struct or a timestamp type (ExtractField, TimestampConverter of a
+# boolean) fails it for that schema; here a tombstone is a null without a schema (KNOWN["null-with-schema"]) and
+# passes as null. Only tombstones: ours' result has a null value.
+_PRIMITIVE_TOMBSTONE = re.compile(r"^offset \d+: result: keys only Kafka's \['error', 'message', 'stage'\], only "
+                                  r"ours \[.*\] \(Kafka \{'stage': 'TRANSFORMATION', .* \| ours \{'key': .*?, "
+                                  r"'value': None, ")
+# TimestampConverter of epoch milliseconds: a java.util.Date holds any long, a Spark timestamp a thousandth of that
+# range: beyond it (292,000 years) the record fails here (Kafka writes it, or its JsonConverter fails on a Date);
+# Kafka formats with SimpleDateFormat, whose calendar is Julian before 1582-10-15 and whose "yyyy" is the year of
+# the era (no sign); here the proleptic Gregorian calendar, a sign before a year under 1 or over 9999
+_TIMESTAMP_RANGE = re.compile(
+    _PRIMITIVE_TOMBSTONE.pattern
+    + r"|^offset \d+: result: keys only Kafka's \[.*\], only ours \['error', 'message', 'stage'\] .*"
+      r"'message': '[^']*failed: beyond"  # (cut at 200 characters: "beyond a Spark timestamp")
+    + r"|^offset \d+: \.value\.payload: Kafka (0\d{3}|1[0-4]\d\d|15[0-7]\d|1582|\d{5,})-\d\d-\d\d \| ours "
+      r"[+-]?\d{4,}-\d\d-\d\d$"
+    # SimpleDateFormat parses leniently (2024-02-30 is March 1st, a field of fewer digits, leading blanks, trailing
+    # text); here the whole text must match the pattern (test_timestamp_parse_of_a_string_with_trailing_text_...)
+    + r"|^offset \d+: result: keys only Kafka's \[.*\], only ours \['error', 'message', 'stage'\] .*"
+      r"'message': '[^']*failed: Could")
+# Kafka's Cast of a whole value keeps its schema's name (SchemaUtil.copySchemaBasics): a Date, Time, Timestamp or
+# Decimal cast to another type keeps the logical name, which its JsonConverter then refuses to write ("Invalid type
+# for Time, expected Date but was class java.lang.Float"); here the cast value is written under its new type
+_CAST_LOGICAL = re.compile(r"^offset \d+: \.(key|value): keys only Kafka's \['message', 'serialize_error'\], only ours "
+                           r"\['payload', 'schema'\] \(Kafka \{'serialize_error': "
+                           r"'org\.apache\.kafka\.connect\.errors\.DataException', "
+                           r"'message': 'Invalid type for (Date|Time|Timestamp|Decimal), ")
+# cast-to-string's negative zero, of a whole JsonConverter float or double key or value (Kafka reads it as 0.0)
+_CAST_LOGICAL = re.compile(_CAST_LOGICAL.pattern + r"|^offset \d+: \.(key|value)\.payload: Kafka 0\.0 \| ours -0\.0$")
+CHAIN_DIFFERENCES.update({"prim-extract": _PRIMITIVE_TOMBSTONE, "prim-timestamp": _TIMESTAMP_RANGE,
+                          "prim-cast": _CAST_LOGICAL, "prim-key-cast": _CAST_LOGICAL,
+                          "prim-value-to-key": _PRIMITIVE_TOMBSTONE,
+                          # hoist-field's, on a JsonConverter tombstone (pinned by that chain)
+                          "prim-hoist": CHAIN_DIFFERENCES["hoist-field"]})
+
+#: Chain differences that an example shows only when its drawn schema has the field (a Decimal, a float), or its
+#: drawn converters a tombstone: pinned by a test of their own below, not by the fuzz run seeing them.
+PINNED_BY_TEST = {"mask-field", "cast-to-string", "prim-extract", "prim-timestamp", "prim-value-to-key", "prim-hoist",
+                  "prim-cast", "prim-key-cast"}
 
 
 def _without_precision(node: Any) -> Any:
@@ -354,6 +411,9 @@ def check(spark, kafka, configs: dict[str, dict[str, str]], records: list[dict[s
     """Assert that Kafka's results and ours agree on ``records`` for every config but for the chains' listed
     differences (ours: one Spark query per config over the converters' local rows; Kafka's: one round trip);
     return how many of those each chain showed."""
+    drawn = getattr(records, "settings", None)
+    if drawn:  # settings drawn with the records (tests.support.fuzz_converters.Drawn): "" for every chain, by name
+        configs = {name: {**config, **drawn[""], **drawn.get(name, {})} for name, config in configs.items()}
     mine = ours_batch(spark, configs, records)
     [kafkas] = kafka.run_many({name: {**config, **KAFKA_SIDE[name]} if name in KAFKA_SIDE else config
                                for name, config in configs.items()}, [records])
@@ -379,6 +439,8 @@ FAMILIES: dict[str, tuple[dict[str, str], dict[str, dict[str, str]], Any]] = {
     "schemaless": (SCHEMALESS, SCHEMALESS_CHAINS, schemaless_cases),
     "keys": (SCHEMAD, KEY_CHAINS, struct_key_cases),
     "cdc": (SCHEMAD, CDC_CHAINS, change_events),
+    # converters and chain settings drawn per example, with the records (fuzz_converters.Drawn)
+    "converters": ({}, CONVERTER_CHAINS, converter_cases),
 }
 
 
@@ -479,6 +541,11 @@ def test_debezium_ignores_the_legacy_delete_keys(kafka):
         assert kafka.run({**SCHEMAD, **unwrap(**legacy)}, records) == default, legacy
 
 
+#: StringConverter (UTF-8) for key and value, as Kafka's docs write it
+STRINGS = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+           "value.converter": "org.apache.kafka.connect.storage.StringConverter"}
+
+
 #: a string key's envelope (ours reads the batch's key type from its envelopes)
 KEY = {"schema": {"type": "string", "optional": False}, "payload": "k"}
 
@@ -554,3 +621,107 @@ def test_timestamp_parse_of_a_string_with_trailing_text_difference_is_pinned(spa
     mine = ours(spark, {"ts": config}, records)["ts"][0]
     assert theirs["value"] == {"s": -61946467200000}
     assert "Could not parse timestamp: value (7x) does not match pattern" in mine["message"]
+    # and it is lenient (setLenient(true), its default): fields roll over, fewer digits and leading blanks are read
+    # (CHAIN_DIFFERENCES["prim-timestamp"], a StringConverter value)
+    texts = ["2024-02-30", "2024-13-01", "2024-1-2", " 2024-01-02", "2024-01-02"]
+    records = [{**_record(None, None), "key": b"k", "value": text.encode(), "offset": 100 + i}
+               for i, text in enumerate(texts)]
+    config = {**STRINGS, **steps(("TimestampConverter$Value", {"target.type": "unix", "format": "yyyy-MM-dd"}))}
+    theirs = kafka.run(config, records)
+    mine = ours(spark, {"ts": config}, records)["ts"]
+    assert [r["value"]["payload"] for r in theirs] == [1709251200000, 1735689600000, 1704153600000, 1704153600000,
+                                                       1704153600000]
+    assert [r.get("stage") for r in mine] == ["TRANSFORMATION"] * 4 + [None]
+    lines = compare(config, records, theirs, mine)
+    assert len(lines) == 4 and all(CHAIN_DIFFERENCES["prim-timestamp"].match(line) for line in lines), lines
+
+
+def test_primitive_tombstone_through_a_struct_transform_difference_is_pinned(spark, kafka):
+    # CHAIN_DIFFERENCES["prim-extract"/"prim-timestamp"/"prim-value-to-key"]: Kafka's StringConverter reads a
+    # tombstone as a null with OPTIONAL_STRING_SCHEMA, which ExtractField refuses ("Cannot look up fields on
+    # non-struct type"); here the tombstone passes as null. A value fails on both sides.
+    records = [{**_record(None, None), "key": b"k", "value": b"text"},
+               {**_record(None, None), "key": b"k", "offset": 101}]
+    config = {**STRINGS, **steps(("ExtractField$Value", {"field": "v"}))}
+    theirs = kafka.run(config, records)
+    mine = ours(spark, {"extract": config}, records)["extract"]
+    assert [r.get("stage") for r in theirs] == ["TRANSFORMATION", "TRANSFORMATION"]
+    assert theirs[1]["message"] == "Cannot look up fields on non-struct type"
+    assert mine[0]["stage"] == "TRANSFORMATION"
+    assert mine[1]["value"] is None and mine[1]["key"] == {"schema": {"type": "string", "optional": True},
+                                                           "payload": "k"}
+
+
+def test_json_schema_default_difference_is_pinned(spark, kafka):
+    # docs/comparison.md: a Connect schema's "default" is not read here: JsonConverter's replace.null.with.default
+    # (true by default) gives Kafka the default for a null payload, and Kafka writes the default back in the schema;
+    # here the null stays null and the schema has no default (Spark types carry none). The converters family draws
+    # no defaults for this reason.
+    schema = {"type": "int32", "optional": True, "default": 7}
+    records = [_record(KEY, {"schema": schema, "payload": None}), {**_record(KEY, {"schema": schema, "payload": 3}),
+                                                                   "offset": 101}]
+    theirs = kafka.run(SCHEMAD, records)
+    mine = ours(spark, {"plain": SCHEMAD}, records)["plain"]
+    assert [r["value"] for r in theirs] == [{"schema": schema, "payload": 7}, {"schema": schema, "payload": 3}]
+    assert [r["value"] for r in mine] == [None, {"schema": {"type": "int32", "optional": True}, "payload": 3}]
+    off = {**SCHEMAD, "value.converter.replace.null.with.default": "false"}
+    assert kafka.run(off, records)[0]["value"] == {"schema": schema, "payload": None}
+
+
+def test_every_converter_gives_kafkas_results_at_its_edges(spark, kafka):
+    # CI's sweep of the converters family (its two drawn examples cover two converter pairs): every converter over the
+    # edges of its bytes (tests.support.fuzz_converters.edge_cases), paired as key converter and value converter
+    # (a query each), under HoistField (the value's schema, optional flag included, as a field's; the key as the
+    # converter gives it): each converter in one pair, the drawn examples of the family mix them both ways
+    keys, values = edge_cases("key.converter"), edge_cases("value.converter")
+    names = list(values)
+    for key_name, value_name in zip(names[0::2], names[1::2] + names[:1], strict=True):
+        (key_config, key_data), (value_config, data) = keys[key_name], values[value_name]
+        records = [{**_record(None, None), "key": k, "value": v, "offset": 100 + i}
+                   for i, (k, v) in enumerate(itertools.zip_longest(key_data, data))]
+        try:
+            check(spark, kafka, {"prim-hoist": {**key_config, **value_config, **CONVERTER_CHAINS["prim-hoist"]}},
+                  records)
+        except AssertionError as e:
+            raise AssertionError(f"key {key_name}, value {value_name}: {e}") from e
+
+
+def test_timestamp_of_epoch_millis_outside_1582_to_9999_difference_is_pinned(spark, kafka):
+    # CHAIN_DIFFERENCES["prim-timestamp"]: Kafka formats a java.util.Date with SimpleDateFormat (Julian calendar
+    # before 1582-10-15, "yyyy" the unsigned year of the era) and holds any long; ours formats the proleptic
+    # Gregorian calendar with a sign on a year under 1 or over 9999, and fails a record beyond a Spark timestamp
+    values = [1_700_000_000_000, -20_000_000_000_000, 253_402_300_800_000, -1_000_000_000_000_000, 2 ** 63 - 1]
+    records = [{**_record(None, None), "key": b"k", "value": v.to_bytes(8, "big", signed=True), "offset": 100 + i}
+               for i, v in enumerate(values)]
+    config = {"key.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "value.converter": "org.apache.kafka.connect.converters.LongConverter",
+              **steps(("TimestampConverter$Value", {"target.type": "string", "format": "yyyy-MM-dd"}))}
+    theirs = [r["value"]["payload"] for r in kafka.run(config, records)]
+    mine = ours(spark, {"ts": config}, records)["ts"]
+    assert theirs == ["2023-11-14", "1336-03-15", "10000-01-01", "29720-11-16", "292278994-08-17"]
+    assert [r["value"]["payload"] for r in mine[:4]] == ["2023-11-14", "1336-03-23", "+10000-01-01", "-29719-04-05"]
+    assert "beyond a Spark timestamp" in mine[4]["message"]
+    lines = compare(config, records, kafka.run(config, records), mine)
+    assert len(lines) == 4 and all(CHAIN_DIFFERENCES["prim-timestamp"].match(line) for line in lines), lines
+
+
+def test_cast_of_a_whole_logical_value_difference_is_pinned(spark, kafka):
+    # CHAIN_DIFFERENCES["prim-cast"]: Kafka's Cast keeps the whole value's schema name, so a Time cast to float32 is
+    # a float named Time, which its JsonConverter refuses; here a float32 is written
+    schema = {"type": "int32", "name": "org.apache.kafka.connect.data.Time", "version": 1, "optional": False}
+    records = [_record(KEY, {"schema": schema, "payload": 56631})]
+    config = {**SCHEMAD, **steps(("Cast$Value", {"spec": "float32"}))}
+    theirs = kafka.run(config, records)
+    mine = ours(spark, {"cast": config}, records)["cast"]
+    assert theirs[0]["value"]["message"] == "Invalid type for Time, expected Date but was class java.lang.Float"
+    assert mine[0]["value"] == {"schema": {"type": "float", "optional": False}, "payload": 56631.0}
+    assert all(_CAST_LOGICAL.match(line) for line in compare(config, records, theirs, mine))
+    # CHAIN_DIFFERENCES["prim-key-cast"]: the same of a key (found by the long run: a Date key cast to int16)
+    date = {"type": "int32", "name": "org.apache.kafka.connect.data.Date", "version": 1, "optional": False}
+    records = [_record({"schema": date, "payload": 2}, {"schema": schema, "payload": 1})]
+    config = {**SCHEMAD, **steps(("Cast$Key", {"spec": "int16"}))}
+    theirs = kafka.run(config, records)
+    mine = ours(spark, {"cast": config}, records)["cast"]
+    assert theirs[0]["key"]["message"] == "Invalid type for Date, expected Date but was class java.lang.Short"
+    assert mine[0]["key"] == {"schema": {"type": "int16", "optional": False}, "payload": 2}
+    assert all(_CAST_LOGICAL.match(line) for line in compare(config, records, theirs, mine))

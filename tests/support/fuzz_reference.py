@@ -39,8 +39,11 @@ JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 
 def _output_converters(config: Mapping[str, str]) -> dict[str, str]:
     """JsonConverter for key and value with the input's ``schemas.enable`` (default true): envelopes out of
-    envelopes, bare JSON out of schemaless JSON."""
-    return {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
+    envelopes, bare JSON out of schemaless JSON; and the input's ``decimal.format`` and ``replace.null.with.default``
+    (what they change is in what JsonConverter writes)."""
+    options = {k: v for k, v in config.items() for side in ("key", "value")
+               for option in ("decimal.format", "replace.null.with.default") if k == f"{side}.converter.{option}"}
+    return {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER, **options,
             "key.converter.schemas.enable": config.get("key.converter.schemas.enable", "true"),
             "value.converter.schemas.enable": config.get("value.converter.schemas.enable", "true")}
 

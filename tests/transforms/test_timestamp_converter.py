@@ -118,3 +118,25 @@ def test_struct_without_the_field_passes_unchanged_as_in_kafka(make_records):
     df = make_records([("k", {"id": 1})], value_type="struct<id:int>")
     out = df.transform(TimestampConverter.Value(field="ts", **{"target.type": "unix"})).collect()
     assert out[0]["value"]["id"] == 1
+
+
+def test_epoch_millis_beyond_a_spark_timestamp_fail_the_record_not_the_query(make_records):
+    # A java.util.Date holds any long of milliseconds, a Spark timestamp a thousandth of that range; Spark's
+    # timestamp_millis failed the whole query on one such record (found by the converters family of
+    # tests/differential/test_fuzz_transforms.py, a LongConverter value)
+    limit = (2 ** 63 - 1) // 1000  # a Spark timestamp's last millisecond (year 294247: Python's datetime has none)
+    df = make_records([("k", 253402300799999), ("k", limit + 1), ("k", -(2 ** 63)), ("k", None)],
+                      value_type="bigint", tolerant=True)
+    for target in ("Timestamp", "Date", "string"):
+        rows = df.transform(TimestampConverter.Value(target_type=target, format="yyyy-MM-dd")).collect()
+        msgs = errors(rows)
+        assert msgs[0] is None and msgs[3] is None, target
+        assert "beyond a Spark timestamp" in msgs[1] and "beyond a Spark timestamp" in msgs[2], target
+
+
+def test_unix_seconds_saturate_as_javas_time_unit(make_records):
+    # Kafka reads seconds with TimeUnit.SECONDS.toMillis, which saturates at Long.MAX_VALUE/MIN_VALUE (Spark's
+    # multiplication failed the query); written back as seconds, Long.MAX_VALUE ms is 9223372036854775 s
+    df = make_records([("k", 2 ** 63 - 1), ("k", -(2 ** 63)), ("k", 1_700_000_000)], value_type="bigint")
+    rows = df.transform(TimestampConverter.Value(target_type="unix", unix_precision="seconds")).collect()
+    assert [r["value"] for r in rows] == [(2 ** 63 - 1) // 1000, -((2 ** 63) // 1000), 1_700_000_000]

@@ -7,7 +7,8 @@
 //                       "offset", "timestamp", "headers": [[name, <base64 or null>], ...]}]}
 // or a batch: {"configs": {<name>: <config>, ...}, "cases": [<records>, ...]}, answered by one line
 // {<name>: [<the results of each case>], ...} (one round trip for every chain of a fuzzer's family).
-// Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (JsonConverter) turn the
+// Each record is read as Kafka Connect's sink task reads it: key.converter/value.converter (the classes named, with
+// their sub-keys; JsonConverter when unset) turn the
 // bytes into a SinkRecord (headers through SimpleHeaderConverter, Kafka's default header.converter), then each stage of the chain runs as Kafka's TransformationStage
 // runs it (predicate.test(record) ^ negate). A result: {"key": <JsonConverter's JSON of the key (an envelope
 // when the input's schemas.enable is true)>,
@@ -35,6 +36,7 @@ import org.apache.kafka.connect.header.ConnectHeaders;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.storage.Converter;
 import org.apache.kafka.connect.storage.SimpleHeaderConverter;
 import org.apache.kafka.connect.transforms.Transformation;
 import org.apache.kafka.connect.transforms.predicates.Predicate;
@@ -81,8 +83,8 @@ public class FuzzTransforms {
         try {
             Map<String, String> config = new HashMap<>();
             configNode.fields().forEachRemaining(e -> config.put(e.getKey(), e.getValue().asText()));
-            JsonConverter keyIn = converter(config, "key.converter.", true);
-            JsonConverter valueIn = converter(config, "value.converter.", false);
+            Converter keyIn = converter(config, "key.converter", true);
+            Converter valueIn = converter(config, "value.converter", false);
             JsonConverter keyOut = output(config, "key.converter.", true);
             JsonConverter valueOut = output(config, "value.converter.", false);
             SimpleHeaderConverter headerOut = new SimpleHeaderConverter();
@@ -103,23 +105,35 @@ public class FuzzTransforms {
         return results;
     }
 
-    static JsonConverter converter(Map<String, String> config, String prefix, boolean isKey) {
+    // The converter that key.converter/value.converter names (JsonConverter when unset), configured with its
+    // sub-keys as Kafka's worker passes them.
+    static Converter converter(Map<String, String> config, String name, boolean isKey) throws Exception {
+        String prefix = name + ".";
         Map<String, String> sub = new HashMap<>();
         config.forEach((k, v) -> {
             if (k.startsWith(prefix)) {
                 sub.put(k.substring(prefix.length()), v);
             }
         });
-        JsonConverter conv = new JsonConverter();
+        Converter conv = (Converter) Class.forName(config.getOrDefault(name, JsonConverter.class.getName()))
+                .getDeclaredConstructor().newInstance();
         conv.configure(sub, isKey);
         return conv;
     }
 
-    // The output's JsonConverter has the input's schemas.enable: envelopes out of envelopes, bare JSON out of
-    // schemaless JSON.
+    // The output's JsonConverter has the input's schemas.enable (envelopes out of envelopes, bare JSON out of
+    // schemaless JSON) and its decimal.format and replace.null.with.default (the options that change what it
+    // writes).
     static JsonConverter output(Map<String, String> config, String prefix, boolean isKey) {
+        Map<String, String> sub = new HashMap<>();
+        sub.put("schemas.enable", config.getOrDefault(prefix + "schemas.enable", "true"));
+        for (String option : new String[] {"decimal.format", "replace.null.with.default"}) {
+            if (config.containsKey(prefix + option)) {
+                sub.put(option, config.get(prefix + option));
+            }
+        }
         JsonConverter conv = new JsonConverter();
-        conv.configure(Map.of("schemas.enable", config.getOrDefault(prefix + "schemas.enable", "true")), isKey);
+        conv.configure(sub, isKey);
         return conv;
     }
 
@@ -174,7 +188,7 @@ public class FuzzTransforms {
         return failure;
     }
 
-    static ObjectNode one(JsonNode rec, SimpleHeaderConverter headerIn, JsonConverter keyIn, JsonConverter valueIn, List<Stage> chain,
+    static ObjectNode one(JsonNode rec, SimpleHeaderConverter headerIn, Converter keyIn, Converter valueIn, List<Stage> chain,
                           JsonConverter keyOut, JsonConverter valueOut, SimpleHeaderConverter headerOut) throws Exception {
         String topic = rec.get("topic").asText();
         SchemaAndValue key;
