@@ -8,6 +8,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
+from ..converters.connect_schema import with_optional
 from ..core.topic_schemas import renamed_topics
 from ..errors import ConfigProblem
 from .base import Step, Transformation
@@ -89,7 +90,8 @@ class ByLogicalTableRouter(Transformation):
             key = F.col("key")
             new = key.withField(q(self.key_field), F.when(matches, ident).otherwise(F.lit(None).cast("string")))
             # update_fields drops field metadata: a cast to the output type restores it
-            ident_f = StructField(self.key_field, StringType(), True)
+            # (Debezium's field is a required string: the records whose topic does not match have none)
+            ident_f = StructField(self.key_field, StringType(), True, with_optional({}, False))
             out_t = StructType([ident_f if f.name == self.key_field else f for f in key_t.fields]
                                + ([] if self.key_field in key_t.fieldNames() else [ident_f]))
             step.updates["key"] = F.when(key.isNull(), F.lit(None)).otherwise(new).cast(out_t)

@@ -33,12 +33,12 @@ import hypothesis.internal.conjecture.engine
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from tests.support.fuzz_debezium import debezium_events
 from tests.support.fuzz_records import (
     CDC_KEY,
     CDC_TOPIC,
     SOURCE,
     cases,
-    change_events,
     decimal_of,
     schemaless_cases,
     struct_key_cases,
@@ -224,12 +224,58 @@ CDC_CHAINS: dict[str, dict[str, str]] = {
 }
 
 
+D = "io.debezium.transforms."
+
+
+def debezium(*stages: tuple[str, dict[str, str]]) -> dict[str, str]:
+    """A chain of Debezium SMTs (``io.debezium.transforms.`` + kind)."""
+    config = {"transforms": ",".join(f"d{i}" for i in range(len(stages)))}
+    for i, (kind, settings_) in enumerate(stages):
+        config[f"transforms.d{i}.type"] = D + kind
+        config.update({f"transforms.d{i}.{k}": v for k, v in settings_.items()})
+    return config
+
+
+#: Debezium's other SMTs on the cdc family's change events (rows with the outbox table's columns, records on the
+#: topics of sharded tables: tests/support/fuzz_debezium.py), configs as their Debezium pages write them
+DEBEZIUM_CHAINS: dict[str, dict[str, str]] = {
+    # https://debezium.io/documentation/reference/stable/transformations/extract-changed-record-state.html
+    "changed-headers": debezium(("ExtractChangedRecordState", {"header.changed.name": "Changed",
+                                                               "header.unchanged.name": "Unchanged"})),
+    # ... and its use with ExtractNewRecordState's drop.fields.header.name (the same page, the unwrap page)
+    "changed-then-unwrap": debezium(("ExtractChangedRecordState", {"header.unchanged.name": "Unchanged"}),
+                                    ("ExtractNewRecordState", {"drop.fields.header.name": "Unchanged",
+                                                               "delete.tombstone.handling.mode": "rewrite"})),
+    # https://debezium.io/documentation/reference/stable/transformations/outbox-event-router.html
+    "outbox-default": debezium(("outbox.EventRouter", {})),
+    "outbox-placement": debezium(("outbox.EventRouter", {
+        "table.fields.additional.placement": "type:header:eventType,tenant:envelope,aggregatetype:envelope:kind",
+        "route.topic.replacement": "${routedByValue}.events", "table.field.event.timestamp": "created_at",
+        "table.field.additional.missing": "ignore"})),
+    "outbox-route-fatal": debezium(("outbox.EventRouter", {
+        "route.by.field": "type", "route.topic.regex": "(?<routedByValue>Order)(.*)",
+        "route.topic.replacement": "orders.$2", "table.field.event.key": "tenant",
+        "table.op.invalid.behavior": "fatal", "route.tombstone.on.empty.payload": "true",
+        "table.fields.additional.placement": "aggregateid:header"})),
+    "outbox-expand-json": debezium(("outbox.EventRouter", {"table.expand.json.payload": "true"})),
+    # https://debezium.io/documentation/reference/stable/transformations/topic-routing.html
+    "reroute-shards": debezium(("ByLogicalTableRouter", {
+        "topic.regex": "(.*)customers_shard(.*)", "topic.replacement": "$1customers_all_shards",
+        "key.field.name": "shard_id", "key.field.regex": "(.*)customers_shard(.*)", "key.field.replacement": "$2"})),
+    "reroute-then-unwrap": debezium(("ByLogicalTableRouter", {"topic.regex": "srv\\.([^.]+)\\.(.*)",
+                                                              "topic.replacement": "all.$2"}),
+                                    ("ExtractNewRecordState", {})),
+}
+
 #: Chains whose Kafka side runs another config: Debezium 3.2 removed ``delete.handling.mode``/``drop.tombstones``
 #: (3.6.1 ignores them, test_debezium_ignores_the_legacy_delete_keys); ours reads them as Debezium 3.1 did, which
 #: 3.6.1 spells with ``delete.tombstone.handling.mode`` (docs/comparison.md)
 KAFKA_SIDE = {
     "unwrap-legacy-rewrite": unwrap(**{"delete.tombstone.handling.mode": "rewrite-with-tombstone"}),
     "unwrap-legacy-none": unwrap(**{"delete.tombstone.handling.mode": "delete-to-tombstone"}),
+    # Debezium's EventRouter runs in a source connector: its records have no Kafka partition (the producer
+    # partitions by key), which a SinkRecord cannot hold (FuzzTransforms.java runs these on a SourceRecord)
+    **{name: {"fuzz.record": "source"} for name in DEBEZIUM_CHAINS if name.startswith("outbox")},
 }
 
 
@@ -271,12 +317,24 @@ CHAIN_DIFFERENCES = {
     "mask-field": re.compile(r"^offset \d+: \.value: .*Kafka \{'serialize_error': "
                              r"'org\.apache\.kafka\.connect\.errors\.DataException', 'message': 'Decimal value has "
                              r"mismatching scale for given Decimal schema"),
+    # Debezium's EventRouter expands a JSON text payload into a struct of a schema inferred per record; a Spark
+    # column needs the payload's schema before the records are read: refused here (from_json downstream instead)
+    "outbox-expand-json": re.compile(r"^ours refused the config \(.*table\.expand\.json\.payload: Invalid value True"),
+    # Debezium reads table.field.event.timestamp with Struct.getInt64, which fails on a Connect Timestamp (a
+    # java.util.Date: time.precision.mode=connect); here its instant is the record's timestamp
+    "outbox-placement": re.compile(r"^offset \d+: result: keys only Kafka's \['error', 'message', 'stage'\].*"
+                                   r"'error': 'java\.lang\.ClassCastException', 'message': \"class java\.util\.Date "
+                                   r"cannot be cast to class java\.lang\.Long"),
+    # ByLogicalTableRouter leaves a record whose topic does not match unchanged; here the key column has one type,
+    # so such a record's key carries key.field.name too, as null
+    "reroute-shards": re.compile(r"^offset \d+: \.key\.schema\.fields: Kafka \[.*\] \| ours \[.*\{'type': "
+                                 r"'string', 'optional': False, 'field': 'shard_id'\}\]$"),
 }
 
 
 #: Chain differences that an example shows only when its drawn schema has the field (a Decimal, a float): pinned by
 #: a test of their own below, not by the fuzz run seeing them.
-PINNED_BY_TEST = {"mask-field", "cast-to-string"}
+PINNED_BY_TEST = {"mask-field", "cast-to-string", "outbox-placement", "reroute-shards"}
 
 
 def _without_precision(node: Any) -> Any:
@@ -350,6 +408,49 @@ def compare(config: dict[str, str], records: list[dict[str, Any]], theirs: list[
     return out
 
 
+def _names_of_topics_left_out(node: Any) -> Any:
+    """A result without the schema names made of a topic's name (``<topic>.Key``, ``.Value``, ``.Envelope``)."""
+    if isinstance(node, dict):
+        return {k: _names_of_topics_left_out(v) for k, v in node.items()
+                if not (k == "name" and isinstance(v, str) and v.endswith((".Key", ".Value", ".Envelope")))}
+    if isinstance(node, list):
+        return [_names_of_topics_left_out(v) for v in node]
+    return node
+
+
+def _null_fields_left_out(result: dict[str, Any]) -> dict[str, Any]:
+    """A result whose value struct is without its null fields (schema and payload)."""
+    value = result.get("value")
+    if not (isinstance(value, dict) and isinstance(value.get("payload"), dict) and "schema" in value):
+        return result
+    payload = {k: v for k, v in value["payload"].items() if v is not None}
+    schema = {**value["schema"], "fields": [f for f in value["schema"]["fields"] if f["field"] in payload]}
+    return {**result, "value": {"schema": schema, "payload": payload}}
+
+
+def _value_name_left_out(result: dict[str, Any]) -> dict[str, Any]:
+    """A result whose value schema is without its name."""
+    value = result.get("value")
+    if not (isinstance(value, dict) and isinstance(value.get("schema"), dict)):
+        return result
+    return {**result, "value": {**value, "schema": {k: v for k, v in value["schema"].items() if k != "name"}}}
+
+
+#: Chains whose results are compared without a part, listed in docs/comparison.md with the reason; the rest of
+#: each result is compared. ByLogicalTableRouter renames the key's and the envelope's schemas after the new topic
+#: (``all.t.Key``) in the records it reroutes, and not in the others: a Spark column has one schema name.
+#: Pinned by test_by_logical_table_router_schema_names_difference_is_pinned.
+#: ExtractNewRecordState's drop.fields.header.name removes the listed fields from each record's schema; here the
+#: column keeps them, null (pinned by test_unwrap_drop_fields_header_difference_is_pinned). EventRouter names the
+#: struct of table.fields.additional.placement's envelope after the route.by.field value of the first event the
+#: SMT instance saw (a cached schema: ``srv.public.t.<aggregatetype>.Value``); here it has no name
+#: (test_outbox_envelope_schema_name_difference_is_pinned).
+CHAIN_LEFT_OUT: dict[str, Any] = {
+    "reroute-shards": _names_of_topics_left_out, "reroute-then-unwrap": _names_of_topics_left_out,
+    "changed-then-unwrap": _null_fields_left_out, "outbox-placement": _value_name_left_out,
+}
+
+
 def check(spark, kafka, configs: dict[str, dict[str, str]], records: list[dict[str, Any]]) -> Counter[str]:
     """Assert that Kafka's results and ours agree on ``records`` for every config but for the chains' listed
     differences (ours: one Spark query per config over the converters' local rows; Kafka's: one round trip);
@@ -360,7 +461,8 @@ def check(spark, kafka, configs: dict[str, dict[str, str]], records: list[dict[s
     diffs, listed = [], Counter[str]()
     for name, config in configs.items():
         expected = CHAIN_DIFFERENCES.get(name)
-        for d in compare(config, records, kafkas[name], mine[name]):
+        left_out = CHAIN_LEFT_OUT.get(name, lambda result: result)
+        for d in compare(config, records, [left_out(r) for r in kafkas[name]], [left_out(r) for r in mine[name]]):
             if expected and expected.match(d):
                 listed[name] += 1
             else:
@@ -378,7 +480,7 @@ FAMILIES: dict[str, tuple[dict[str, str], dict[str, dict[str, str]], Any]] = {
     "schemad": (SCHEMAD, {**CHAINS, **CAST_CHAINS}, cases),
     "schemaless": (SCHEMALESS, SCHEMALESS_CHAINS, schemaless_cases),
     "keys": (SCHEMAD, KEY_CHAINS, struct_key_cases),
-    "cdc": (SCHEMAD, CDC_CHAINS, change_events),
+    "cdc": (SCHEMAD, {**CDC_CHAINS, **DEBEZIUM_CHAINS}, debezium_events),
 }
 
 
