@@ -10,7 +10,7 @@ from pyspark.sql.types import ArrayType, BinaryType, DataType, MapType, StringTy
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..core.topic_schemas import TABLES_META
-from .base import Step, Transformation
+from .base import Step, Transformation, variant_capable
 from .extract_new_record_state import is_envelope
 from .insert_header import append_headers
 from .values import header_bytes
@@ -18,6 +18,7 @@ from .values import header_bytes
 __all__ = ["ExtractChangedRecordState"]
 
 
+@variant_capable
 class ExtractChangedRecordState(Transformation):
     """Append to each change event a header ``header.changed.name`` listing the row's fields whose values differ
     between ``before`` and ``after``, and a header ``header.unchanged.name`` listing the others, in the row's field

@@ -12,7 +12,7 @@ from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..config.validators import Lambda
 from ..converters.connect_schema import META_NAME
 from ..errors import ConfigProblem
-from .base import Step, Transformation
+from .base import Step, Transformation, variant_capable
 from .extract_new_record_state import _side_topics, is_envelope
 from .insert_header import append_headers
 from .regex import anchored, java_regex_problem
@@ -73,6 +73,7 @@ def _event_timestamp(column: Column, field: StructField) -> tuple[Column | None,
     return F.timestamp_millis(millis), None
 
 
+@variant_capable
 class EventRouter(Transformation):
     """The outbox event router: from each create (or snapshot read) event of an outbox table, one record whose
     topic is ``route.topic.replacement`` applied to the row's ``route.by.field`` column (``route.topic.regex``
@@ -164,7 +165,8 @@ class EventRouter(Transformation):
         sf = df.schema["value"]
         env = sf.dataType
         if not isinstance(env, StructType) or not is_envelope(env, dict(sf.metadata)):
-            return Step()
+            # no change event (a schemaless VARIANT, a heartbeat): Debezium drops its tombstones, passes the rest
+            return Step(drop=F.col("value").isNull())
         row_t = env["after"].dataType
         assert isinstance(row_t, StructType)  # is_envelope checked it
         cols = set(row_t.fieldNames())

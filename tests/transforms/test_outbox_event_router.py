@@ -11,6 +11,7 @@ from .conftest import errors, header_dict
 ROW = "struct<id:string,aggregatetype:string,aggregateid:string,type:string,payload:string,ts:timestamp>"
 ENV = f"struct<before:{ROW},after:{ROW},source:struct<db:string,table:string>,op:string,ts_ms:bigint>"
 SRC = {"db": "orderdb", "table": "outboxevent"}
+ONE_SECOND = dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC)
 
 
 def _row(n, agg, payload, ts=None):
@@ -20,8 +21,7 @@ def _row(n, agg, payload, ts=None):
 
 def _events(make_records, tolerant=False):
     rows = [
-        {"key": "e1", "value": {"before": None, "after": _row(1, "Order", '{"id":1}', dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC)),
-                                "source": SRC,
+        {"key": "e1", "value": {"before": None, "after": _row(1, "Order", '{"id":1}', ONE_SECOND), "source": SRC,
                                 "op": "c", "ts_ms": 5000}},
         {"key": "e2", "value": {"before": None, "after": _row(2, "Customer", None), "source": SRC, "op": "r",
                                 "ts_ms": 6000}},
