@@ -43,6 +43,7 @@ from tests.support.fuzz_records import (
     schemaless_cases,
     struct_key_cases,
 )
+from tests.support.fuzz_records import TIMESTAMP as TIMESTAMP_SCHEMA
 from tests.support.fuzz_reference import JSON_CONVERTER, KafkaReference, ours, ours_batch
 
 T = "org.apache.kafka.connect.transforms."
@@ -451,7 +452,7 @@ def _value_name_left_out(result: dict[str, Any]) -> dict[str, Any]:
 #: Chains whose results are compared without a part, listed in docs/comparison.md with the reason; the rest of
 #: each result is compared. ByLogicalTableRouter renames the key's and the envelope's schemas after the new topic
 #: (``all.t.Key``) in the records it reroutes, and not in the others: a Spark column has one schema name.
-#: Pinned by test_by_logical_table_router_schema_names_difference_is_pinned.
+#: Pinned by test_by_logical_table_router_unrerouted_key_and_schema_names_difference_is_pinned.
 #: ExtractNewRecordState's drop.fields.header.name removes the listed fields from each record's schema; here the
 #: column keeps them, null (pinned by test_unwrap_drop_fields_header_difference_is_pinned). EventRouter names the
 #: struct of table.fields.additional.placement's envelope after the route.by.field value of the first event the
@@ -668,3 +669,82 @@ def test_timestamp_parse_of_a_string_with_trailing_text_difference_is_pinned(spa
     mine = ours(spark, {"ts": config}, records)["ts"][0]
     assert theirs["value"] == {"s": -61946467200000}
     assert "Could not parse timestamp: value (7x) does not match pattern" in mine["message"]
+
+
+def _row_event(fields: list[dict[str, Any]], op: str, before: dict[str, Any] | None, after: dict[str, Any] | None,
+               topic: str = CDC_TOPIC) -> dict[str, Any]:
+    """A change event of a row of ``fields`` (field schemas) on ``topic``."""
+    row = {"type": "struct", "name": f"{CDC_TOPIC}.Value", "optional": True, "fields": fields}
+    envelope = {"type": "struct", "name": f"{CDC_TOPIC}.Envelope", "optional": False, "fields": [
+        {**row, "field": "before"}, {**row, "field": "after"}, {"field": "op", "type": "string", "optional": False},
+        {"field": "ts_ms", "type": "int64", "optional": True}]}
+    return {**_record({"schema": CDC_KEY, "payload": {"id": 1}}, {"schema": envelope, "payload": {
+        "before": before, "after": after, "op": op, "ts_ms": 5}}), "topic": topic}
+
+
+OUTBOX_ROW = [{"field": f, "type": "string", "optional": f != "id"}
+              for f in ("id", "aggregatetype", "aggregateid", "payload")]
+
+
+def test_outbox_event_timestamp_of_a_connect_timestamp_difference_is_pinned(spark, kafka):
+    # CHAIN_DIFFERENCES["outbox-placement"]: Debezium reads table.field.event.timestamp with Struct.getInt64, which
+    # throws on a Connect Timestamp (a java.util.Date); here the column's instant is the record's timestamp
+    fields = [*OUTBOX_ROW, {**TIMESTAMP_SCHEMA, "field": "created_at", "optional": True}]
+    after = {"id": "e1", "aggregatetype": "order", "aggregateid": "a", "payload": "{}", "created_at": 1000}
+    records = [_row_event(fields, "c", None, after)]
+    config = {**SCHEMAD, **debezium(("outbox.EventRouter", {"table.field.event.timestamp": "created_at"}))}
+    theirs = kafka.run({**config, "fuzz.record": "source"}, records)[0]
+    mine = ours(spark, {"outbox": config}, records)["outbox"][0]
+    assert theirs["error"] == "java.lang.ClassCastException" and "java.util.Date" in theirs["message"]
+    assert mine["timestamp"] == 1000 and mine["topic"] == "outbox.event.order"
+
+
+def test_outbox_envelope_schema_name_difference_is_pinned(spark, kafka):
+    # CHAIN_LEFT_OUT["outbox-placement"]: Debezium names the struct of an envelope placement after the
+    # route.by.field value of the first event its instance routed, and keeps that name for every later event
+    after = {"id": "e1", "aggregatetype": "order", "aggregateid": "a", "payload": "{}"}
+    records = [_row_event(OUTBOX_ROW, "c", None, after),
+               {**_row_event(OUTBOX_ROW, "c", None, {**after, "aggregatetype": "customer"}), "offset": 101}]
+    config = {**SCHEMAD, **debezium(("outbox.EventRouter",
+                                     {"table.fields.additional.placement": "aggregateid:envelope"}))}
+    theirs = kafka.run({**config, "fuzz.record": "source"}, records)
+    mine = ours(spark, {"outbox": config}, records)["outbox"]
+    assert [r["value"]["schema"]["name"] for r in theirs] == [f"{CDC_TOPIC}.order.Value"] * 2
+    assert [r["value"]["schema"].get("name") for r in mine] == [None] * 2
+    assert [_value_name_left_out(r) for r in theirs] == [_value_name_left_out(r) for r in mine]
+
+
+def test_by_logical_table_router_unrerouted_key_and_schema_names_difference_is_pinned(spark, kafka):
+    # CHAIN_DIFFERENCES["reroute-shards"], CHAIN_LEFT_OUT["reroute-*"]: Debezium leaves a record whose topic does
+    # not match unchanged and renames the key's and the envelope's schemas of those it reroutes after the new
+    # topic; here the key column has one type (the key field null where the topic does not match) and one name
+    fields = [{"field": "id", "type": "int32", "optional": False}]
+    records = [_row_event(fields, "c", None, {"id": 1}, topic="srv.inventory.customers_shard1"),
+               {**_row_event(fields, "c", None, {"id": 2}), "offset": 101}]
+    config = {**SCHEMAD, **DEBEZIUM_CHAINS["reroute-shards"]}
+    theirs = kafka.run(config, records)
+    mine = ours(spark, {"reroute": config}, records)["reroute"]
+    assert [r["topic"] for r in theirs] == [r["topic"] for r in mine] == ["srv.inventory.customers_all_shards",
+                                                                          CDC_TOPIC]
+    assert theirs[0]["key"]["schema"]["name"] == "srv.inventory.customers_all_shards.Key"
+    assert theirs[0]["value"]["schema"]["name"] == "srv.inventory.customers_all_shards.Envelope"
+    assert mine[0]["key"]["schema"]["name"] == f"{CDC_TOPIC}.Key"
+    assert theirs[0]["key"]["payload"] == mine[0]["key"]["payload"] == {"id": 1, "shard_id": "1"}
+    assert theirs[1]["key"]["payload"] == {"id": 1}
+    assert mine[1]["key"]["payload"] == {"id": 1, "shard_id": None}
+    assert _names_of_topics_left_out(theirs[0]) == _names_of_topics_left_out(mine[0])
+
+
+def test_unwrap_drop_fields_header_difference_is_pinned(spark, kafka):
+    # CHAIN_LEFT_OUT["changed-then-unwrap"]: ExtractNewRecordState's drop.fields.header.name removes the listed
+    # fields from the record's schema; here the column keeps them, null
+    # fields (drop.fields.keep.schema.compatible, the default: only optional ones; the required id stays)
+    fields = [{"field": "id", "type": "int32", "optional": False}, {"field": "s", "type": "string", "optional": True},
+              {"field": "o", "type": "string", "optional": True}]
+    records = [_row_event(fields, "u", {"id": 1, "s": "a", "o": "x"}, {"id": 1, "s": "b", "o": "x"})]
+    config = {**SCHEMAD, **DEBEZIUM_CHAINS["changed-then-unwrap"]}
+    theirs = kafka.run(config, records)[0]
+    mine = ours(spark, {"unwrap": config}, records)["unwrap"][0]
+    assert theirs["value"]["payload"] == {"id": 1, "s": "b", "__deleted": "false"}
+    assert mine["value"]["payload"] == {"id": 1, "s": "b", "o": None, "__deleted": "false"}
+    assert _null_fields_left_out(theirs) == _null_fields_left_out(mine)
