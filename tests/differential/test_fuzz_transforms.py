@@ -6,7 +6,8 @@ JsonConverter envelopes, schemas included), headers, topic, partition, timestamp
 A failure on both sides is equal when both are errors of the same stage and exception class. A config ours refuses
 at plan time is equal to Kafka failing every record it transforms (Kafka finds the same problem per record).
 Differences that remain are listed in :data:`KNOWN` with the reason (docs/comparison.md); the comparison takes them
-out explicitly, and the tests in ``test_fuzz_known_differences`` pin each.
+out explicitly (a chain's own: :data:`CHAIN_DIFFERENCES`, :data:`CHAIN_LEFT_OUT`), and the ``..._is_pinned`` tests
+pin each.
 
 An example is one batch of records of one drawn schema; every chain of a family runs over it (Kafka's side: one
 round trip; ours: the converters' rows parsed once into a local relation, one query per chain over them).
