@@ -4,19 +4,35 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    VariantType,
+)
 
 from ..config import Config, ConfigDef, Importance, Type
 from ..config.validators import Lambda
+from ..converters.connect_schema import with_optional
 from ..core.topic_schemas import renamed_topics
 from ..errors import ConfigProblem
-from .base import Step, Transformation
+from .base import Step, Transformation, java_class_of_variant, type_name
 from .columns import q
 from .regex import anchored, group_count, java_regex_problem, rename_on_driver, replacement_problem
 
 __all__ = ["ByLogicalTableRouter"]
 
 _ORIGINAL = "io.debezium.transforms.ByLogicalTableRouter"
+
+
+#: the Java class of a key's value, by Spark type (the error messages name it)
+_JAVA_CLASSES = {StringType: "java.lang.String", BinaryType: "[B", LongType: "java.lang.Long",
+                 IntegerType: "java.lang.Integer", BooleanType: "java.lang.Boolean", DoubleType: "java.lang.Double"}
 
 
 def _regex_problem(pattern: str | None) -> str | None:
@@ -27,7 +43,8 @@ class ByLogicalTableRouter(Transformation):
     """Rename the topic with ``topic.replacement`` where ``topic.regex`` matches the whole topic (Java syntax,
     as RegexRouter). With ``key.enforce.uniqueness`` (default) a struct key of a rerouted record gets the field
     ``key.field.name`` holding the original topic, or ``key.field.replacement`` applied to it where
-    ``key.field.regex`` matches: rows of different tables with the same primary key stay distinct. A Spark
+    ``key.field.regex`` matches: rows of different tables with the same primary key stay distinct (a rerouted
+    record whose key is no struct fails, as in Debezium). A Spark
     column has one type, so records whose topic does not match carry that key field as null; a null key stays
     null. Values are not changed."""
 
@@ -89,10 +106,17 @@ class ByLogicalTableRouter(Transformation):
             key = F.col("key")
             new = key.withField(q(self.key_field), F.when(matches, ident).otherwise(F.lit(None).cast("string")))
             # update_fields drops field metadata: a cast to the output type restores it
-            ident_f = StructField(self.key_field, StringType(), True)
+            # (Debezium's field is a required string: the records whose topic does not match have none)
+            ident_f = StructField(self.key_field, StringType(), True, with_optional({}, False))
             out_t = StructType([ident_f if f.name == self.key_field else f for f in key_t.fields]
                                + ([] if self.key_field in key_t.fieldNames() else [ident_f]))
             step.updates["key"] = F.when(key.isNull(), F.lit(None)).otherwise(new).cast(out_t)
+        elif self.unique:
+            # Debezium adds the field to a rerouted record's key with requireStruct: a key that is no Struct fails
+            found = java_class_of_variant(F.col("key")) if isinstance(key_t, VariantType) else \
+                F.lit(_JAVA_CLASSES.get(type(key_t), type_name(key_t)))
+            step.fail(matches & F.col("key").isNotNull(),
+                      F.concat(F.lit("Only Struct objects supported for [Updating schema], found: "), found))
         step.metadata.update(renamed_topics(df.schema, self._rename))
         return step
 

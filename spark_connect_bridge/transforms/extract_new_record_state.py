@@ -15,7 +15,7 @@ from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..converters.connect_schema import is_optional
 from ..core.topic_schemas import TABLES_META
 from ..errors import ConfigProblem
-from .base import Step, Transformation, coerce_to_type, unify_types
+from .base import Step, Transformation, coerce_to_type, unify_types, variant_capable
 from .columns import q
 from .insert_header import append_headers
 from .values import header_bytes
@@ -79,6 +79,7 @@ class _Ref:
         return value.getField(self.struct).getField(self.field), f.dataType, dict(f.metadata)
 
 
+@variant_capable
 class ExtractNewRecordState(Transformation):
     """Unwrap Debezium change events: the value becomes the ``after`` row (``before`` for deletes in the
     rewrite modes). ``delete.tombstone.handling.mode`` decides deletes and tombstones (see the table in the
@@ -197,7 +198,7 @@ class ExtractNewRecordState(Transformation):
         sf = df.schema["value"]
         env = sf.dataType
         if not isinstance(env, StructType) or not is_envelope(env, dict(sf.metadata)):
-            return Step()
+            return self._not_an_envelope()
         value = F.col("value")
         after_t, before_t = env["after"].dataType, env["before"].dataType
         row_t = unify_types(after_t, before_t) if isinstance(before_t, StructType) else after_t
@@ -270,6 +271,18 @@ class ExtractNewRecordState(Transformation):
         drops = drops | (delete & no_before & value.getField("after").isNull())
         step.drop = drops
         return step
+
+
+    def _not_an_envelope(self) -> Step:
+        """A value that is no change event (a schemaless VARIANT, a heartbeat's struct): Debezium 3.6.1 handles its
+        tombstones as a change event's (it reads the tombstone before the value), and passes the rest unchanged."""
+        tomb = F.col("value").isNull()
+        if not self.keep_tombstones:
+            return Step(drop=tomb)
+        op_pairs = [(ref.name, F.lit(b"d")) for ref in self.headers if ref.struct is None and ref.field == "op"]
+        if not op_pairs:
+            return Step()
+        return Step({"headers": F.when(tomb, append_headers(op_pairs)).otherwise(F.col("headers"))})
 
 
 def _side_topics(field: StructField) -> list[str]:

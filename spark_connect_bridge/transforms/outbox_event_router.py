@@ -6,12 +6,13 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampNTZType, TimestampType
 
 from ..config import Config, ConfigDef, Importance, Type, ValidString
 from ..config.validators import Lambda
+from ..converters.connect_schema import META_NAME
 from ..errors import ConfigProblem
-from .base import Step, Transformation
+from .base import Step, Transformation, variant_capable
 from .extract_new_record_state import _side_topics, is_envelope
 from .insert_header import append_headers
 from .regex import anchored, java_regex_problem
@@ -48,16 +49,44 @@ def _placement_problem(items: list[str] | None) -> str | None:
     return None
 
 
+#: Debezium's logical types of epoch time in an int64 (EventRouterDelegate.getEventTimestampMs): units per millisecond
+_EPOCH_UNITS = {"io.debezium.time.Timestamp": 1, "io.debezium.time.MicroTimestamp": 1_000,
+                "io.debezium.time.NanoTimestamp": 1_000_000}
+
+
+def _event_timestamp(column: Column, field: StructField) -> tuple[Column | None, str | None]:
+    """The record timestamp from the ``table.field.event.timestamp`` column, as Debezium reads it: (the instant,
+    null where the column is, or None; the problem that fails each record, where the column is not null unless
+    it is no int64 at all)."""
+    name = (field.metadata or {}).get(META_NAME)
+    if isinstance(field.dataType, (TimestampType, TimestampNTZType)):
+        # Debezium's getInt64 fails on a Connect Timestamp (a java.util.Date); here it is the instant it holds
+        return column.cast("timestamp"), None
+    if not isinstance(field.dataType, LongType):
+        return None, f"column {field.name} is not an int64 ({field.dataType.simpleString()})"
+    if name is None:
+        return None, f"unsupported field type INT64 (without logical schema name) of column {field.name}"
+    if name not in _EPOCH_UNITS:
+        return None, f"unsupported field type {name} of column {field.name}"
+    # Java's long division truncates toward zero: a decimal's cast to long does too
+    millis = (column.cast("decimal(20,0)") / F.lit(_EPOCH_UNITS[name])).cast("long")
+    return F.timestamp_millis(millis), None
+
+
+@variant_capable
 class EventRouter(Transformation):
     """The outbox event router: from each create (or snapshot read) event of an outbox table, one record whose
     topic is ``route.topic.replacement`` applied to the row's ``route.by.field`` column (``route.topic.regex``
-    must match that value), whose key is the ``table.field.event.key`` column (null when the table has no such
-    column), whose value is the ``table.field.event.payload`` column (a struct ``{payload, <envelope fields>}``
-    when ``table.fields.additional.placement`` puts columns in the envelope), with header ``id`` (the event id
-    column), the placed headers, and the timestamp of ``table.field.event.timestamp`` (else the event's
-    ``ts_ms``). Deletes and tombstones are dropped; updates follow ``table.op.invalid.behavior`` (``warn``/
-    ``error`` drop them, ``fatal`` fails the record). A null payload with ``route.tombstone.on.empty.payload``
-    makes a tombstone. Records whose value is no envelope pass through untouched."""
+    must match that value), whose key is the ``table.field.event.key`` column, whose value is the
+    ``table.field.event.payload`` column (a struct ``{payload, <envelope fields>}`` when
+    ``table.fields.additional.placement`` puts columns in the envelope), with header ``id`` (the event id
+    column), the placed headers, no Kafka partition (the producer partitions by key) unless a column is placed
+    as the partition, and the timestamp of ``table.field.event.timestamp`` (an epoch in Debezium's Timestamp,
+    MicroTimestamp or NanoTimestamp; else, or where it is null, the event's ``ts_ms``). As in Debezium, a record
+    fails where the table lacks one of these columns. Deletes and tombstones are dropped; updates follow
+    ``table.op.invalid.behavior`` (``warn``/``error`` drop them, ``fatal`` fails the record). A null or blank
+    payload with ``route.tombstone.on.empty.payload`` makes a tombstone. Records whose value is no envelope
+    (schemaless ones too) pass through untouched."""
 
     kafka_class = _ORIGINAL
 
@@ -83,8 +112,8 @@ class EventRouter(Transformation):
                 importance=Importance.HIGH,
                 doc="Extra columns as a list of column:placement[:alias]; placement header, envelope (a field "
                     "beside payload in the value) or partition.")
-        .define("table.field.additional.missing", Type.STRING, "error", ValidString("error", "skip"),
-                Importance.MEDIUM, "A placed column the table does not have: error fails every record, skip "
+        .define("table.field.additional.missing", Type.STRING, "error", ValidString("ignore", "error"),
+                Importance.MEDIUM, "A placed column the table does not have: error fails every record, ignore "
                                    "leaves it out.")
         .define("table.op.invalid.behavior", Type.STRING, "warn", ValidString("warn", "error", "fatal"),
                 Importance.MEDIUM, "Update events (only creates are expected): warn and error drop them "
@@ -136,7 +165,8 @@ class EventRouter(Transformation):
         sf = df.schema["value"]
         env = sf.dataType
         if not isinstance(env, StructType) or not is_envelope(env, dict(sf.metadata)):
-            return Step()
+            # no change event (a schemaless VARIANT, a heartbeat): Debezium drops its tombstones, passes the rest
+            return Step(drop=F.col("value").isNull())
         row_t = env["after"].dataType
         assert isinstance(row_t, StructType)  # is_envelope checked it
         cols = set(row_t.fieldNames())
@@ -151,8 +181,9 @@ class EventRouter(Transformation):
         def field(name: str) -> Column:
             return after.getField(name)
 
+        # (Debezium reads the key column with Struct.get, which fails where the table has none)
         for key, name in (("table.field.event.id", self.event_id), ("table.field.event.payload", self.payload),
-                          ("route.by.field", self.route)):
+                          ("route.by.field", self.route), ("table.field.event.key", self.event_key)):
             if name not in cols:
                 step.fail(event, f"{key}: the outbox table has no column {name}")
         if self.timestamp and self.timestamp not in cols:
@@ -163,8 +194,15 @@ class EventRouter(Transformation):
                 placements.append(p)
             elif self.missing_error:
                 step.fail(event, f"table.fields.additional.placement: the outbox table has no column {p.field}")
-        if step.failed is not None:
-            step.drop = ~event
+        missing = step.failed is not None
+        # Debezium drops deletes and handles updates before it reads a column
+        update = ~tomb & ~other & (op == F.lit("u"))
+        if self.fatal_updates:
+            step.fail(update, "table.op.invalid.behavior=fatal: an update event on the outbox table (only inserts "
+                              "are expected)")
+        kept = event | update if self.fatal_updates else event
+        if missing:
+            step.drop = ~kept
             return step
 
         routed = field(self.route).cast("string")
@@ -172,7 +210,7 @@ class EventRouter(Transformation):
         topic = F.when(routed.rlike(self.pattern), F.regexp_replace(routed, F.lit(self.pattern),
                                                                     F.lit(self.replacement))).otherwise(routed)
         step.updates["topic"] = topic
-        step.updates["key"] = field(self.event_key) if self.event_key in cols else F.lit(None).cast("string")
+        step.updates["key"] = field(self.event_key)
 
         payload = field(self.payload)
         envelope = [p for p in placements if p.placement == "envelope"]
@@ -181,9 +219,15 @@ class EventRouter(Transformation):
         else:
             out = payload
         if self.tombstone_on_empty:
-            out = F.when(payload.isNull(), F.lit(None)).otherwise(out)
+            # Debezium: a null payload, or one whose text is blank (Java's String.trim drops every char <= ' ')
+            empty = payload.isNull()
+            if isinstance(row_t[self.payload].dataType, StringType):
+                empty = empty | payload.rlike("^[\\x00-\\x20]*$")
+            out = F.when(empty, F.lit(None)).otherwise(out)
         step.updates["value"] = out
         step.metadata["value"] = {} if envelope else dict(row_t[self.payload].metadata)
+        if envelope:  # Debezium's SchemaBuilder.struct(): a required struct
+            step.optional["value"] = False
 
         pairs = [("id", header_bytes(field(self.event_id), row_t[self.event_id].dataType,
                                      dict(row_t[self.event_id].metadata)))]
@@ -193,21 +237,24 @@ class EventRouter(Transformation):
                 pairs.append((p.alias, header_bytes(field(p.field), f.dataType, dict(f.metadata))))
             elif p.placement == "partition":
                 step.updates["partition"] = field(p.field).cast("int")
+        # Debezium makes the record without a Kafka partition (the producer partitions by key), but where a
+        # column is placed as the partition
+        step.updates.setdefault("partition", F.lit(None).cast("int"))
         step.updates["headers"] = append_headers(pairs)
 
+        # Debezium's record timestamp: the event's ts_ms (null without it: the producer stamps the record)
+        ts_ms = F.timestamp_millis(value.getField("ts_ms")) if "ts_ms" in env.fieldNames() else \
+            F.lit(None).cast("timestamp")
         if self.timestamp:
+            ts_f = row_t[self.timestamp]
             ts = field(self.timestamp)
-            ts_t = row_t[self.timestamp].dataType.typeName()
-            step.updates["timestamp"] = ts.cast("timestamp") if ts_t in ("timestamp", "timestamp_ntz") else \
-                F.timestamp_millis(ts.cast("long"))
-        elif "ts_ms" in env.fieldNames():
-            step.updates["timestamp"] = F.coalesce(F.timestamp_millis(value.getField("ts_ms")), F.col("timestamp"))
-
-        if self.fatal_updates:
-            step.fail(~tomb & ~other & (op == F.lit("u")),
-                      "table.op.invalid.behavior=fatal: an update event on the outbox table (only inserts "
-                      "are expected)")
-            step.drop = ~event & ~(~tomb & ~other & (op == F.lit("u")))
+            instant, problem = _event_timestamp(ts, ts_f)
+            if problem:
+                every = not isinstance(ts_f.dataType, LongType)  # Struct.getInt64 checks the schema first
+                step.fail(event if every else event & ts.isNotNull(), f"table.field.event.timestamp: {problem}")
+            step.updates["timestamp"] = ts_ms if instant is None else F.coalesce(instant, ts_ms)
         else:
-            step.drop = ~event
+            step.updates["timestamp"] = ts_ms
+
+        step.drop = ~kept
         return step

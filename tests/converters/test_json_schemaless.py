@@ -58,13 +58,14 @@ def test_a_sink_config_needs_no_spark_schema():
 
 
 def test_an_smt_that_needs_the_fields_types_is_refused_naming_it_and_spark_schema():
-    """Debezium's ExtractNewRecordState reads an envelope's struct fields: on a VARIANT it is refused before data
-    moves, on its ``type`` key, asking for ``value.converter.spark.schema``."""
+    """Our Explode reads an array field's element type: on a VARIANT it is refused before data moves, on its
+    ``type`` key, asking for ``value.converter.spark.schema`` (Debezium's SMTs pass a schemaless value, as Debezium
+    does: tests/transforms/test_schemaless_variant.py)."""
     with pytest.raises(ConfigError) as raised:
         prepare({"name": "s", "connector.class": "FileStreamSink", "topics": "t", "file": "/tmp/x", **SCHEMALESS,
-                 "transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState"},
-                kind="sink")
-    assert [p.key for p in raised.value.problems] == ["transforms.unwrap.type"]
+                 "transforms": "explode", "transforms.explode.type": "Explode$Value",
+                 "transforms.explode.field": "items"}, kind="sink")
+    assert [p.key for p in raised.value.problems] == ["transforms.explode.type"]
     assert "value.converter.spark.schema" in str(raised.value)
 
 

@@ -91,10 +91,12 @@ def _fit(schema: dict[str, Any], value: Any) -> Any:
 
 
 @st.composite
-def payloads(draw: st.DrawFn, schema: dict[str, Any]) -> dict[str, Any]:
+def payloads(draw: st.DrawFn, schema: dict[str, Any],
+             values: dict[str, st.SearchStrategy[Any]] | None = None) -> dict[str, Any]:
+    """A payload of ``schema``: each field's value from :data:`FIELDS` (or ``values``, by field name)."""
     out = {}
     for f in schema["fields"]:
-        value = _fit(f, draw(FIELDS[f["field"]][1]))
+        value = _fit(f, draw(values[f["field"]] if values and f["field"] in values else FIELDS[f["field"]][1]))
         if f["field"] == "dec":
             value = _decimal_bytes_fix(value)
         out[f["field"]] = None if f["optional"] and draw(st.integers(0, 3)) == 0 else value
@@ -184,12 +186,23 @@ CDC_KEY = {"type": "struct", "name": f"{CDC_TOPIC}.Key", "optional": False,
            "fields": [{"field": "id", "type": "int32", "optional": False}]}
 
 
+#: extra columns of a change event's row: a strategy of (their field schemas, a value strategy per name)
+Columns = st.SearchStrategy[tuple[list[dict[str, Any]], dict[str, st.SearchStrategy[Any]]]]
+
+
 @st.composite
-def change_events(draw: st.DrawFn, max_records: int = 6, min_records: int = 1) -> list[dict[str, Any]]:
-    """Debezium change events of one table (its row schema drawn once from :data:`FIELDS`): creates, reads,
-    updates and deletes as envelopes (``before``/``after``/``source``/``op``/``ts_ms``/``transaction``), a
-    delete followed by its tombstone or not, a struct key, headers; the first record an envelope."""
+def change_events(draw: st.DrawFn, max_records: int = 6, min_records: int = 1, *, columns: Columns | None = None,
+                  topics: tuple[str, ...] = (CDC_TOPIC,)) -> list[dict[str, Any]]:
+    """Debezium change events of one table (its row schema drawn once from :data:`FIELDS`, plus ``columns``):
+    creates, reads, updates and deletes as envelopes (``before``/``after``/``source``/``op``/``ts_ms``/
+    ``transaction``), an update's old row (when there is one) keeping some of the new row's values, a delete
+    followed by its tombstone or not, a struct key, headers, each record on one of ``topics`` (tables of one
+    schema: shards); the first record an envelope."""
     row = draw(value_schemas(name=f"{CDC_TOPIC}.Value"))
+    values: dict[str, st.SearchStrategy[Any]] = {}
+    if columns is not None:
+        extra, values = draw(columns)
+        row = {**row, "fields": row["fields"] + extra}
     envelope = {"type": "struct", "name": f"{CDC_TOPIC}.Envelope", "version": 2, "optional": False, "fields": [
         {**row, "field": "before"}, {**row, "field": "after"}, {**SOURCE, "field": "source"},
         {**TRANSACTION, "field": "transaction"}, {"field": "op", "type": "string", "optional": False},
@@ -200,9 +213,13 @@ def change_events(draw: st.DrawFn, max_records: int = 6, min_records: int = 1) -
         i = len(records)
         op = draw(st.sampled_from(["c", "r", "u", "d"] if i else ["c", "r", "u"]))
         key = json.dumps({"schema": CDC_KEY, "payload": {"id": draw(st.integers(1, 3))}}).encode()
+        after = draw(payloads(row, values)) if op != "d" else None
+        before = draw(payloads(row, values)) if op in ("u", "d") and draw(st.booleans()) else None
+        if op == "u" and before is not None:  # an update changes some columns (ExtractChangedRecordState)
+            before = {k: after[k] if draw(st.booleans()) else v for k, v in before.items()}
         payload = {
-            "before": draw(payloads(row)) if op in ("u", "d") and draw(st.booleans()) else None,
-            "after": draw(payloads(row)) if op != "d" else None,
+            "before": before,
+            "after": after,
             "source": {"version": "3.6.1.Final", "connector": "postgresql", "name": "srv", "ts_ms": T0 + i,
                        "db": "db", "schema": "public", "table": "t",
                        "lsn": draw(st.one_of(st.none(), st.integers(0, 10 ** 9)))},
@@ -210,7 +227,8 @@ def change_events(draw: st.DrawFn, max_records: int = 6, min_records: int = 1) -
                 "id": st.sampled_from(["tx1", "tx2"]), "total_order": st.integers(1, 9),
                 "data_collection_order": st.integers(1, 9)}))),
             "op": op, "ts_ms": draw(st.one_of(st.none(), st.just(T0 + 10 + i)))}
-        common = {"topic": CDC_TOPIC, "partition": 0, "timestamp": T0 + draw(st.integers(0, 10 ** 6))}
+        common = {"topic": draw(st.sampled_from(topics)), "partition": 0,
+                  "timestamp": T0 + draw(st.integers(0, 10 ** 6))}
         records.append({**common, "key": key, "offset": 100 + i, "headers": _headers(draw),
                         "value": json.dumps({"schema": envelope, "payload": payload}).encode()})
         if op == "d" and draw(st.booleans()):  # the tombstone Debezium writes after a delete (tombstones.on.delete)

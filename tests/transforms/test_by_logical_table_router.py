@@ -3,6 +3,8 @@ import pytest
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.transforms import ByLogicalTableRouter, apply_transforms
 
+from .conftest import errors
+
 KEY = "struct<id:int>"
 ENV = "struct<before:struct<id:int>,after:struct<id:int>,op:string>"
 # cqrs__postgres-source.json of Debezium's examples
@@ -27,6 +29,19 @@ def test_cqrs_config_routes_and_keeps_keys_unique(make_records):
         None,
     ]
     assert [r["value"] for r in out][:1] == [(None, (1,), "c")]  # values unchanged
+
+
+def test_a_rerouted_record_whose_key_is_no_struct_fails_as_in_debezium(make_records):
+    # Debezium 3.6.1's requireStruct(key, "Updating schema"); a null key, an unmatched topic or no uniqueness pass
+    rows = [{"key": k, "value": None, "topic": t} for k, t in (("k", "polls.public.a"), (None, "polls.public.a"),
+                                                               ("k", "other.topic"))]
+    df = make_records(rows, tolerant=True)
+    out = df.transform(ByLogicalTableRouter({"topic.regex": "polls\\.public\\.(.*)", "topic.replacement": "$1"}))
+    assert [m and "Only Struct objects supported for [Updating schema], found: java.lang.String" in m
+            for m in errors(out.collect())] == [True, None, None]
+    plain = df.transform(ByLogicalTableRouter({"topic.regex": "polls\\.public\\.(.*)", "topic.replacement": "$1",
+                                               "key.enforce.uniqueness": "false"}))
+    assert [r["topic"] for r in plain.collect()] == ["a", "a", "other.topic"]
 
 
 def test_key_field_name_regex_and_no_uniqueness(make_records):

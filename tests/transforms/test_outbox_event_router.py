@@ -8,9 +8,10 @@ from spark_connect_bridge.transforms import EventRouter, apply_transforms
 from .conftest import errors, header_dict
 
 # An outbox table as Debezium's outbox example declares it (inventory.outboxevent)
-ROW = "struct<id:string,aggregatetype:string,aggregateid:string,type:string,payload:string,ts:bigint>"
+ROW = "struct<id:string,aggregatetype:string,aggregateid:string,type:string,payload:string,ts:timestamp>"
 ENV = f"struct<before:{ROW},after:{ROW},source:struct<db:string,table:string>,op:string,ts_ms:bigint>"
 SRC = {"db": "orderdb", "table": "outboxevent"}
+ONE_SECOND = dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC)
 
 
 def _row(n, agg, payload, ts=None):
@@ -20,7 +21,7 @@ def _row(n, agg, payload, ts=None):
 
 def _events(make_records, tolerant=False):
     rows = [
-        {"key": "e1", "value": {"before": None, "after": _row(1, "Order", '{"id":1}', 1000), "source": SRC,
+        {"key": "e1", "value": {"before": None, "after": _row(1, "Order", '{"id":1}', ONE_SECOND), "source": SRC,
                                 "op": "c", "ts_ms": 5000}},
         {"key": "e2", "value": {"before": None, "after": _row(2, "Customer", None), "source": SRC, "op": "r",
                                 "ts_ms": 6000}},
@@ -57,6 +58,20 @@ def test_corpus_config_replacement_placement_and_timestamp(make_records):
     assert out[0]["timestamp"].astimezone(dt.UTC) == dt.datetime(1970, 1, 1, 0, 0, 1, tzinfo=dt.UTC)
 
 
+def test_event_timestamp_of_an_int64_without_logical_type_fails_the_record_as_in_debezium(make_records):
+    # Debezium 3.6.1 takes an epoch only from a Timestamp, MicroTimestamp or NanoTimestamp column
+    rows = [{"key": "e1", "value": {"before": None, "after": {"id": "e1", "payload": "{}", "aggregatetype": "Order",
+                                                               "aggregateid": "k", "ts": ts},
+                                    "source": SRC, "op": "c", "ts_ms": 5000}} for ts in (1000, None)]
+    row = "struct<id:string,aggregatetype:string,aggregateid:string,payload:string,ts:bigint>"
+    df = make_records(rows, value_type=f"struct<before:{row},after:{row},source:struct<db:string,table:string>,"
+                                       f"op:string,ts_ms:bigint>", tolerant=True)
+    out = df.withMetadata("value", {"connect.name": "srv.outbox.Envelope"}).transform(
+        EventRouter({"table.field.event.timestamp": "ts"})).collect()
+    assert "unsupported field type INT64 (without logical schema name) of column ts" in errors(out)[0]
+    assert out[1]["timestamp"].astimezone(dt.UTC) == dt.datetime(1970, 1, 1, 0, 0, 5, tzinfo=dt.UTC)  # ts_ms
+
+
 def test_regex_groups_and_custom_columns(make_records):
     cfg = {"route.by.field": "type", "route.topic.regex": "Order(.*)", "route.topic.replacement": "orders.$1",
            "table.field.event.key": "aggregatetype"}
@@ -79,7 +94,7 @@ def test_fatal_update_and_missing_column_fail_the_record(make_records):
     missing = _events(make_records, tolerant=True).transform(EventRouter({"route.by.field": "nope"})).collect()
     assert [("route.by.field: the outbox table has no column nope" in e) for e in errors(missing)] == [True] * 2
     skipped = _events(make_records).transform(EventRouter({"table.fields.additional.placement": "nope:header",
-                                                           "table.field.additional.missing": "skip"}))
+                                                           "table.field.additional.missing": "ignore"}))
     assert [header_dict(r) for r in skipped.collect()] == [[("id", b"e1")], [("id", b"e2")]]
 
 

@@ -8,6 +8,8 @@ from pyspark.sql import functions as F
 from spark_connect_bridge.errors import ConfigError
 from spark_connect_bridge.transforms import (
     Cast,
+    EventRouter,
+    ExtractNewRecordState,
     Flatten,
     HeaderFrom,
     HoistField,
@@ -16,9 +18,11 @@ from spark_connect_bridge.transforms import (
     SetSchemaMetadata,
     TimestampConverter,
     ValueToKey,
+    apply_transforms,
 )
+from spark_connect_bridge.transforms.extract_changed_record_state import ExtractChangedRecordState
 
-from .conftest import errors
+from .conftest import errors, header_dict
 
 #: an object, one with a null and a missing entry, a tombstone, a value that is not an object
 VALUES = ('{"a":1,"s":"x","d":1.5,"b":true,"l":[1],"o":{"p":1}}', '{"a":null}', None, "7")
@@ -80,6 +84,22 @@ def test_header_from_prints_each_entry_as_kafkas_values_do(make_records):
     assert texts == [{"a": "1", "s": "x", "d": "1.5", "b": "true", "l": "[1]", "o": '{"p":1}', "m": None},
                      {"a": None, "s": None, "d": "1.23456789E7", "b": None, "l": None, "o": '{"q":"\t\\\\\\"\x01"}',
                       "m": None}]  # Values.escape: only backslashes and quotes escaped in a nested string
+
+
+def test_debeziums_smts_pass_a_schemaless_value_and_handle_its_tombstone(make_records):
+    # Debezium 3.6.1 passes a value that is no Struct unchanged; ExtractNewRecordState and EventRouter drop a
+    # tombstone (rewrite-with-tombstone keeps it, with its __op header), ExtractChangedRecordState passes it
+    df = make_records([("k", v) for v in VALUES]).withColumn("value", F.try_parse_json("value"))
+    chains = {"unwrap": [ExtractNewRecordState()], "outbox": [EventRouter()],
+              "changed": [ExtractChangedRecordState({"header.changed.name": "c"})],
+              "keep": [ExtractNewRecordState({"delete.tombstone.handling.mode": "rewrite-with-tombstone",
+                                              "add.headers": "op"})]}
+    out = {name: apply_transforms(df, chain).orderBy("offset").collect() for name, chain in chains.items()}
+    values = [None if v is None else str(v) for v in (r["value"] for r in out["changed"])]
+    assert values == ['{"a":1,"b":true,"d":1.5,"l":[1],"o":{"p":1},"s":"x"}', '{"a":null}', None, "7"]
+    assert [r["offset"] for r in out["unwrap"]] == [r["offset"] for r in out["outbox"]] == [0, 1, 3]
+    assert [header_dict(r) for r in out["keep"]] == [[], [], [("__op", b"d")], []]
+    assert all(header_dict(r) == [] for r in out["changed"])
 
 
 def test_set_schema_metadata_fails_a_schemaless_value_but_a_tombstone(make_records):

@@ -14,6 +14,9 @@
 // when the input's schemas.enable is true)>,
 // "value": ..., "topic", "partition", "timestamp", "headers": [[name, <base64 of SimpleHeaderConverter's bytes, Kafka's default header.converter>]]}, {"dropped": true}, or
 // {"error": <exception class>, "stage": "KEY_CONVERTER" | "VALUE_CONVERTER" | "TRANSFORMATION", "message": ...}.
+// A config with "fuzz.record": "source" runs the chain on a SourceRecord instead (no source partition or offset),
+// as a source connector's SMTs run: Debezium's outbox EventRouter makes records without a Kafka partition, which a
+// SinkRecord cannot hold.
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -36,6 +39,7 @@ import org.apache.kafka.connect.header.ConnectHeaders;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.sink.SinkRecord;
+import org.apache.kafka.connect.source.SourceRecord;
 import org.apache.kafka.connect.storage.Converter;
 import org.apache.kafka.connect.storage.SimpleHeaderConverter;
 import org.apache.kafka.connect.transforms.Transformation;
@@ -44,9 +48,10 @@ import org.apache.kafka.connect.transforms.predicates.Predicate;
 public class FuzzTransforms {
     static final ObjectMapper JSON = new ObjectMapper();
 
+    @SuppressWarnings("rawtypes")
     static final class Stage {
-        Transformation<SinkRecord> transform;
-        Predicate<SinkRecord> predicate;
+        Transformation transform;
+        Predicate predicate;
         boolean negate;
     }
 
@@ -90,8 +95,9 @@ public class FuzzTransforms {
             SimpleHeaderConverter headerOut = new SimpleHeaderConverter();
             headerOut.configure(Map.of());
             List<Stage> chain = chain(config);
+            boolean source = "source".equals(config.get("fuzz.record"));
             for (JsonNode rec : records) {
-                results.add(one(rec, headerOut, keyIn, valueIn, chain, keyOut, valueOut, headerOut));
+                results.add(one(rec, headerOut, keyIn, valueIn, chain, keyOut, valueOut, headerOut, source));
             }
             for (Stage s : chain) {
                 s.transform.close();
@@ -148,7 +154,7 @@ public class FuzzTransforms {
             alias = alias.trim();
             String prefix = "transforms." + alias + ".";
             Stage stage = new Stage();
-            stage.transform = (Transformation<SinkRecord>) Class.forName(config.get(prefix + "type"))
+            stage.transform = (Transformation) Class.forName(config.get(prefix + "type"))
                     .getDeclaredConstructor().newInstance();
             Map<String, String> sub = new HashMap<>();
             config.forEach((k, v) -> {
@@ -161,7 +167,7 @@ public class FuzzTransforms {
             stage.transform.configure(sub);
             if (predicateName != null) {
                 String pprefix = "predicates." + predicateName + ".";
-                stage.predicate = (Predicate<SinkRecord>) Class.forName(config.get(pprefix + "type"))
+                stage.predicate = (Predicate) Class.forName(config.get(pprefix + "type"))
                         .getDeclaredConstructor().newInstance();
                 Map<String, String> psub = new HashMap<>();
                 config.forEach((k, v) -> {
@@ -188,8 +194,10 @@ public class FuzzTransforms {
         return failure;
     }
 
+    @SuppressWarnings({"rawtypes", "unchecked"})
     static ObjectNode one(JsonNode rec, SimpleHeaderConverter headerIn, Converter keyIn, Converter valueIn, List<Stage> chain,
-                          JsonConverter keyOut, JsonConverter valueOut, SimpleHeaderConverter headerOut) throws Exception {
+                          JsonConverter keyOut, JsonConverter valueOut, SimpleHeaderConverter headerOut, boolean source)
+            throws Exception {
         String topic = rec.get("topic").asText();
         SchemaAndValue key;
         SchemaAndValue value;
@@ -216,13 +224,16 @@ public class FuzzTransforms {
                 }
             }
         }
-        SinkRecord record = new SinkRecord(topic, rec.get("partition").asInt(), key.schema(), key.value(),
-                value.schema(), value.value(), rec.get("offset").asLong(), rec.get("timestamp").asLong(),
-                TimestampType.CREATE_TIME, headers);
+        ConnectRecord record = source
+                ? new SourceRecord(null, null, topic, rec.get("partition").asInt(), key.schema(), key.value(),
+                        value.schema(), value.value(), rec.get("timestamp").asLong(), headers)
+                : new SinkRecord(topic, rec.get("partition").asInt(), key.schema(), key.value(),
+                        value.schema(), value.value(), rec.get("offset").asLong(), rec.get("timestamp").asLong(),
+                        TimestampType.CREATE_TIME, headers);
         for (Stage stage : chain) {
             try {
                 if (stage.predicate == null || stage.predicate.test(record) ^ stage.negate) {
-                    record = stage.transform.apply(record);
+                    record = (ConnectRecord) stage.transform.apply(record);
                 }
             } catch (Exception e) {
                 return error("TRANSFORMATION", e);
