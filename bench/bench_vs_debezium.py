@@ -47,7 +47,7 @@ from spark_connect_bridge.jvm.python_launcher import python_launcher
 os.environ.setdefault("PYSPARK_PYTHON", python_launcher() or sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", os.environ["PYSPARK_PYTHON"])
 
-from _proctree import descendants, proc_table
+from _proctree import descendants, proc_stats, proc_table
 
 from tests.support.kafka import KafkaBroker
 from tests.support.kafka_connect import KafkaConnectWorker, _records_in, first_and_last_times
@@ -66,12 +66,21 @@ def _cpu(roots: set[int]) -> float:
 
 
 def _cpu_split(roots: set[int]) -> dict[str, float]:
-    """CPU seconds of ``roots``' process trees by kind: the JVM (``java``), Python (the driver, Spark's workers)."""
-    procs = proc_table(reaped=True)
+    """CPU seconds of ``roots``' process trees by kind: the JVM (``java``), Python (the driver, Spark's workers).
+    The JVM's reaped children are Spark's Python processes (a query's streaming source runner, planner workers):
+    their CPU is Python's, not the JVM's (counted as the JVM's, a process that ended between two looks moved its
+    seconds from Python to the JVM, and the Python figure came out negative)."""
+    stats = proc_stats()
+    procs = {pid: (p.ppid, p.name, p.cpu + p.children_cpu) for pid, p in stats.items()}
     out = {"jvm": 0.0, "python": 0.0}
     for pid in descendants(roots, procs):
-        if pid in procs:
-            out["jvm" if procs[pid][1] == "java" else "python"] += procs[pid][2]
+        if pid in stats:
+            p = stats[pid]
+            if p.name == "java":
+                out["jvm"] += p.cpu
+                out["python"] += p.children_cpu
+            else:
+                out["python"] += p.cpu + p.children_cpu
     return out
 
 
