@@ -35,6 +35,7 @@ import hypothesis.internal.conjecture.engine
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from tests.support.chains import chain_config
 from tests.support.fuzz_converters import converter_cases, edge_cases
 from tests.support.fuzz_debezium import debezium_events
 from tests.support.fuzz_records import (
@@ -49,8 +50,6 @@ from tests.support.fuzz_records import (
 from tests.support.fuzz_records import TIMESTAMP as TIMESTAMP_SCHEMA
 from tests.support.fuzz_reference import JSON_CONVERTER, KafkaReference, ours, ours_batch
 
-T = "org.apache.kafka.connect.transforms."
-P = "org.apache.kafka.connect.transforms.predicates."
 #: the long run: records through every chain of a family (0: CI's run)
 PER_CHAIN = int(os.environ.get("KCONNECT_FUZZ_RECORDS_PER_CHAIN", "0"))
 #: examples of one Hypothesis run of the long run (each run a seed of its own)
@@ -85,16 +84,7 @@ SCHEMAD = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER,
 
 def steps(*stages: tuple[str, dict[str, str]], predicates: dict[str, tuple[str, dict[str, str]]] | None = None
           ) -> dict[str, str]:
-    config = {"transforms": ",".join(f"s{i}" for i in range(len(stages)))}
-    for i, (kind, settings_) in enumerate(stages):
-        config[f"transforms.s{i}.type"] = T + kind
-        config.update({f"transforms.s{i}.{k}": v for k, v in settings_.items()})
-    if predicates:
-        config["predicates"] = ",".join(predicates)
-        for name, (kind, settings_) in predicates.items():
-            config[f"predicates.{name}.type"] = P + kind
-            config.update({f"predicates.{name}.{k}": v for k, v in settings_.items()})
-    return config
+    return chain_config(*stages, predicates=predicates)
 
 
 #: chain name -> its transforms/predicates config
@@ -251,11 +241,7 @@ D = "io.debezium.transforms."
 
 def debezium(*stages: tuple[str, dict[str, str]]) -> dict[str, str]:
     """A chain of Debezium SMTs (``io.debezium.transforms.`` + kind)."""
-    config = {"transforms": ",".join(f"d{i}" for i in range(len(stages)))}
-    for i, (kind, settings_) in enumerate(stages):
-        config[f"transforms.d{i}.type"] = D + kind
-        config.update({f"transforms.d{i}.{k}": v for k, v in settings_.items()})
-    return config
+    return chain_config(*stages, prefix=D, alias="d")
 
 
 #: Debezium's other SMTs on the cdc family's change events (rows with the outbox table's columns, records on the

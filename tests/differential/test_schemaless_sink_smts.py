@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from spark_connect_bridge.core.records import HEADERS, HEADERS_TYPE, RECORD_COLUMNS
 from spark_connect_bridge.engine.pipeline import write_batch
 from spark_connect_bridge.errors import ConfigError
+from tests.support.chains import chain_config
 
 T = "org.apache.kafka.connect.transforms."
 JSON = "org.apache.kafka.connect.json.JsonConverter"
@@ -45,11 +46,7 @@ SPARK_SCHEMA = "id BIGINT, name STRING, ts BIGINT, tags ARRAY<STRING>, addr STRU
 
 
 def _steps(*steps: tuple[str, dict[str, str]]) -> dict[str, str]:
-    config = {"transforms": ",".join(f"s{i}" for i in range(len(steps)))}
-    for i, (kind, settings) in enumerate(steps):
-        config[f"transforms.s{i}.type"] = T + kind
-        config.update({f"transforms.s{i}.{k}": v for k, v in settings.items()})
-    return config
+    return chain_config(*steps, prefix=T)
 
 
 # connector name -> its chain (each a FileStreamSink of the one topic)
