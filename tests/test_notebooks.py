@@ -8,6 +8,7 @@ the tests set them to the run's throwaway servers (tests/support/servers.py).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,19 @@ def _printed(nb: Any) -> str:
     return "".join(o.get("text", "") for o in _outputs(nb) if o.get("output_type") == "stream")
 
 
+#: pyspark's own race in ``spark.stop()``: ``SparkContext.stop`` stops the JVM, which hangs up on the driver's
+#: accumulator server, before it shuts that server down; a handler that sees the hang-up first fails in ``read_int``
+#: and ``socketserver`` prints the traceback (seen once in a clean run, 2026-11-29). Exempt only in the cell that
+#: calls ``spark.stop()``, and only that traceback.
+_STOP_RACE = re.compile(r"^-+\nException occurred during processing of request from \('127\.0\.0\.1', \d+\)\n"
+                        r"Traceback \(most recent call last\):\n(?:.*\n)*?.*pyspark/accumulators\.py.*\n"
+                        r"(?:.*\n)*?.*in read_int\n\s+raise EOFError\nEOFError\n-+\n$")
+
+
 def _assert_quiet(nb: Any) -> None:
     """No cell printed to stderr (warnings, log lines, Spark's progress bars) and none shows a warning."""
-    stderr = [o.get("text", "") for o in _outputs(nb) if o.get("name") == "stderr"]
+    stderr = [o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.get("name") == "stderr" and not ("spark.stop()" in c.source and _STOP_RACE.match(o.get("text", "")))]
     assert stderr == []
     texts = [o.get("text", "") + str(o.get("data", {}).get("text/plain", "")) for o in _outputs(nb)]
     assert [t for t in texts if "warn" in t.lower()] == []
