@@ -32,7 +32,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.support.fuzz_records import DATE, DECIMAL, T0, TIME, TIMESTAMP, _headers
+from tests.support.fuzz_records import DATE, DECIMAL, FIELDS, T0, TIME, TIMESTAMP, _headers
 
 K = "org.apache.kafka.connect.converters."
 STRING = "org.apache.kafka.connect.storage.StringConverter"
@@ -97,22 +97,18 @@ def _text_bytes(encoding: str) -> st.SearchStrategy[bytes]:
 
 
 #: JsonConverter's primitive schemas: name -> (the schema, a strategy of payloads as Kafka writes them)
-_I64 = st.integers(-(2 ** 63), 2 ** 63 - 1)
 JSON_PRIMITIVES: dict[str, tuple[dict[str, Any], st.SearchStrategy[Any]]] = {
-    "int8": ({"type": "int8"}, st.integers(-128, 127)),
-    "int16": ({"type": "int16"}, st.integers(-(2 ** 15), 2 ** 15 - 1)),
-    "int32": ({"type": "int32"}, st.integers(-(2 ** 31), 2 ** 31 - 1)),
-    "int64": ({"type": "int64"}, _I64),
-    "float": ({"type": "float"}, st.floats(width=32, allow_nan=False, allow_infinity=False)),
-    "double": ({"type": "double"}, st.floats(allow_nan=False, allow_infinity=False)),
-    "boolean": ({"type": "boolean"}, st.booleans()),
+    **{name: FIELDS[field] for name, field in (("int8", "i8"), ("int16", "i16"), ("int32", "i32"), ("int64", "i64"),
+                                               ("float", "f32"), ("double", "f64"), ("boolean", "bool"),
+                                               ("bytes", "by"))},
     "string": ({"type": "string"}, st.one_of(st.text(max_size=8), _PARSEABLE)),
-    "bytes": ({"type": "bytes"}, st.binary(max_size=6).map(lambda b: base64.b64encode(b).decode())),
     "decimal": (DECIMAL, st.integers(-(10 ** 12), 10 ** 12)),
     "date": (DATE, st.integers(-20000, 40000)),
     "time": (TIME, st.integers(0, 86_399_999)),
     "timestamp": (TIMESTAMP, st.integers(-10 ** 12, 4 * 10 ** 12)),
 }
+
+
 def _decimal_payload(unscaled: int, numeric: bool) -> Any:
     """A Decimal of scale 2 as JsonConverter writes it: Base64 of minimal two's complement bytes, or a number."""
     if numeric:
