@@ -132,6 +132,9 @@ class Converter:
     #: A type read from the messages is read from every message of the DataFrame, not a sample (set for a
     #: stream's micro-batches, where a schema the sample missed would drop fields silently).
     sample_every_message: bool = False
+    #: A streaming query's memory of its last micro-batch's schema texts
+    #: (:class:`~spark_connect_bridge.converters.json_envelopes.BatchTexts`), for converters that type by them.
+    batch_texts: Any = None
     #: ``serialize_checked`` is Spark expressions only (no UDF), so a CASE branch holding it is evaluated for that
     #: branch's rows only: the per-topic serialization then gives it the column as it is. A UDF would be evaluated
     #: on every row (Spark computes it before the CASE), so it gets the column nulled outside its topic.

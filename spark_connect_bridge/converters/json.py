@@ -74,7 +74,7 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter, utf8_bytes
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
-from .json_envelopes import MAX_SCHEMAS, schemas_by_prefix
+from .json_envelopes import MAX_SCHEMAS, BatchTexts, schemas_by_prefix
 
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
@@ -235,6 +235,7 @@ def _to_wire(c: Column, dt: DataType, numeric_decimals: bool) -> Column:
 
 def infer_schema_from_envelopes(
     df: DataFrame, column: str, sample_size: int | None, key: str, *, keys: bool = False,
+    texts: BatchTexts | None = None,
 ) -> tuple[DataType, dict[str, Any], dict[Any, tuple[StructType, dict[str, Any]]]]:
     """The Spark type of the ``schema`` part of JSON envelopes in a batch DataFrame (the first
     ``sample_size`` messages; every message when ``None``): ``(type, column metadata, per-topic types)``.
@@ -243,12 +244,18 @@ def infer_schema_from_envelopes(
     (:func:`spark_connect_bridge.core.topic_schemas.union_of`; for Debezium envelopes one envelope over the union
     of their rows, :func:`~spark_connect_bridge.core.topic_schemas.envelope_union_of`) and each topic's own type,
     which :meth:`parse` reads each topic's messages with. Several schemas in one topic are an error. ``keys``:
-    the messages are record keys."""
+    the messages are record keys. ``texts``: a streaming query's memory (:class:`BatchTexts`): while it guesses,
+    the previous micro-batch's rows are taken without a job; else what this batch's job found is recorded."""
     if df.isStreaming:
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
                                               f"be inferred from its messages (a Spark DDL or JSON schema)")])
     topic = F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
-    rows = schemas_by_prefix(df, column, topic, sample_size)
+    rows = texts.rows(column) if texts is not None else None
+    if rows is None:
+        found_texts: set[tuple[Any, str]] = set()
+        rows = schemas_by_prefix(df, column, topic, sample_size, found_texts)
+        if texts is not None:
+            texts.record(column, rows, found_texts)
     if rows is None:  # not every message starts with its schema: each message's "schema" part, parsed
         found_rows = df.select(topic.alias("t"),
                                F.get_json_object(F.col(column).cast("string"), "$.schema").alias("s"))
@@ -392,7 +399,8 @@ class JsonConverter(Converter):
                                                   f"{self.side} (no DataFrame to sample; a Spark DDL or JSON "
                                                   f"schema)")])
         sample = None if self.sample_every_message else self.config.schemas_sample_size
-        dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key, keys=self.is_key)
+        dt, meta, self._topic_types = infer_schema_from_envelopes(df, column, sample, key, keys=self.is_key,
+                                                                  texts=self.batch_texts)
         self._union_type = dt if self._topic_types else None
         self._union_tables = str(meta.get(TABLES_META, "{}"))
         return dt, meta

@@ -13,6 +13,11 @@ known text followed by ``"payload":`` exactly when that text is what precedes it
 has no proper prefix that is also its suffix, so no occurrence can start inside the text). Only the messages that
 start with none of them are searched as before, in the same pass: a batch whose messages all start with known texts
 is typed by compares alone. A worker's first batch of a schema is searched, and its texts are known from then on.
+
+A streaming sink whose writes are replay-safe goes one step further (:class:`BatchTexts`): a micro-batch is typed by
+the schemas of the previous one without a job of its own, and each of its messages is checked, in the write's own
+pass, to start with one of the previous batch's texts (a filter that raises :data:`SCHEMAS_CHANGED` otherwise); the
+first message that does not fails that write, which the sink aborts, and the batch is typed from its messages.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-__all__ = ["MAX_SCHEMAS", "NO_SCHEMA", "KnownPrefixes", "schema_of_prefix", "schemas_by_prefix"]
+__all__ = ["MAX_SCHEMAS", "NO_SCHEMA", "SCHEMAS_CHANGED", "BatchTexts", "KnownPrefixes", "schema_of_prefix",
+           "schemas_by_prefix"]
 
 MAX_SCHEMAS = 1000  # distinct schemas of one batch looked at (more: the batch is not typed by them)
 PAYLOAD_KEY = '"payload":'
 _JSON_SPACE = " \t\n\r"
 NO_SCHEMA = object()
+SCHEMAS_CHANGED = "kconnect: a message starts with a JSON schema the previous micro-batch's messages did not carry"
 
 
 def _reject_constant(name: str) -> Any:
@@ -110,14 +117,68 @@ class KnownPrefixes:
 KNOWN = KnownPrefixes()
 
 
-def schemas_by_prefix(df: DataFrame, column: str, topic: Column,
-                      sample_size: int | None) -> list[tuple[Any, Any]] | None:
+def _topic(df: DataFrame) -> Column:
+    return F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
+
+
+class BatchTexts:
+    """One streaming query's memory of the texts before ``"payload":`` (with their topic) that its last micro-batch
+    typed from its messages started with, per column, and the ``(topic, schema)`` rows they gave.
+
+    The next micro-batch is typed by those rows (:meth:`guessing`: no job) under :meth:`guarded`, a filter that
+    raises :data:`SCHEMAS_CHANGED` at the first non-null message that starts with none of those texts. With every
+    message starting with one of them, the batch's own distinct ``(topic, schema)`` are a subset of the previous
+    batch's; the types are then those of the previous batch (a topic absent from this batch keeps its fields in a
+    union, null), and every record converts as it would have. A column the previous batch could not type by its
+    texts (no schema first, tombstones only) keeps the per-batch job. Only for sinks that recognise a replayed batch
+    (``delivery = "exactly-once"``): the write the guard fails is aborted and the batch written again.
+    """
+
+    def __init__(self) -> None:
+        self._last: dict[str, tuple[list[tuple[Any, Any]], frozenset[tuple[Any, str]]] | None] = {}
+        self.guessing = False
+
+    def ready(self) -> bool:
+        """Whether the previous micro-batch typed each of its columns by texts (the next one can guess)."""
+        return bool(self._last) and all(v is not None for v in self._last.values())
+
+    def forget(self) -> None:
+        self._last.clear()
+
+    def record(self, column: str, rows: list[tuple[Any, Any]] | None, texts: set[tuple[Any, str]]) -> None:
+        """What a micro-batch's job found for ``column``; ``rows`` None or empty: nothing to guess from."""
+        self._last[column] = (list(rows), frozenset(texts)) if rows else None
+
+    def rows(self, column: str) -> list[tuple[Any, Any]] | None:
+        """The previous micro-batch's rows for ``column`` while guessing, else None (run the job)."""
+        last = self._last.get(column)
+        return list(last[0]) if self.guessing and last is not None else None
+
+    def guarded(self, df: DataFrame) -> DataFrame:
+        """``df`` behind a filter that raises :data:`SCHEMAS_CHANGED` at a non-null message of a recorded column
+        that starts with none of the previous batch's texts of its topic. The filter is nondeterministic (no other
+        filter is merged with it or pushed below it), so it sees every row the write reads."""
+        ok: Column = F.lit(True)
+        for column, last in self._last.items():
+            assert last is not None
+            text = F.col(column).cast("string")
+            known: Column = F.lit(False)
+            for t, prefix in sorted(last[1], key=lambda tp: (str(tp[0]), tp[1])):
+                known = known | (_topic(df).eqNullSafe(F.lit(t)) & text.startswith(F.lit(prefix + PAYLOAD_KEY)))
+            ok = ok & (F.col(column).isNull() | known)
+        barrier = F.spark_partition_id() >= F.lit(0)
+        return df.where(F.when(ok & barrier, F.lit(True)).otherwise(F.raise_error(F.lit(SCHEMAS_CHANGED))))
+
+
+def schemas_by_prefix(df: DataFrame, column: str, topic: Column, sample_size: int | None,
+                      texts: set[tuple[Any, str]] | None = None) -> list[tuple[Any, Any]] | None:
     """The distinct ``(topic, schema)`` of the envelopes in ``df`` without parsing a message, in one pass (the
     module's docstring says how): each message is compared with the known texts, and only one that starts with
     none of them is searched. ``None`` when a distinct text before ``"payload":`` is not a schema (the caller
     parses every message's ``schema`` part instead) or there are more than :data:`MAX_SCHEMAS`. A
     ``"schema": null`` is no schema (left out), as ``get_json_object``'s null. With ``sample_size``, the first
-    messages only, all searched (a batch DataFrame is read once, so no text is known)."""
+    messages only, all searched (a batch DataFrame is read once, so no text is known). ``texts`` collects the
+    distinct ``(topic, text before "payload":)`` found."""
     text = F.col(column).cast("string")
     known = KNOWN.recent() if sample_size is None else []
     number: Column = F.lit(None).cast("int")
@@ -140,6 +201,8 @@ def schemas_by_prefix(df: DataFrame, column: str, topic: Column,
             if schema is NO_SCHEMA:
                 return None
         KNOWN.add(prefix, schema)
+        if texts is not None:
+            texts.add((r["t"], prefix))
         if schema is not None:
             out.append((r["t"], schema))
     return out

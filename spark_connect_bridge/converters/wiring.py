@@ -38,6 +38,7 @@ from ..core.record_errors import checked
 from ..core.topic_schemas import narrow, topic_layouts
 from ..errors import ConfigError, ConfigProblem
 from .base import Converter, parse_spark_type
+from .json_envelopes import BatchTexts
 
 __all__ = ["CONVERTER_KEYS", "build_converters", "apply_source_converters", "apply_sink_converters"]
 
@@ -207,12 +208,14 @@ def apply_source_converters(df: DataFrame, config: Mapping[str, Any]) -> DataFra
 
 def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schema: DataType | str | None = None,
                           value_schema: DataType | str | None = None,
-                          header_schema: DataType | str | None = None, every_message: bool = False) -> DataFrame:
+                          header_schema: DataType | str | None = None, every_message: bool = False,
+                          texts: BatchTexts | None = None) -> DataFrame:
     """Parse binary ``key``/``value``/header values into typed columns with the configured converters (sink
     side, before the transforms). ``key_schema``/``value_schema``/``header_schema`` (a Spark type or DDL) take
     precedence over the converters' own ways to find the type (see each converter). ``every_message``: a type
     read from the messages (JsonConverter's envelopes) is read from all of them, not a sample (a stream's
-    micro-batch).
+    micro-batch). ``texts``: the query's memory of its previous micro-batch's schema texts
+    (:class:`~spark_connect_bridge.converters.json_envelopes.BatchTexts`).
 
     >>> typed = apply_sink_converters(df, cfg, value_schema="id BIGINT, name STRING")   # doctest: +SKIP
     """
@@ -226,6 +229,7 @@ def apply_sink_converters(df: DataFrame, config: Mapping[str, Any], *, key_schem
         if conv is None or column not in df.columns:
             continue
         conv.sample_every_message = every_message
+        conv.batch_texts = texts
         try:
             given = explicit[column]
             if isinstance(given, str):

@@ -49,6 +49,7 @@ from ..config.common import PLUGIN_PREFIXES, SINK_MAX_RECORDS_PER_TRIGGER
 from ..connectors.base import checkpoint_app_id
 from ..connectors.factory import parse_connector_config, stage_keys
 from ..converters import apply_sink_converters, apply_source_converters, build_converters
+from ..converters.json_envelopes import SCHEMAS_CHANGED, BatchTexts
 from ..core.record_errors import ERROR_COL
 from ..core.records import VARIANT_JSON_META, record_schema
 from ..errors import ConfigError, ConfigProblem, RecordError
@@ -120,12 +121,12 @@ class PreparedConfig:
         ``max.records.per.trigger``, else :data:`~spark_connect_bridge.config.common.SINK_MAX_RECORDS_PER_TRIGGER`."""
         return self.settings.max_records_per_trigger or SINK_MAX_RECORDS_PER_TRIGGER
 
-    def converters(self, df: DataFrame, *, every_message: bool = False) -> DataFrame:
+    def converters(self, df: DataFrame, *, every_message: bool = False, texts: BatchTexts | None = None) -> DataFrame:
         if not self.has_converters:
             return df
 
         return apply_source_converters(df, self.props) if self.kind == "source" else \
-            apply_sink_converters(df, self.props, every_message=every_message)
+            apply_sink_converters(df, self.props, every_message=every_message, texts=texts)
 
     def types_from_messages(self, df: DataFrame) -> bool:
         """Whether a sink converter reads its type from the messages (JsonConverter, schemas.enable=true, no
@@ -333,27 +334,50 @@ def _without_internal(df: DataFrame) -> DataFrame:
 class BatchRouter:
     """foreachBatch: dead-letter the failed rows, write the good ones once per batch id. ``stages``, when
     given, turns each micro-batch into the rows to route (a sink's converters and transforms whose types come
-    from that batch's messages)."""
+    from that batch's messages). ``texts``, with ``stages``: the query's memory of its last micro-batch's schema
+    texts (:class:`~spark_connect_bridge.converters.json_envelopes.BatchTexts`); a micro-batch is then first
+    written typed by the previous one's schemas, in one pass, and typed from its own messages (the raw batch
+    cached, read twice) only when one of them carries another schema: that write fails before any commit and
+    the sink, which recognises a replayed batch, takes the second one."""
 
     def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str,
                  policy: ErrorPolicy | None,
                  source_policy: ErrorPolicy | None, name: str,
-                 stages: Callable[[DataFrame], DataFrame] | None = None):
+                 stages: Callable[[DataFrame], DataFrame] | None = None, texts: BatchTexts | None = None):
         self.write_good, self.app_id, self.name = write_good, app_id, name
         self.policy, self.source_policy = policy, source_policy
-        self.stages = stages
+        self.stages, self.texts = stages, texts
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        raw = None
-        if self.stages is not None:
-            raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
-            batch = self.stages(raw)
-            if ERROR_COL not in batch.columns:
+        if self.stages is None:
+            self._route(batch, batch_id)
+            return
+        if self.texts is not None and self.texts.ready():
+            try:
+                self.texts.guessing = True
                 try:
-                    self._write_strict(batch, batch_id)
+                    typed = self.stages(self.texts.guarded(batch))
                 finally:
-                    raw.unpersist()
+                    self.texts.guessing = False
+                self._route(typed, batch_id)
                 return
+            except Exception as e:  # only the guard's own error is taken here
+                if SCHEMAS_CHANGED not in str(e):
+                    raise
+                log.info("%s batch %d: a message carries a schema the previous batch's did not; its write was "
+                         "aborted and the batch is typed from its messages", self.name, batch_id)
+        if self.texts is not None:
+            self.texts.forget()
+        raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
+        try:
+            self._route(self.stages(raw), batch_id)
+        finally:
+            raw.unpersist()
+
+    def _route(self, batch: DataFrame, batch_id: int) -> None:
+        if self.stages is not None and ERROR_COL not in batch.columns:
+            self._write_strict(batch, batch_id)
+            return
         batch = batch.persist()
         try:
             src = F.col(SOURCE_FAILED_COL) if SOURCE_FAILED_COL in batch.columns else F.lit(False)
@@ -386,8 +410,6 @@ class BatchRouter:
             self._report(batch_id, m)
         finally:
             batch.unpersist()
-            if raw is not None:
-                raw.unpersist()
 
 
     def _write_strict(self, batch: DataFrame, batch_id: int) -> None:
@@ -454,7 +476,7 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
     name = query_name or p.name
     # Always the pipeline's own value: a config that carries the key cannot turn the sink's topic selection off.
     opts = {**p.connector_options, SUBSCRIBED_OPTION: "true" if subscribed else "false"}
-    stages = None
+    stages, texts = None, None
     if df.isStreaming and p.types_from_messages(df):
         # The type comes from each micro-batch's messages: converters and transforms run per batch, through
         # the router (strict or tolerant, a record error is routed or fails the query there).
@@ -465,8 +487,11 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         out = start_tolerant(df) if p.policy.tolerate or source_policy is not None else df
         out = observe_batches(out) if subscribed else observe_batches(_keep_read_topic(out, p), p)
 
+        # A sink that recognises a replayed batch takes each micro-batch typed by the previous one's schemas first
+        texts = BatchTexts() if getattr(p.connector_class, "delivery", "") == "exactly-once" else None
+
         def stages(batch: DataFrame) -> DataFrame:
-            return _variants_as_json(p.transforms(p.converters(batch, every_message=True)))
+            return _variants_as_json(p.transforms(p.converters(batch, every_message=True, texts=texts)))
     else:
         out, source_policy, tolerant = _sink_side(df, p, subscribed)
         out = observe_batches(out) if subscribed else observe_batches(out, p)
@@ -486,7 +511,7 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
         return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
     router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=p.policy,
-                     source_policy=source_policy, name=name, stages=stages)
+                         source_policy=source_policy, name=name, stages=stages, texts=texts)
     return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
 
 

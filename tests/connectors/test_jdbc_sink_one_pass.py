@@ -1,11 +1,13 @@
 """A strict JDBC sink whose types come from each micro-batch's messages (JsonConverter, schemas.enable=true, no
 spark.schema) writes each batch in one pass: the conversion runs inside the write, the batch's count is observed
 on the write itself (no job of its own), and a schema that changes between micro-batches still evolves the
-table."""
+table. A batch is first written typed by the previous batch's schemas (no job to find them); one whose messages
+carry another schema fails that write, which the sink aborts, and is typed from its messages."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 
 from pyspark.sql.types import BinaryType
@@ -32,13 +34,17 @@ V1 = [("id", "int64", False), ("note", "string", True)]
 V2 = V1 + [("qty", "int32", True)]
 
 
-def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_is_counted(spark, tmp_path):
+def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_is_counted(spark, tmp_path, caplog):
     batches = [
         [(_key(1), _envelope(V1, {"id": 1, "note": "a"})), (_key(2), _envelope(V1, {"id": 2, "note": "b"}))],
         # the second micro-batch's messages carry a wider schema; key 1 is updated, key 3 is new
         [(_key(1), _envelope(V2, {"id": 1, "note": "a2", "qty": 5})), (_key(3), _envelope(V2, {"id": 3,
                                                                                               "note": None,
                                                                                               "qty": 7}))],
+        # typed by the previous batch's schemas, in one pass
+        [(_key(4), _envelope(V2, {"id": 4, "note": "d", "qty": 1})), (_key(2), _envelope(V2, {"id": 2,
+                                                                                              "note": "b3",
+                                                                                              "qty": 2}))],
     ]
     offset = 0
     for b, messages in enumerate(batches):
@@ -56,6 +62,7 @@ def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_
               "auto.evolve": "true", "insert.mode": "upsert", "pk.mode": "record_key",
               "key.converter": JSON, "value.converter": JSON}
     BATCH_METRICS.pop("one-pass-orders", None)
+    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
     q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
     q.awaitTermination()
     assert q.exception() is None
@@ -63,6 +70,8 @@ def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_
         cols = [r[1] for r in c.execute('pragma table_info("orders")')]
         got = sorted(c.execute('select id, note, qty from "orders"'))
     assert cols == ["id", "note", "qty"]
-    assert got == [(1, "a2", 5), (2, "b", None), (3, None, 7)]
+    assert got == [(1, "a2", 5), (2, "b3", 2), (3, None, 7), (4, "d", 1)]
     metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS["one-pass-orders"]]
-    assert metrics == [(0, 2, 0, 2), (1, 2, 0, 2)]
+    assert metrics == [(0, 2, 0, 2), (1, 2, 0, 2), (2, 2, 0, 2)]
+    retyped = [r.getMessage() for r in caplog.records if "typed from its messages" in r.getMessage()]
+    assert len(retyped) == 1 and "batch 1:" in retyped[0]
