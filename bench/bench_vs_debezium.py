@@ -47,7 +47,7 @@ from spark_connect_bridge.jvm.python_launcher import python_launcher
 os.environ.setdefault("PYSPARK_PYTHON", python_launcher() or sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", os.environ["PYSPARK_PYTHON"])
 
-from _proctree import descendants, proc_stats, proc_table
+from _proctree import TreeSampler
 
 from tests.support.kafka import KafkaBroker
 from tests.support.kafka_connect import KafkaConnectWorker, _records_in, first_and_last_times
@@ -60,28 +60,29 @@ def _load() -> str:
     return "load " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+_SAMPLERS: dict[frozenset[int], TreeSampler] = {}
+
+
+def _sampler(roots: set[int]) -> TreeSampler:
+    """The one :class:`_proctree.TreeSampler` of ``roots``' process trees, started at its first use: Spark's Python
+    workers that exit inside a measured window keep their CPU (pyspark's daemon ignores SIGCHLD, so their CPU
+    lands in no process's children time)."""
+    key = frozenset(roots)
+    if key not in _SAMPLERS:
+        _SAMPLERS[key] = TreeSampler(set(roots)).start()
+    return _SAMPLERS[key]
+
+
 def _cpu(roots: set[int]) -> float:
-    procs = proc_table(reaped=True)
-    return sum(procs[p][2] for p in descendants(roots, procs) if p in procs)
+    """CPU seconds of ``roots``' process trees since their sampler started (differences are the figure)."""
+    return _sampler(roots).total()
 
 
 def _cpu_split(roots: set[int]) -> dict[str, float]:
     """CPU seconds of ``roots``' process trees by kind: the JVM (``java``), Python (the driver, Spark's workers).
     The JVM's reaped children are Spark's Python processes (a query's streaming source runner, planner workers):
-    their CPU is Python's, not the JVM's (counted as the JVM's, a process that ended between two looks moved its
-    seconds from Python to the JVM, and the Python figure came out negative)."""
-    stats = proc_stats()
-    procs = {pid: (p.ppid, p.name, p.cpu + p.children_cpu) for pid, p in stats.items()}
-    out = {"jvm": 0.0, "python": 0.0}
-    for pid in descendants(roots, procs):
-        if pid in stats:
-            p = stats[pid]
-            if p.name == "java":
-                out["jvm"] += p.cpu
-                out["python"] += p.children_cpu
-            else:
-                out["python"] += p.cpu + p.children_cpu
-    return out
+    their CPU is Python's, not the JVM's."""
+    return _sampler(roots).split()
 
 
 def _split_line(before: dict[str, float], after: dict[str, float], n: int) -> None:
