@@ -4,7 +4,7 @@ the other in one Spark session (round 1 its first), each printing its CPU per re
 this driver). ``--jfr FILE`` records the Spark JVM's last round with Java Flight Recorder (``bench/jfr_top.py``
 reads it). A before/after pair: run it from each tree in turn (``PYTHONPATH=<tree>``), alternating.
 
-    PYTHONPATH=. .venv/bin/python bench/jdbc_sink_rounds.py 50000 3 [--jfr /tmp/ours.jfr]
+    PYTHONPATH=. .venv/bin/python bench/jdbc_sink_rounds.py 50000 3 [--jfr /tmp/ours.jfr] [--set KEY=VALUE]
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ def main() -> None:
     parser.add_argument("records", type=int)
     parser.add_argument("rounds", type=int)
     parser.add_argument("--jfr", help="record the last round's Spark JVM into this file")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a sink config key, e.g. max.records.per.trigger=5000 (micro-batch size)")
     args = parser.parse_args()
+    extra = dict(kv.split("=", 1) for kv in args.set)
     n = args.records
     with PostgresCluster() as pg, KafkaBroker() as kafka:
         spark = _spark()
@@ -48,7 +51,7 @@ def main() -> None:
                 subprocess.run(["jcmd", str(jvm), "JFR.start", "name=rounds", "settings=profile",
                                 f"filename={args.jfr}"], check=True, capture_output=True)
             split0, cpu0, t0 = _cpu_split(roots), _cpu(roots), time.monotonic()
-            query = sink_stream(spark, jdbc_sink_config(f"ours{round_}", url + db),
+            query = sink_stream(spark, {**jdbc_sink_config(f"ours{round_}", url + db), **extra},
                                 bus=kafka.bootstrap, checkpoint=f"/tmp/bench-jdbc-{uuid.uuid4().hex[:8]}",
                                 trigger={"availableNow": True})
             query.awaitTermination()
@@ -57,7 +60,8 @@ def main() -> None:
                 subprocess.run(["jcmd", str(jvm), "JFR.stop", "name=rounds"], check=True, capture_output=True)
             batches = sum(p["durationMs"]["triggerExecution"] for p in query.recentProgress) / 1000
             assert _table_rows(pg, db, "orders") == n
-            print(f"round {round_}: wall {wall:.1f} s, batches {batches:.1f} s, CPU {cpu / n:.3g} s/record (JVM "
+            print(f"round {round_}: {len(query.recentProgress)} batches, wall {wall:.1f} s, batches {batches:.1f} s, "
+                  f"CPU {cpu / n:.3g} s/record (JVM "
                   f"{(split1['jvm'] - split0['jvm']) / n:.3g}, Python {(split1['python'] - split0['python']) / n:.3g})"
                   f", load {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
         spark.stop()

@@ -46,7 +46,7 @@ converter; for JSON it is a plan-time error.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, overload
 
 from pyspark.sql import Column, DataFrame
@@ -405,9 +405,11 @@ class JsonConverter(Converter):
         self._union_tables = str(meta.get(TABLES_META, "{}"))
         return dt, meta
 
-    def _parsed(self, col: Column, data_type: DataType) -> tuple[Column, Column]:
+    def _parsed(self, col: Column, data_type: DataType,
+                stage: Callable[[Column], Column] | None = None) -> tuple[Column, Column]:
         """The one ``from_json`` of a message: ``(payload in the wire type, corrupt)``; ``corrupt`` is true where the
         text is not JSON of that type (or, with ``schemas.enable``, has no envelope to read the payload from).
+        ``stage`` (see :meth:`parse_staged`) takes the parsed struct and gives the Column to read it from.
 
         The options matter beyond the corrupt-record column: Spark's ``OptimizeJsonExprs`` rewrites an
         option-less ``from_json`` into one pruned ``from_json`` per extracted field, which would defeat the
@@ -420,6 +422,7 @@ class JsonConverter(Converter):
             # readTree, ignores what follows it. Measured: the {"payload": ...} wrapper below costs a copy of
             # every message and ~15% more CPU. The JSON text null is a null value, not a corrupt record.
             parsed = F.from_json(text, StructType(wire.fields + [StructField(_CORRUPT, StringType())]), opts)
+            parsed = stage(parsed) if stage is not None else parsed
             is_null_text = F.regexp_like(text, F.lit(r"^\s*null\s*$"))  # evaluated for a corrupt record only
             corrupt = parsed.isNull() | (parsed[_CORRUPT].isNotNull() & ~is_null_text)
             return F.when(parsed[_CORRUPT].isNull(), parsed.dropFields(_CORRUPT)), corrupt
@@ -428,6 +431,7 @@ class JsonConverter(Converter):
             # The "schema" part is skipped by the parser, not copied; like Jackson's readTree, Spark's parser
             # stops at the end of the root object and ignores what follows it.
             parsed = F.from_json(text, st, opts)
+            parsed = stage(parsed) if stage is not None else parsed
             return parsed["payload"], parsed.isNull() | parsed[_CORRUPT].isNotNull()
         wrapped = F.from_json(F.concat(F.lit('{"payload":'), text, F.lit("}")), st, opts)
         # Text after the value breaks the wrapper. Only where the wrapper fails, the first JSON value alone
@@ -436,6 +440,7 @@ class JsonConverter(Converter):
         first = F.to_json(F.try_parse_json(text))
         retry = F.from_json(F.concat(F.lit('{"payload":'), first, F.lit("}")), st, opts)
         parsed = F.when(wrapped.isNotNull() & wrapped[_CORRUPT].isNull(), wrapped).otherwise(retry)
+        parsed = stage(parsed) if stage is not None else parsed
         return parsed["payload"], parsed.isNull() | parsed[_CORRUPT].isNotNull()
 
     def _bad_envelope(self, col: Column, payload: Column) -> Column:
@@ -487,6 +492,30 @@ class JsonConverter(Converter):
         if self._topic_types and topic is not None and data_type == self._union_type:
             return self._parse_per_topic(col, data_type, topic)
         return self._finish(col, self._parsed(col, data_type), data_type)
+
+    def parse_staged(self, df: DataFrame, column: str, data_type: DataType
+                     ) -> tuple[DataFrame, Conversion, list[str]] | None:
+        """For a plan made again for every micro-batch (types read from its messages): the parse in a projection of
+        its own, ``(df with the parsed struct staged, the Conversion reading it, the staged columns)``; None where
+        :meth:`parse_checked` has nothing to stage (a VARIANT, several topics: :meth:`parse_frame`).
+
+        :meth:`parse_checked`'s one projection repeats the ``from_json`` in every reference to the payload (a
+        Debezium envelope's conversion held 414 copies, ~700 KB of plan text): subexpression elimination makes that
+        one parse per row, but Spark analyses, optimises and generates code for every copy, which cost a JDBC
+        sink over 1 CPU-second per micro-batch. Staged, the plan holds one. The staged struct is behind the
+        nondeterministic :func:`_barrier`, so the optimizer does not fold it back into its references."""
+        if isinstance(data_type, VariantType) or (self._topic_types and data_type == self._union_type):
+            return None
+        name = "_kc_json_parsed"
+        staged: dict[str, Column] = {}
+
+        def stage(parsed: Column) -> Column:
+            staged[name] = F.when(_barrier(), parsed)
+            return F.col(name)
+
+        parsed = self._parsed(F.col(column), data_type, stage)
+        conversion = self._finish(F.col(column), parsed, data_type)
+        return df.withColumns(staged), conversion, list(staged)
 
     def _parse_variant(self, col: Column) -> Conversion:
         """A message as a VARIANT (``parse_json``): what Kafka reads without a schema, a Map, a list or a

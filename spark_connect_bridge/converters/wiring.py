@@ -148,6 +148,13 @@ def _apply(df: DataFrame, column: str, conv: Converter, *, parse: bool, data_typ
         out = checked(staged, {column: F.col(column)}, failed=F.col(_TMP).isNotNull(), message=F.col(_TMP),
                       stage=stage, class_name=cls).drop(_TMP)
         return out.withMetadata(column, dict(metadata)) if metadata else out
+    staging = getattr(conv, "parse_staged", None) if parse and conv.sample_every_message else None
+    parts = staging(df, column, data_type) if staging is not None and column != "headers" else None
+    if parts is not None:  # planned again for every micro-batch: the parse staged once, not copied per use
+        sdf, c, temp = parts
+        out = checked(sdf, {column: c.value}, failed=c.failed, message=c.message, stage=stage,
+                      class_name=cls).drop(*temp)
+        return out.withMetadata(column, dict(metadata)) if metadata else out
     if column != "headers":
         c = (conv.parse_checked(F.col(column), data_type, topic=topic) if parse
              else conv.serialize_checked(F.col(column), data_type, metadata=metadata, topic=topic))

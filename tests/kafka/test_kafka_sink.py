@@ -137,3 +137,62 @@ def test_records_a_regex_subscription_read_are_all_written_after_a_router_rename
     assert unmatched_records(query) == 0
     counts = query.lastProgress["observedMetrics"]["kconnect"]
     assert "unmatched" not in (counts.asDict() if hasattr(counts, "asDict") else dict(counts))
+
+
+def _enveloped(name: str, fields: list[tuple[str, str]], payload: dict) -> bytes:
+    schema = {"type": "struct", "name": name, "optional": False,
+              "fields": [{"field": f, "type": t, "optional": f != "id"} for f, t in fields]}
+    return json.dumps({"schema": schema, "payload": payload}).encode()
+
+
+def test_a_batch_whose_messages_change_schema_is_typed_again_and_each_task_commits_its_rows_once(
+        spark, bootstrap, topic_name, tmp_path, caplog):
+    """A JDBC sink typed from its messages writes a micro-batch typed by the previous batch's schemas; when one
+    topic's messages change schema, that write fails in the task reading them while the other topic's task may
+    already have committed its rows (commit.scope=task, PostgreSQL): the batch typed again from its messages
+    writes the changed topic's rows and skips the committed task's. Every row lands once, with its new column."""
+    import logging
+    import time
+
+    from jdbc_support import ensure_postgres, pg_conn, pg_url
+
+    from spark_connect_bridge.engine.pipeline import BATCH_METRICS
+
+    ensure_postgres()
+    db = "kc_retype_" + topic_name("db").split("-")[1]
+    with pg_conn("test") as c:
+        c.execute(f'CREATE DATABASE "{db}"')
+    a, b = topic_name("orders"), topic_name("items")
+    v1 = [("id", "int64"), ("note", "string")]
+    v2 = v1 + [("qty", "int32")]
+    produce(bootstrap, a, [(None, _enveloped("a.Value", v1, {"id": i, "note": f"a{i}"})) for i in range(3)])
+    produce(bootstrap, b, [(None, _enveloped("b.Value", v1, {"id": i, "note": f"b{i}"})) for i in range(3)])
+    name = "retype-" + a
+    config = {"name": name, "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+              "connection.url": pg_url(db), "topics": f"{a},{b}", "auto.create": "true", "auto.evolve": "true",
+              "insert.mode": "insert", "commit.scope": "task",
+              "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+              "value.converter": "org.apache.kafka.connect.json.JsonConverter"}
+    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
+    BATCH_METRICS.pop(name, None)
+    query = sink_stream(spark, config, bus=bootstrap, checkpoint=str(tmp_path / "ckpt"),
+                        trigger={"processingTime": "1 second"})
+    try:
+        wait_for(lambda: sum(m["written"] for m in BATCH_METRICS[name]) == 6, timeout=120)
+        produce(bootstrap, a, [(None, _enveloped("a.Value", v1, {"id": i, "note": f"a{i}"})) for i in range(3, 6)])
+        produce(bootstrap, b, [(None, _enveloped("b.Value", v2, {"id": i, "note": f"b{i}", "qty": i}))
+                               for i in range(3, 6)])
+        wait_for(lambda: sum(m["written"] for m in BATCH_METRICS[name]) == 12 or query.exception(), timeout=120)
+        time.sleep(1)
+    finally:
+        query.stop()
+    assert query.exception() is None, query.exception()
+    with pg_conn(db) as c:
+        got_a = c.execute(f'SELECT id, note FROM "{a}" ORDER BY id').fetchall()
+        got_b = c.execute(f'SELECT id, note, qty FROM "{b}" ORDER BY id').fetchall()
+    assert got_a == [(i, f"a{i}") for i in range(6)]
+    assert got_b == [(i, f"b{i}", None) for i in range(3)] + [(i, f"b{i}", i) for i in range(3, 6)]
+    assert [m["written"] for m in BATCH_METRICS[name]] == [6, 6]
+    assert any("typed from its messages" in r.getMessage() for r in caplog.records)
+    with pg_conn("test") as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
