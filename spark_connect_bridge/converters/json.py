@@ -156,11 +156,8 @@ def _false_if_none(bad: Column | None) -> Column:
     return F.lit(False) if bad is None else F.coalesce(bad, F.lit(False))
 
 
-def _from_wire(c: Column, dt: DataType,
-               stage: Callable[[Column], Column] | None = None) -> tuple[Column, Column | None]:
-    """(typed value, bad) for a wire value; ``bad`` is true where a non-null wire value did not convert. ``stage``
-    takes each Decimal's decoded value and gives the Column to read it from (see ``JsonConverter.parse_staged``);
-    not inside an array's or a map's lambda, whose variable no projection can hold."""
+def _from_wire(c: Column, dt: DataType) -> tuple[Column, Column | None]:
+    """(typed value, bad) for a wire value; ``bad`` is true where a non-null wire value did not convert."""
     if not _needs_fix(dt):
         return c, None
     if isinstance(dt, DecimalType):
@@ -174,7 +171,6 @@ def _from_wire(c: Column, dt: DataType,
         raw = F.try_to_binary(F.when(is_text, F.try_variant_get(c, "$", "string")), F.lit("base64"))
         from_number = F.when(~is_text, F.try_variant_get(c, "$", dt.simpleString()))
         value = F.coalesce(bytes_to_decimal(raw, dt), from_number)
-        value = stage(value) if stage is not None else value
         return value, c.isNotNull() & ~F.is_variant_null(c) & value.isNull()
     if isinstance(dt, DateType):
         return F.date_from_unix_date(c), None
@@ -187,7 +183,7 @@ def _from_wire(c: Column, dt: DataType,
         value, bad = c, None
         for f in dt.fields:
             if _needs_fix(f.dataType):
-                v, b = _from_wire(c[f.name], f.dataType, stage)
+                v, b = _from_wire(c[f.name], f.dataType)
                 value = value.withField(f.name, v)
                 bad = _or(bad, b)
         return value, bad
@@ -463,11 +459,10 @@ class JsonConverter(Converter):
                               f"JSON, or a payload that does not fit the schema {data_type.simpleString()[:300]}: "),
                         F.substring(col.cast("string"), 1, 200))
 
-    def _finish(self, col: Column, parsed: tuple[Column, Column], data_type: DataType,
-                stage: Callable[[Column], Column] | None = None) -> Conversion:
+    def _finish(self, col: Column, parsed: tuple[Column, Column], data_type: DataType) -> Conversion:
         payload, corrupt = parsed
         bad_envelope = self._bad_envelope(col, payload)
-        value, bad_value = _from_wire(payload, data_type, stage)
+        value, bad_value = _from_wire(payload, data_type)
         if _needs_fix(data_type) and isinstance(data_type, (StructType, ArrayType, MapType)):
             # withField drops the metadata of the field it sets (a Decimal's connect.parameters; a nested
             # struct's connect.name, as Debezium's before/after): the cast gives it back.
@@ -507,10 +502,8 @@ class JsonConverter(Converter):
         :meth:`parse_checked`'s one projection repeats the ``from_json`` in every reference to the payload (a
         Debezium envelope's conversion held 414 copies, ~700 KB of plan text): subexpression elimination makes that
         one parse per row, but Spark analyses, optimises and generates code for every copy, which cost a JDBC
-        sink over 1 CPU-second per micro-batch. Staged, the plan holds one; each Decimal's decoded value (its
-        base64 bytes read a dozen times) is staged in a second projection, as it is read by the value, the check
-        and the message. The staged values are behind the nondeterministic :func:`_barrier`, so the optimizer
-        does not fold them back into their references."""
+        sink over 1 CPU-second per micro-batch. Staged, the plan holds one. The staged struct is behind the
+        nondeterministic :func:`_barrier`, so the optimizer does not fold it back into its references."""
         if isinstance(data_type, VariantType) or (self._topic_types and data_type == self._union_type):
             return None
         name = "_kc_json_parsed"
@@ -520,16 +513,9 @@ class JsonConverter(Converter):
             staged[name] = F.when(_barrier(), parsed)
             return F.col(name)
 
-        decoded: dict[str, Column] = {}
-
-        def stage_decoded(value: Column) -> Column:
-            decoded[f"_kc_json_decoded{len(decoded)}"] = F.when(_barrier(), value)
-            return F.col(f"_kc_json_decoded{len(decoded) - 1}")
-
         parsed = self._parsed(F.col(column), data_type, stage)
-        conversion = self._finish(F.col(column), parsed, data_type, stage_decoded)
-        out = df.withColumns(staged)
-        return (out.withColumns(decoded) if decoded else out), conversion, list(staged) + list(decoded)
+        conversion = self._finish(F.col(column), parsed, data_type)
+        return df.withColumns(staged), conversion, list(staged)
 
     def _parse_variant(self, col: Column) -> Conversion:
         """A message as a VARIANT (``parse_json``): what Kafka reads without a schema, a Map, a list or a
