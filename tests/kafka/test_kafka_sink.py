@@ -192,7 +192,8 @@ def test_a_batch_whose_messages_change_schema_is_typed_again_and_each_task_commi
         got_b = c.execute(f'SELECT id, note, qty FROM "{b}" ORDER BY id').fetchall()
     assert got_a == [(i, f"a{i}") for i in range(6)]
     assert got_b == [(i, f"b{i}", None) for i in range(3)] + [(i, f"b{i}", i) for i in range(3, 6)]
-    assert [m["written"] for m in BATCH_METRICS[name]] == [6, 6]
+    # the second records may come in one micro-batch or two (the trigger can fire between the two topics' writes)
+    assert sum(m["written"] for m in BATCH_METRICS[name]) == 12 and all(not m["failed"] for m in BATCH_METRICS[name])
     assert any("typed from its messages" in r.getMessage() for r in caplog.records)
     with pg_conn("test") as c:
         c.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
