@@ -154,9 +154,8 @@ def test_a_batch_whose_messages_change_schema_is_typed_again_and_each_task_commi
     import logging
     import time
 
-    from jdbc_support import ensure_postgres, pg_conn, pg_url
-
     from spark_connect_bridge.engine.pipeline import BATCH_METRICS
+    from tests.connectors.jdbc_support import ensure_postgres, pg_conn, pg_url
 
     ensure_postgres()
     db = "kc_retype_" + topic_name("db").split("-")[1]
