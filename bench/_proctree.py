@@ -46,6 +46,24 @@ def descendants(roots: set[int], procs: dict[int, tuple[int, str, float]]) -> se
     return mine
 
 
+def tree_split(roots: set[int]) -> dict[str, float]:
+    """CPU seconds the process trees under ``roots`` have used so far, by kind, from one look at ``/proc``: ``jvm``
+    (the ``java`` processes' own), ``python`` (every other process, and the children a JVM waited for). Children
+    reaped by a process that ignores SIGCHLD are missing (see :class:`TreeSampler`)."""
+    stats = proc_stats()
+    procs = {pid: (p.ppid, p.name, 0.0) for pid, p in stats.items()}
+    out = {"jvm": 0.0, "python": 0.0}
+    for pid in descendants(roots, procs):
+        if pid in stats:
+            p = stats[pid]
+            if p.name == "java":
+                out["jvm"] += p.cpu
+                out["python"] += p.children_cpu
+            else:
+                out["python"] += p.cpu + p.children_cpu
+    return out
+
+
 _SIGCHLD_BIT = 1 << (17 - 1)  # SIGCHLD is signal 17 on Linux; /proc/<pid>/status SigIgn is a mask of 1 << (n - 1)
 
 
@@ -85,8 +103,10 @@ class TreeSampler:
         self._seen: dict[tuple[int, str], _Seen] = {}
         self._own_cpu = 0.0
         self._started_ticks = 0
+        self.base = {"jvm": 0.0, "python": 0.0}
 
     def start(self) -> TreeSampler:
+        self.base = tree_split(self.roots)
         with open("/proc/uptime") as f:
             self._started_ticks = int(float(f.read().split()[0]) * _TICK)
         self._poll(full=True, first=True)
@@ -116,6 +136,12 @@ class TreeSampler:
     def total(self) -> float:
         """CPU seconds used under ``roots`` since :meth:`start` (after a fresh poll)."""
         return sum(self.split().values())
+
+    def absolute_split(self) -> dict[str, float]:
+        """:meth:`split` plus what the trees had used when the sampler started (:func:`tree_split`): comparable with
+        another sampler's over the same processes, e.g. one started before some of them existed."""
+        now = self.split()
+        return {k: now[k] + self.base[k] for k in now}
 
     def _run(self) -> None:
         import time

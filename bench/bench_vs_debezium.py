@@ -74,15 +74,16 @@ def _sampler(roots: set[int]) -> TreeSampler:
 
 
 def _cpu(roots: set[int]) -> float:
-    """CPU seconds of ``roots``' process trees since their sampler started (differences are the figure)."""
-    return _sampler(roots).total()
+    """CPU seconds ``roots``' process trees have used (differences are the figure; two root sets over the same
+    processes give comparable figures, e.g. this driver alone before its Spark JVM existed and both after)."""
+    return sum(_sampler(roots).absolute_split().values())
 
 
 def _cpu_split(roots: set[int]) -> dict[str, float]:
     """CPU seconds of ``roots``' process trees by kind: the JVM (``java``), Python (the driver, Spark's workers).
     The JVM's reaped children are Spark's Python processes (a query's streaming source runner, planner workers):
     their CPU is Python's, not the JVM's."""
-    return _sampler(roots).split()
+    return _sampler(roots).absolute_split()
 
 
 def _split_line(before: dict[str, float], after: dict[str, float], n: int) -> None:
