@@ -75,3 +75,44 @@ def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_
     assert metrics == [(0, 2, 0, 2), (1, 2, 0, 2), (2, 2, 0, 2)]
     retyped = [r.getMessage() for r in caplog.records if "typed from its messages" in r.getMessage()]
     assert len(retyped) == 1 and "batch 1:" in retyped[0]
+
+
+def test_a_tolerant_sink_retypes_a_changed_batch_and_counts_its_failed_record_once(spark, tmp_path, caplog):
+    """errors.tolerance=all: the batch typed by the previous batch's schemas stops at its first job (the counts),
+    before anything is written or dead-lettered; typed again from its messages, its bad record is counted once."""
+    bad = json.dumps({"schema": {"type": "struct", "name": "shop.orders.Value", "optional": False,
+                                 "fields": [{"field": "id", "type": "int64", "optional": False},
+                                            {"field": "note", "type": "string", "optional": True},
+                                            {"field": "qty", "type": "int32", "optional": True}]},
+                      "payload": {"id": "not a number", "note": "x", "qty": 1}}).encode()
+    batches = [
+        [(_key(1), _envelope(V1, {"id": 1, "note": "a"}))],
+        [(_key(2), _envelope(V2, {"id": 2, "note": "b", "qty": 3})), (_key(9), bad),
+         (_key(3), _envelope(V2, {"id": 3, "note": "c", "qty": 4}))],
+    ]
+    offset = 0
+    for b, messages in enumerate(batches):
+        rows = []
+        for k, v in messages:
+            rows.append((k, v, "orders", 0, offset, None, []))
+            offset += 1
+        spark.createDataFrame(rows, record_schema(BinaryType(), BinaryType())).coalesce(1).write.parquet(
+            str(tmp_path / "in" / f"b{b}"))
+    stream = (spark.readStream.schema(record_schema(BinaryType(), BinaryType())).option("maxFilesPerTrigger", 1)
+              .parquet(str(tmp_path / "in" / "*")))
+    db = tmp_path / "mirror.db"
+    config = {"name": "one-pass-tolerant", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+              "connection.url": f"jdbc:sqlite:{db}", "topics": "orders", "auto.create": "true",
+              "auto.evolve": "true", "insert.mode": "upsert", "pk.mode": "record_key", "errors.tolerance": "all",
+              "key.converter": JSON, "value.converter": JSON}
+    BATCH_METRICS.pop("one-pass-tolerant", None)
+    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
+    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None
+    with sqlite3.connect(db) as c:
+        got = sorted(c.execute('select id, note, qty from "orders"'))
+    assert got == [(1, "a", None), (2, "b", 3), (3, "c", 4)]
+    metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS["one-pass-tolerant"]]
+    assert metrics == [(0, 1, 0, 1), (1, 3, 1, 2)]
+    assert any("batch 1:" in r.getMessage() and "typed from its messages" in r.getMessage() for r in caplog.records)
