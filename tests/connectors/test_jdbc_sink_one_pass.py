@@ -30,6 +30,19 @@ def _key(i: int) -> bytes:
     return json.dumps({"schema": schema, "payload": {"id": i}}).encode()
 
 
+def _one_file_per_batch(spark, tmp_path, batches: list[list[tuple[bytes, bytes]]]):
+    """A stream of topic ``orders`` whose micro-batches are ``batches`` ((key, value) messages), one Parquet file
+    each, offsets counted across them."""
+    offset = 0
+    for b, messages in enumerate(batches):
+        rows = [(k, v, "orders", 0, offset + i, None, []) for i, (k, v) in enumerate(messages)]
+        offset += len(messages)
+        spark.createDataFrame(rows, record_schema(BinaryType(), BinaryType())).coalesce(1).write.parquet(
+            str(tmp_path / "in" / f"b{b}"))
+    return (spark.readStream.schema(record_schema(BinaryType(), BinaryType())).option("maxFilesPerTrigger", 1)
+            .parquet(str(tmp_path / "in" / "*")))
+
+
 V1 = [("id", "int64", False), ("note", "string", True)]
 V2 = V1 + [("qty", "int32", True)]
 
@@ -46,16 +59,7 @@ def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_
                                                                                               "note": "b3",
                                                                                               "qty": 2}))],
     ]
-    offset = 0
-    for b, messages in enumerate(batches):
-        rows = []
-        for k, v in messages:
-            rows.append((k, v, "orders", 0, offset, None, []))
-            offset += 1
-        spark.createDataFrame(rows, record_schema(BinaryType(), BinaryType())).coalesce(1).write.parquet(
-            str(tmp_path / "in" / f"b{b}"))
-    stream = (spark.readStream.schema(record_schema(BinaryType(), BinaryType())).option("maxFilesPerTrigger", 1)
-              .parquet(str(tmp_path / "in" / "*")))
+    stream = _one_file_per_batch(spark, tmp_path, batches)
     db = tmp_path / "mirror.db"
     config = {"name": "one-pass-orders", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
               "connection.url": f"jdbc:sqlite:{db}", "topics": "orders", "auto.create": "true",
@@ -90,16 +94,7 @@ def test_a_tolerant_sink_retypes_a_changed_batch_and_counts_its_failed_record_on
         [(_key(2), _envelope(V2, {"id": 2, "note": "b", "qty": 3})), (_key(9), bad),
          (_key(3), _envelope(V2, {"id": 3, "note": "c", "qty": 4}))],
     ]
-    offset = 0
-    for b, messages in enumerate(batches):
-        rows = []
-        for k, v in messages:
-            rows.append((k, v, "orders", 0, offset, None, []))
-            offset += 1
-        spark.createDataFrame(rows, record_schema(BinaryType(), BinaryType())).coalesce(1).write.parquet(
-            str(tmp_path / "in" / f"b{b}"))
-    stream = (spark.readStream.schema(record_schema(BinaryType(), BinaryType())).option("maxFilesPerTrigger", 1)
-              .parquet(str(tmp_path / "in" / "*")))
+    stream = _one_file_per_batch(spark, tmp_path, batches)
     db = tmp_path / "mirror.db"
     config = {"name": "one-pass-tolerant", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
               "connection.url": f"jdbc:sqlite:{db}", "topics": "orders", "auto.create": "true",
