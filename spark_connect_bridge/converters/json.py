@@ -74,7 +74,8 @@ from ..errors import ConfigError, ConfigProblem, DataError
 from .base import SPARK_SCHEMA_DOC, Conversion, Converter, utf8_bytes
 from .connect_schema import connect_to_spark, spark_to_connect
 from .decimal_bytes import bytes_to_decimal, decimal_to_bytes
-from .json_envelopes import MAX_SCHEMAS, BatchTexts, schemas_by_prefix
+from .json_envelopes import MAX_SCHEMAS, BatchTexts, schemas_by_prefix, topic_column
+from .json_envelopes import barrier as _barrier
 
 __all__ = ["JsonConverter", "connect_schema_json", "infer_schema_from_envelopes"]
 
@@ -130,11 +131,6 @@ def _needs_fix(dt: DataType) -> bool:
     if isinstance(dt, MapType):
         return _needs_fix(dt.valueType)
     return False
-
-
-def _barrier() -> Column:
-    """Always true, but nondeterministic: a projection holding it is a barrier to filter push-down."""
-    return F.spark_partition_id() >= F.lit(0)
 
 
 @overload
@@ -249,7 +245,7 @@ def infer_schema_from_envelopes(
     if df.isStreaming:
         raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
                                               f"be inferred from its messages (a Spark DDL or JSON schema)")])
-    topic = F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
+    topic = topic_column(df)
     rows = texts.rows(column) if texts is not None else None
     if rows is None:
         found_texts: set[tuple[Any, str]] = set()

@@ -117,15 +117,21 @@ class KnownPrefixes:
 KNOWN = KnownPrefixes()
 
 
-def _topic(df: DataFrame) -> Column:
+def topic_column(df: DataFrame) -> Column:
+    """``df``'s ``topic`` column, or a null string where it has none."""
     return F.col("topic") if "topic" in df.columns else F.lit(None).cast("string")
+
+
+def barrier() -> Column:
+    """Always true, but nondeterministic: a projection or filter holding it is a barrier to filter push-down."""
+    return F.spark_partition_id() >= F.lit(0)
 
 
 class BatchTexts:
     """One streaming query's memory of the texts before ``"payload":`` (with their topic) that its last micro-batch
     typed from its messages started with, per column, and the ``(topic, schema)`` rows they gave.
 
-    The next micro-batch is typed by those rows (:meth:`guessing`: no job) under :meth:`guarded`, a filter that
+    The next micro-batch is typed by those rows (while ``guessing``: no job) under :meth:`guarded`, a filter that
     raises :data:`SCHEMAS_CHANGED` at the first non-null message that starts with none of those texts. With every
     message starting with one of them, the batch's own distinct ``(topic, schema)`` are a subset of the previous
     batch's; the types are then those of the previous batch (a topic absent from this batch keeps its fields in a
@@ -164,10 +170,9 @@ class BatchTexts:
             text = F.col(column).cast("string")
             known: Column = F.lit(False)
             for t, prefix in sorted(last[1], key=lambda tp: (str(tp[0]), tp[1])):
-                known = known | (_topic(df).eqNullSafe(F.lit(t)) & text.startswith(F.lit(prefix + PAYLOAD_KEY)))
+                known = known | (topic_column(df).eqNullSafe(F.lit(t)) & text.startswith(F.lit(prefix + PAYLOAD_KEY)))
             ok = ok & (F.col(column).isNull() | known)
-        barrier = F.spark_partition_id() >= F.lit(0)
-        return df.where(F.when(ok & barrier, F.lit(True)).otherwise(F.raise_error(F.lit(SCHEMAS_CHANGED))))
+        return df.where(F.when(ok & barrier(), F.lit(True)).otherwise(F.raise_error(F.lit(SCHEMAS_CHANGED))))
 
 
 def schemas_by_prefix(df: DataFrame, column: str, topic: Column, sample_size: int | None,
