@@ -8,8 +8,9 @@ Source partition ``{"server": <topic.prefix>}``. A streaming position is Debeziu
 
 **A micro-batch** is every transaction between two such boundaries. :func:`stream_end` picks the end without
 reading the binlog itself: the server lists the events (``SHOW BINLOG EVENTS``, decoded there; only a listing
-travels) and the end is the start of the first transaction (a GTID event) after ``max.records.per.trigger`` row
-events' worth of events, the events per row event measured on the first 1,000 events after the start. A rows
+travels) and the end is the start of the first transaction (a GTID event) after the ``max.records.per.trigger``-th
+row event of a captured table when the first 1,000 events after the start hold that many; otherwise after
+``max.records.per.trigger`` row events' worth of events, the events per row event measured on those 1,000. A rows
 event may hold many rows (a multi-row INSERT), so the bound is approximate; a batch holds at least one
 transaction and never passes the binlog's end or the Trigger.AvailableNow target. A batch never spans binlog
 files: the end of a file is ``{"file": <next file>, "pos": 4}``.
@@ -105,6 +106,9 @@ def stream_end(session: Session, settings: Settings, pos: dict[str, Any], max_re
         # nothing of the captured tables up to the file's end or the target: move on to the next file, or over
         # this range when a heartbeat is due
         return _position(session, last["file"], last["pos"]) if older or heartbeat_due else pos
+    cut = _start_after_rows(sample, captured, max_records, start)
+    if cut is not None:  # the sample holds the batch's rows: end it exactly, however the rest of the sample looks
+        return _position(session, pos["file"], cut)
     skip = skipped + max(1, int(max_records * len(sample) / rows))
     listed = skipped + len(sample)  # events [0, listed) after the start are in hand
     if skip < listed:
@@ -133,6 +137,21 @@ def _captured_row_events(events: list[tuple[int, str, int, str]], captured: set[
         elif current and event[1] in _ROW_EVENTS:
             count += 1
     return count
+
+
+def _start_after_rows(events: list[tuple[int, str, int, str]], captured: set[str], rows: int,
+                      start: int) -> int | None:
+    """Where the first transaction after the ``rows``-th row event of a captured table in a listing starts (None
+    when the listing holds fewer such events, or none starts after them)."""
+    count, current = 0, False
+    for event in events:
+        if count >= rows and event[1] in _GROUP_STARTS and event[0] > start:
+            return event[0]
+        if event[1] == "Table_map":
+            current = _captures(event, captured)
+        elif current and event[1] in _ROW_EVENTS:
+            count += 1
+    return None
 
 
 def _captures(event: tuple[int, str, int, str], captured: set[str]) -> bool:
