@@ -145,28 +145,21 @@ def _apply(df: DataFrame, column: str, conv: Converter, *, parse: bool, data_typ
     frame = getattr(conv, "parse_frame", None) if parse and column != "headers" else None
     staged = frame(df, column, data_type, _TMP) if frame is not None else None
     if staged is not None:  # a converter's own DataFrame-level pass (from_json / the Avro UDF projected once)
-        out = checked(staged, {column: F.col(column)}, failed=F.col(_TMP).isNotNull(), message=F.col(_TMP),
-                      stage=stage, class_name=cls).drop(_TMP)
-        return out.withMetadata(column, dict(metadata)) if metadata else out
+        return checked(staged, {column: F.col(column)}, failed=F.col(_TMP).isNotNull(), message=F.col(_TMP),
+                       stage=stage, class_name=cls, drop=[_TMP], metadata={column: metadata} if metadata else None)
     staging = getattr(conv, "parse_staged", None) if parse and conv.sample_every_message else None
     parts = staging(df, column, data_type) if staging is not None and column != "headers" else None
     if parts is not None:  # planned again for every micro-batch: the parse staged once, not copied per use
         sdf, c, temp = parts
-        out = checked(sdf, {column: c.value}, failed=c.failed, message=c.message, stage=stage,
-                      class_name=cls).drop(*temp)
-        return out.withMetadata(column, dict(metadata)) if metadata else out
+        return checked(sdf, {column: c.value}, failed=c.failed, message=c.message, stage=stage, class_name=cls,
+                       drop=temp, metadata={column: metadata} if metadata else None)
     if column != "headers":
         c = (conv.parse_checked(F.col(column), data_type, topic=topic) if parse
              else conv.serialize_checked(F.col(column), data_type, metadata=metadata, topic=topic))
-        if c.failed is None:
-            out = df.withColumn(column, c.value)
-        else:
-            # One projection: Spark's subexpression elimination shares what value, failed and message have in
-            # common (a struct staged in a projection of its own would be one more row copy).
-            out = checked(df, {column: c.value}, failed=c.failed, message=c.message, stage=stage, class_name=cls)
-        if parse and metadata:
-            out = out.withMetadata(column, dict(metadata))
-        return out
+        # One projection: Spark's subexpression elimination shares what value, failed and message have in
+        # common (a struct staged in a projection of its own would be one more row copy).
+        return checked(df, {column: c.value}, failed=c.failed, message=c.message, stage=stage, class_name=cls,
+                       metadata={column: metadata} if parse and metadata else None)
 
     def one(h):
         return (conv.parse_checked(h["value"], data_type, topic=topic) if parse

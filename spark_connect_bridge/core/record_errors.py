@@ -24,14 +24,15 @@ Stage names are Kafka's (``TRANSFORMATION``, ``KEY_CONVERTER``, ``VALUE_CONVERTE
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 __all__ = ["ERROR_COL", "ERROR_TYPE", "DATA_EXCEPTION", "has_error_column", "enable_error_column", "checked",
-           "coordinates", "drop_where", "ok"]
+           "coordinates", "drop_where", "ok", "with_metadata"]
 
 ERROR_COL = "_kc_error"
 ERROR_TYPE = StructType([StructField(n, StringType()) for n in
@@ -73,14 +74,18 @@ def _quoted(name: str) -> str:
 
 def checked(df: DataFrame, updates: Mapping[str, Column], *, failed: Column | None, message: Column | str | None,
             stage: str, class_name: str, alias: str | None = None,
-            exception_class: str = DATA_EXCEPTION) -> DataFrame:
+            exception_class: str = DATA_EXCEPTION, drop: Sequence[str] = (),
+            metadata: Mapping[str, Mapping[str, Any]] | None = None) -> DataFrame:
     """Apply ``updates`` (column name -> new expression) with per-record failure detection.
 
     ``failed`` is a boolean Column (null counts as false); ``message`` a string Column or literal that says
-    what went wrong for that row (the record's coordinates are appended here).
+    what went wrong for that row (the record's coordinates are appended here). ``drop``: columns left out of the
+    result (staged inputs of the updates); ``metadata``: an updated column's new metadata. Both in the same
+    projection: a sink typed from its messages builds this for every micro-batch, and Spark analyses the whole plan
+    again for every DataFrame step.
     """
     if failed is None:
-        return df.withColumns(dict(updates)) if updates else df
+        return _project(df, dict(updates), drop, metadata) if updates or drop or metadata else df
     msg = F.lit(message) if isinstance(message, str) else message if message is not None else F.lit("failed")
     failed = F.coalesce(failed, F.lit(False))
     who = f"{stage} {class_name}" + (f" (alias {alias})" if alias else "")
@@ -98,22 +103,50 @@ def checked(df: DataFrame, updates: Mapping[str, Column], *, failed: Column | No
         # Decimal failed as "invalid Decimal" under errors.tolerance=all.
         temp = {name: f"_kc_update_{i}" for i, name in enumerate(updates)}
         staged = df.withColumns({**{temp[name]: expr for name, expr in updates.items()}, ERROR_COL: err})
-        ordered = list(df.columns) + [name for name in updates if name not in df.columns]
-        return staged.select(*[F.col(_quoted(temp[c])).alias(c) if c in temp else F.col(_quoted(c))
+        ordered = [c for c in df.columns if c not in drop] + [name for name in updates if name not in df.columns]
+        return staged.select(*[_named(F.col(_quoted(temp[c])) if c in temp else F.col(_quoted(c)), c, metadata)
                                for c in ordered])
     if any(c.startswith(LIFT_FLAG_PREFIX) for c in df.columns):
         # A chain runs with key/value lifted (transforms/chain.py): a raise folded into the struct would make it
         # nullable again and keep Catalyst from merging the stages' struct updates. A filter is never pruned;
         # it runs before the updates, on the same record.
         df = df.filter(F.when(failed, F.raise_error(full).cast("boolean")).otherwise(F.lit(True)))
-        return df.withColumns(dict(updates)) if updates else df
+        return _project(df, dict(updates), drop, metadata) if updates or drop or metadata else df
     if not updates:
         # Nothing to attach the check to: keep a checked copy of an existing column.
-        first = df.columns[0]
-        updates = {first: F.col(first)}
+        first = next(c for c in df.columns if c not in drop)
+        updates = {first: F.col(_quoted(first))}
     # raise_error is folded into each updated column so that column pruning can never drop the check.
     guarded = {name: F.when(failed, F.raise_error(full)).otherwise(expr) for name, expr in updates.items()}
-    return df.withColumns(guarded)
+    return _project(df, guarded, drop, metadata)
+
+
+def with_metadata(df: DataFrame, metadata: Mapping[str, Mapping[str, Any]]) -> DataFrame:
+    """``df`` with each named column's metadata replaced (``withMetadata`` of each), in one projection."""
+    return _project(df, {}, (), metadata) if metadata else df
+
+
+def _named(c: Column, name: str, metadata: Mapping[str, Mapping[str, Any]] | None) -> Column:
+    if metadata and name in metadata:
+        return c.alias(name, metadata=dict(metadata[name]))
+    return c.alias(name)
+
+
+def _project(df: DataFrame, updates: Mapping[str, Column], drop: Sequence[str],
+             metadata: Mapping[str, Mapping[str, Any]] | None) -> DataFrame:
+    """``df.withColumns(updates).drop(*drop)`` with ``metadata`` set, as one projection (one DataFrame step)."""
+    if any(n not in df.columns and n.lower() in {c.lower() for c in df.columns} for n in updates):
+        # withColumns' own name resolution (case-insensitive by default) decides which column an update replaces
+        out = df.withColumns(dict(updates)).drop(*drop)
+        for name, md in (metadata or {}).items():
+            out = out.withMetadata(name, dict(md))
+        return out
+    kept = [c for c in df.columns if c not in drop]
+    cols = [_named(updates[c], c, metadata) if c in updates
+            else _named(F.col(_quoted(c)), c, metadata) if metadata and c in metadata else F.col(_quoted(c))
+            for c in kept]
+    cols += [_named(e, name, metadata) for name, e in updates.items() if name not in df.columns]
+    return df.select(*cols)
 
 
 def drop_where(df: DataFrame, condition: Column) -> DataFrame:

@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 
 from ..config import Config, ConfigDef
 from ..converters.connect_schema import with_optional
-from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok
+from ..core.record_errors import LIFT_FLAG_PREFIX, checked, drop_where, ok, with_metadata
 from ..core.topic_schemas import relaid
 from ..errors import ConfigError, ConfigProblem
 
@@ -446,8 +446,7 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
     if updates or failed is not None:
         df = checked(df, updates, failed=failed, message=step.message, stage=TRANSFORMATION,
                      class_name=class_name, alias=alias)
-    for n, md in step.metadata.items():
-        df = df.withMetadata(n, md)
+    metadata: dict[str, Mapping[str, Any]] = dict(step.metadata)
     for n in ("key", "value"):
         # A struct rebuilt by an expression loses its column metadata; Kafka's SMTs keep the schema's basics
         # (name, version, parameters) and the topics' layouts must follow, or a sink of several topics writes the
@@ -456,10 +455,10 @@ def run_step(df: DataFrame, step: Step, *, condition: Column | None, class_name:
                 and isinstance(before[n].dataType, StructType):
             new_type = df.schema[n].dataType
             if isinstance(new_type, StructType):
-                df = df.withMetadata(n, relaid(dict(before[n].metadata), n, new_type))
+                metadata[n] = relaid(dict(before[n].metadata), n, new_type)
     for n, flag in step.optional.items():
-        df = df.withMetadata(n, with_optional(df.schema[n].metadata, flag))
-    return df
+        metadata[n] = with_optional(metadata[n] if n in metadata else df.schema[n].metadata, flag)
+    return with_metadata(df, metadata)  # one DataFrame step: each is analysed again over the whole plan
 
 
 def prefix_problems(problems: list[ConfigProblem], prefix: str, known: list[str]) -> list[ConfigProblem]:
