@@ -37,7 +37,7 @@ MAX_SCHEMAS = 1000  # distinct schemas of one batch looked at (more: the batch i
 PAYLOAD_KEY = '"payload":'
 _JSON_SPACE = " \t\n\r"
 NO_SCHEMA = object()
-SCHEMAS_CHANGED = "kconnect: a message starts with a JSON schema the previous micro-batch's messages did not carry"
+SCHEMAS_CHANGED = "kconnect: a message starts with a JSON schema the messages its types came from did not carry"
 
 
 def _reject_constant(name: str) -> Any:
@@ -136,8 +136,10 @@ class BatchTexts:
     message starting with one of them, the batch's own distinct ``(topic, schema)`` are a subset of the previous
     batch's; the types are then those of the previous batch (a topic absent from this batch keeps its fields in a
     union, null), and every record converts as it would have. A column the previous batch could not type by its
-    texts (no schema first, tombstones only) keeps the per-batch job. Only for sinks that recognise a replayed batch
-    (``delivery = "exactly-once"``): the write the guard fails is aborted and the batch written again.
+    texts (no schema first, tombstones only) keeps the per-batch job. A query's first micro-batch is typed so by its
+    own first messages (:meth:`~spark_connect_bridge.engine.pipeline.BatchRouter._learn_first_messages`). Only for
+    sinks that recognise a replayed batch (``delivery = "exactly-once"``): the write the guard fails is aborted and
+    the batch written again.
     """
 
     def __init__(self) -> None:

@@ -77,6 +77,8 @@ __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_to
 log = logging.getLogger(__name__)
 
 #: Per query name, the counts of its last micro-batches: records, failed, dead_lettered, written.
+#: Messages of a query's first micro-batch whose schemas type it (:meth:`BatchRouter._learn_first_messages`).
+FIRST_MESSAGES = 1000
 BATCH_METRICS: dict[str, deque] = defaultdict(lambda: deque(maxlen=100))
 _metrics_lock = threading.Lock()
 
@@ -336,9 +338,10 @@ class BatchRouter:
     given, turns each micro-batch into the rows to route (a sink's converters and transforms whose types come
     from that batch's messages). ``texts``, with ``stages``: the query's memory of its last micro-batch's schema
     texts (:class:`~spark_connect_bridge.converters.json_envelopes.BatchTexts`); a micro-batch is then first
-    written typed by the previous one's schemas, in one pass, and typed from its own messages (the raw batch
-    cached, read twice) only when one of them carries another schema: that write fails before any commit and
-    the sink, which recognises a replayed batch, takes the second one."""
+    written typed by the previous one's schemas (the query's first: by those of its first messages), in one pass,
+    and typed from its own messages (the raw batch cached, read twice) only when one of them carries another
+    schema: that write fails before any commit and the sink, which recognises a replayed batch, takes the second
+    one."""
 
     def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str,
                  policy: ErrorPolicy | None,
@@ -347,11 +350,15 @@ class BatchRouter:
         self.write_good, self.app_id, self.name = write_good, app_id, name
         self.policy, self.source_policy = policy, source_policy
         self.stages, self.texts = stages, texts
+        self._sampled = False
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stages is None:
             self._route(batch, batch_id)
             return
+        if self.texts is not None and not self.texts.ready() and not self._sampled:
+            self._sampled = True
+            self._learn_first_messages(batch, batch_id)
         if self.texts is not None and self.texts.ready():
             try:
                 self.texts.guessing = True
@@ -364,8 +371,8 @@ class BatchRouter:
             except Exception as e:  # only the guard's own error is taken here
                 if SCHEMAS_CHANGED not in str(e):
                     raise
-                log.info("%s batch %d: a message carries a schema the previous batch's did not; its write was "
-                         "aborted and the batch is typed from its messages", self.name, batch_id)
+                log.info("%s batch %d: a message carries a schema the messages its types came from did not; its "
+                         "write was aborted and the batch is typed from its messages", self.name, batch_id)
         if self.texts is not None:
             self.texts.forget()
         raw = batch.persist()  # read twice: the schemas of its messages, then the conversion
@@ -373,6 +380,24 @@ class BatchRouter:
             self._route(self.stages(raw), batch_id)
         finally:
             raw.unpersist()
+
+    def _learn_first_messages(self, batch: DataFrame, batch_id: int) -> None:
+        """The query's first micro-batch has no previous one to be typed by: the schemas of its first
+        :data:`FIRST_MESSAGES` messages are found (a small job) and recorded as if a previous batch had carried
+        them, so that it too is written in one pass under the guard (no cache of the whole batch, no job over it);
+        a message after them with another schema fails that write and the batch is typed from all its messages. A
+        sample the stages cannot type (two schemas in a topic, tombstones only) is left to that path, which says
+        what is wrong."""
+        assert self.stages is not None and self.texts is not None
+        try:
+            self.stages(batch.limit(FIRST_MESSAGES))
+        except Exception as e:  # noqa: BLE001 - only saves time: the batch's own path raises what is the batch's
+            log.debug("%s batch %d: its first messages did not give its types (%s)", self.name, batch_id, e)
+            self.texts.forget()
+            return
+        if self.texts.ready():
+            log.info("%s batch %d: typed by the schemas of its first %d messages", self.name, batch_id,
+                     FIRST_MESSAGES)
 
     def _route(self, batch: DataFrame, batch_id: int) -> None:
         if self.stages is not None and ERROR_COL not in batch.columns:

@@ -30,12 +30,13 @@ def _key(i: int) -> bytes:
     return json.dumps({"schema": schema, "payload": {"id": i}}).encode()
 
 
-def _one_file_per_batch(spark, tmp_path, batches: list[list[tuple[bytes, bytes]]]):
-    """A stream of topic ``orders`` whose micro-batches are ``batches`` ((key, value) messages), one Parquet file
-    each, offsets counted across them."""
+def _one_file_per_batch(spark, tmp_path, batches: list[list[tuple]]):
+    """A stream whose micro-batches are ``batches`` ((key, value) messages of topic ``orders``, or (key, value,
+    topic)), one Parquet file each, offsets counted across them."""
     offset = 0
     for b, messages in enumerate(batches):
-        rows = [(k, v, "orders", 0, offset + i, None, []) for i, (k, v) in enumerate(messages)]
+        rows = [(m[0], m[1], m[2] if len(m) > 2 else "orders", 0, offset + i, None, [])
+                for i, m in enumerate(messages)]
         offset += len(messages)
         spark.createDataFrame(rows, record_schema(BinaryType(), BinaryType())).coalesce(1).write.parquet(
             str(tmp_path / "in" / f"b{b}"))
@@ -79,6 +80,41 @@ def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_
     assert metrics == [(0, 2, 0, 2), (1, 2, 0, 2), (2, 2, 0, 2)]
     retyped = [r.getMessage() for r in caplog.records if "typed from its messages" in r.getMessage()]
     assert len(retyped) == 1 and "batch 1:" in retyped[0]
+    # the first micro-batch, with no previous one, was typed by the schemas of its first messages
+    assert any("batch 0: typed by the schemas of its first" in r.getMessage() for r in caplog.records)
+
+
+def test_a_first_batch_whose_later_message_carries_another_schema_is_typed_from_all_its_messages(
+        spark, tmp_path, caplog, monkeypatch):
+    """The first micro-batch is typed by its first messages (here: one); a message of another topic after them
+    fails that write under the guard, and the batch is typed from every message: both tables, every row once."""
+    from spark_connect_bridge.engine import pipeline
+
+    monkeypatch.setattr(pipeline, "FIRST_MESSAGES", 1)
+    item = json.dumps({"schema": {"type": "struct", "name": "shop.items.Value", "optional": False,
+                                  "fields": [{"field": "sku", "type": "string", "optional": False}]},
+                       "payload": {"sku": "x-1"}}).encode()
+    batches = [[(_key(1), _envelope(V1, {"id": 1, "note": "a"})), (_key(7), item, "items"),
+                (_key(2), _envelope(V1, {"id": 2, "note": "b"}))]]
+    stream = _one_file_per_batch(spark, tmp_path, batches)
+    db = tmp_path / "mirror.db"
+    config = {"name": "one-pass-first", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+              "connection.url": f"jdbc:sqlite:{db}", "topics": "orders,items", "auto.create": "true",
+              "insert.mode": "upsert", "pk.mode": "record_key", "key.converter": JSON, "value.converter": JSON}
+    BATCH_METRICS.pop("one-pass-first", None)
+    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
+    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None
+    with sqlite3.connect(db) as c:
+        orders = sorted(c.execute('select id, note from "orders"'))
+        items = sorted(c.execute('select id, sku from "items"'))
+    assert orders == [(1, "a"), (2, "b")] and items == [(7, "x-1")]
+    metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS["one-pass-first"]]
+    assert metrics == [(0, 3, 0, 3)]
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("batch 0: typed by the schemas of its first 1 messages" in m for m in messages)
+    assert any("batch 0:" in m and "typed from its messages" in m for m in messages)
 
 
 def test_a_tolerant_sink_retypes_a_changed_batch_and_counts_its_failed_record_once(spark, tmp_path, caplog):
