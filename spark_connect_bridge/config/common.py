@@ -88,9 +88,11 @@ COMMON = (
                                                 "value.converter.plugin.version", "header.converter.plugin.version")})
     .define("max.records.per.trigger", Type.LONG, None, Range.at_least(1), Importance.MEDIUM,
             "Spark: upper bound on the records one micro-batch reads (admission control). Unset: the "
-            "connector's own default; a sink reading Kafka or the worker's topic store: 50000 (its micro-batch is "
-            "cached while it is converted, dead-lettered and written: a backlog read in one batch could outgrow "
-            "the driver's memory).", group="Spark")
+            "connector's own default; a sink reading Kafka or the worker's topic store: 50000 (a micro-batch typed "
+            "again from its messages or read with errors.tolerance=all is cached while it is converted, "
+            "dead-lettered and written: a backlog read in one batch could outgrow the driver's memory). A larger "
+            "bound spends less CPU per record on Spark's per-batch planning (a JDBC sink of Debezium envelopes: "
+            "~8% less at 150000 than at 50000) where the driver has the memory.", group="Spark")
 )
 
 #: The micro-batch bound of a sink that reads Kafka or the topic store when its config sets none (see above):
