@@ -44,6 +44,24 @@ def _one_file_per_batch(spark, tmp_path, batches: list[list[tuple]]):
             .parquet(str(tmp_path / "in" / "*")))
 
 
+def _run(spark, tmp_path, caplog, name: str, batches: list[list[tuple]], **keys: str):
+    """Run the JDBC sink ``name`` (SQLite, upsert by the record key, auto-created tables, ``keys`` added) over
+    ``batches`` to the end: the database, the batches' (id, records, failed, written) and the pipeline's log."""
+    stream = _one_file_per_batch(spark, tmp_path, batches)
+    db = tmp_path / "mirror.db"
+    config = {"name": name, "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+              "connection.url": f"jdbc:sqlite:{db}", "topics": "orders", "auto.create": "true",
+              "insert.mode": "upsert", "pk.mode": "record_key", "key.converter": JSON, "value.converter": JSON,
+              **keys}
+    BATCH_METRICS.pop(name, None)
+    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
+    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    q.awaitTermination()
+    assert q.exception() is None
+    metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS[name]]
+    return db, metrics, [r.getMessage() for r in caplog.records]
+
+
 V1 = [("id", "int64", False), ("note", "string", True)]
 V2 = V1 + [("qty", "int32", True)]
 
@@ -60,28 +78,17 @@ def test_a_schema_change_between_micro_batches_evolves_the_table_and_each_batch_
                                                                                               "note": "b3",
                                                                                               "qty": 2}))],
     ]
-    stream = _one_file_per_batch(spark, tmp_path, batches)
-    db = tmp_path / "mirror.db"
-    config = {"name": "one-pass-orders", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-              "connection.url": f"jdbc:sqlite:{db}", "topics": "orders", "auto.create": "true",
-              "auto.evolve": "true", "insert.mode": "upsert", "pk.mode": "record_key",
-              "key.converter": JSON, "value.converter": JSON}
-    BATCH_METRICS.pop("one-pass-orders", None)
-    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
-    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
-    q.awaitTermination()
-    assert q.exception() is None
+    db, metrics, messages = _run(spark, tmp_path, caplog, "one-pass-orders", batches, **{"auto.evolve": "true"})
     with sqlite3.connect(db) as c:
         cols = [r[1] for r in c.execute('pragma table_info("orders")')]
         got = sorted(c.execute('select id, note, qty from "orders"'))
     assert cols == ["id", "note", "qty"]
     assert got == [(1, "a2", 5), (2, "b3", 2), (3, None, 7), (4, "d", 1)]
-    metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS["one-pass-orders"]]
     assert metrics == [(0, 2, 0, 2), (1, 2, 0, 2), (2, 2, 0, 2)]
-    retyped = [r.getMessage() for r in caplog.records if "typed from its messages" in r.getMessage()]
+    retyped = [m for m in messages if "typed from its messages" in m]
     assert len(retyped) == 1 and "batch 1:" in retyped[0]
     # the first micro-batch, with no previous one, was typed by the schemas of its first messages
-    assert any("batch 0: typed by the schemas of its first" in r.getMessage() for r in caplog.records)
+    assert any("batch 0: typed by the schemas of its first" in m for m in messages)
 
 
 def test_a_first_batch_whose_later_message_carries_another_schema_is_typed_from_all_its_messages(
@@ -96,23 +103,12 @@ def test_a_first_batch_whose_later_message_carries_another_schema_is_typed_from_
                        "payload": {"sku": "x-1"}}).encode()
     batches = [[(_key(1), _envelope(V1, {"id": 1, "note": "a"})), (_key(7), item, "items"),
                 (_key(2), _envelope(V1, {"id": 2, "note": "b"}))]]
-    stream = _one_file_per_batch(spark, tmp_path, batches)
-    db = tmp_path / "mirror.db"
-    config = {"name": "one-pass-first", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-              "connection.url": f"jdbc:sqlite:{db}", "topics": "orders,items", "auto.create": "true",
-              "insert.mode": "upsert", "pk.mode": "record_key", "key.converter": JSON, "value.converter": JSON}
-    BATCH_METRICS.pop("one-pass-first", None)
-    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
-    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
-    q.awaitTermination()
-    assert q.exception() is None
+    db, metrics, messages = _run(spark, tmp_path, caplog, "one-pass-first", batches, topics="orders,items")
     with sqlite3.connect(db) as c:
         orders = sorted(c.execute('select id, note from "orders"'))
         items = sorted(c.execute('select id, sku from "items"'))
     assert orders == [(1, "a"), (2, "b")] and items == [(7, "x-1")]
-    metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS["one-pass-first"]]
     assert metrics == [(0, 3, 0, 3)]
-    messages = [r.getMessage() for r in caplog.records]
     assert any("batch 0: typed by the schemas of its first 1 messages" in m for m in messages)
     assert any("batch 0:" in m and "typed from its messages" in m for m in messages)
 
@@ -130,20 +126,10 @@ def test_a_tolerant_sink_retypes_a_changed_batch_and_counts_its_failed_record_on
         [(_key(2), _envelope(V2, {"id": 2, "note": "b", "qty": 3})), (_key(9), bad),
          (_key(3), _envelope(V2, {"id": 3, "note": "c", "qty": 4}))],
     ]
-    stream = _one_file_per_batch(spark, tmp_path, batches)
-    db = tmp_path / "mirror.db"
-    config = {"name": "one-pass-tolerant", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
-              "connection.url": f"jdbc:sqlite:{db}", "topics": "orders", "auto.create": "true",
-              "auto.evolve": "true", "insert.mode": "upsert", "pk.mode": "record_key", "errors.tolerance": "all",
-              "key.converter": JSON, "value.converter": JSON}
-    BATCH_METRICS.pop("one-pass-tolerant", None)
-    caplog.set_level(logging.INFO, logger="spark_connect_bridge.engine.pipeline")
-    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
-    q.awaitTermination()
-    assert q.exception() is None
+    db, metrics, messages = _run(spark, tmp_path, caplog, "one-pass-tolerant", batches,
+                                 **{"auto.evolve": "true", "errors.tolerance": "all"})
     with sqlite3.connect(db) as c:
         got = sorted(c.execute('select id, note, qty from "orders"'))
     assert got == [(1, "a", None), (2, "b", 3), (3, "c", 4)]
-    metrics = [(m["batch_id"], m["records"], m["failed"], m["written"]) for m in BATCH_METRICS["one-pass-tolerant"]]
     assert metrics == [(0, 1, 0, 1), (1, 3, 1, 2)]
-    assert any("batch 1:" in r.getMessage() and "typed from its messages" in r.getMessage() for r in caplog.records)
+    assert any("batch 1:" in m and "typed from its messages" in m for m in messages)
