@@ -76,9 +76,9 @@ __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_to
 
 log = logging.getLogger(__name__)
 
-#: Per query name, the counts of its last micro-batches: records, failed, dead_lettered, written.
 #: Messages of a query's first micro-batch whose schemas type it (:meth:`BatchRouter._learn_first_messages`).
 FIRST_MESSAGES = 1000
+#: Per query name, the counts of its last micro-batches: records, failed, dead_lettered, written.
 BATCH_METRICS: dict[str, deque] = defaultdict(lambda: deque(maxlen=100))
 _metrics_lock = threading.Lock()
 
