@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from ..cdc.layout import Layout
@@ -128,29 +129,29 @@ def stream_end(session: Session, settings: Settings, pos: dict[str, Any], max_re
         listed, exhausted = listed + len(window), len(window) < _WINDOW
 
 
-def _captured_row_events(events: list[tuple[int, str, int, str]], captured: set[str]) -> int:
-    """Row events of captured tables in a listing (each follows its table's table map)."""
-    count, current = 0, False
+def _captured_rows(events: list[tuple[int, str, int, str]], captured: set[str]) -> Iterator[bool]:
+    """For each listed event, whether it is a row event of a captured table (each follows its table's table map)."""
+    current = False
     for event in events:
         if event[1] == "Table_map":
             current = _captures(event, captured)
-        elif current and event[1] in _ROW_EVENTS:
-            count += 1
-    return count
+        yield current and event[1] in _ROW_EVENTS
+
+
+def _captured_row_events(events: list[tuple[int, str, int, str]], captured: set[str]) -> int:
+    """Row events of captured tables in a listing."""
+    return sum(_captured_rows(events, captured))
 
 
 def _start_after_rows(events: list[tuple[int, str, int, str]], captured: set[str], rows: int,
                       start: int) -> int | None:
     """Where the first transaction after the ``rows``-th row event of a captured table in a listing starts (None
     when the listing holds fewer such events, or none starts after them)."""
-    count, current = 0, False
-    for event in events:
+    count = 0
+    for event, is_row in zip(events, _captured_rows(events, captured)):
         if count >= rows and event[1] in _GROUP_STARTS and event[0] > start:
             return event[0]
-        if event[1] == "Table_map":
-            current = _captures(event, captured)
-        elif current and event[1] in _ROW_EVENTS:
-            count += 1
+        count += is_row
     return None
 
 
