@@ -135,8 +135,11 @@ def _named(c: Column, name: str, metadata: Mapping[str, Mapping[str, Any]] | Non
 def _project(df: DataFrame, updates: Mapping[str, Column], drop: Sequence[str],
              metadata: Mapping[str, Mapping[str, Any]] | None) -> DataFrame:
     """``df.withColumns(updates).drop(*drop)`` with ``metadata`` set, as one projection (one DataFrame step)."""
-    if any(n not in df.columns and n.lower() in {c.lower() for c in df.columns} for n in updates):
-        # withColumns' own name resolution (case-insensitive by default) decides which column an update replaces
+    lower = {c.lower() for c in df.columns}
+    if any(n not in df.columns and n.lower() in lower for n in updates) or \
+            any(n not in df.columns and n not in updates for n in metadata or {}):
+        # A name that matches no column exactly: Spark's own resolution, as withColumns and withMetadata do it
+        # (case-insensitive by default; metadata of a column that does not exist is an error)
         out = df.withColumns(dict(updates)).drop(*drop)
         for name, md in (metadata or {}).items():
             out = out.withMetadata(name, dict(md))
