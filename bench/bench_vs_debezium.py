@@ -275,18 +275,20 @@ def _phases_line(progress: list[dict]) -> str:
     return f"{len(batches)} micro-batches, {rows:.0f} events each, mean ms: {means}"
 
 
-def _slowest_line(progress: list[dict], k: int = 3) -> str:
-    """The ``k`` slowest micro-batches (the tail of the latency): id, events, and the phases that took > 50 ms."""
-    slow = sorted(progress, key=lambda p: -p["durationMs"].get("triggerExecution", 0))[:k]
+def _batches_text(batches: list[dict]) -> str:
+    """Each micro-batch's id, events, and the phases that took > 50 ms."""
     return "; ".join(f"batch {p['batchId']} {p['numInputRows']} events " + " ".join(
-        f"{ph} {p['durationMs'][ph]}" for ph in _PHASES if p["durationMs"].get(ph, 0) > 50) for p in slow)
+        f"{ph} {p['durationMs'][ph]}" for ph in _PHASES if p["durationMs"].get(ph, 0) > 50) for p in batches)
+
+
+def _slowest_line(progress: list[dict], k: int = 3) -> str:
+    """The ``k`` slowest micro-batches (the tail of the latency)."""
+    return _batches_text(sorted(progress, key=lambda p: -p["durationMs"].get("triggerExecution", 0))[:k])
 
 
 def _first_line(progress: list[dict], k: int = 5) -> str:
     """The first ``k`` micro-batches that read something (the stream's start: where its p99 comes from)."""
-    first = [p for p in progress if p["numInputRows"]][:k]
-    return "; ".join(f"batch {p['batchId']} {p['numInputRows']} events " + " ".join(
-        f"{ph} {p['durationMs'][ph]}" for ph in _PHASES if p["durationMs"].get(ph, 0) > 50) for p in first)
+    return _batches_text([p for p in progress if p["numInputRows"]][:k])
 
 
 def stream(rate: int, seconds: int, together: bool = False, warm: bool = True) -> None:
