@@ -242,11 +242,11 @@ def infer_schema_from_envelopes(
     which :meth:`parse` reads each topic's messages with. Several schemas in one topic are an error. ``keys``:
     the messages are record keys. ``texts``: a streaming query's memory (:class:`BatchTexts`): while it guesses,
     the previous micro-batch's rows are taken without a job; else what this batch's job found is recorded."""
-    if df.isStreaming:
-        raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
-                                              f"be inferred from its messages (a Spark DDL or JSON schema)")])
     topic = topic_column(df)
     rows = texts.rows(column) if texts is not None else None
+    if df.isStreaming and not rows:  # a plain query typed by its texts' rows is built over the stream itself
+        raise ConfigError([ConfigProblem(key, f"Set {key}: the Spark type of a streaming DataFrame's JSON cannot "
+                                              f"be inferred from its messages (a Spark DDL or JSON schema)")])
     if rows is None:
         found_texts: set[tuple[Any, str]] = set()
         rows = schemas_by_prefix(df, column, topic, sample_size, found_texts)

@@ -69,6 +69,7 @@ from .dead_letter import (
 )
 from .python_workers import check_python_workers
 from .queries import start_query
+from .schema_restarts import HandOverSignal, SchemaFollowingQuery
 from .topic_store import TopicStore
 
 __all__ = ["read_stream", "read_batch", "write_stream", "write_batch", "write_topic_store", "PreparedConfig",
@@ -346,16 +347,25 @@ class BatchRouter:
     def __init__(self, write_good: Callable[[DataFrame, str, int], dict | None], *, app_id: str,
                  policy: ErrorPolicy | None,
                  source_policy: ErrorPolicy | None, name: str,
-                 stages: Callable[[DataFrame], DataFrame] | None = None, texts: BatchTexts | None = None):
+                 stages: Callable[[DataFrame], DataFrame] | None = None, texts: BatchTexts | None = None,
+                 follow: HandOverSignal | None = None):
         self.write_good, self.app_id, self.name = write_good, app_id, name
         self.policy, self.source_policy = policy, source_policy
-        self.stages, self.texts = stages, texts
+        self.stages, self.texts, self.follow = stages, texts, follow
         self._sampled = False
+
+    def restart(self) -> None:
+        """Forget what earlier micro-batches taught (a new run types its first micro-batch from its messages)."""
+        self._sampled = False
+        if self.texts is not None:
+            self.texts.forget()
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         if self.stages is None:
             self._route(batch, batch_id)
             return
+        if self.follow is not None and self.follow.due():
+            self.follow.hand_over(batch_id)  # raises: this micro-batch goes to the plain query, uncommitted
         if self.texts is not None and not self.texts.ready() and not self._sampled:
             self._sampled = True
             self._learn_first_messages(batch, batch_id)
@@ -367,6 +377,7 @@ class BatchRouter:
                 finally:
                     self.texts.guessing = False
                 self._route(typed, batch_id)
+                self._typed()
                 return
             except Exception as e:  # only the guard's own error is taken here
                 if SCHEMAS_CHANGED not in str(e):
@@ -380,6 +391,12 @@ class BatchRouter:
             self._route(self.stages(raw), batch_id)
         finally:
             raw.unpersist()
+        self._typed()
+
+    def _typed(self) -> None:
+        """A micro-batch was written; if typed by texts, the next one can go to a plain query."""
+        if self.follow is not None and self.texts is not None and self.texts.ready():
+            self.follow.typed()
 
     def _learn_first_messages(self, batch: DataFrame, batch_id: int) -> None:
         """The query's first micro-batch has no previous one to be typed by: the schemas of its first
@@ -432,7 +449,7 @@ class BatchRouter:
                 m["written"] -= sink_report["rejected_by_sink"]
                 m["failed"] += sink_report["rejected_by_sink"]
                 m["dead_lettered"] += sink_report["rejected_by_sink"] if self.policy and self.policy.has_dlq else 0
-            self._report(batch_id, m)
+            self.report(batch_id, m)
         finally:
             batch.unpersist()
 
@@ -447,10 +464,10 @@ class BatchRouter:
         report = self.write_good(batch.observe(seen, F.count(F.lit(1)).alias("records")), self.app_id,
                                  batch_id) or {}
         records = int(seen.get.get("records") or 0)
-        self._report(batch_id, {"batch_id": batch_id, "records": records, "failed": 0, "dead_lettered": 0,
+        self.report(batch_id, {"batch_id": batch_id, "records": records, "failed": 0, "dead_lettered": 0,
                                 "written": records, **report})
 
-    def _report(self, batch_id: int, m: dict) -> None:
+    def report(self, batch_id: int, m: dict) -> None:
         with _metrics_lock:
             BATCH_METRICS[self.name].append(m)
         log.info("%s batch %d: %s", self.name, batch_id, m)
@@ -535,9 +552,34 @@ def write_stream(df: DataFrame, config: Configish | PreparedConfig, *, checkpoin
                 "errors.tolerance": "all" if p.policy.tolerate else "none"}).mode("append").save()
         return _dead_letter_rejects(good, p, rejects_dir, app_id, batch_id)
 
+    # A plain query while the schemas hold (engine/schema_restarts.py): strict, not a single-batch trigger, and on
+    # a classic session (on Spark Connect the router runs on the server, where what it learns stays)
+    follows = (texts is not None and not p.policy.tolerate and source_policy is None
+               and not (trigger or {}).get("once") and hasattr(df.sparkSession, "_jsparkSession"))
     router = BatchRouter(write_good, app_id=checkpoint_app_id(checkpoint), policy=p.policy,
-                         source_policy=source_policy, name=name, stages=stages, texts=texts)
-    return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+                         source_policy=source_policy, name=name, stages=stages, texts=texts,
+                         follow=HandOverSignal() if follows else None)
+    if router.follow is None:
+        return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+    assert texts is not None
+    app = {"kconnect.app.id": checkpoint_app_id(checkpoint)}
+
+    def start_router() -> Any:
+        router.restart()
+        return start_routed(out, checkpoint=checkpoint, trigger=trigger, query_name=name, router=router, direct=None)
+
+    def start_plain() -> Any:
+        """The plain query: typed by the texts of the router's last micro-batch, behind the same guard."""
+        texts.guessing = True
+        try:
+            typed = stages(texts.guarded(out))
+        finally:
+            texts.guessing = False
+        with python_writer_batches(df.sparkSession, p.connector_class):
+            return start_routed(typed, checkpoint=checkpoint, trigger=trigger, query_name=name, router=None,
+                                direct=lambda w: w.format("kconnect").options(**opts, **app))
+
+    return SchemaFollowingQuery(df.sparkSession, name, router.follow, start_router, start_plain, router.report)
 
 
 def _dead_letter_rejects(good: DataFrame, p: PreparedConfig, rejects_dir: str, app_id: str, batch_id: int) -> dict:
