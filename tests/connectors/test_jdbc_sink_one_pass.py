@@ -2,7 +2,9 @@
 spark.schema) writes each batch in one pass: the conversion runs inside the write, the batch's count is observed
 on the write itself (no job of its own), and a schema that changes between micro-batches still evolves the
 table. A batch is first written typed by the previous batch's schemas (no job to find them); one whose messages
-carry another schema fails that write, which the sink aborts, and is typed from its messages."""
+carry another schema fails that write, which the sink aborts, and is typed from its messages. A strict sink runs as
+a plain streaming query while its schemas hold (engine/schema_restarts.py): one query to its caller, and nothing lost
+or doubled when its driver is killed as it changes query."""
 
 from __future__ import annotations
 
