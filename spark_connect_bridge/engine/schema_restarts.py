@@ -2,12 +2,13 @@
 
 A sink whose types come from each micro-batch's messages (JsonConverter with ``schemas.enable=true`` and no
 ``spark.schema``) runs through :class:`~.pipeline.BatchRouter` in ``foreachBatch``: the DataFrame built for each
-micro-batch is analysed and planned again, every micro-batch (~0.5 CPU-s each, docs/benchmarks.md). For a sink
-that recognises a replayed batch (``delivery = "exactly-once"``), :class:`SchemaFollowingQuery` runs it so only
+micro-batch is analysed and planned again, every micro-batch (~0.5 CPU-s each, docs/benchmarks.md). For a sink that
+recognises a replayed batch (``delivery = "exactly-once"``) and is strict (``errors.tolerance=none``, no source's
+failed records), on a classic session at any trigger but ``once``, :class:`SchemaFollowingQuery` runs it so only
 until a micro-batch has been written typed by its messages' schema texts: at the start of the next one, before it
-reads anything, the router ends its query (:class:`HandOver`; that micro-batch stays in the checkpoint's offset
-log, not committed) and a plain streaming query starts on the same checkpoint, typed by those texts behind the same
-guard (:meth:`~spark_connect_bridge.converters.json_envelopes.BatchTexts.guarded`), analysed once, written by the
+reads anything, the router ends its query (:class:`HandOver`; that micro-batch stays in the checkpoint's offset log,
+not committed) and a plain streaming query starts on the same checkpoint, typed by those texts behind the same guard
+(:meth:`~spark_connect_bridge.converters.json_envelopes.BatchTexts.guarded`), analysed once, written by the
 connector's streaming writer. It runs the uncommitted micro-batch first, with the same batch id. A message with
 another schema fails that query's write, which the sink aborts; the router's query then runs again from the
 checkpoint, types that micro-batch from its messages, writes it, and hands over again.
@@ -60,6 +61,8 @@ class HandOverSignal:
 
     def __init__(self) -> None:
         self._typed = threading.Event()
+        self.handed_over = False  # the router's run ended by hand_over (not by an error's text: a record's error
+        # message may quote the record)
         self.query: Any = None  # the router's query, set by SchemaFollowingQuery once started
         self.filters: list[Any] = []
 
@@ -71,12 +74,14 @@ class HandOverSignal:
 
     def reset(self, query: Any = None) -> None:
         self._typed.clear()
+        self.handed_over = False
         self.query = query
 
     def hand_over(self, batch_id: int) -> None:
         """End the router's query before micro-batch ``batch_id`` reads anything (it stays uncommitted)."""
         if self.query is not None:
             self.filters.append(_deny_terminated_error(self.query))
+        self.handed_over = True
         raise HandOver(f"{HAND_OVER} (batch {batch_id})")
 
     def clear_filters(self) -> None:
@@ -168,7 +173,7 @@ class SchemaFollowingQuery:
                     if self._stopped:
                         return
                     text = str(exc) if exc is not None else ""
-                    if not self._plain and HAND_OVER in text:
+                    if not self._plain and self._signal.handed_over and HAND_OVER in text:
                         log.info("%s: its schemas held over a micro-batch; the next ones run in a plain streaming "
                                  "query typed by them", self._name)
                         start, self._plain = self._start_plain, True
@@ -285,5 +290,7 @@ class SchemaFollowingQuery:
     def explain(self, extended: bool = False) -> None:
         self._current.explain(extended)
 
-    def __getattr__(self, item: str) -> Any:
+    def __getattr__(self, item: str) -> Any:  # anything else of StreamingQuery: the current run's
+        if item.startswith("_"):
+            raise AttributeError(item)
         return getattr(self._current, item)

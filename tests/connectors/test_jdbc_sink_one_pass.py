@@ -12,6 +12,7 @@ import json
 import logging
 import sqlite3
 
+import pytest
 from pyspark.sql.types import BinaryType
 
 from spark_connect_bridge.core.records import record_schema
@@ -240,3 +241,26 @@ def test_a_driver_killed_while_the_sink_changes_query_loses_and_doubles_nothing(
         rows = sorted(c.execute('select id, qty from "orders"'))
     assert [r[0] for r in rows] == list(range(600))
     assert all(q is None for _, q in rows[:300]) and all(q == 1 for _, q in rows[300:])
+
+
+def test_a_record_whose_error_quotes_the_switch_texts_fails_the_sink_once_and_writes_nothing_of_it(spark, tmp_path):
+    """The attack: a message crafted so that its conversion error quotes the texts of a hand-over and of a changed
+    schema. The plain query's failure on it sends the micro-batch back to the router's query (as a changed schema
+    would), whose own write fails on it again; that failure is no hand-over (the router's own signal, not a text),
+    so the sink fails naming the record, once, instead of switching queries around it; nothing of the micro-batch
+    is written."""
+    from spark_connect_bridge.converters.json_envelopes import SCHEMAS_CHANGED
+    from spark_connect_bridge.engine.schema_restarts import HAND_OVER
+
+    crafted = _envelope(V1, {"id": f"{HAND_OVER} {SCHEMAS_CHANGED}", "note": "x"})
+    stream = _one_file_per_batch(spark, tmp_path, [_orders(0, 2), [(_key(5), crafted)] + _orders(6, 2)])
+    config = {"name": "one-pass-crafted", "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+              "connection.url": f"jdbc:sqlite:{tmp_path / 'mirror.db'}", "topics": "orders", "auto.create": "true",
+              "insert.mode": "insert", "pk.mode": "none", "key.converter": JSON, "value.converter": JSON}
+    q = write_stream(stream, config, checkpoint=str(tmp_path / "ckpt"), trigger={"availableNow": True})
+    with pytest.raises(Exception) as failed:
+        q.awaitTermination(240)  # a query switching around the record forever would time out here
+    assert "topic=orders, partition=0, offset=2" in str(failed.value)  # the crafted record, named
+    assert not q.isActive
+    with sqlite3.connect(tmp_path / "mirror.db") as c:
+        assert sorted(r[0] for r in c.execute('select id from "orders"')) == [0, 1]
