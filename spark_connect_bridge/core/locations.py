@@ -222,6 +222,54 @@ class Locations:
             finally:
                 os.close(dfd)
 
+    def create_bytes(self, location: str, data: bytes, *, private: bool = False) -> bool:
+        """Create ``location`` holding ``data`` unless it exists: True when this call created it, False when it
+        existed (or another writer's create won a race; read what it holds). Locally a complete temporary file
+        linked into place; in a bucket one PUT with ``If-None-Match: *`` (boto3, the ``s3`` extra), without boto3
+        a PUT of a missing object read back (two writers racing there may both read their own for a moment)."""
+        if is_remote(location):
+            try:
+                client = self.s3_client(location)
+            except ImportError:
+                if self.exists(location):
+                    return False
+                self.write_bytes(location, data, private=private)
+                return self.read_bytes(location) == data
+            parts = urlsplit(location.strip())
+            try:
+                client.put_object(Bucket=parts.netloc, Key=parts.path.lstrip("/"), Body=data, IfNoneMatch="*")
+                return True
+            except Exception as e:
+                code = str((getattr(e, "response", None) or {}).get("Error", {}).get("Code", ""))
+                if code in ("PreconditionFailed", "ConditionalRequestConflict"):  # 412: it exists; 409: racing
+                    return False
+                raise OSError(f"Cannot write {location}: {code or type(e).__name__}") from e
+        directory = os.path.dirname(location) or "."
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # mode 0600, as write_bytes leaves its files
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.link(tmp, location)
+            return True
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+
+    def s3_client(self, location: str) -> Any:
+        """A boto3 S3 client for ``location``'s bucket with these S3A settings (else the AWS default chain).
+        ImportError without boto3 (the ``s3`` extra)."""
+        import boto3
+        from botocore.config import Config
+
+        kwargs, addressing = self.s3_settings(location).boto3_options()
+        config = Config(s3={"addressing_style": addressing}, connect_timeout=10, read_timeout=30,
+                        retries={"max_attempts": 3, "mode": "standard"})
+        return boto3.client("s3", config=config, **kwargs)
+
     def makedirs(self, location: str) -> None:
         """Create a local directory and its parents; nothing in a bucket (a prefix exists with its objects)."""
         if not is_remote(location):

@@ -20,7 +20,7 @@ import json
 import logging
 import os
 import re
-import tempfile
+import time
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -217,40 +217,24 @@ class ConfigCipher:
         self._fernet = Fernet(self._load_or_create_key())
 
     def _load_or_create_key(self) -> bytes:
+        """The key in ``key_file``; created when missing (in a bucket: beside the state it encrypts,
+        ``offset.storage.dir``'s default). Workers starting at the same moment all take the one key that was created
+        first (a conditional create: a key one of them wrote over another's would leave configs encrypted under a
+        key no other worker has)."""
         from cryptography.fernet import Fernet
 
-        if is_remote(self.key_file):  # in the bucket beside the state it encrypts (offset.storage.dir's default)
+        for attempt in range(20):
             try:
-                return self._locations.read_text(self.key_file).strip().encode("ascii")
+                return self._locations.read_bytes(self.key_file).strip()
             except FileNotFoundError:
-                key = Fernet.generate_key()
-                self._locations.write_text(self.key_file, key.decode("ascii"))
+                if attempt:  # another worker's create won and is still landing
+                    time.sleep(0.1)
+                    continue
+            key = Fernet.generate_key()
+            if self._locations.create_bytes(self.key_file, key, private=True):
                 log.info("Created the key that encrypts stored connector configs: %s", self.key_file)
                 return key
-        try:
-            with open(self.key_file, "rb") as f:
-                return f.read().strip()
-        except FileNotFoundError:
-            pass
-        folder = os.path.dirname(self.key_file)
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        key = Fernet.generate_key()
-        # Written whole under a temporary name, then linked into place: a worker starting at the same moment
-        # finds either no key file or a complete one (created in place, it could read it still empty).
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".key-")  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(key)
-                f.flush()
-                os.fsync(f.fileno())
-            os.link(tmp, self.key_file)
-        except FileExistsError:  # another process created it meanwhile
-            with open(self.key_file, "rb") as f:
-                return f.read().strip()
-        finally:
-            os.unlink(tmp)
-        log.info("Created the key that encrypts stored connector configs: %s", self.key_file)
-        return key
+        raise FileNotFoundError(f"{self.key_file}: created by another worker, and still not readable")
 
     def encrypt(self, config: Mapping[str, str]) -> str:
         return self._fernet.encrypt(json.dumps(dict(config), sort_keys=True).encode()).decode("ascii")

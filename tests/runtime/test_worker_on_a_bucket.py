@@ -56,6 +56,37 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def test_workers_starting_together_on_a_bucket_take_one_key(bucket):
+    """The key that encrypts stored configs, created in the bucket by workers starting at the same moment: one
+    create wins (a conditional PUT) and every worker takes that key, so each decrypts what another stored (a key
+    written over another's left a group's workers unable to read each other's configs)."""
+    import threading
+
+    from spark_connect_bridge.runtime.secrets import ConfigCipher
+
+    name, _, endpoint = bucket
+    key_file, files = f"s3a://{name}/race-{uuid.uuid4().hex[:6]}/_keys/state.key", Locations(_s3a(endpoint))
+    ciphers, errors, start = [], [], threading.Barrier(6)
+
+    def make() -> None:
+        start.wait()
+        try:
+            ciphers.append(ConfigCipher(key_file, files))
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(ciphers) == 6
+    for c in ciphers:
+        token = c.encrypt({"password": "secret"})
+        assert all(other.decrypt(token) == {"password": "secret"} for other in ciphers)
+    assert files.create_bytes(key_file, b"another key") is False  # the key is never written over
+
+
 def test_state_files_round_trip_in_the_bucket(bucket):
     """The stored connector configs (encrypted under a key the worker creates in the bucket) written, listed, read
     back by a second store with nothing local, and deleted."""

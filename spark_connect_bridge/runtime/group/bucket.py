@@ -72,15 +72,10 @@ def object_name(url: str, group_id: str) -> tuple[str, str]:
 def _client(url: str, hadoop: Mapping[str, Any]) -> Any:
     """A boto3 S3 client for ``url``'s bucket with the worker's S3A settings (else the AWS default chain)."""
     try:
-        import boto3
-        from botocore.config import Config
+        return Locations(hadoop).s3_client(url)
     except ImportError as e:  # pragma: no cover - boto3 is the s3 extra's
         raise ConnectError("A worker group in a bucket (group.store.url=s3a://...) needs boto3: "
                            "pip install 'spark_connect_bridge[s3]'") from e
-    kwargs, addressing = Locations(hadoop).s3_settings(url).boto3_options()
-    config = Config(s3={"addressing_style": addressing}, connect_timeout=10, read_timeout=30,
-                    retries={"max_attempts": 3, "mode": "standard"})
-    return boto3.client("s3", config=config, **kwargs)
 
 
 def _code(error: Exception) -> str:
