@@ -280,10 +280,17 @@ def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(ht
         "connector.class": "FileStreamSink", "tasks.max": "1", "file": str(sink_file), "topics": "connect-test",
         "value.converter": "org.apache.kafka.connect.storage.StringConverter"})
 
-    def sink_lines() -> list[str]:
-        return sink_file.read_text().splitlines() if sink_file.exists() else []
+    # the same records read with their schemas (JsonConverter): a sink typed from its messages, which runs as a
+    # plain streaming query once its first micro-batch was written (engine/schema_restarts.py), quietly
+    typed_file = data / "test.typed.txt"
+    http_worker.create("local-file-sink-typed", {
+        "connector.class": "FileStreamSink", "tasks.max": "1", "file": str(typed_file), "topics": "connect-test",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter"})
 
-    names = ("local-file-source", "local-file-sink")
+    def sink_lines(path: Path = sink_file) -> list[str]:
+        return path.read_text().splitlines() if path.exists() else []
+
+    names = ("local-file-source", "local-file-sink", "local-file-sink-typed")
     got = until(lambda: http_worker.healthy(*names) and len(sink_lines()) >= 2 and sink_lines(),
                  what="two JSON lines in the sink file")
     schema = {"type": "struct", "optional": False,
@@ -302,13 +309,25 @@ def test_filestream_with_smts_and_json_schemas_then_pause_stop_delete_quietly(ht
     for verb, state in (("pause", "PAUSED"), ("resume", "RUNNING"), ("stop", "STOPPED"), ("resume", "RUNNING")):
         assert http_worker.call("PUT", f"/connectors/local-file-source/{verb}").status_code in (202, 204)
         http_worker.wait_state("local-file-source", state)
+    for verb, state in (("pause", "PAUSED"), ("resume", "RUNNING")):
+        assert http_worker.call("PUT", f"/connectors/local-file-sink-typed/{verb}").status_code in (202, 204)
+        http_worker.wait_state("local-file-sink-typed", state)
     until(lambda: len(sink_lines()) == 3, what="the third line after resume")
     assert json.loads(sink_lines()[2])["payload"] == {"line": "baz", "data_source": "test-file-source"}
+    assert until(lambda: len(sink_lines(typed_file)) == 3 and sink_lines(typed_file),
+                 what="three lines in the typed sink's file") == [
+        f"Struct{{line={t},data_source=test-file-source}}" for t in ("foo", "bar", "baz")]
+    # two more micro-batches, one at a time: the resumed sink's second one goes to its plain query (the hand-over
+    # logs at INFO, which this worker, started without -v, does not print; the noise check below covers its logs)
+    for n, text in enumerate(("qux", "quux"), start=4):
+        with open(source_file, "a") as f:
+            f.write(text + "\n")
+        until(lambda n=n: len(sink_lines(typed_file)) == n, what=f"{n} lines in the typed sink's file")
     # counted across pause and resume, never backwards (a reset would stay at 1); the status follows the query's
     # progress events, which may arrive after the sink's file shows the line
     until(lambda: http_worker.get("/connectors/local-file-source/status")["metrics"]["records_out_total"] >= 3,
            timeout=60, what="records_out_total >= 3 in the source's status")
-    http_worker.delete_all("local-file-sink", "local-file-source")
+    http_worker.delete_all("local-file-sink", "local-file-sink-typed", "local-file-source")
     time.sleep(3)
     noise = [line for line in http_worker.stderr().splitlines() if "TaskKilledException" in line or " ERROR " in line]
     assert noise == []
