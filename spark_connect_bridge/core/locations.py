@@ -245,7 +245,7 @@ class Locations:
                     return False
                 raise OSError(f"Cannot write {location}: {code or type(e).__name__}") from e
         directory = os.path.dirname(location) or "."
-        os.makedirs(directory, exist_ok=True)
+        os.makedirs(directory, mode=0o700 if private else 0o777, exist_ok=True)  # private: a new folder is 0700
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # mode 0600, as write_bytes leaves its files
         try:
             with os.fdopen(fd, "wb") as f:

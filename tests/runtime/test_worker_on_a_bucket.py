@@ -26,7 +26,7 @@ from tests.support import servers
 from tests.support.processes import interrupt
 from tests.support.s3 import ACCESS_KEY, REGION, SECRET_KEY, MotoS3Server
 
-from .worker_helpers import Api, lines, wait_for
+from .worker_helpers import Api, ciphers_made_together, lines, wait_for
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -60,30 +60,9 @@ def test_workers_starting_together_on_a_bucket_take_one_key(bucket):
     """The key that encrypts stored configs, created in the bucket by workers starting at the same moment: one
     create wins (a conditional PUT) and every worker takes that key, so each decrypts what another stored (a key
     written over another's left a group's workers unable to read each other's configs)."""
-    import threading
-
-    from spark_connect_bridge.runtime.secrets import ConfigCipher
-
     name, _, endpoint = bucket
     key_file, files = f"s3a://{name}/race-{uuid.uuid4().hex[:6]}/_keys/state.key", Locations(_s3a(endpoint))
-    ciphers, errors, start = [], [], threading.Barrier(6)
-
-    def make() -> None:
-        start.wait()
-        try:
-            ciphers.append(ConfigCipher(key_file, files))
-        except Exception as e:  # noqa: BLE001 - collected and asserted below
-            errors.append(e)
-
-    threads = [threading.Thread(target=make) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and len(ciphers) == 6
-    for c in ciphers:
-        token = c.encrypt({"password": "secret"})
-        assert all(other.decrypt(token) == {"password": "secret"} for other in ciphers)
+    ciphers_made_together(key_file, 6, files)
     assert files.create_bytes(key_file, b"another key") is False  # the key is never written over
 
 

@@ -165,29 +165,12 @@ def test_workers_starting_at_once_share_one_complete_key(tmp_path):
     """The key that encrypts stored configs, created by whichever worker comes first: one starting at the same
     moment reads the whole key, never a file still empty (it failed "Fernet key must be 32 url-safe base64-encoded
     bytes" in a group test)."""
-    import threading
+    from .worker_helpers import ciphers_made_together
 
-    from spark_connect_bridge.runtime.secrets import ConfigCipher
-
-    path, ciphers, errors = str(tmp_path / "_keys" / "state.key"), [], []
-    start = threading.Barrier(8)
-
-    def make() -> None:
-        start.wait()
-        try:
-            ciphers.append(ConfigCipher(path))
-        except Exception as e:  # noqa: BLE001 - collected and asserted below
-            errors.append(e)
-
-    threads = [threading.Thread(target=make) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and len(ciphers) == 8
-    token = ciphers[0].encrypt({"password": "secret"})
-    assert all(c.decrypt(token) == {"password": "secret"} for c in ciphers)
+    path = str(tmp_path / "_keys" / "state.key")
+    ciphers_made_together(path, 8)
     assert os.listdir(tmp_path / "_keys") == ["state.key"] and oct(os.stat(path).st_mode & 0o777) == "0o600"
+    assert oct(os.stat(tmp_path / "_keys").st_mode & 0o777) == "0o700"  # the key's folder is the worker's alone
 
 
 def test_object_store_credentials_are_secret_keys_in_either_spelling():

@@ -60,3 +60,31 @@ def lines(path) -> list[str]:
             return f.read().splitlines()
     except FileNotFoundError:
         return []
+
+
+def ciphers_made_together(key_file: str, n: int, locations: Any = None) -> list[Any]:
+    """``n`` ConfigCiphers of one key file made at the same moment (workers starting together); asserts none failed
+    and each decrypts what every other encrypted (they all took one key)."""
+    import threading
+
+    from spark_connect_bridge.runtime.secrets import ConfigCipher
+
+    ciphers, errors, start = [], [], threading.Barrier(n)
+
+    def make() -> None:
+        start.wait()
+        try:
+            ciphers.append(ConfigCipher(key_file, locations))
+        except Exception as e:  # noqa: BLE001 - collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=make) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(ciphers) == n
+    for c in ciphers:
+        token = c.encrypt({"password": "secret"})
+        assert all(other.decrypt(token) == {"password": "secret"} for other in ciphers)
+    return ciphers
