@@ -57,6 +57,12 @@ if "SPARK_CONF_DIR" not in os.environ:
     with open(os.path.join(_conf_dir, "spark-defaults.conf"), "w") as _defaults:
         _defaults.write(f"spark.driver.defaultJavaOptions {TEST_JVM_OPTIONS}\n")
     os.environ["SPARK_CONF_DIR"] = _conf_dir
+# The run's Spark JVMs share one class archive (jvm/class_archive.py: written by the first to exit, mapped by every
+# later one) in a directory of the run, removed with it: ~160 MB, made for the run's SPARK_CONF_DIR.
+_classes_dir: str | None = None
+if "KCONNECT_CLASS_ARCHIVE" not in os.environ:
+    _classes_dir = tempfile.mkdtemp(prefix="kconnect-test-classes-")
+    os.environ["KCONNECT_CLASS_ARCHIVE"] = _classes_dir
 
 # A test past its timeout ends its process (setup.cfg: timeout_method = thread), not just the test: an exception
 # raised in the middle of a py4j call (the signal method) left the process's Spark gateway answering every later call
@@ -110,7 +116,7 @@ def _timed_out(item: pytest.Item, settings) -> None:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        for own in (_conf_dir, _timeout_dir):  # set when this is the run's only process
+        for own in (_conf_dir, _timeout_dir, _classes_dir):  # set when this is the run's only process
             if own is not None:
                 shutil.rmtree(own, ignore_errors=True)
     finally:
@@ -256,6 +262,8 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(_conf_dir, ignore_errors=True)
     if _timeout_dir is not None:
         shutil.rmtree(_timeout_dir, ignore_errors=True)
+    if _classes_dir is not None:
+        shutil.rmtree(_classes_dir, ignore_errors=True)
 
 
 def pytest_terminal_summary(terminalreporter):

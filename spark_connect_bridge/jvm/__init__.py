@@ -32,7 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConnectError
-from .python_launcher import with_python_launcher
+from .class_archive import archive_java_options
+from .python_launcher import _master, with_python_launcher
 
 __all__ = ["OBJECT_STORE_PREFIXES", "POM", "SAFE_PATH_ENV", "SESSION_DEFAULTS", "Artifact", "artifacts", "classpath",
            "configure_spark", "get_or_create", "spark_version", "wants_object_stores", "with_session_defaults",
@@ -197,6 +198,13 @@ def with_session_defaults(builder: Any) -> Any:
     for key, value in SESSION_DEFAULTS.items():
         if key not in options:
             builder = builder.config(key, value)
+    # the JVM's classes mapped from this machine's class archive, or written to one at exit (jvm/class_archive.py)
+    java_key = "spark.driver.extraJavaOptions"
+    java_options = str(options.get(java_key) or "")
+    if "ArchiveClassesAtExit" not in java_options and "SharedArchiveFile" not in java_options:
+        archive = archive_java_options(_master(options))
+        if archive:
+            builder = builder.config(java_key, " ".join(filter(None, [java_options, archive])))
     executor_key = f"spark.executorEnv.{SAFE_PATH_ENV}"
     if not options.get(executor_key):
         builder = builder.config(executor_key, "1")
