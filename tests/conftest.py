@@ -63,6 +63,11 @@ _classes_dir: str | None = None
 if "KCONNECT_CLASS_ARCHIVE" not in os.environ:
     _classes_dir = tempfile.mkdtemp(prefix="kconnect-test-classes-")
     os.environ["KCONNECT_CLASS_ARCHIVE"] = _classes_dir
+    # made now, by one short session (~20 s), so that every JVM of the run maps it from its start: the suite's
+    # session JVMs live to the end of the run and many others are killed, so few would ever write one otherwise
+    from spark_connect_bridge.jvm.class_archive import write_archive
+
+    write_archive(sys.executable)
 
 # A test past its timeout ends its process (setup.cfg: timeout_method = thread), not just the test: an exception
 # raised in the middle of a py4j call (the signal method) left the process's Spark gateway answering every later call

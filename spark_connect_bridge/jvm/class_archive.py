@@ -30,7 +30,7 @@ import tempfile
 import time
 import uuid
 
-__all__ = ["ARCHIVE_ENV", "archive_java_options", "archive_directory", "promote"]
+__all__ = ["ARCHIVE_ENV", "archive_java_options", "archive_directory", "promote", "write_archive"]
 
 log = logging.getLogger(__name__)
 
@@ -124,9 +124,10 @@ def _usable(part: str, java: str, spark_home: str) -> bool:
     return done.returncode == 0
 
 
-def promote(directory: str, java: str, spark_home: str) -> str | None:
-    """The checked archive for this JDK and Spark (``spark-<key>.jsa``), after renaming a finished ``.part`` into
-    place where there is none yet; None where there is none. Refused and stale parts are removed."""
+def promote(directory: str, java: str, spark_home: str, settle: float | None = None) -> str | None:
+    """The checked archive for this JDK and Spark (``spark-<key>.jsa``), after renaming a finished ``.part`` (one
+    not written to for ``settle`` seconds, default :data:`SETTLE_SECONDS`) into place where there is none yet; None
+    where there is none. Refused and stale parts are removed."""
     key = _key(java, spark_home)
     final = os.path.join(directory, f"spark-{key}.jsa")
     if os.path.exists(final) and not _private_file(final):
@@ -134,7 +135,7 @@ def promote(directory: str, java: str, spark_home: str) -> str | None:
         os.remove(final)
     for part in sorted(glob.glob(os.path.join(directory, f"spark-{key}.*.part"))):
         try:
-            settled = time.time() - os.stat(part).st_mtime >= SETTLE_SECONDS
+            settled = time.time() - os.stat(part).st_mtime >= (SETTLE_SECONDS if settle is None else settle)
         except OSError:
             continue
         if not settled:
@@ -178,3 +179,40 @@ def archive_java_options(master: str) -> str | None:
         return f"-XX:SharedArchiveFile={final} {QUIET}"
     part = os.path.join(directory, f"spark-{_key(java, spark_home)}.{uuid.uuid4().hex[:12]}.part")
     return f"-XX:ArchiveClassesAtExit={part} {QUIET}"
+
+
+_WRITER = """
+from pyspark.sql import SparkSession
+from spark_connect_bridge.jvm import configure_spark
+spark = configure_spark(SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")).getOrCreate()
+spark.range(1).collect()
+print(spark.sparkContext._gateway.proc.pid, flush=True)
+spark.stop()
+"""
+
+
+def write_archive(python: str, timeout: float = 300.0) -> str | None:
+    """Make this machine's archive now, where there is none: a session of ``python`` (with this package) that
+    starts, runs one job and stops, then its JVM's archive checked and put in place as the next session would.
+    For a run of many sessions (the test suite) or a machine image: every later session maps it from its start.
+    The archive's path, or None (turned off, not local, or the JVM wrote none)."""
+    directory, java = archive_directory(), _java()
+    if directory is None or java is None or os.name != "posix":
+        return None
+    from .python_launcher import _spark_home
+
+    spark_home = _spark_home()
+    final = promote(directory, java, spark_home)
+    if final is not None:
+        return final
+    try:
+        env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or python}
+        done = subprocess.run([python, "-c", _WRITER], capture_output=True, text=True, timeout=timeout, env=env)
+        pid = int(done.stdout.split()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError) as e:
+        log.debug("no class archive written: %s", e)
+        return None
+    deadline = time.monotonic() + timeout
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:  # it writes the archive as it exits
+        time.sleep(0.2)
+    return promote(directory, java, spark_home, settle=0.0)
