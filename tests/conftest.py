@@ -57,17 +57,13 @@ if "SPARK_CONF_DIR" not in os.environ:
     with open(os.path.join(_conf_dir, "spark-defaults.conf"), "w") as _defaults:
         _defaults.write(f"spark.driver.defaultJavaOptions {TEST_JVM_OPTIONS}\n")
     os.environ["SPARK_CONF_DIR"] = _conf_dir
-# The run's Spark JVMs share one class archive (jvm/class_archive.py: written by the first to exit, mapped by every
-# later one) in a directory of the run, removed with it: ~160 MB, made for the run's SPARK_CONF_DIR.
+# No Spark JVM of the run writes a class archive (jvm/class_archive.py): the JDK writes none for a class path with a
+# non-empty directory, and the run's SPARK_CONF_DIR above holds its spark-defaults.conf. The directory is the run's
+# own all the same (removed with it), so that no run ever writes into the user's cache.
 _classes_dir: str | None = None
 if "KCONNECT_CLASS_ARCHIVE" not in os.environ:
     _classes_dir = tempfile.mkdtemp(prefix="kconnect-test-classes-")
     os.environ["KCONNECT_CLASS_ARCHIVE"] = _classes_dir
-    # made now, by one short session (~20 s), so that every JVM of the run maps it from its start: the suite's
-    # session JVMs live to the end of the run and many others are killed, so few would ever write one otherwise
-    from spark_connect_bridge.jvm.class_archive import write_archive
-
-    write_archive(sys.executable)
 
 # A test past its timeout ends its process (setup.cfg: timeout_method = thread), not just the test: an exception
 # raised in the middle of a py4j call (the signal method) left the process's Spark gateway answering every later call

@@ -14,7 +14,9 @@ it. A truncated or foreign archive makes the JVM abort at start, so nothing unch
 directory only this user can write to (``~/.cache/spark_connect_bridge/jvm-classes``, ``$XDG_CACHE_HOME``): the JVM
 runs what the archive holds. Classes of the session's own jars (``spark.jars``) are archived too; the JDK uses one
 only where the class file it is about to define is the archived one (size and CRC). Only for a local master on a
-POSIX system; ``KCONNECT_CLASS_ARCHIVE=off`` turns it off, or a directory moves it.
+POSIX system, and where the directories Spark puts on the JVM's class path (its conf directory, ``HADOOP_CONF_DIR``,
+``YARN_CONF_DIR``) are absent or empty: the JDK writes no archive for a class path with a non-empty directory (a
+pip-installed pyspark has no conf directory). ``KCONNECT_CLASS_ARCHIVE=off`` turns it off, or a directory moves it.
 """
 
 from __future__ import annotations
@@ -67,6 +69,26 @@ def _java() -> str | None:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     return os.path.realpath(java) if java and os.path.isfile(java) else None
+
+
+def _class_path_dirs_empty(spark_home: str) -> bool:
+    """Whether every directory Spark's launcher puts on the JVM's class path (the conf directory, Hadoop's and
+    YARN's when set) is absent or empty: the JDK refuses to write an archive for a class path with a non-empty
+    directory ("Cannot have non-empty directory in paths", printed as the JVM exits), and Spark's other class path
+    variables may hold anything."""
+    if os.environ.get("SPARK_DIST_CLASSPATH") or os.environ.get("SPARK_EXTRA_CLASSPATH"):
+        return False
+    dirs = [os.environ.get("SPARK_CONF_DIR") or os.path.join(spark_home, "conf"),
+            os.environ.get("HADOOP_CONF_DIR"), os.environ.get("YARN_CONF_DIR")]
+    for directory in filter(None, dirs):
+        try:
+            if os.listdir(directory):
+                return False
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return False
+    return True
 
 
 def _key(java: str, spark_home: str) -> str:
@@ -170,6 +192,9 @@ def archive_java_options(master: str) -> str | None:
     from .python_launcher import _spark_home
 
     spark_home = _spark_home()
+    if not _class_path_dirs_empty(spark_home):
+        log.debug("no class archive: a directory on Spark's class path is not empty (its conf directory)")
+        return None
     try:
         final = promote(directory, java, spark_home)
     except OSError as e:
@@ -194,17 +219,16 @@ spark.stop()
 def write_archive(python: str, timeout: float = 300.0) -> str | None:
     """Make this machine's archive now, where there is none: a session of ``python`` (with this package) that
     starts, runs one job and stops, then its JVM's archive checked and put in place as the next session would.
-    For a run of many sessions (the test suite) or a machine image: every later session maps it from its start.
+    For a machine image or a CI job: every later session maps it from its start.
     The archive's path, or None (turned off, not local, or the JVM wrote none)."""
+    options = archive_java_options("local[1]")
+    if options is None or not options.startswith("-XX:ArchiveClassesAtExit="):
+        return options.split()[0].partition("=")[2] if options else None
     directory, java = archive_directory(), _java()
-    if directory is None or java is None or os.name != "posix":
-        return None
+    assert directory is not None and java is not None
     from .python_launcher import _spark_home
 
     spark_home = _spark_home()
-    final = promote(directory, java, spark_home)
-    if final is not None:
-        return final
     try:
         env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON") or python}
         done = subprocess.run([python, "-c", _WRITER], capture_output=True, text=True, timeout=timeout, env=env)

@@ -3,7 +3,6 @@ session maps it, and never taken from a place others can write to."""
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +15,10 @@ def archives(tmp_path, monkeypatch):
     directory = tmp_path / "classes"
     monkeypatch.setenv(class_archive.ARCHIVE_ENV, str(directory))
     monkeypatch.setattr(class_archive, "SETTLE_SECONDS", 0.0)
+    # a class path without a non-empty directory (the run's own SPARK_CONF_DIR holds its spark-defaults.conf)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "no-conf"))
+    for name in ("HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH", "SPARK_EXTRA_CLASSPATH"):
+        monkeypatch.delenv(name, raising=False)
     return directory
 
 
@@ -73,8 +76,19 @@ def test_turned_off(archives, monkeypatch):
     assert class_archive.archive_java_options("local[2]") is None
 
 
-def test_the_test_sessions_jvm_uses_it(spark):
-    # tests/conftest.py made the run's archive (write_archive) before any session: every JVM of the run maps it
+def test_no_archive_where_a_class_path_directory_is_not_empty(archives, monkeypatch, tmp_path):
+    # The JDK refuses to write one then ("Cannot have non-empty directory in paths", printed as the JVM exits):
+    # a SPARK_CONF_DIR with a spark-defaults.conf, as this test run's
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf))
+    assert class_archive.archive_java_options("local[1]").startswith("-XX:ArchiveClassesAtExit=")
+    (conf / "spark-defaults.conf").write_text("spark.ui.enabled false\n")
+    assert class_archive.archive_java_options("local[1]") is None
+    assert class_archive.write_archive("python-not-run") is None
+
+
+def test_the_test_sessions_jvm_has_none(spark):
+    # tests/conftest.py's SPARK_CONF_DIR holds the run's spark-defaults.conf: no archive written, none mapped
     options = spark.sparkContext.getConf().get("spark.driver.extraJavaOptions")
-    made = list(Path(os.environ[class_archive.ARCHIVE_ENV]).glob("spark-*.jsa"))
-    assert ("-XX:SharedArchiveFile=" if made else "-XX:ArchiveClassesAtExit=") in options, options
+    assert "Archive" not in options, options
