@@ -53,12 +53,9 @@ def archive_directory() -> str | None:
         return None
     directory = chosen or os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                                        "spark_connect_bridge", "jvm-classes")
-    try:
-        os.makedirs(directory, mode=0o700, exist_ok=True)
-        st = os.stat(directory)
-    except OSError:
-        return None
-    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+    from .python_launcher import _private_dir
+
+    if not _private_dir(directory):
         log.debug("class archives not used: %s is not a directory only this user can write to", directory)
         return None
     return directory
